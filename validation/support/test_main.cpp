@@ -1,0 +1,18 @@
+// One main for every test executable (Catch2 v2 and v3). Executables of GPU tests are built with
+// GRATINGSIM_REQUIRES_GPU: without a CUDA device they print "SKIPPED" and return 77, which CTest
+// reports as a skipped test (SKIP_RETURN_CODE), never as a pass.
+#define CATCH_CONFIG_RUNNER
+#include <cstdio>
+
+#include "convolution/convolution.hpp"
+#include "validation/support/catch.hpp"
+
+int main(int argc, char* argv[]) {
+#ifdef GRATINGSIM_REQUIRES_GPU
+  if (!gratingsim::conv::backend_available(gratingsim::conv::Backend::gpu_cufft)) {
+    std::printf("SKIPPED: no CUDA device on this machine; GPU tests not run\n");
+    return 77;
+  }
+#endif
+  return Catch::Session().run(argc, argv);
+}
