@@ -1,0 +1,88 @@
+#pragma once
+// Every backend against cpu-direct on fresh random data: the four problem cases of
+// ../shared/design/convolution.md (sizes N, L of Table 1, fewer slices so the O(N⁴) reference stays
+// cheap) and odd shapes (N1 ≠ N2, N2 = 1, N = 1, non-minimal L, per_slice not a multiple of 3).
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "validation/support/catch.hpp"
+#include "validation/support/compare.hpp"
+#include "validation/support/random.hpp"
+#include "validation/support/run_convolution.hpp"
+
+namespace gratingsim::test {
+
+struct NamedGeometry {
+  const char* name;
+  conv::Geometry geometry;
+};
+
+inline const std::vector<NamedGeometry>& backend_test_geometries() {
+  static const std::vector<NamedGeometry> cases{
+      {"case 1 (N 7, L 16)", {.n1 = 7, .n2 = 7, .slices = 3, .per_slice = 24}},
+      {"case 2 (N 15, L 32)", {.n1 = 15, .n2 = 15, .slices = 2, .per_slice = 24}},
+      {"case 3 (N 31, L 64)", {.n1 = 31, .n2 = 31, .slices = 2, .per_slice = 6}},
+      {"case 4 (N 63, L 128)", {.n1 = 63, .n2 = 63, .slices = 1, .per_slice = 3}},
+      {"N1 != N2 (7 x 3)", {.n1 = 7, .n2 = 3, .slices = 4, .per_slice = 5}},
+      {"N1 < N2 (3 x 15)", {.n1 = 3, .n2 = 15, .slices = 2, .per_slice = 3}},
+      {"non-square L (9 x 63 -> 16 x 128)", {.n1 = 9, .n2 = 63, .slices = 2, .per_slice = 2}},
+      {"1D grating (21 x 1)", {.n1 = 21, .n2 = 1, .slices = 5, .per_slice = 6}},
+      {"1D grating (63 x 1)", {.n1 = 63, .n2 = 1, .slices = 2, .per_slice = 3}},
+      {"N = 1", {.n1 = 1, .n2 = 1, .slices = 3, .per_slice = 4}},
+      {"N1 = 1 (1 x 9)", {.n1 = 1, .n2 = 9, .slices = 2, .per_slice = 3}},
+      {"non-minimal L (5 -> 16)", {.n1 = 5, .n2 = 5, .l1 = 16, .l2 = 16, .slices = 2, .per_slice = 3}},
+  };
+  return cases;
+}
+
+/// Relative tolerance by precision (‖out − ref‖₂/‖ref‖₂ per field block).
+template <class Real>
+constexpr double backend_tolerance() {
+  return std::is_same_v<Real, float> ? 1e-5 : 1e-12;
+}
+
+/// Runs `backend` on fresh random kernels and fields and compares every block with cpu-direct in
+/// complex128 on the same (rounded) inputs. Only gpu-direct (a small-N backend) may decline a shape
+/// (Unsupported: reported as a warning); every other backend must serve every test geometry.
+template <class Real>
+void check_backend_against_direct(conv::Backend backend, const NamedGeometry& c) {
+  using Complex = std::complex<Real>;
+  const conv::Geometry& g = c.geometry;
+  INFO(std::string(conv::to_string(backend)) << " " << conv::to_string(conv::precision_of<Real>()) << ", "
+                                             << c.name);
+  // Kernels rounded to Real, so the complex128 reference sees exactly what the backend sees.
+  const auto rounded = random_complex<Real>(g.kernels_total());
+  const std::vector<std::complex<double>> kernels(rounded.begin(), rounded.end());
+  const std::vector<Complex> in = random_complex<Real>(g.fields_total());
+  const std::vector<std::complex<double>> in_wide(in.begin(), in.end());
+
+  std::unique_ptr<conv::Convolution<Real>> plan;
+  try {
+    plan = conv::make_convolution<Real>(backend, g, kernels);
+  } catch (const Unsupported& e) {
+    if (backend != conv::Backend::gpu_direct) throw;
+    WARN("gpu-direct declines this shape: " << e.what());
+    return;
+  }
+  auto reference = conv::make_convolution<double>(conv::Backend::cpu_direct, g, kernels);
+  std::vector<std::complex<double>> expect;
+  run_on_host(*reference, in_wide, expect);
+
+  std::vector<Complex> out;
+  for (int repeat = 0; repeat < 2; ++repeat) {  // the second run checks that execute() is repeatable
+    run_on_host(*plan, in, out);
+    REQUIRE(l2_norm<Real>(out) > 0);
+    double worst = 0;
+    for (std::size_t b = 0; b < g.batch(); ++b) {
+      const auto n = g.field_size();
+      worst = std::max(worst, relative_l2<Real, double>(std::span(out).subspan(b * n, n),
+                                                        std::span(expect).subspan(b * n, n)));
+    }
+    INFO("worst block relative error " << worst);
+    CHECK(worst <= backend_tolerance<Real>());
+  }
+}
+
+}  // namespace gratingsim::test
