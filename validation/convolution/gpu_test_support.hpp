@@ -1,0 +1,70 @@
+#pragma once
+// Helpers of the backend-specific GPU tests (test_gpu_*.cpp): runs on an explicit stream and the
+// comparison with cpu-direct (complex128) on the same, rounded inputs.
+#include <algorithm>
+#include <complex>
+#include <span>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "convolution/device_buffer.hpp"
+#include "validation/convolution/backend_cases.hpp"
+#include "validation/support/catch.hpp"
+#include "validation/support/compare.hpp"
+#include "validation/support/random.hpp"
+#include "validation/support/run_convolution.hpp"
+
+namespace gratingsim::test {
+
+/// Fresh random kernels, rounded to Real so that the complex128 reference sees what the backend sees.
+template <class Real>
+std::vector<std::complex<double>> random_kernels(const conv::Geometry& g) {
+  const auto rounded = random_complex<Real>(g.kernels_total());
+  return {rounded.begin(), rounded.end()};
+}
+
+/// Runs plan on `stream` (uploads before, download after on the same stream) with NaN-poisoned output.
+template <class Real>
+std::vector<std::complex<Real>> run_on_stream(conv::Convolution<Real>& plan, const std::vector<std::complex<Real>>& in,
+                                              cudaStream_t stream) {
+  std::vector<std::complex<Real>> out(in.size(), poison<Real>());
+  conv::DeviceBuffer<std::complex<Real>> d_in(in.size()), d_out(out.size());
+  d_in.upload(in);
+  d_out.upload(out);
+  plan.execute(d_in.data(), d_out.data(), stream);
+  CUDA_TRY(cudaMemcpyAsync(out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost, stream));
+  CUDA_TRY(cudaStreamSynchronize(stream));
+  return out;
+}
+
+/// The worst block-relative L2 error of `out` against cpu-direct on (kernels, in); fails on a zero output.
+template <class Real>
+double worst_error_against_direct(const conv::Geometry& g, std::span<const std::complex<double>> kernels,
+                                  const std::vector<std::complex<Real>>& in, const std::vector<std::complex<Real>>& out) {
+  REQUIRE(l2_norm<Real>(out) > 0);
+  auto reference = conv::make_convolution<double>(conv::Backend::cpu_direct, g, kernels);
+  const std::vector<std::complex<double>> in_wide(in.begin(), in.end());
+  std::vector<std::complex<double>> expect;
+  run_on_host(*reference, in_wide, expect);
+  const std::size_t n = g.field_size();
+  double worst = 0;
+  for (std::size_t b = 0; b < g.batch(); ++b)
+    worst = std::max(worst, relative_l2<Real, double>(std::span(out).subspan(b * n, n),
+                                                      std::span(expect).subspan(b * n, n)));
+  return worst;
+}
+
+/// An explicit non-blocking stream (no implicit synchronisation with the legacy stream), destroyed at scope end.
+class TestStream {
+ public:
+  TestStream() { CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  TestStream(const TestStream&) = delete;
+  TestStream& operator=(const TestStream&) = delete;
+  ~TestStream() { cudaStreamDestroy(stream_); }
+  [[nodiscard]] cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+}  // namespace gratingsim::test

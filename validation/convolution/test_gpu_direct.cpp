@@ -1,0 +1,178 @@
+// gpu-direct beyond the shared harness (test_gpu_backends.cpp): both forms with every tile on every
+// harness geometry (the harness only sees the tile the rule picks), the N1·N2 limit declined with an
+// Unsupported naming it, an explicit non-blocking stream, kernels replaced between runs, repeatability,
+// an analytic shift, and argument errors.
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "convolution/error.hpp"
+#include "convolution/gpu_direct.hpp"
+#include "validation/convolution/gpu_test_support.hpp"
+
+using namespace gratingsim;
+using conv::Backend;
+using conv::Geometry;
+using conv::detail::DirectForm;
+using conv::detail::DirectTiling;
+
+namespace {
+const std::vector<DirectTiling> all_tilings{
+    {DirectForm::direct_sum, 1},       {DirectForm::direct_sum, 2},       {DirectForm::direct_sum, 4},
+    {DirectForm::direct_sum, 8},       {DirectForm::toeplitz_product, 1}, {DirectForm::toeplitz_product, 2},
+    {DirectForm::toeplitz_product, 4},
+};
+
+std::string describe(DirectTiling t) {
+  return std::string(t.form == DirectForm::direct_sum ? "direct sum R = " : "Toeplitz product TM = ") +
+         std::to_string(t.outputs_per_thread);
+}
+
+// A forced tile may need more shared memory than the device has (R = 8 on a 961 x 1 grating pads each
+// χ row with 14 zeros): that plan is declined and skipped. The rule's own choice is never declined
+// below the limit (the harness and the limit test check that through make_convolution).
+template <class Real>
+std::unique_ptr<conv::Convolution<Real>> make_or_decline(const Geometry& g, const std::vector<std::complex<double>>& kernels,
+                                                         DirectTiling tiling) {
+  try {
+    return conv::detail::make_gpu_direct<Real>(g, kernels, tiling);
+  } catch (const Unsupported& e) {
+    WARN(describe(tiling) << " declined: " << e.what());
+    return nullptr;
+  }
+}
+}  // namespace
+
+TEMPLATE_TEST_CASE("gpu-direct (its own choice of form) equals cpu-direct on every harness geometry",
+                   "[convolution][gpu-direct]", float, double) {
+  // The shared harness runs all GPU backends in one test case; this one does not depend on the others.
+  for (const auto& c : test::backend_test_geometries()) test::check_backend_against_direct<TestType>(Backend::gpu_direct, c);
+}
+
+TEMPLATE_TEST_CASE("gpu-direct: every form and tile equals cpu-direct", "[convolution][gpu-direct]", float, double) {
+  for (const auto& c : test::backend_test_geometries()) {
+    if (c.geometry.field_size() > std::size_t(conv::detail::gpu_direct_max_field_size)) continue;  // declined below
+    const auto kernels = test::random_kernels<TestType>(c.geometry);
+    const auto in = test::random_complex<TestType>(c.geometry.fields_total());
+    for (const auto tiling : all_tilings) {
+      INFO(c.name << ", " << describe(tiling));
+      auto plan = make_or_decline<TestType>(c.geometry, kernels, tiling);
+      if (!plan) continue;
+      std::vector<std::complex<TestType>> out;
+      test::run_on_host(*plan, in, out);
+      CHECK(test::worst_error_against_direct<TestType>(c.geometry, kernels, in, out) <=
+            test::backend_tolerance<TestType>());
+    }
+  }
+}
+
+TEST_CASE("gpu-direct declines N1*N2 above its limit, naming it", "[convolution][gpu-direct]") {
+  const std::string limit = std::to_string(conv::detail::gpu_direct_max_field_size);
+  for (const Geometry g : {Geometry{.n1 = 63, .n2 = 63}, Geometry{.n1 = 33, .n2 = 31}, Geometry{.n1 = 963, .n2 = 1}}) {
+    INFO(g.n1 << " x " << g.n2);
+    const std::vector<std::complex<double>> kernels(g.kernels_total(), 1.0);
+    try {
+      conv::make_convolution<float>(Backend::gpu_direct, g, kernels);
+      FAIL("gpu-direct accepted a shape above its limit");
+    } catch (const Unsupported& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()).find(limit) != std::string::npos);
+    }
+  }
+  // The limit itself is served, square and 1D.
+  for (const Geometry g : {Geometry{.n1 = 31, .n2 = 31}, Geometry{.n1 = 961, .n2 = 1}, Geometry{.n1 = 1, .n2 = 961}}) {
+    INFO(g.n1 << " x " << g.n2);
+    const std::vector<std::complex<double>> kernels(g.kernels_total(), 1.0);
+    CHECK_NOTHROW(conv::make_convolution<double>(Backend::gpu_direct, g, kernels));
+  }
+}
+
+TEST_CASE("gpu-direct picks the Toeplitz product where 4 or more fields share a kernel", "[convolution][gpu-direct]") {
+  CHECK(conv::detail::choose_direct_tiling({.n1 = 7, .n2 = 7, .slices = 33, .per_slice = 24}).form ==
+        DirectForm::toeplitz_product);
+  CHECK(conv::detail::choose_direct_tiling({.n1 = 15, .n2 = 15, .slices = 10, .per_slice = 3}).form ==
+        DirectForm::direct_sum);
+}
+
+TEMPLATE_TEST_CASE("gpu-direct on shapes beyond the harness", "[convolution][gpu-direct]", float, double) {
+  const std::vector<test::NamedGeometry> shapes{
+      {"the limit, 1D (961 x 1)", {.n1 = 961, .n2 = 1, .slices = 1, .per_slice = 5}},
+      {"the limit, square (31 x 31), one field per kernel", {.n1 = 31, .n2 = 31, .slices = 3, .per_slice = 1}},
+      {"many fields per kernel (5 x 5 x 70)", {.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 70}},
+      {"a large batch (3 x 3, 80000 blocks)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 40000}},
+  };
+  for (const auto& c : shapes) {
+    const auto kernels = test::random_kernels<TestType>(c.geometry);
+    const auto in = test::random_complex<TestType>(c.geometry.fields_total());
+    for (const auto tiling : all_tilings) {
+      INFO(c.name << ", " << describe(tiling));
+      auto plan = make_or_decline<TestType>(c.geometry, kernels, tiling);
+      if (!plan) continue;
+      std::vector<std::complex<TestType>> out;
+      test::run_on_host(*plan, in, out);
+      CHECK(test::worst_error_against_direct<TestType>(c.geometry, kernels, in, out) <=
+            test::backend_tolerance<TestType>());
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("gpu-direct on a non-blocking stream, with kernels replaced", "[convolution][gpu-direct]", float,
+                   double) {
+  const Geometry g{.n1 = 15, .n2 = 13, .slices = 3, .per_slice = 5};
+  const auto first = test::random_kernels<TestType>(g), second = test::random_kernels<TestType>(g);
+  const test::TestStream stream;
+  const auto in = test::random_complex<TestType>(g.fields_total());
+  for (const auto tiling : all_tilings) {
+    INFO(describe(tiling));
+    auto plan = conv::detail::make_gpu_direct<TestType>(g, first, tiling);
+    const auto out_first = test::run_on_stream(*plan, in, stream.get());
+    CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_first) <= test::backend_tolerance<TestType>());
+    CHECK(test::run_on_stream(*plan, in, stream.get()) == out_first);  // deterministic: same order of sums
+    plan->set_kernels(second);
+    const auto out_second = test::run_on_stream(*plan, in, stream.get());
+    CHECK(test::worst_error_against_direct<TestType>(g, second, in, out_second) <= test::backend_tolerance<TestType>());
+    CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_second) > 0.1);
+  }
+}
+
+TEMPLATE_TEST_CASE("gpu-direct shifts a field by a delta kernel exactly", "[convolution][gpu-direct]", float, double) {
+  // χ = δ(n − s): out(m) = in(m − s) inside the block, 0 where m − s leaves it; a sum of exact zeros and
+  // one product by 1, so the result is exact in any precision.
+  const Geometry g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 5};
+  const int m1 = 4, m2 = 3, k2 = 2 * g.n2 - 1;
+  for (auto [s1, s2] : {std::pair{0, 0}, {2, -1}, {-8, 6}, {5, 0}}) {
+    std::vector<std::complex<double>> kernels(g.kernels_total(), 0.0);
+    for (int p = 0; p < g.slices; ++p) kernels[p * g.kernel_size() + (s1 + g.n1 - 1) * k2 + (s2 + g.n2 - 1)] = 1.0;
+    const auto in = test::random_complex<TestType>(g.fields_total());
+    for (const auto tiling : all_tilings) {
+      INFO(describe(tiling) << ", shift " << s1 << ", " << s2);
+      auto plan = conv::detail::make_gpu_direct<TestType>(g, kernels, tiling);
+      std::vector<std::complex<TestType>> out;
+      test::run_on_host(*plan, in, out);
+      for (std::size_t b = 0; b < g.batch(); ++b)
+        for (int i1 = -m1; i1 <= m1; ++i1)
+          for (int i2 = -m2; i2 <= m2; ++i2) {
+            const int j1 = i1 - s1, j2 = i2 - s2;
+            const bool inside = j1 >= -m1 && j1 <= m1 && j2 >= -m2 && j2 <= m2;
+            const std::complex<TestType> expect =
+                inside ? in[b * g.field_size() + (j1 + m1) * g.n2 + (j2 + m2)] : std::complex<TestType>{};
+            REQUIRE(out[b * g.field_size() + (i1 + m1) * g.n2 + (i2 + m2)] == expect);
+          }
+    }
+  }
+}
+
+TEST_CASE("gpu-direct rejects bad arguments", "[convolution][gpu-direct]") {
+  const Geometry g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
+  const auto kernels = test::random_kernels<float>(g);
+  CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::direct_sum, 3}), InvalidArgument);
+  CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::toeplitz_product, 8}), InvalidArgument);
+  auto plan = conv::make_convolution<float>(Backend::gpu_direct, g, kernels);
+  conv::DeviceBuffer<std::complex<float>> buffer(2 * g.fields_total());
+  buffer.upload(test::random_complex<float>(buffer.size()));
+  CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
+  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.fields_total() / 2), InvalidArgument);  // overlap
+  CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() + 1)), InvalidArgument);
+  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.fields_total()));
+  CUDA_TRY(cudaDeviceSynchronize());
+}
