@@ -1,0 +1,763 @@
+// Reading a case file: YAML → Case, strictly, with every error located (see io/SCHEMA.md).
+#include "io/case.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <numbers>
+#include <set>
+#include <sstream>
+
+#include "io/index_table.hpp"
+#include "io/strict_yaml.hpp"
+
+namespace gratingsim::io {
+
+namespace {
+std::string located(const std::string& file, int line, int column, const std::string& message) {
+  std::ostringstream os;
+  os << file;
+  if (line > 0) os << ':' << line << ':' << column;
+  os << ": error: " << message;
+  return os.str();
+}
+}  // namespace
+
+CaseError::CaseError(std::string file, int line, int column, std::string message)
+    : InvalidArgument(located(file, line, column, message)),
+      file_(std::move(file)),
+      line_(line),
+      column_(column),
+      message_(std::move(message)) {}
+
+std::string_view to_string(LengthUnit unit) {
+  switch (unit) {
+    case LengthUnit::nm: return "nm";
+    case LengthUnit::um: return "um";
+    case LengthUnit::m: return "m";
+  }
+  return "?";
+}
+
+double nanometres_per(LengthUnit unit) {
+  switch (unit) {
+    case LengthUnit::nm: return 1.0;
+    case LengthUnit::um: return 1e3;
+    case LengthUnit::m: return 1e9;
+  }
+  return 0.0;
+}
+
+std::string_view to_string(Polarization polarization) {
+  switch (polarization) {
+    case Polarization::s: return "s";
+    case Polarization::p: return "p";
+    case Polarization::both: return "both";
+  }
+  return "?";
+}
+
+std::string_view to_string(SolverMethod method) {
+  switch (method) {
+    case SolverMethod::gmres: return "gmres";
+    case SolverMethod::bicgstab: return "bicgstab";
+    case SolverMethod::direct: return "direct";
+  }
+  return "?";
+}
+
+std::string_view to_string(PlaneKind kind) {
+  switch (kind) {
+    case PlaneKind::xz: return "xz";
+    case PlaneKind::yz: return "yz";
+    case PlaneKind::xy: return "xy";
+  }
+  return "?";
+}
+
+std::size_t Case::points() const {
+  return wavelength_nm.size() * incidence.theta_deg.size() * incidence.phi_deg.size();
+}
+
+double Case::total_thickness_nm() const {
+  double h = 0;
+  for (const auto& layer : layers) h += layer.thickness_nm;
+  return h;
+}
+
+int Case::total_slices() const {
+  int n = 0;
+  for (const auto& layer : layers) n += layer.slices;
+  return n;
+}
+
+const Material& Case::material(std::string_view name) const {
+  const auto it = materials.find(name);
+  EXPECTS(it != materials.end(), "unknown material '" + std::string(name) + "'");
+  return it->second;
+}
+
+namespace {
+
+int fft_length(int harmonics) {  // the power of two ≥ 2N − 1 = 4M + 1
+  int l = 1;
+  while (l < 4 * harmonics + 1) l *= 2;
+  return l;
+}
+
+}  // namespace
+
+std::size_t estimated_solver_bytes(const Case& c) {
+  const double complex_bytes = c.numerics.precision == conv::Precision::single ? 8.0 : 16.0;
+  const double nm = double(2 * c.numerics.harmonics_x + 1) * (2 * c.numerics.harmonics_y + 1);
+  const double unknowns = 3.0 * c.total_slices() * nm;
+  const double rhs = double(c.incidence.theta_deg.size()) * c.incidence.phi_deg.size() * c.polarizations();
+  const double spectrum = double(fft_length(c.numerics.harmonics_x)) * fft_length(c.numerics.harmonics_y);
+  double vectors = 0;
+  switch (c.numerics.solver.method) {
+    case SolverMethod::gmres: vectors = rhs * unknowns * (c.numerics.solver.restart + 4); break;
+    case SolverMethod::bicgstab: vectors = rhs * unknowns * 8; break;
+    case SolverMethod::direct: vectors = unknowns * unknowns + rhs * unknowns * 2; break;
+  }
+  const double workspace = (rhs * 3 + 1) * c.total_slices() * spectrum;
+  const double bytes = complex_bytes * (vectors + workspace);
+  return bytes >= 1.8e19 ? std::size_t(-1) : std::size_t(bytes);
+}
+
+namespace {
+
+using yaml::Map;
+using yaml::Node;
+
+std::string format_length(double nm) {
+  std::ostringstream os;
+  os << nm << " nm";
+  return os.str();
+}
+
+std::string format_number(double value) {
+  std::ostringstream os;
+  os << value;
+  return os.str();
+}
+
+std::string format_gib(double bytes) {
+  std::ostringstream os;
+  os.precision(3);
+  os << bytes / double(1ull << 30) << " GiB";
+  return os.str();
+}
+
+double physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? double(pages) * double(page) : 0.0;
+}
+
+/// Reads one case file; holds what later checks need (where each material was defined and used).
+class CaseReader {
+ public:
+  CaseReader(std::string_view text, const std::string& name, const std::string& base_directory)
+      : file_(name), base_(base_directory) {
+    c_.path = name;
+    c_.yaml = std::string(text);
+  }
+
+  Case read() {
+    const Node root(yaml::parse(c_.yaml, file_), "", file_, YAML::Mark());
+    if (root.is_null()) root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
+    const Map top(root, {"description", "units", "wavelength", "incidence", "lattice", "superstrate", "substrate",
+                         "materials", "layers", "numerics", "output"});
+    if (const auto d = top.optional("description")) c_.description = d->string();
+    if (const auto u = top.optional("units")) c_.input_units = length_unit(*u);
+    scale_ = nanometres_per(c_.input_units);
+
+    if (const auto m = top.optional("materials")) read_materials(*m);
+    c_.wavelength_nm = sweep(top.required("wavelength"), "wavelength",
+                             [](double w) { return w > 0 ? "" : "wavelengths must be > 0"; });
+    for (double& w : c_.wavelength_nm) w *= scale_;
+    if (const auto i = top.optional("incidence")) read_incidence(*i);
+    read_lattice(top.required("lattice"));
+
+    if (const auto s = top.optional("superstrate")) c_.superstrate = reference(*s);
+    else c_.superstrate = reference_default("air", top.node());
+    c_.substrate = reference(top.required("substrate"));
+    read_layers(top.required("layers"));
+    read_numerics(top.required("numerics"));
+    read_output(top.optional("output"));
+
+    check_materials();
+    assign_default_slices();
+    check_memory();
+    return std::move(c_);
+  }
+
+ private:
+  // --- values ---------------------------------------------------------------------------------
+  /// nm, um or m; spelled-out names and µm get a pointer to the accepted spelling.
+  static LengthUnit length_unit(const Node& n) {
+    const std::string word = n.string();
+    const std::pair<const char*, const char*> aliases[] = {
+        {"µm", "um"},  {"μm", "um"},         {"micron", "um"}, {"microns", "um"}, {"micrometer", "um"},
+        {"micrometre", "um"}, {"nanometer", "nm"}, {"nanometre", "nm"}, {"meter", "m"}, {"metre", "m"}};
+    for (const auto& [alias, unit] : aliases)
+      if (word == alias) n.fail("unknown length unit '" + word + "'; did you mean '" + unit + "'? (expected one of: nm, um, m)");
+    return n.choice<LengthUnit>({{"nm", LengthUnit::nm}, {"um", LengthUnit::um}, {"m", LengthUnit::m}});
+  }
+  double length(const Node& n) const {  // a positive length, in nm
+    const double v = n.number();
+    if (v <= 0) n.fail("expected a positive length (in " + std::string(to_string(c_.input_units)) + "), got " + n.describe());
+    return v * scale_;
+  }
+  double non_negative_length(const Node& n) const {
+    const double v = n.number();
+    if (v < 0) n.fail("expected a length ≥ 0 (in " + std::string(to_string(c_.input_units)) + "), got " + n.describe());
+    return v * scale_;
+  }
+  int integer_in(const Node& n, long long lo, long long hi, const std::string& what) const {
+    const long long v = n.integer();
+    if (v < lo || v > hi)
+      n.fail("expected " + what + " (an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]), got " +
+             std::to_string(v));
+    return int(v);
+  }
+  std::array<double, 2> point(const Node& n) const {  // [x, y] in nm
+    const auto items = n.items();
+    if (items.size() != 2) n.fail("expected a point [x, y], got a list of " + std::to_string(items.size()));
+    return {items[0].number() * scale_, items[1].number() * scale_};
+  }
+
+  /// A sweep: one number, a list of numbers, or {start, stop, count} (count ≥ 1, inclusive ends).
+  /// Values are returned as written (not scaled). `check` returns "" for a valid value, else what is
+  /// wrong, reported at the offending list element (or at the range). Duplicates are errors.
+  std::vector<double> sweep(const Node& n, const std::string& what,
+                            const std::function<std::string(double)>& check) {
+    std::vector<double> values;
+    const auto checked = [&](const Node& where, double value) {
+      if (const std::string problem = check(value); !problem.empty()) where.fail(problem + ", got " + format_number(value));
+      values.push_back(value);
+    };
+    if (n.is_scalar()) {
+      checked(n, n.number());
+    } else if (n.is_sequence()) {
+      const auto items = n.items();
+      if (items.empty()) n.fail("empty " + what + " sweep: give one value, a list of values, or {start, stop, count}");
+      for (const auto& item : items) checked(item, item.number());
+    } else if (n.is_map()) {
+      const Map m(n, {"start", "stop", "count"});
+      const Node start_node = m.required("start"), stop_node = m.required("stop");
+      const double start = start_node.number(), stop = stop_node.number();
+      const Node count_node = m.required("count");
+      const long long count = count_node.integer();
+      if (count < 1) count_node.fail("empty " + what + " sweep: count must be ≥ 1, got " + std::to_string(count));
+      if (count > 10'000'000) count_node.fail("a sweep of " + std::to_string(count) + " points is beyond reason (max 10000000)");
+      if (count == 1 && start != stop) count_node.fail("count 1 needs start == stop (or give a single value)");
+      if (count > 1 && start == stop) count_node.fail("start == stop with count > 1 repeats one value");
+      checked(start_node, start);
+      checked(stop_node, stop);
+      values.clear();
+      for (long long i = 0; i < count; ++i)
+        values.push_back(i + 1 == count ? stop : start + (stop - start) * double(i) / double(count - 1));
+    } else {
+      n.fail("expected a " + what + " sweep (a number, a list, or {start, stop, count}), got " + n.describe());
+    }
+    std::vector<double> sorted = values;
+    std::sort(sorted.begin(), sorted.end());
+    if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
+      n.fail("the " + what + " sweep repeats a value");
+    return values;
+  }
+
+  // --- materials ------------------------------------------------------------------------------
+  void read_materials(const Node& n) {
+    const Map all = Map::any_keys(n);
+    for (const auto& [key, spec] : all.entries()) {
+      const std::string name = key.string();
+      if (built_in_materials().count(name))
+        key.fail("material '" + name + "' is built in; choose another name for your own definition");
+      Material material;
+      material.name = name;
+      const Map m(spec, {"n", "k", "table", "units", "sellmeier"});
+      const int kinds = int(m.has("n")) + int(m.has("table")) + int(m.has("sellmeier"));
+      if (kinds != 1)
+        spec.fail("a material is given by exactly one of: n (with optional k), table, sellmeier; got " + std::to_string(kinds));
+      if (m.has("k") && !m.has("n")) m.required("k").fail("k belongs with n");
+      if (m.has("units") && !m.has("table")) m.required("units").fail("units applies to a table's wavelength column only");
+      if (const auto n_node = m.optional("n")) {
+        const double re = n_node->number();
+        if (re <= 0) n_node->fail("the refractive index n must be > 0, got " + n_node->describe());
+        double im = 0;
+        if (const auto k_node = m.optional("k")) {
+          im = k_node->number();
+          if (im < 0)
+            k_node->fail("the extinction coefficient k must be ≥ 0 (loss is k > 0 with exp(-iωt)), got " + k_node->describe());
+        }
+        material.model = ConstantIndex{{re, im}};
+      } else if (const auto t = m.optional("table")) {
+        LengthUnit unit = c_.input_units;
+        if (const auto u = m.optional("units"))
+          unit = length_unit(*u);
+        const std::filesystem::path file = std::filesystem::path(base_) / t->string();
+        if (!std::filesystem::is_regular_file(file)) t->fail("index table '" + file.string() + "' not found");
+        material.model = read_index_table(file.string(), unit);
+      } else {
+        const Node s = m.required("sellmeier");
+        const Map sm(s, {"B", "resonances"});
+        Sellmeier model;
+        const Node b = sm.required("B"), r = sm.required("resonances");
+        for (const auto& item : b.items()) model.b.push_back(item.number());
+        for (const auto& item : r.items()) model.resonance_nm.push_back(non_negative_length(item));
+        if (model.b.empty()) b.fail("a Sellmeier model needs at least one term");
+        if (model.b.size() != model.resonance_nm.size())
+          r.fail("expected " + std::to_string(model.b.size()) + " resonance wavelengths (one per B), got " +
+                 std::to_string(model.resonance_nm.size()));
+        material.model = model;
+      }
+      defined_.emplace(name, spec);
+      c_.materials.emplace(name, std::move(material));
+    }
+  }
+
+  /// A material name used somewhere; must be defined under materials or built in.
+  std::string reference(const Node& n) {
+    const std::string name = n.string();
+    if (c_.materials.count(name) == 0) {
+      const auto built_in = built_in_materials().find(name);
+      if (built_in == built_in_materials().end()) {
+        std::vector<std::string> names;  // the user's materials, then the built-in ones
+        for (const auto& [defined, node] : defined_) names.push_back(defined);
+        for (const auto& [b, m] : built_in_materials()) names.push_back(b);
+        n.fail("unknown material '" + name + "', neither built in nor defined under 'materials'" +
+               yaml::suggestion(name, names));
+      }
+      c_.materials.emplace(name, built_in->second);
+    }
+    used_.emplace(name, n);
+    return name;
+  }
+  std::string reference_default(const std::string& name, const Node& where) {
+    c_.materials.emplace(name, built_in_materials().find(name)->second);
+    used_.emplace(name, where);
+    return name;
+  }
+
+  /// Every referenced material must give an index at every wavelength; the superstrate must be
+  /// lossless (formulation.md §1: medium 1 carries the Green function and the far-field normalisation).
+  void check_materials() {
+    std::vector<std::string> unused;
+    for (const auto& [name, material] : c_.materials) {
+      const auto use = used_.find(name);
+      const auto def = defined_.find(name);
+      if (use == used_.end()) {
+        const auto where = def->second.location();
+        c_.warnings.push_back(where.file + ":" + std::to_string(where.line) + ":" + std::to_string(where.column) +
+                              ": warning: material '" + name + "' is defined but never used");
+        unused.push_back(name);
+        continue;
+      }
+      const Node& blame = def != defined_.end() ? def->second : use->second;
+      for (const double w : c_.wavelength_nm) {
+        try {
+          (void)material.refractive_index(w);
+        } catch (const InvalidArgument& e) {
+          std::string what = e.what();
+          if (const auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+          blame.fail("material '" + name + "': " + what);
+        }
+      }
+    }
+    for (const auto& name : unused) c_.materials.erase(name);
+    const Material& top = c_.materials.at(c_.superstrate);
+    for (const double w : c_.wavelength_nm) {
+      const double k = top.refractive_index(w).imag();
+      if (k != 0) {
+        std::ostringstream os;
+        os << "the superstrate must be lossless, but '" << top.name << "' has k = " << k << " at " << format_length(w);
+        used_.at(c_.superstrate).fail(os.str());
+      }
+    }
+  }
+
+  // --- illumination and lattice ---------------------------------------------------------------
+  void read_incidence(const Node& n) {
+    const Map m(n, {"theta_deg", "phi_deg", "polarization"});
+    if (const auto t = m.optional("theta_deg")) {
+      c_.incidence.theta_deg = sweep(*t, "theta_deg", [](double theta) {
+        return theta >= 0 && theta < 90 ? "" : "the polar angle must lie in [0, 90) degrees";
+      });
+    }
+    if (const auto p = m.optional("phi_deg")) {
+      c_.incidence.phi_deg = sweep(*p, "phi_deg", [](double phi) {
+        return phi >= -360 && phi <= 360 ? "" : "the azimuth must lie in [-360, 360] degrees";
+      });
+    }
+    if (const auto pol = m.optional("polarization"))
+      c_.incidence.polarization =
+          pol->choice<Polarization>({{"s", Polarization::s}, {"p", Polarization::p}, {"both", Polarization::both}});
+  }
+
+  void read_lattice(const Node& n) {
+    const Map m(n, {"period_x", "period_y"});
+    c_.lattice.period_x_nm = length(m.required("period_x"));
+    if (const auto y = m.optional("period_y")) c_.lattice.period_y_nm = length(*y);
+  }
+
+  // --- layers and shapes ----------------------------------------------------------------------
+  void read_layers(const Node& n) {
+    const auto items = n.items();
+    if (items.empty()) n.fail("empty layer stack: give at least one layer (top to bottom)");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      const Node& item = items[i];
+      const Map m(item, {"name", "thickness", "slices", "material", "background", "shapes"});
+      Layer layer;
+      layer.name = "layer" + std::to_string(i);
+      if (const auto name = m.optional("name")) {
+        layer.name = name->string();
+        if (!names.insert(layer.name).second) name->fail("layer name '" + layer.name + "' is already used");
+      }
+      layer.thickness_nm = length(m.required("thickness"));
+      layer.slices = 0;  // 0: default, assigned once materials are known
+      if (const auto s = m.optional("slices")) layer.slices = integer_in(*s, 1, 100000, "a slice count");
+      if (const auto material = m.optional("material")) {
+        for (const char* key : {"shapes", "background"})
+          if (const auto extra = m.optional(key))
+            extra->fail(std::string("a uniform film takes 'material' alone; '") + key +
+                        "' belongs to a patterned layer (without 'material')");
+        layer.background = reference(*material);
+      } else {
+        if (!m.has("shapes")) item.fail("a layer needs 'material' (a uniform film) or 'shapes' (a patterned layer)");
+        const Node shapes = m.required("shapes");
+        const auto shape_items = shapes.items();
+        if (shape_items.empty()) shapes.fail("a patterned layer needs at least one shape");
+        if (const auto b = m.optional("background")) layer.background = reference(*b);
+        else layer.background = c_.superstrate;
+        for (const auto& s : shape_items) layer.shapes.push_back(read_shape(s, layer.thickness_nm));
+      }
+      c_.layers.push_back(std::move(layer));
+    }
+  }
+
+  /// A sidewall angle from the substrate plane (90 = vertical, > 90 re-entrant), in (0, 180) degrees.
+  static double sidewall_angle(const Node& n) {
+    const double alpha = n.number();
+    if (alpha <= 0 || alpha >= 180)
+      n.fail("the sidewall angle (from the substrate plane, 90 = vertical) must lie in (0, 180) degrees, got " +
+             n.describe());
+    return alpha;
+  }
+
+  void check_width(const Node& n, double width_nm, double period_nm, const char* axis) const {
+    if (width_nm > period_nm)
+      n.fail("the shape is " + format_length(width_nm) + " wide along " + axis + ", more than the period " +
+             format_length(period_nm));
+  }
+
+  Shape read_shape(const Node& n, double thickness_nm) {
+    const Node type_node = Map::any_keys(n).required("type");
+    enum class Type { line, trapezoid, rectangle, circle, ellipse, polygon };
+    const Type type = type_node.choice<Type>({{"line", Type::line},
+                                              {"trapezoid", Type::trapezoid},
+                                              {"rectangle", Type::rectangle},
+                                              {"circle", Type::circle},
+                                              {"ellipse", Type::ellipse},
+                                              {"polygon", Type::polygon}});
+    const bool one_d = c_.lattice.is_1d();
+    if (one_d && type != Type::line && type != Type::trapezoid)
+      type_node.fail("'" + type_node.string() +
+                     "' needs a 2D lattice (lattice.period_y); a 1D grating takes line and trapezoid shapes");
+    const double px = c_.lattice.period_x_nm, py = c_.lattice.period_y_nm.value_or(0);
+    Shape shape;
+    const auto center_2d = [&](const Map& m, double& x, double& y) {
+      if (const auto c = m.optional("center")) {
+        const auto p = point(*c);
+        x = p[0];
+        y = p[1];
+      }
+    };
+    switch (type) {
+      case Type::line:
+      case Type::trapezoid: {
+        const Map m = type == Type::line
+                          ? Map(n, {"type", "material", "center", "width"})
+                          : Map(n, {"type", "material", "center", "bottom_width", "top_width", "sidewall_angle_deg"});
+        shape.material = reference(m.required("material"));
+        LineShape line;
+        if (const auto c = m.optional("center")) line.center_nm = c->number() * scale_;
+        if (type == Type::line) {
+          const Node w = m.required("width");
+          line.bottom_width_nm = line.top_width_nm = length(w);
+          check_width(w, line.bottom_width_nm, px, "x");
+        } else {
+          const Node bottom = m.required("bottom_width");
+          line.bottom_width_nm = non_negative_length(bottom);
+          check_width(bottom, line.bottom_width_nm, px, "x");
+          const auto top = m.optional("top_width");
+          const auto angle = m.optional("sidewall_angle_deg");
+          if (top.has_value() == angle.has_value())
+            n.fail("a trapezoid takes exactly one of top_width, sidewall_angle_deg");
+          if (top) {
+            line.top_width_nm = non_negative_length(*top);
+            check_width(*top, line.top_width_nm, px, "x");
+          } else {
+            line.top_width_nm = line.bottom_width_nm - 2 * thickness_nm / std::tan(sidewall_angle(*angle) * std::numbers::pi / 180);
+            if (line.top_width_nm < 0)
+              angle->fail("a sidewall angle of " + angle->describe() + " degrees over the layer's " +
+                          format_length(thickness_nm) + " gives a negative top width (" +
+                          format_length(line.top_width_nm) + ")");
+            check_width(*angle, line.top_width_nm, px, "x");
+          }
+          if (line.bottom_width_nm == 0 && line.top_width_nm == 0) bottom.fail("the trapezoid has zero width");
+        }
+        shape.geometry = line;
+        break;
+      }
+      case Type::rectangle: {
+        const Map m(n, {"type", "material", "center", "width_x", "width_y"});
+        shape.material = reference(m.required("material"));
+        RectangleShape r;
+        center_2d(m, r.center_x_nm, r.center_y_nm);
+        const Node wx = m.required("width_x"), wy = m.required("width_y");
+        r.width_x_nm = length(wx);
+        r.width_y_nm = length(wy);
+        check_width(wx, r.width_x_nm, px, "x");
+        check_width(wy, r.width_y_nm, py, "y");
+        shape.geometry = r;
+        break;
+      }
+      case Type::circle:
+      case Type::ellipse: {
+        const Map m = type == Type::circle
+                          ? Map(n, {"type", "material", "center", "diameter", "bottom_diameter", "top_diameter"})
+                          : Map(n, {"type", "material", "center", "diameter_x", "diameter_y", "rotation_deg"});
+        shape.material = reference(m.required("material"));
+        EllipseShape e;
+        center_2d(m, e.center_x_nm, e.center_y_nm);
+        if (type == Type::circle) {
+          if (const auto d = m.optional("diameter")) {
+            for (const char* key : {"bottom_diameter", "top_diameter"})
+              if (const auto extra = m.optional(key))
+                extra->fail("a circle takes either diameter or bottom_diameter and top_diameter (tapered)");
+            const double v = length(*d);
+            check_width(*d, v, std::min(px, py), "x and y");
+            e.bottom_diameter_x_nm = e.bottom_diameter_y_nm = e.top_diameter_x_nm = e.top_diameter_y_nm = v;
+          } else {
+            if (!m.has("bottom_diameter") && !m.has("top_diameter"))
+              n.fail("a circle needs diameter, or bottom_diameter and top_diameter (tapered)");
+            const Node b = m.required("bottom_diameter"), t = m.required("top_diameter");
+            const double vb = non_negative_length(b), vt = non_negative_length(t);
+            check_width(b, vb, std::min(px, py), "x and y");
+            check_width(t, vt, std::min(px, py), "x and y");
+            if (vb == 0 && vt == 0) b.fail("the circle has zero diameter");
+            e.bottom_diameter_x_nm = e.bottom_diameter_y_nm = vb;
+            e.top_diameter_x_nm = e.top_diameter_y_nm = vt;
+          }
+        } else {
+          const Node dx = m.required("diameter_x"), dy = m.required("diameter_y");
+          e.bottom_diameter_x_nm = e.top_diameter_x_nm = length(dx);
+          e.bottom_diameter_y_nm = e.top_diameter_y_nm = length(dy);
+          check_width(dx, std::max(e.bottom_diameter_x_nm, e.bottom_diameter_y_nm), std::min(px, py), "x and y");
+          if (const auto r = m.optional("rotation_deg")) e.rotation_deg = r->number();
+        }
+        shape.geometry = e;
+        break;
+      }
+      case Type::polygon: {
+        const Map m(n, {"type", "material", "vertices", "sidewall_angle_deg"});
+        shape.material = reference(m.required("material"));
+        const Node vertices = m.required("vertices");
+        PolygonShape polygon;
+        for (const auto& v : vertices.items()) polygon.vertices_nm.push_back(point(v));
+        check_polygon(vertices, polygon.vertices_nm, px, py);
+        if (const auto a = m.optional("sidewall_angle_deg")) polygon.sidewall_angle_deg = sidewall_angle(*a);
+        shape.geometry = polygon;
+        break;
+      }
+    }
+    return shape;
+  }
+
+  static bool segments_cross(const std::array<double, 2>& a, const std::array<double, 2>& b,
+                             const std::array<double, 2>& c, const std::array<double, 2>& d) {
+    const auto orient = [](const std::array<double, 2>& p, const std::array<double, 2>& q, const std::array<double, 2>& r) {
+      const double v = (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
+      return (v > 0) - (v < 0);
+    };
+    const int o1 = orient(a, b, c), o2 = orient(a, b, d), o3 = orient(c, d, a), o4 = orient(c, d, b);
+    if (o1 != o2 && o3 != o4) return true;
+    const auto on = [](const std::array<double, 2>& p, const std::array<double, 2>& q, const std::array<double, 2>& r) {
+      return std::min(p[0], r[0]) <= q[0] && q[0] <= std::max(p[0], r[0]) && std::min(p[1], r[1]) <= q[1] &&
+             q[1] <= std::max(p[1], r[1]);
+    };
+    return (o1 == 0 && on(a, c, b)) || (o2 == 0 && on(a, d, b)) || (o3 == 0 && on(c, a, d)) || (o4 == 0 && on(c, b, d));
+  }
+
+  void check_polygon(const Node& n, const std::vector<std::array<double, 2>>& v, double px, double py) const {
+    const std::size_t count = v.size();
+    if (count < 3) n.fail("a polygon needs at least 3 vertices, got " + std::to_string(count));
+    double area2 = 0, xmin = v[0][0], xmax = v[0][0], ymin = v[0][1], ymax = v[0][1];
+    for (std::size_t i = 0; i < count; ++i) {
+      const auto& p = v[i];
+      const auto& q = v[(i + 1) % count];
+      area2 += p[0] * q[1] - q[0] * p[1];
+      xmin = std::min(xmin, p[0]);
+      xmax = std::max(xmax, p[0]);
+      ymin = std::min(ymin, p[1]);
+      ymax = std::max(ymax, p[1]);
+    }
+    for (std::size_t i = 0; i < count; ++i)
+      for (std::size_t j = i + 1; j < count; ++j) {
+        const bool adjacent = j == i + 1 || (i == 0 && j == count - 1);
+        if (!adjacent && segments_cross(v[i], v[(i + 1) % count], v[j], v[(j + 1) % count]))
+          n.fail("polygon edges " + std::to_string(i) + " and " + std::to_string(j) +
+                 " cross; the vertices must trace a simple polygon");
+      }
+    if (area2 == 0) n.fail("the polygon has zero area");
+    check_width(n, xmax - xmin, px, "x");
+    check_width(n, ymax - ymin, py, "y");
+  }
+
+  /// Default slice count: Δz ≤ λ/(40 n) in the layer's densest material at every wavelength, i.e. 20
+  /// slices per half wavelength in the medium (formulation.md §9: energy balance ~5e-4 there).
+  void assign_default_slices() {
+    for (auto& layer : c_.layers) {
+      if (layer.slices != 0) continue;
+      double densest = 0;  // max over wavelengths of |n| / λ, per nm
+      for (const double w : c_.wavelength_nm) {
+        double n = std::abs(c_.materials.at(layer.background).refractive_index(w));
+        for (const auto& s : layer.shapes) n = std::max(n, std::abs(c_.materials.at(s.material).refractive_index(w)));
+        densest = std::max(densest, n / w);
+      }
+      layer.slices = std::max(1, int(std::ceil(40.0 * layer.thickness_nm * densest - 1e-9)));
+    }
+  }
+
+  // --- numerics and output --------------------------------------------------------------------
+  void read_numerics(const Node& n) {
+    const Map m(n, {"harmonics", "precision", "backend", "solver"});
+    const Node h = m.required("harmonics");
+    harmonics_node_ = h;
+    constexpr int max_order = 4096;
+    if (h.is_sequence()) {
+      const auto items = h.items();
+      if (items.size() != 2) h.fail("expected [M1, M2] (highest orders along x and y), got a list of " + std::to_string(items.size()));
+      c_.numerics.harmonics_x = integer_in(items[0], 0, max_order, "a highest order M1");
+      c_.numerics.harmonics_y = integer_in(items[1], 0, max_order, "a highest order M2");
+      if (c_.lattice.is_1d() && c_.numerics.harmonics_y != 0)
+        items[1].fail("a 1D grating (no lattice.period_y) has no y-harmonics: M2 must be 0 (or give one number)");
+    } else {
+      const int order = integer_in(h, 0, max_order, "a highest order M");
+      c_.numerics.harmonics_x = order;
+      c_.numerics.harmonics_y = c_.lattice.is_1d() ? 0 : order;
+    }
+    if (const auto p = m.optional("precision"))
+      c_.numerics.precision = p->choice<conv::Precision>({{"single", conv::Precision::single}, {"double", conv::Precision::double_}});
+    if (const auto b = m.optional("backend")) {
+      const std::string name = b->string();
+      std::vector<std::string> names{"auto"};
+      for (const auto backend : conv::all_backends) names.emplace_back(conv::to_string(backend));
+      if (std::find(names.begin(), names.end(), name) == names.end())
+        b->fail("unknown backend '" + name + "'" + yaml::suggestion(name, names));
+      if (name != "auto") c_.numerics.backend = conv::parse_backend(name);
+    }
+    if (const auto s = m.optional("solver")) {
+      const Map sm(*s, {"method", "restart", "tolerance", "max_iterations"});
+      auto& solver = c_.numerics.solver;
+      if (const auto method = sm.optional("method"))
+        solver.method = method->choice<SolverMethod>(
+            {{"gmres", SolverMethod::gmres}, {"bicgstab", SolverMethod::bicgstab}, {"direct", SolverMethod::direct}});
+      if (const auto r = sm.optional("restart")) {
+        if (solver.method != SolverMethod::gmres) r->fail("restart applies to method: gmres only");
+        solver.restart = integer_in(*r, 1, 10000, "a GMRES restart length");
+      }
+      if (const auto t = sm.optional("tolerance")) {
+        if (solver.method == SolverMethod::direct) t->fail("tolerance applies to the iterative methods only");
+        solver.tolerance = t->number();
+        if (solver.tolerance <= 0 || solver.tolerance >= 1)
+          t->fail("the relative residual tolerance must lie in (0, 1), got " + t->describe());
+      }
+      if (const auto i = sm.optional("max_iterations")) {
+        if (solver.method == SolverMethod::direct) i->fail("max_iterations applies to the iterative methods only");
+        solver.max_iterations = integer_in(*i, 1, 10'000'000, "an iteration limit");
+      }
+    }
+  }
+
+  void read_output(const std::optional<Node>& n) {
+    c_.output.fields = c_.points() == 1;  // on by default for single-point runs only
+    std::optional<Node> planes;
+    if (n) {
+      const Map m(*n, {"fields", "planes"});
+      if (const auto f = m.optional("fields")) c_.output.fields = f->boolean();
+      planes = m.optional("planes");
+      if (planes && !c_.output.fields) planes->fail("planes are field maps: they need fields: true");
+    }
+    if (!c_.output.fields) return;
+    if (!planes) {
+      c_.output.planes.push_back(FieldPlane{});  // xz at y = 0, 64 × 64
+      return;
+    }
+    const auto items = planes->items();
+    if (items.empty()) planes->fail("an empty list of planes: omit 'planes' for the default xz cut");
+    for (const auto& item : items) {
+      const Map m(item, {"plane", "at", "points"});
+      FieldPlane plane;
+      plane.kind = m.required("plane").choice<PlaneKind>({{"xz", PlaneKind::xz}, {"yz", PlaneKind::yz}, {"xy", PlaneKind::xy}});
+      if (const auto at = m.optional("at")) {
+        plane.position_nm = at->number() * scale_;
+        const double h = c_.total_thickness_nm();
+        const double half = plane.kind == PlaneKind::yz ? c_.lattice.period_x_nm / 2 : c_.lattice.period_y_nm.value_or(0) / 2;
+        if (plane.kind == PlaneKind::xy && (plane.position_nm < 0 || plane.position_nm > h))
+          at->fail("an xy plane must lie in the patterned region, z in [0, " + format_length(h) + "]");
+        if (plane.kind != PlaneKind::xy && half > 0 && std::abs(plane.position_nm) > half)
+          at->fail("the cut must lie in the unit cell, within ±" + format_length(half));
+      }
+      if (const auto p = m.optional("points")) {
+        const auto counts = p->items();
+        if (counts.size() != 2) p->fail("expected [points along the first axis, points along the second axis]");
+        plane.points_first = integer_in(counts[0], 2, 4096, "a number of map points");
+        plane.points_second = integer_in(counts[1], 2, 4096, "a number of map points");
+      }
+      c_.output.planes.push_back(plane);
+    }
+  }
+
+  void check_memory() const {
+    const double needed = double(estimated_solver_bytes(c_));
+    const double available = physical_memory_bytes();
+    if (available > 0 && needed > available) {
+      std::ostringstream os;
+      os << "harmonics [" << c_.numerics.harmonics_x << ", " << c_.numerics.harmonics_y << "] with "
+         << c_.total_slices() << " slices need about " << format_gib(needed)
+         << " to solve one wavelength, more than this machine's " << format_gib(available) << " of memory";
+      harmonics_node_->fail(os.str());
+    }
+  }
+
+  std::string file_, base_;
+  Case c_;
+  double scale_ = 1;
+  std::optional<Node> harmonics_node_;
+  std::map<std::string, Node> defined_, used_;  // first definition / first use of each material
+};
+
+}  // namespace
+
+Case parse_case(std::string_view yaml, const std::string& name, const std::string& base_directory) {
+  return CaseReader(yaml, name, base_directory).read();
+}
+
+Case load_case(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CaseError(path, 0, 0, "cannot read the case file (missing or unreadable)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string base = std::filesystem::path(path).parent_path().string();
+  if (base.empty()) base = ".";
+  return parse_case(text.str(), path, base);
+}
+
+}  // namespace gratingsim::io

@@ -1,0 +1,664 @@
+// The HDF5 result schema (io/SCHEMA.md): writing, resuming and reading.
+#include "io/results.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <sstream>
+
+#include "io/hdf5_handles.hpp"
+
+namespace gratingsim::io {
+
+// --- HDF5 plumbing ---------------------------------------------------------------------------
+namespace h5 {
+
+std::string last_error() {
+  std::string message;
+  const auto walk = [](unsigned n, const H5E_error2_t* error, void* data) -> herr_t {
+    auto* out = static_cast<std::string*>(data);
+    if (n == 0 && error->desc) *out = error->desc;
+    return 0;
+  };
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &message);
+  H5Eclear2(H5E_DEFAULT);
+  return message;
+}
+
+void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+
+}  // namespace h5
+
+namespace {
+
+using h5::Handle;
+
+const char* const schema_name = "gratingsim.result";
+
+// Conventions written as root attributes: the physics of formulation.md §1, §2, §8 in words.
+const std::pair<const char*, const char*> conventions[] = {
+    {"time_dependence", "exp(-i*omega*t)"},
+    {"plane_wave", "exp(i*(kx*x + ky*y + kz*z)); incidence from the superstrate (z > H), going down"},
+    {"length_unit", "nm"},
+    {"angle_unit", "deg"},
+    {"jones_basis",
+     "per order m: t = (kx, ky, 0)/k_rho (at k_rho = 0: (cos phi, sin phi, 0)); s = z x t (TE); "
+     "p = (+kz t - k_rho z)/k for up-going (reflected), p = (-kz t - k_rho z)/k for down-going "
+     "(transmitted, substrate kz and k); jones[..., o, out, in, :] = (s, p) amplitude of order o for unit "
+     "incident amplitude in polarisation in (formulation.md sections 2 and 8)"},
+    {"phase_reference",
+     "z = 0, the top of the substrate: reflected order m is a_m exp(i kz1 z), transmitted t_m exp(-i kz2 z)"},
+    {"efficiency",
+     "R_m = Re(kz1_m)/kz1_0 |a_m|^2, T_m = Re(kz2_m)/kz1_0 |t_m|^2 per unit incident power; 0 for evanescent "
+     "orders; absorption = 1 - sum R - sum T"},
+    {"ellipsometry",
+     "order-0 reflection: tan(psi) exp(i delta) = r_pp / r_ss with r = jones_r[..., order (0,0), :, :]; "
+     "psi in [0, 90] deg, delta in (-180, 180] deg"},
+    {"mueller",
+     "order-0 reflection: M = A (J kron conj(J)) A^-1, J = [[r_ss, r_sp], [r_ps, r_pp]] (rows out, columns in), "
+     "A = [[1,0,0,1], [1,0,0,-1], [0,1,1,0], [0,i,-i,0]] acting on (Es Es*, Es Ep*, Ep Es*, Ep Ep*): "
+     "Stokes (I, Q, U, V) with Q = |Es|^2 - |Ep|^2"},
+    {"complex_layout", "complex numbers as a trailing dimension of 2: [..., 0] real part, [..., 1] imaginary part"},
+    {"point_order", "result datasets start with the sweep dimensions [wavelength, theta, phi]"},
+};
+
+// -- attributes --
+Handle string_type() {
+  Handle t = h5::datatype(H5Tcopy(H5T_C_S1), "copy the string type");
+  h5::check(H5Tset_size(t, H5T_VARIABLE), "make a variable-length string type");
+  h5::check(H5Tset_cset(t, H5T_CSET_UTF8), "set UTF-8 strings");
+  return t;
+}
+
+void write_string_attribute(hid_t object, const char* name, const std::string& value) {
+  const Handle type = string_type();
+  const Handle space = h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace");
+  const Handle attribute = h5::attribute(H5Acreate2(object, name, type, space, H5P_DEFAULT, H5P_DEFAULT),
+                                         std::string("create attribute ") + name);
+  const char* text = value.c_str();
+  h5::check(H5Awrite(attribute, type, &text), std::string("write attribute ") + name);
+}
+
+template <class T>
+hid_t native_type() {
+  if constexpr (std::is_same_v<T, double>) return H5T_NATIVE_DOUBLE;
+  if constexpr (std::is_same_v<T, std::int32_t>) return H5T_NATIVE_INT32;
+  if constexpr (std::is_same_v<T, std::uint8_t>) return H5T_NATIVE_UINT8;
+}
+
+template <class T>
+void write_scalar_attribute(hid_t object, const char* name, T value) {
+  const Handle space = h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace");
+  const Handle attribute = h5::attribute(H5Acreate2(object, name, native_type<T>(), space, H5P_DEFAULT, H5P_DEFAULT),
+                                         std::string("create attribute ") + name);
+  h5::check(H5Awrite(attribute, native_type<T>(), &value), std::string("write attribute ") + name);
+}
+
+std::string read_string_attribute(hid_t object, const char* name) {
+  const Handle attribute = h5::attribute(H5Aopen(object, name, H5P_DEFAULT), std::string("open attribute ") + name);
+  const Handle type = string_type();
+  char* text = nullptr;
+  h5::check(H5Aread(attribute, type, &text), std::string("read attribute ") + name);
+  std::string value = text ? text : "";
+  H5free_memory(text);
+  return value;
+}
+
+template <class T>
+T read_scalar_attribute(hid_t object, const char* name) {
+  const Handle attribute = h5::attribute(H5Aopen(object, name, H5P_DEFAULT), std::string("open attribute ") + name);
+  T value{};
+  h5::check(H5Aread(attribute, native_type<T>(), &value), std::string("read attribute ") + name);
+  return value;
+}
+
+// -- small whole datasets --
+template <class T>
+void write_array(hid_t parent, const char* name, const std::vector<hsize_t>& dims, const T* data) {
+  const Handle space = h5::dataspace(H5Screate_simple(int(dims.size()), dims.data(), nullptr), "create a dataspace");
+  const Handle set = h5::dataset(
+      H5Dcreate2(parent, name, native_type<T>(), space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+      std::string("create dataset ") + name);
+  h5::check(H5Dwrite(set, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), std::string("write dataset ") + name);
+}
+
+std::vector<hsize_t> dataset_dims(hid_t set, const std::string& name) {
+  const Handle space = h5::dataspace(H5Dget_space(set), "get the dataspace of " + name);
+  const int rank = H5Sget_simple_extent_ndims(space);
+  if (rank < 0) h5::fail("get the rank of " + name);
+  std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+  if (H5Sget_simple_extent_dims(space, dims.data(), nullptr) < 0) h5::fail("get the shape of " + name);
+  return dims;
+}
+
+template <class T>
+std::vector<T> read_array(hid_t parent, const std::string& name, std::vector<hsize_t>* dims_out = nullptr) {
+  const Handle set = h5::dataset(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), "open dataset " + name);
+  const auto dims = dataset_dims(set, name);
+  std::size_t count = 1;
+  for (const auto d : dims) count *= std::size_t(d);
+  std::vector<T> data(count);
+  if (count) h5::check(H5Dread(set, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "read dataset " + name);
+  if (dims_out) *dims_out = dims;
+  return data;
+}
+
+bool exists(hid_t parent, const std::string& path) {
+  const htri_t found = H5Lexists(parent, path.c_str(), H5P_DEFAULT);
+  if (found < 0) h5::fail("look up " + path);
+  return found > 0;
+}
+
+// -- per-point datasets: one spec list shared by writer and reader --
+enum class Kind { f64, i32, u8 };
+
+struct Spec {
+  std::string path;
+  Kind kind;
+  std::vector<hsize_t> tail;  // dimensions after the sweep dimensions
+  bool compressed;            // chunked one point per chunk, shuffle + gzip; else contiguous
+};
+
+hid_t native(Kind kind) {
+  switch (kind) {
+    case Kind::f64: return H5T_NATIVE_DOUBLE;
+    case Kind::i32: return H5T_NATIVE_INT32;
+    case Kind::u8: return H5T_NATIVE_UINT8;
+  }
+  return H5T_NATIVE_DOUBLE;
+}
+hid_t file_type(Kind kind) {
+  switch (kind) {
+    case Kind::f64: return H5T_IEEE_F64LE;
+    case Kind::i32: return H5T_STD_I32LE;
+    case Kind::u8: return H5T_STD_U8LE;
+  }
+  return H5T_IEEE_F64LE;
+}
+
+std::string map_group(std::size_t k) { return "fields/map_" + std::to_string(k); }
+
+std::vector<Spec> point_specs(const ResultLayout& l) {
+  const hsize_t p = hsize_t(l.polarizations()), no = l.orders_count();
+  std::vector<Spec> specs = {
+      {"results/R", Kind::f64, {p, no}, false},
+      {"results/T", Kind::f64, {p, no}, false},
+      {"results/jones_r", Kind::f64, {no, 2, p, 2}, false},
+      {"results/jones_t", Kind::f64, {no, 2, p, 2}, false},
+      {"results/reflected_direction", Kind::f64, {no, 3}, false},
+      {"results/transmitted_direction", Kind::f64, {no, 3}, false},
+      {"results/absorption", Kind::f64, {p}, false},
+      {"results/energy_balance_error", Kind::f64, {p}, false},
+  };
+  if (p == 2) {
+    specs.push_back({"results/psi_deg", Kind::f64, {}, false});
+    specs.push_back({"results/delta_deg", Kind::f64, {}, false});
+    specs.push_back({"results/mueller", Kind::f64, {4, 4}, false});
+  }
+  specs.push_back({"solver/iterations", Kind::i32, {p}, false});
+  specs.push_back({"solver/residual", Kind::f64, {p}, false});
+  specs.push_back({"solver/converged", Kind::u8, {p}, false});
+  specs.push_back({"solver/seconds", Kind::f64, {}, false});
+  if (l.fields) {
+    specs.push_back({"fields/harmonics", Kind::f64, {p, hsize_t(l.slice_center_nm.size()), 3, l.harmonics_count(), 2}, true});
+    for (std::size_t k = 0; k < l.maps.size(); ++k) {
+      const hsize_t n1 = l.maps[k].first_nm.size(), n2 = l.maps[k].second_nm.size();
+      specs.push_back({map_group(k) + "/E", Kind::f64, {p, 3, n1, n2, 2}, true});
+      specs.push_back({map_group(k) + "/abs_E", Kind::f64, {p, n1, n2}, true});
+    }
+  }
+  specs.push_back({"done", Kind::u8, {}, false});  // written last for each point
+  return specs;
+}
+
+std::vector<hsize_t> full_dims(const ResultLayout& l, const Spec& s) {
+  std::vector<hsize_t> dims = {l.wavelength_nm.size(), l.theta_deg.size(), l.phi_deg.size()};
+  dims.insert(dims.end(), s.tail.begin(), s.tail.end());
+  return dims;
+}
+
+void create_point_dataset(hid_t file, const ResultLayout& l, const Spec& s) {
+  const auto dims = full_dims(l, s);
+  const Handle space = h5::dataspace(H5Screate_simple(int(dims.size()), dims.data(), nullptr), "create a dataspace");
+  const Handle create = h5::plist(H5Pcreate(H5P_DATASET_CREATE), "create a dataset property list");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::int32_t minus_one = -1;
+  const std::uint8_t zero = 0;
+  const void* fill = s.kind == Kind::f64 ? static_cast<const void*>(&nan)
+                     : s.kind == Kind::i32 ? static_cast<const void*>(&minus_one)
+                                           : static_cast<const void*>(&zero);
+  h5::check(H5Pset_fill_value(create, native(s.kind), fill), "set the fill value of " + s.path);
+  if (s.compressed) {
+    // One point per chunk: each point is written once, and a reader of one point inflates one chunk.
+    std::vector<hsize_t> chunk = dims;
+    chunk[0] = chunk[1] = chunk[2] = 1;
+    h5::check(H5Pset_chunk(create, int(chunk.size()), chunk.data()), "set the chunking of " + s.path);
+    h5::check(H5Pset_shuffle(create), "enable shuffling for " + s.path);
+    h5::check(H5Pset_deflate(create, 4), "enable gzip for " + s.path);
+  } else {
+    // Contiguous and allocated (NaN-filled) now: writing a point then only overwrites raw data in
+    // place, so an interruption during a point cannot damage the file's structure.
+    h5::check(H5Pset_layout(create, H5D_CONTIGUOUS), "set the layout of " + s.path);
+    h5::check(H5Pset_alloc_time(create, H5D_ALLOC_TIME_EARLY), "set early allocation for " + s.path);
+    h5::check(H5Pset_fill_time(create, H5D_FILL_TIME_ALLOC), "set the fill time of " + s.path);
+  }
+  const Handle links = h5::plist(H5Pcreate(H5P_LINK_CREATE), "create a link property list");
+  h5::check(H5Pset_create_intermediate_group(links, 1), "allow intermediate groups");
+  h5::dataset(H5Dcreate2(file, s.path.c_str(), file_type(s.kind), space, links, create, H5P_DEFAULT),
+              "create dataset " + s.path);
+}
+
+/// Reads or writes one point's block of a per-point dataset.
+/// Writes from `data`, or reads into it (then it points to a non-const object).
+void transfer_point(hid_t set, const ResultLayout& l, const Spec& s, std::size_t point, const void* data, bool write) {
+  const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
+  const auto dims = full_dims(l, s);
+  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  start[0] = point / (ntheta * nphi);
+  start[1] = (point / nphi) % ntheta;
+  start[2] = point % nphi;
+  count[0] = count[1] = count[2] = 1;
+  const Handle file_space = h5::dataspace(H5Dget_space(set), "get the dataspace of " + s.path);
+  h5::check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+            "select point " + std::to_string(point) + " of " + s.path);
+  const Handle memory_space = s.tail.empty()
+                                  ? h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace")
+                                  : h5::dataspace(H5Screate_simple(int(s.tail.size()), s.tail.data(), nullptr),
+                                                  "create a dataspace");
+  const herr_t status = write ? H5Dwrite(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, data)
+                              : H5Dread(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, const_cast<void*>(data));
+  h5::check(status, std::string(write ? "write" : "read") + " point " + std::to_string(point) + " of " + s.path);
+}
+
+/// The bytes of each per-point dataset for one point, in spec order (pointers into `r` or `scratch`).
+struct PointBuffers {
+  std::vector<const void*> data;
+  std::vector<std::vector<double>> scratch;  // |E| maps, computed from the components
+  std::uint8_t done = 1;
+};
+
+/// For writing (R = const PointResult) the sizes of r's vectors are checked; for reading
+/// (R = PointResult) they are sized to the layout.
+template <class R>
+PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r) {
+  constexpr bool for_write = std::is_const_v<R>;
+  const std::size_t p = std::size_t(l.polarizations()), no = l.orders_count();
+  const std::size_t nz = l.slice_center_nm.size(), nm = l.harmonics_count();
+  PointBuffers b;
+  b.scratch.reserve(l.maps.size());
+  const auto sized = [&](auto& v, std::size_t n, const char* name) {
+    if constexpr (for_write)
+      EXPECTS(v.size() == n, std::string("PointResult::") + name + " has " + std::to_string(v.size()) +
+                                 " values, the layout needs " + std::to_string(n));
+    else
+      v.resize(n);
+    return static_cast<const void*>(v.data());
+  };
+  for (const auto& s : specs) {
+    const std::string& n = s.path;
+    if (n == "results/R") b.data.push_back(sized(r.reflectance, p * no, "reflectance"));
+    else if (n == "results/T") b.data.push_back(sized(r.transmittance, p * no, "transmittance"));
+    else if (n == "results/jones_r") b.data.push_back(sized(r.jones_r, no * 2 * p, "jones_r"));
+    else if (n == "results/jones_t") b.data.push_back(sized(r.jones_t, no * 2 * p, "jones_t"));
+    else if (n == "results/reflected_direction") b.data.push_back(sized(r.reflected_direction, no * 3, "reflected_direction"));
+    else if (n == "results/transmitted_direction") b.data.push_back(sized(r.transmitted_direction, no * 3, "transmitted_direction"));
+    else if (n == "results/absorption") b.data.push_back(sized(r.absorption, p, "absorption"));
+    else if (n == "results/energy_balance_error") b.data.push_back(sized(r.energy_balance_error, p, "energy_balance_error"));
+    else if (n == "results/psi_deg") b.data.push_back(&r.psi_deg);
+    else if (n == "results/delta_deg") b.data.push_back(&r.delta_deg);
+    else if (n == "results/mueller") b.data.push_back(r.mueller.data());
+    else if (n == "solver/iterations") b.data.push_back(sized(r.iterations, p, "iterations"));
+    else if (n == "solver/residual") b.data.push_back(sized(r.residual, p, "residual"));
+    else if (n == "solver/converged") b.data.push_back(sized(r.converged, p, "converged"));
+    else if (n == "solver/seconds") b.data.push_back(&r.solve_seconds);
+    else if (n == "fields/harmonics") b.data.push_back(sized(r.field_harmonics, p * nz * 3 * nm, "field_harmonics"));
+    else if (n == "done") b.data.push_back(&b.done);
+    else {  // fields/map_k/E or fields/map_k/abs_E
+      const std::size_t k = std::stoul(n.substr(std::strlen("fields/map_")));
+      const std::size_t cells = l.maps[k].first_nm.size() * l.maps[k].second_nm.size();
+      if (k == 0) sized(r.field_maps, l.maps.size(), "field_maps");
+      if (n.ends_with("/E")) {
+        b.data.push_back(sized(r.field_maps[k], p * 3 * cells, "field_maps[k]"));
+      } else {
+        auto& norm = b.scratch.emplace_back(p * cells);
+        if constexpr (for_write)  // |E| = sqrt(|Ex|² + |Ey|² + |Ez|²)
+          for (std::size_t i = 0; i < p; ++i)
+            for (std::size_t c = 0; c < cells; ++c) {
+              double sum = 0;
+              for (std::size_t comp = 0; comp < 3; ++comp) sum += std::norm(r.field_maps[k][(i * 3 + comp) * cells + c]);
+              norm[i * cells + c] = std::sqrt(sum);
+            }
+        b.data.push_back(norm.data());
+      }
+    }
+  }
+  return b;
+}
+
+// -- layout and info as stored --
+void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
+  write_string_attribute(file, "schema", schema_name);
+  write_scalar_attribute<std::int32_t>(file, "schema_version", result_schema_version);
+  write_string_attribute(file, "gratingsim_version", GRATINGSIM_VERSION);
+  for (const auto& [name, value] : conventions) write_string_attribute(file, name, value);
+  write_string_attribute(file, "input_units", info.input_units);
+  write_string_attribute(file, "backend", info.backend);
+  write_string_attribute(file, "precision", info.precision);
+  write_string_attribute(file, "device", info.device);
+  write_string_attribute(file, "polarization", std::string(to_string(l.polarization)));
+
+  const Handle input = h5::group(H5Gcreate2(file, "input", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group input");
+  {
+    const Handle type = string_type();
+    const Handle space = h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace");
+    const Handle set = h5::dataset(H5Dcreate2(input, "case", type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                                   "create dataset input/case");
+    const char* text = info.case_yaml.c_str();
+    h5::check(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text), "write dataset input/case");
+    write_string_attribute(set, "path", info.case_path);
+  }
+
+  const Handle sweep = h5::group(H5Gcreate2(file, "sweep", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group sweep");
+  const std::pair<const char*, const std::vector<double>*> axes[] = {
+      {"wavelength", &l.wavelength_nm}, {"theta", &l.theta_deg}, {"phi", &l.phi_deg}};
+  for (const auto& [name, values] : axes) {
+    write_array(sweep, name, {values->size()}, values->data());
+    const Handle set = h5::dataset(H5Dopen2(sweep, name, H5P_DEFAULT), std::string("open sweep/") + name);
+    write_string_attribute(set, "units", std::string(name) == "wavelength" ? "nm" : "deg");
+  }
+  std::vector<std::int32_t> orders;
+  for (const auto& o : l.orders) orders.insert(orders.end(), {o[0], o[1]});
+  write_array(file, "orders", {l.orders.size(), 2}, orders.data());
+  {
+    const Handle set = h5::dataset(H5Dopen2(file, "orders", H5P_DEFAULT), "open orders");
+    write_string_attribute(set, "columns", "m1, m2: kx = kx0 + 2 pi m1 / period_x, ky = ky0 + 2 pi m2 / period_y");
+  }
+
+  if (!l.fields) return;
+  const Handle fields = h5::group(H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group fields");
+  write_scalar_attribute<std::int32_t>(fields, "harmonics_x", l.harmonics_x);
+  write_scalar_attribute<std::int32_t>(fields, "harmonics_y", l.harmonics_y);
+  write_array(fields, "slice_z", {l.slice_center_nm.size()}, l.slice_center_nm.data());
+  std::vector<std::int32_t> index;
+  for (int m1 = -l.harmonics_x; m1 <= l.harmonics_x; ++m1)
+    for (int m2 = -l.harmonics_y; m2 <= l.harmonics_y; ++m2) index.insert(index.end(), {m1, m2});
+  write_array(fields, "harmonic_index", {l.harmonics_count(), 2}, index.data());
+  for (std::size_t k = 0; k < l.maps.size(); ++k) {
+    const auto& m = l.maps[k];
+    const Handle g = h5::group(H5Gcreate2(file, map_group(k).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                               "create group " + map_group(k));
+    write_string_attribute(g, "plane", std::string(to_string(m.kind)));
+    write_scalar_attribute<double>(g, "position", m.position_nm);
+    write_array(g, "first", {m.first_nm.size()}, m.first_nm.data());
+    write_array(g, "second", {m.second_nm.size()}, m.second_nm.data());
+  }
+}
+
+RunInfo read_info(hid_t file) {
+  RunInfo info;
+  info.input_units = read_string_attribute(file, "input_units");
+  info.backend = read_string_attribute(file, "backend");
+  info.precision = read_string_attribute(file, "precision");
+  info.device = read_string_attribute(file, "device");
+  const Handle set = h5::dataset(H5Dopen2(file, "input/case", H5P_DEFAULT), "open dataset input/case");
+  const Handle type = string_type();
+  char* text = nullptr;
+  h5::check(H5Dread(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text), "read dataset input/case");
+  info.case_yaml = text ? text : "";
+  H5free_memory(text);
+  info.case_path = read_string_attribute(set, "path");
+  return info;
+}
+
+ResultLayout read_layout(hid_t file, const std::string& path) {
+  if (H5Aexists(file, "schema") <= 0 || read_string_attribute(file, "schema") != schema_name)
+    throw OutputError(path + ": not a gratingsim result file (no 'schema' attribute \"" + schema_name + "\")");
+  const int version = read_scalar_attribute<std::int32_t>(file, "schema_version");
+  if (version != result_schema_version)
+    throw OutputError(path + ": result schema version " + std::to_string(version) + ", this build reads version " +
+                      std::to_string(result_schema_version));
+  ResultLayout l;
+  l.wavelength_nm = read_array<double>(file, "sweep/wavelength");
+  l.theta_deg = read_array<double>(file, "sweep/theta");
+  l.phi_deg = read_array<double>(file, "sweep/phi");
+  const std::string pol = read_string_attribute(file, "polarization");
+  l.polarization = pol == "s" ? Polarization::s : pol == "p" ? Polarization::p : Polarization::both;
+  const auto orders = read_array<std::int32_t>(file, "orders");
+  for (std::size_t i = 0; i + 1 < orders.size(); i += 2) l.orders.push_back({orders[i], orders[i + 1]});
+  l.fields = exists(file, "fields");
+  if (l.fields) {
+    const Handle fields = h5::group(H5Gopen2(file, "fields", H5P_DEFAULT), "open group fields");
+    l.harmonics_x = read_scalar_attribute<std::int32_t>(fields, "harmonics_x");
+    l.harmonics_y = read_scalar_attribute<std::int32_t>(fields, "harmonics_y");
+    l.slice_center_nm = read_array<double>(fields, "slice_z");
+    for (std::size_t k = 0; exists(file, map_group(k)); ++k) {
+      const Handle g = h5::group(H5Gopen2(file, map_group(k).c_str(), H5P_DEFAULT), "open group " + map_group(k));
+      MapLayout m;
+      const std::string plane = read_string_attribute(g, "plane");
+      m.kind = plane == "xz" ? PlaneKind::xz : plane == "yz" ? PlaneKind::yz : PlaneKind::xy;
+      m.position_nm = read_scalar_attribute<double>(g, "position");
+      m.first_nm = read_array<double>(g, "first");
+      m.second_nm = read_array<double>(g, "second");
+      l.maps.push_back(std::move(m));
+    }
+  }
+  return l;
+}
+
+/// The first difference between what a partial file holds and what a resumed run would write.
+std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLayout& b, const RunInfo& bi) {
+  if (ai.case_yaml != bi.case_yaml) return "the input case text";
+  if (a.wavelength_nm != b.wavelength_nm) return "the wavelength axis";
+  if (a.theta_deg != b.theta_deg) return "the theta axis";
+  if (a.phi_deg != b.phi_deg) return "the phi axis";
+  if (a.polarization != b.polarization) return "the incident polarisations";
+  if (a.orders != b.orders) return "the stored diffraction orders";
+  if (!(a.fields == b.fields && a.harmonics_x == b.harmonics_x && a.harmonics_y == b.harmonics_y &&
+        a.slice_center_nm == b.slice_center_nm && a.maps.size() == b.maps.size()))
+    return "the field output";
+  for (std::size_t k = 0; k < a.maps.size(); ++k)
+    if (!(a.maps[k].kind == b.maps[k].kind && a.maps[k].position_nm == b.maps[k].position_nm &&
+          a.maps[k].first_nm == b.maps[k].first_nm && a.maps[k].second_nm == b.maps[k].second_nm))
+      return "field map " + std::to_string(k);
+  if (ai.backend != bi.backend) return "the backend ('" + ai.backend + "' there, '" + bi.backend + "' now)";
+  if (ai.precision != bi.precision) return "the precision ('" + ai.precision + "' there, '" + bi.precision + "' now)";
+  if (ai.device != bi.device) return "the device ('" + ai.device + "' there, '" + bi.device + "' now)";
+  if (ai.input_units != bi.input_units) return "the input units";
+  if (ai.case_path != bi.case_path) return "the case path";
+  return "";
+}
+
+void check_layout(const ResultLayout& l) {
+  EXPECTS(!l.wavelength_nm.empty() && !l.theta_deg.empty() && !l.phi_deg.empty(), "every sweep axis needs a value");
+  EXPECTS(!l.orders.empty(), "a result file stores at least one diffraction order");
+  if (l.fields) {
+    EXPECTS(!l.slice_center_nm.empty(), "field output needs the slice positions");
+    for (const auto& m : l.maps) EXPECTS(!m.first_nm.empty() && !m.second_nm.empty(), "a field map needs grid coordinates");
+  }
+}
+
+struct OpenDatasets {
+  std::vector<Spec> specs;
+  std::vector<Handle> sets;
+};
+
+OpenDatasets open_point_datasets(hid_t file, const ResultLayout& l) {
+  OpenDatasets d;
+  d.specs = point_specs(l);
+  for (const auto& s : d.specs) {
+    d.sets.push_back(h5::dataset(H5Dopen2(file, s.path.c_str(), H5P_DEFAULT), "open dataset " + s.path));
+    const auto expected = full_dims(l, s);
+    if (dataset_dims(d.sets.back(), s.path) != expected)
+      throw OutputError("dataset " + s.path + " has the wrong shape for this layout");
+  }
+  return d;
+}
+
+std::vector<std::uint8_t> read_done(hid_t file) { return read_array<std::uint8_t>(file, "done"); }
+
+}  // namespace
+
+// --- PointResult -----------------------------------------------------------------------------
+
+bool PointResult::operator==(const PointResult& o) const {
+  const auto same = [](const auto& a, const auto& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
+  };
+  if (field_maps.size() != o.field_maps.size()) return false;
+  for (std::size_t k = 0; k < field_maps.size(); ++k)
+    if (!same(field_maps[k], o.field_maps[k])) return false;
+  return same(reflectance, o.reflectance) && same(transmittance, o.transmittance) && same(jones_r, o.jones_r) &&
+         same(jones_t, o.jones_t) && same(reflected_direction, o.reflected_direction) &&
+         same(transmitted_direction, o.transmitted_direction) && std::memcmp(&psi_deg, &o.psi_deg, sizeof(double)) == 0 &&
+         std::memcmp(&delta_deg, &o.delta_deg, sizeof(double)) == 0 && same(mueller, o.mueller) &&
+         same(absorption, o.absorption) && same(energy_balance_error, o.energy_balance_error) &&
+         same(iterations, o.iterations) && same(residual, o.residual) && same(converged, o.converged) &&
+         std::memcmp(&solve_seconds, &o.solve_seconds, sizeof(double)) == 0 && same(field_harmonics, o.field_harmonics);
+}
+
+std::string partial_path(const std::string& path) { return path + ".partial"; }
+
+// --- ResultWriter ----------------------------------------------------------------------------
+
+struct ResultWriter::State {
+  std::string path;
+  ResultLayout layout;
+  Handle file;
+  OpenDatasets datasets;
+  std::vector<std::uint8_t> done;
+  bool finished = false;
+};
+
+ResultWriter::ResultWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
+ResultWriter::ResultWriter(ResultWriter&&) noexcept = default;
+ResultWriter& ResultWriter::operator=(ResultWriter&&) noexcept = default;
+ResultWriter::~ResultWriter() = default;
+
+ResultWriter ResultWriter::create(const std::string& path, const ResultLayout& layout, const RunInfo& info) {
+  check_layout(layout);
+  h5::silence_errors();
+  auto s = std::make_unique<State>();
+  s->path = path;
+  s->layout = layout;
+  const std::string partial = partial_path(path);
+  s->file = h5::file(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + partial);
+  write_metadata(s->file, layout, info);
+  for (const auto& spec : point_specs(layout)) create_point_dataset(s->file, layout, spec);
+  s->datasets = open_point_datasets(s->file, layout);
+  s->done.assign(layout.points(), 0);
+  h5::check(H5Fflush(s->file, H5F_SCOPE_LOCAL), "flush " + partial);
+  return ResultWriter(std::move(s));
+}
+
+ResultWriter ResultWriter::resume(const std::string& path, const ResultLayout& layout, const RunInfo& info) {
+  check_layout(layout);
+  h5::silence_errors();
+  const std::string partial = partial_path(path);
+  if (!std::filesystem::exists(partial))
+    throw OutputError("cannot resume: " + partial + " does not exist (nothing was interrupted, or it was removed)");
+  auto s = std::make_unique<State>();
+  s->path = path;
+  s->layout = layout;
+  s->file = h5::file(H5Fopen(partial.c_str(), H5F_ACC_RDWR, H5P_DEFAULT),
+                     "open " + partial + " to resume (if a crash damaged it, remove it and start again)");
+  const ResultLayout stored = read_layout(s->file, partial);
+  const RunInfo stored_info = read_info(s->file);
+  if (const std::string what = difference(stored, stored_info, layout, info); !what.empty())
+    throw OutputError("cannot resume: " + partial + " was written for a different run (" + what +
+                      " differs); remove it or run without --resume");
+  s->datasets = open_point_datasets(s->file, layout);
+  s->done = read_done(s->file);
+  return ResultWriter(std::move(s));
+}
+
+const ResultLayout& ResultWriter::layout() const { return state_->layout; }
+
+bool ResultWriter::done(std::size_t point) const {
+  EXPECTS(point < state_->done.size(), "point index out of range");
+  return state_->done[point] != 0;
+}
+
+std::size_t ResultWriter::points_done() const {
+  std::size_t n = 0;
+  for (const auto d : state_->done) n += d != 0;
+  return n;
+}
+
+void ResultWriter::write(std::size_t point, const PointResult& result) {
+  State& s = *state_;
+  EXPECTS(!s.finished, "the result file is already finished");
+  EXPECTS(point < s.done.size(), "point index " + std::to_string(point) + " out of range");
+  EXPECTS(!s.done[point], "point " + std::to_string(point) + " is already written (finished points are never rewritten)");
+  const PointBuffers b = buffers(s.layout, s.datasets.specs, result);
+  for (std::size_t i = 0; i < s.datasets.specs.size(); ++i)
+    transfer_point(s.datasets.sets[i], s.layout, s.datasets.specs[i], point, b.data[i], true);
+  h5::check(H5Fflush(s.file, H5F_SCOPE_LOCAL), "flush " + partial_path(s.path));
+  s.done[point] = 1;
+}
+
+void ResultWriter::finish() {
+  State& s = *state_;
+  EXPECTS(!s.finished, "the result file is already finished");
+  const std::size_t missing = s.done.size() - points_done();
+  EXPECTS(missing == 0, std::to_string(missing) + " sweep points are not written yet");
+  s.datasets.sets.clear();
+  s.file.close("close " + partial_path(s.path));
+  const std::string partial = partial_path(s.path);
+  // Durable before visible: the data reach the disk before the rename publishes the file.
+  const int fd = ::open(partial.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    if (fd >= 0) ::close(fd);
+    throw OutputError("cannot sync " + partial + ": " + std::strerror(errno));
+  }
+  ::close(fd);
+  std::error_code error;
+  std::filesystem::rename(partial, s.path, error);
+  if (error) throw OutputError("cannot rename " + partial + " to " + s.path + ": " + error.message());
+  s.finished = true;
+}
+
+// --- ResultReader ----------------------------------------------------------------------------
+
+struct ResultReader::State {
+  ResultLayout layout;
+  RunInfo info;
+  Handle file;
+  OpenDatasets datasets;
+  std::vector<std::uint8_t> done;
+};
+
+ResultReader::ResultReader(const std::string& path) : state_(std::make_unique<State>()) {
+  h5::silence_errors();
+  state_->file = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open " + path);
+  state_->layout = read_layout(state_->file, path);
+  state_->info = read_info(state_->file);
+  state_->datasets = open_point_datasets(state_->file, state_->layout);
+  state_->done = read_done(state_->file);
+}
+ResultReader::ResultReader(ResultReader&&) noexcept = default;
+ResultReader& ResultReader::operator=(ResultReader&&) noexcept = default;
+ResultReader::~ResultReader() = default;
+
+const ResultLayout& ResultReader::layout() const { return state_->layout; }
+const RunInfo& ResultReader::info() const { return state_->info; }
+
+bool ResultReader::done(std::size_t point) const {
+  EXPECTS(point < state_->done.size(), "point index out of range");
+  return state_->done[point] != 0;
+}
+
+PointResult ResultReader::read(std::size_t point) const {
+  const State& s = *state_;
+  EXPECTS(point < s.done.size(), "point index out of range");
+  PointResult r;
+  const PointBuffers b = buffers(s.layout, s.datasets.specs, r);
+  for (std::size_t i = 0; i < s.datasets.specs.size(); ++i)
+    transfer_point(s.datasets.sets[i], s.layout, s.datasets.specs[i], point, b.data[i], false);
+  return r;
+}
+
+}  // namespace gratingsim::io

@@ -1,0 +1,147 @@
+#pragma once
+// Result files: the versioned HDF5 schema of io/SCHEMA.md, written atomically and resumably.
+//
+// A run writes OUT.h5.partial; every finished sweep point is written, its `done` flag set last, and
+// the file flushed, so an interrupted run keeps every finished point; ResultWriter::resume reopens the
+// partial file and skips them. finish() renames OUT.h5.partial to OUT.h5 once every point is done,
+// so OUT.h5 exists only complete. Vendor-free header: HDF5 stays in results.cpp.
+#include <array>
+#include <complex>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "convolution/error.hpp"
+#include "io/case.hpp"
+
+namespace gratingsim::io {
+
+/// HDF5 or file-system failure while writing or reading a result file.
+class OutputError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Version of the result schema; readers check it (io/SCHEMA.md lists the changes).
+inline constexpr int result_schema_version = 1;
+
+/// A real-space field map: the plane, its position and the coordinates of its grid (nm).
+struct MapLayout {
+  PlaneKind kind = PlaneKind::xz;
+  double position_nm = 0;
+  std::vector<double> first_nm, second_nm;  ///< coordinates along the plane's first and second axis
+};
+
+/// Everything about a result file's shape, fixed before the first point.
+/// Sweep points are indexed (wavelength, θ, φ), flat index (iw·Nθ + iθ)·Nφ + iφ.
+struct ResultLayout {
+  std::vector<double> wavelength_nm, theta_deg, phi_deg;
+  Polarization polarization = Polarization::both;  ///< incident polarisations: s, p or both (s then p)
+  std::vector<std::array<int, 2>> orders;          ///< (m1, m2) of the diffraction orders stored
+  // Fields (stored only if `fields`): harmonics of the total field per slice, and field maps.
+  bool fields = false;
+  int harmonics_x = 0, harmonics_y = 0;  ///< M1, M2 of the truncation: Nm = (2M1+1)(2M2+1)
+  std::vector<double> slice_center_nm;   ///< z of each slice centre, top to bottom
+  std::vector<MapLayout> maps;
+
+  [[nodiscard]] std::size_t points() const { return wavelength_nm.size() * theta_deg.size() * phi_deg.size(); }
+  [[nodiscard]] std::size_t point_index(std::size_t iw, std::size_t itheta, std::size_t iphi) const {
+    return (iw * theta_deg.size() + itheta) * phi_deg.size() + iphi;
+  }
+  [[nodiscard]] int polarizations() const { return polarization == Polarization::both ? 2 : 1; }
+  [[nodiscard]] std::size_t orders_count() const { return orders.size(); }
+  [[nodiscard]] std::size_t harmonics_count() const {
+    return std::size_t(2 * harmonics_x + 1) * std::size_t(2 * harmonics_y + 1);
+  }
+  bool operator==(const ResultLayout&) const = default;
+};
+
+/// How the results were produced, stored as root attributes and the /input group.
+struct RunInfo {
+  std::string backend;    ///< e.g. "cpu-fftw"
+  std::string precision;  ///< "single" or "double"
+  std::string device;     ///< e.g. "CPU (16 threads)" or "NVIDIA H100 80GB HBM3"
+  std::string input_units;
+  std::string case_path;
+  std::string case_yaml;  ///< the case file verbatim
+  bool operator==(const RunInfo&) const = default;
+};
+
+/// One sweep point. P = layout.polarizations() incident polarisations (index i), No orders (index o,
+/// as layout.orders), Nz slices, Nm harmonics. Vectors are row-major with the shapes given.
+struct PointResult {
+  static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> reflectance, transmittance;  ///< [P][No] diffraction efficiencies R_m, T_m
+  std::vector<std::complex<double>> jones_r, jones_t;  ///< [No][2][P]: outgoing (s, p) per incident i
+  std::vector<double> reflected_direction, transmitted_direction;  ///< [No][3] unit (kx, ky, kz); NaN if evanescent
+  double psi_deg = nan, delta_deg = nan;  ///< order-0 reflection ellipsometry (P = 2 only)
+  std::array<double, 16> mueller = [] {  ///< order-0 reflection Mueller matrix, row-major (P = 2 only)
+    std::array<double, 16> m;
+    m.fill(nan);
+    return m;
+  }();
+  std::vector<double> absorption, energy_balance_error;  ///< [P]
+  std::vector<std::int32_t> iterations;                  ///< [P]
+  std::vector<double> residual;                          ///< [P] final relative residual
+  std::vector<std::uint8_t> converged;                   ///< [P] 1 converged, 0 not
+  double solve_seconds = 0;
+  std::vector<std::complex<double>> field_harmonics;  ///< [P][Nz][3][Nm] (fields only)
+  std::vector<std::vector<std::complex<double>>> field_maps;  ///< per map: [P][3][n_first][n_second] (fields only)
+  bool operator==(const PointResult&) const;  ///< bitwise equality of every value (NaN equals NaN)
+};
+
+/// "OUT.h5" → "OUT.h5.partial": where a run writes until it is complete.
+std::string partial_path(const std::string& path);
+
+/// Writes one result file. Not copyable; movable. Every call either succeeds or throws OutputError
+/// (or InvalidArgument for a PointResult of the wrong shape).
+class ResultWriter {
+ public:
+  /// Starts a new file at partial_path(path) (replacing any earlier partial file) and writes the
+  /// metadata, the input case and the sweep axes; datasets are allocated, unwritten values read NaN.
+  static ResultWriter create(const std::string& path, const ResultLayout& layout, const RunInfo& info);
+  /// Reopens partial_path(path) after an interruption. It must have been written for the same layout
+  /// and run (case text, backend, precision, device): otherwise OutputError says what differs.
+  static ResultWriter resume(const std::string& path, const ResultLayout& layout, const RunInfo& info);
+
+  ResultWriter(ResultWriter&&) noexcept;
+  ResultWriter& operator=(ResultWriter&&) noexcept;
+  /// Closes the file; without finish() it stays at partial_path(path) for a later resume.
+  ~ResultWriter();
+
+  [[nodiscard]] const ResultLayout& layout() const;
+  [[nodiscard]] bool done(std::size_t point) const;
+  [[nodiscard]] std::size_t points_done() const;
+  /// Writes a point's data, then its done flag, then flushes the file to disk.
+  void write(std::size_t point, const PointResult& result);
+  /// Every point must be done: closes the file, syncs it and renames it to the final path.
+  void finish();
+
+ private:
+  struct State;
+  explicit ResultWriter(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+/// Reads a result file (complete or partial) written with this schema version.
+class ResultReader {
+ public:
+  explicit ResultReader(const std::string& path);
+  ResultReader(ResultReader&&) noexcept;
+  ResultReader& operator=(ResultReader&&) noexcept;
+  ~ResultReader();
+
+  [[nodiscard]] const ResultLayout& layout() const;
+  [[nodiscard]] const RunInfo& info() const;
+  [[nodiscard]] bool done(std::size_t point) const;
+  [[nodiscard]] PointResult read(std::size_t point) const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace gratingsim::io

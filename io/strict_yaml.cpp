@@ -1,0 +1,187 @@
+#include "io/strict_yaml.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <system_error>
+
+namespace gratingsim::io::yaml {
+
+void fail(const Location& where, const std::string& message) {
+  throw CaseError(where.file, where.line, where.column, message);
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// Optimal string alignment distance: insertions, deletions, substitutions, adjacent transpositions.
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  const std::size_t n = a.size(), m = b.size();
+  std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+  for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= n; ++i)
+    for (std::size_t j = 1; j <= m; ++j) {
+      const std::size_t cost = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[n][m];
+}
+
+Location location_of(const YAML::Mark& mark, const std::string& file) {
+  return {file, mark.line + 1, mark.column + 1};
+}
+
+}  // namespace
+
+std::string closest(std::string_view word, const std::vector<std::string>& candidates) {
+  const std::string w = lower(word);
+  std::string best;
+  std::size_t best_distance = 3;
+  for (const auto& candidate : candidates) {
+    const std::size_t d = edit_distance(w, lower(candidate));
+    if (d < best_distance && 2 * d < candidate.size()) {
+      best = candidate;
+      best_distance = d;
+    }
+  }
+  return best;
+}
+
+std::string suggestion(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string out;
+  if (const std::string near = closest(word, candidates); !near.empty()) out += "; did you mean '" + near + "'?";
+  out += candidates.size() == 1 ? " (expected: " : " (expected one of: ";
+  for (std::size_t i = 0; i < candidates.size(); ++i) out += (i ? ", " : "") + candidates[i];
+  return out + ")";
+}
+
+YAML::Node parse(std::string_view text, const std::string& file) {
+  std::vector<YAML::Node> documents;
+  try {
+    documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::Exception& e) {
+    fail(location_of(e.mark, file), "invalid YAML: " + e.msg);
+  }
+  if (documents.size() > 1) fail({file, 1, 1}, "the file holds " + std::to_string(documents.size()) +
+                                                   " YAML documents ('---'); a case is one document");
+  return documents.empty() ? YAML::Node() : documents.front();
+}
+
+// --- Node ------------------------------------------------------------------------------------
+
+Node::Node(YAML::Node node, std::string path, std::string file, const YAML::Mark& fallback)
+    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)), fallback_(fallback) {}
+
+Location Node::location() const {
+  const YAML::Mark mark = node_.Mark();
+  if (node_.IsNull() || mark.is_null()) return location_of(fallback_, file_);
+  return location_of(mark, file_);
+}
+
+void Node::fail(const std::string& message) const {
+  yaml::fail(location(), (path_.empty() ? "" : path_ + ": ") + message);
+}
+
+std::string Node::describe() const {
+  if (!node_.IsDefined() || node_.IsNull()) return "nothing (null)";
+  if (node_.IsMap()) return "a mapping";
+  if (node_.IsSequence()) return "a list";
+  if (node_.Tag() != "?") return "the quoted text \"" + node_.Scalar() + "\"";
+  return "'" + node_.Scalar() + "'";
+}
+
+double Node::number() const {
+  if (!node_.IsScalar() || node_.Tag() != "?") fail("expected a number, got " + describe());
+  std::string_view text = node_.Scalar();
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value))
+    fail("expected a finite number, got " + describe());
+  return value;
+}
+
+long long Node::integer() const {
+  if (!node_.IsScalar() || node_.Tag() != "?") fail("expected an integer, got " + describe());
+  std::string_view text = node_.Scalar();
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  long long value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) fail("expected an integer, got " + describe());
+  return value;
+}
+
+bool Node::boolean() const {
+  if (node_.IsScalar() && node_.Tag() == "?") {
+    const std::string text = lower(node_.Scalar());
+    if (text == "true") return true;
+    if (text == "false") return false;
+  }
+  fail("expected true or false, got " + describe());
+}
+
+std::string Node::string() const {
+  if (!node_.IsScalar() || node_.Scalar().empty()) fail("expected text, got " + describe());
+  return node_.Scalar();
+}
+
+std::vector<Node> Node::items() const {
+  if (!node_.IsSequence()) fail("expected a list, got " + describe());
+  std::vector<Node> out;
+  const YAML::Mark own = node_.Mark();
+  for (std::size_t i = 0; i < node_.size(); ++i)
+    out.emplace_back(node_[i], path_ + "[" + std::to_string(i) + "]", file_, own);
+  return out;
+}
+
+// --- Map -------------------------------------------------------------------------------------
+
+Map::Map(const Node& node, std::initializer_list<std::string_view> allowed)
+    : Map(node, std::vector<std::string>(allowed.begin(), allowed.end())) {}
+
+Map::Map(const Node& node, const std::vector<std::string>& allowed) : Map(node, &allowed) {}
+
+Map Map::any_keys(const Node& node) { return Map(node, nullptr); }
+
+Map::Map(const Node& node, const std::vector<std::string>* allowed) : node_(node) {
+  if (!node.node_.IsMap()) node.fail("expected a mapping (key: value, ...), got " + node.describe());
+  std::map<std::string, int> first_line;
+  for (auto it = node.node_.begin(); it != node.node_.end(); ++it) {
+    const YAML::Node key = it->first;
+    const Node key_node(key, node.path_, node.file_, key.Mark());
+    if (!key.IsScalar() || key.Scalar().empty()) key_node.fail("expected a plain key, got " + key_node.describe());
+    const std::string name = key.Scalar();
+    const std::string path = node.path_.empty() ? name : node.path_ + "." + name;
+    if (const auto seen = first_line.find(name); seen != first_line.end())
+      key_node.fail("duplicate key '" + name + "' (first given on line " + std::to_string(seen->second) + ")");
+    if (allowed && std::find(allowed->begin(), allowed->end(), name) == allowed->end())
+      key_node.fail("unknown key '" + name + "'" + suggestion(name, *allowed));
+    first_line[name] = key.Mark().line + 1;
+    entries_.emplace_back(Node(key, path, node.file_, key.Mark()), Node(it->second, path, node.file_, key.Mark()));
+  }
+}
+
+bool Map::has(std::string_view key) const { return optional(key).has_value(); }
+
+std::optional<Node> Map::optional(std::string_view key) const {
+  for (const auto& [k, value] : entries_)
+    if (k.node_.Scalar() == key) return value;
+  return std::nullopt;
+}
+
+Node Map::required(std::string_view key) const {
+  if (auto value = optional(key)) return *value;
+  node_.fail("missing required key '" + std::string(key) + "'");
+}
+
+}  // namespace gratingsim::io::yaml

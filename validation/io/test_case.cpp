@@ -1,0 +1,223 @@
+// Reading valid cases: unit conversion to nm, sweeps, defaults, materials, shapes, warnings.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+
+#include "io/case.hpp"
+#include "validation/support/catch.hpp"
+
+namespace fs = std::filesystem;
+using namespace gratingsim;
+using Catch::Matchers::WithinRel;
+
+namespace {
+const std::string tables_dir = (fs::path(__FILE__).parent_path() / "cases").string();
+}
+
+TEST_CASE("a full case in micrometres is read in nanometres", "[io][case]") {
+  const std::string text = R"(description: a crossed grating of tapered holes
+units: um
+wavelength: {start: 0.4, stop: 0.8, count: 5}
+incidence: {theta_deg: [0, 30, 60], phi_deg: 15, polarization: p}
+lattice: {period_x: 0.5, period_y: 0.6}
+superstrate: air
+substrate: SiO2
+materials:
+  resist: {n: 1.6, k: 0.002}
+  oxide: {table: tables/oxide.csv, units: nm}
+  glass: {sellmeier: {B: [1.03961212, 0.231792344, 1.01046945], resonances: [0.0775, 0.1415, 10.1756]}}
+layers:
+  - name: holes
+    thickness: 0.12
+    slices: 24
+    background: resist
+    shapes:
+      - {type: circle, material: air, center: [0.01, -0.02], bottom_diameter: 0.2, top_diameter: 0.25}
+      - {type: ellipse, material: glass, diameter_x: 0.1, diameter_y: 0.05, rotation_deg: 30}
+      - {type: rectangle, material: oxide, width_x: 0.05, width_y: 0.1}
+      - {type: polygon, material: oxide, vertices: [[0, 0], [0.1, 0], [0.05, 0.08]], sidewall_angle_deg: 80}
+  - {name: film, thickness: 0.02, material: oxide, slices: 3}
+numerics:
+  harmonics: [7, 9]
+  precision: single
+  backend: cpu-fftw
+  solver: {method: gmres, restart: 30, tolerance: 1e-6, max_iterations: 200}
+output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane: yz, at: -0.1}]}
+)";
+  const io::Case c = io::parse_case(text, "inline.yaml", tables_dir);
+  CHECK(c.path == "inline.yaml");
+  CHECK(c.yaml == text);
+  CHECK(c.description == "a crossed grating of tapered holes");
+  CHECK(c.input_units == io::LengthUnit::um);
+  REQUIRE(c.wavelength_nm.size() == 5);
+  CHECK_THAT(c.wavelength_nm[0], WithinRel(400.0, 1e-14));
+  CHECK_THAT(c.wavelength_nm[1], WithinRel(500.0, 1e-14));
+  CHECK(c.wavelength_nm[4] == 800.0);
+  CHECK(c.incidence.theta_deg == std::vector<double>{0, 30, 60});
+  CHECK(c.incidence.phi_deg == std::vector<double>{15});
+  CHECK(c.incidence.polarization == io::Polarization::p);
+  CHECK(c.polarizations() == 1);
+  CHECK(c.points() == 15);
+  CHECK_THAT(c.lattice.period_x_nm, WithinRel(500.0, 1e-14));
+  REQUIRE(c.lattice.period_y_nm.has_value());
+  CHECK_THAT(*c.lattice.period_y_nm, WithinRel(600.0, 1e-14));
+  CHECK(c.superstrate == "air");
+  CHECK(c.substrate == "SiO2");
+
+  REQUIRE(c.layers.size() == 2);
+  const io::Layer& holes = c.layers[0];
+  CHECK(holes.name == "holes");
+  CHECK_THAT(holes.thickness_nm, WithinRel(120.0, 1e-14));
+  CHECK(holes.slices == 24);
+  CHECK(holes.background == "resist");
+  REQUIRE(holes.shapes.size() == 4);
+  const auto& circle = std::get<io::EllipseShape>(holes.shapes[0].geometry);
+  CHECK(holes.shapes[0].material == "air");
+  CHECK_THAT(circle.center_x_nm, WithinRel(10.0, 1e-14));
+  CHECK_THAT(circle.center_y_nm, WithinRel(-20.0, 1e-14));
+  CHECK_THAT(circle.bottom_diameter_x_nm, WithinRel(200.0, 1e-14));
+  CHECK_THAT(circle.bottom_diameter_y_nm, WithinRel(200.0, 1e-14));
+  CHECK_THAT(circle.top_diameter_y_nm, WithinRel(250.0, 1e-14));
+  const auto& ellipse = std::get<io::EllipseShape>(holes.shapes[1].geometry);
+  CHECK_THAT(ellipse.bottom_diameter_x_nm, WithinRel(100.0, 1e-14));
+  CHECK_THAT(ellipse.top_diameter_y_nm, WithinRel(50.0, 1e-14));
+  CHECK(ellipse.rotation_deg == 30.0);
+  CHECK(ellipse.center_x_nm == 0.0);
+  const auto& rectangle = std::get<io::RectangleShape>(holes.shapes[2].geometry);
+  CHECK_THAT(rectangle.width_y_nm, WithinRel(100.0, 1e-14));
+  const auto& polygon = std::get<io::PolygonShape>(holes.shapes[3].geometry);
+  REQUIRE(polygon.vertices_nm.size() == 3);
+  CHECK_THAT(polygon.vertices_nm[2][1], WithinRel(80.0, 1e-14));
+  CHECK(polygon.sidewall_angle_deg == 80.0);
+  CHECK(c.layers[1].background == "oxide");
+  CHECK(c.layers[1].shapes.empty());
+  CHECK_THAT(c.total_thickness_nm(), WithinRel(140.0, 1e-14));
+  CHECK(c.total_slices() == 27);
+
+  CHECK(c.numerics.harmonics_x == 7);
+  CHECK(c.numerics.harmonics_y == 9);
+  CHECK(c.numerics.precision == conv::Precision::single);
+  CHECK(c.numerics.backend == conv::Backend::cpu_fftw);
+  CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
+  CHECK(c.numerics.solver.restart == 30);
+  CHECK(c.numerics.solver.tolerance == 1e-6);
+  CHECK(c.numerics.solver.max_iterations == 200);
+
+  CHECK(c.output.fields);
+  REQUIRE(c.output.planes.size() == 2);
+  CHECK(c.output.planes[0].kind == io::PlaneKind::xy);
+  CHECK_THAT(c.output.planes[0].position_nm, WithinRel(60.0, 1e-14));
+  CHECK(c.output.planes[0].points_first == 32);
+  CHECK(c.output.planes[0].points_second == 16);
+  CHECK(c.output.planes[1].kind == io::PlaneKind::yz);
+  CHECK(c.output.planes[1].points_first == 64);
+  CHECK(c.warnings.empty());
+
+  // Materials: every referenced one, built-ins included.
+  CHECK(c.materials.size() == 5);  // air, SiO2, resist, oxide, glass
+  CHECK(c.material("resist").refractive_index(650.0) == std::complex<double>(1.6, 0.002));
+  // The table is in nm (its own `units`), linearly interpolated: (500, 1.47) to (800, 1.45).
+  CHECK_THAT(c.material("oxide").refractive_index(650.0).real(), WithinRel(1.46, 1e-12));
+  // N-BK7 Sellmeier (resonances given in µm, squared in the formula): n_d = 1.5168 at 587.6 nm.
+  CHECK(std::abs(c.material("glass").refractive_index(587.56).real() - 1.5168) < 2e-4);
+  // Built-in fused silica (Malitson): n_d = 1.4585 at 587.6 nm.
+  CHECK(std::abs(c.material("SiO2").refractive_index(587.56).real() - 1.4585) < 2e-4);
+  CHECK(c.material("SiO2").permittivity(587.56) ==
+        c.material("SiO2").refractive_index(587.56) * c.material("SiO2").refractive_index(587.56));
+}
+
+TEST_CASE("defaults: air superstrate, normal incidence, both polarisations, auto backend", "[io][case]") {
+  const io::Case c = io::parse_case(R"(wavelength: 633
+lattice: {period_x: 400}
+substrate: SiO2
+materials: {unused: {n: 2}}
+layers:
+  - thickness: 100
+    shapes: [{type: trapezoid, material: SiO2, bottom_width: 120, sidewall_angle_deg: 80}]
+numerics: {harmonics: 10}
+)",
+                                    "defaults.yaml");
+  CHECK(c.input_units == io::LengthUnit::nm);
+  CHECK(c.superstrate == "air");
+  CHECK(c.incidence.theta_deg == std::vector<double>{0});
+  CHECK(c.incidence.phi_deg == std::vector<double>{0});
+  CHECK(c.incidence.polarization == io::Polarization::both);
+  CHECK(c.lattice.is_1d());
+  CHECK(c.numerics.harmonics_x == 10);
+  CHECK(c.numerics.harmonics_y == 0);  // a 1D lattice has no y-harmonics
+  CHECK(c.numerics.precision == conv::Precision::double_);
+  CHECK_FALSE(c.numerics.backend.has_value());
+  CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
+  CHECK(c.numerics.solver.restart == 40);
+  CHECK(c.numerics.solver.tolerance == 1e-8);
+  CHECK(c.numerics.solver.max_iterations == 500);
+  const io::Layer& layer = c.layers[0];
+  CHECK(layer.name == "layer0");
+  CHECK(layer.background == "air");
+  const auto& line = std::get<io::LineShape>(layer.shapes[0].geometry);
+  CHECK(line.bottom_width_nm == 120.0);
+  // top = bottom − 2h/tan α
+  CHECK_THAT(line.top_width_nm, WithinRel(120.0 - 2 * 100.0 / std::tan(80.0 * std::numbers::pi / 180), 1e-14));
+  // Default slices: Δz ≤ λ/(40 n) in the densest material: ceil(40 · 100 nm · n_SiO2(633) / 633 nm).
+  const double n = c.material("SiO2").refractive_index(633).real();
+  CHECK(layer.slices == int(std::ceil(40 * 100 * n / 633)));
+  // A single point: fields on by default with one xz cut at y = 0.
+  CHECK(c.points() == 1);
+  CHECK(c.output.fields);
+  REQUIRE(c.output.planes.size() == 1);
+  CHECK(c.output.planes[0].kind == io::PlaneKind::xz);
+  // An unused material is a warning, located at its definition, and is dropped.
+  REQUIRE(c.warnings.size() == 1);
+  INFO(c.warnings[0]);
+  CHECK(c.warnings[0].rfind("defaults.yaml:4:21: warning: material 'unused'", 0) == 0);
+  CHECK(c.materials.count("unused") == 0);
+}
+
+TEST_CASE("sweeps: scalar, list in the given order, inclusive range; metres", "[io][case]") {
+  const auto read = [](const std::string& wavelength, const std::string& theta) {
+    return io::parse_case("units: m\nwavelength: " + wavelength + "\nincidence: {theta_deg: " + theta +
+                              "}\nlattice: {period_x: 4e-7}\nsubstrate: SiO2\nlayers: [{thickness: 1e-7, material: SiO2}]\n"
+                              "numerics: {harmonics: 3}\n",
+                          "sweep.yaml");
+  };
+  const io::Case list = read("[6e-7, 4e-7, 5e-7]", "{start: 0, stop: 60, count: 4}");
+  REQUIRE(list.wavelength_nm.size() == 3);
+  CHECK_THAT(list.wavelength_nm[0], WithinRel(600.0, 1e-12));
+  CHECK_THAT(list.wavelength_nm[1], WithinRel(400.0, 1e-12));
+  CHECK(list.incidence.theta_deg == std::vector<double>{0, 20, 40, 60});
+  CHECK_FALSE(list.output.fields);  // a sweep: fields off by default
+  CHECK(list.output.planes.empty());
+  const io::Case descending = read("{start: 8e-7, stop: 4e-7, count: 3}", "7.5");
+  CHECK_THAT(descending.wavelength_nm[1], WithinRel(600.0, 1e-12));
+  CHECK(descending.incidence.theta_deg == std::vector<double>{7.5});
+}
+
+TEST_CASE("load_case resolves tables against the case file's directory", "[io][case]") {
+  const fs::path dir = fs::temp_directory_path() / ("gratingsim_io_case_" + std::to_string(::getpid()));
+  fs::create_directories(dir / "data");
+  std::ofstream(dir / "data" / "index.csv") << "# lambda n k\n400 2.0 0.5\n600 3.0 0.0\n";
+  std::ofstream(dir / "case.yaml") << "wavelength: [450, 550]\nlattice: {period_x: 300}\nsubstrate: metal\n"
+                                      "materials: {metal: {table: data/index.csv}}\n"
+                                      "layers: [{thickness: 50, material: metal, slices: 4}]\nnumerics: {harmonics: 2}\n";
+  const io::Case c = io::load_case((dir / "case.yaml").string());
+  const auto index = c.material("metal").refractive_index(450);
+  CHECK_THAT(index.real(), WithinRel(2.25, 1e-12));
+  CHECK_THAT(index.imag(), WithinRel(0.375, 1e-12));
+  CHECK(std::get<io::IndexTable>(c.material("metal").model).path == (dir / "data" / "index.csv").string());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("memory estimate follows its documented formula", "[io][case]") {
+  io::Case c = io::parse_case("wavelength: 500\nincidence: {theta_deg: [0, 10, 20]}\nlattice: {period_x: 400, period_y: 400}\n"
+                              "substrate: SiO2\nlayers: [{thickness: 100, material: SiO2, slices: 10}]\n"
+                              "numerics: {harmonics: [3, 2]}\n",
+                              "memory.yaml");
+  // Nm = 7·5, unknowns 3·10·35 = 1050, rhs 3·2 = 6, GMRES(40): 44 vectors; L = 16 × 16 (≥ 4M + 1).
+  const double vectors = 6.0 * 1050 * 44, workspace = (6.0 * 3 + 1) * 10 * 16 * 16;
+  CHECK(io::estimated_solver_bytes(c) == std::size_t(16 * (vectors + workspace)));
+  c.numerics.solver.method = io::SolverMethod::direct;
+  CHECK(io::estimated_solver_bytes(c) == std::size_t(16 * (1050.0 * 1050 + 6.0 * 1050 * 2 + workspace)));
+}
