@@ -18,10 +18,14 @@
 //    (strided by RG, so that a warp reads consecutive χ entries) × 4 fields: per inner step TM χ loads,
 //    4 field loads (broadcast), 1 offset load (broadcast), 4·TM complex FMAs.
 //
-// The rule (choose_direct_tiling): the Toeplitz product where at least 4 fields share a kernel (its field
-// tile is then full and each χ load serves 4 fields), the direct sum otherwise. Tiles: the largest that
-// still gives about 8 warps per SM in total (parallelism first: small problems are latency-bound), for
-// the direct sum only among R whose row padding wastes at most a quarter of the work.
+// The rule (choose_direct_tiling), from timings of every tile on the problem cases (H100, both
+// precisions: the direct sum with R = 8 was fastest for N = 31 by 8–20 %, the forms were within noise
+// of each other for N = 7 and 15): the direct sum with the largest R ∈ {8, 4, 2} whose row padding
+// wastes at most a quarter of the work and that still gives at least 4 warps per SM in total (small
+// problems are latency-bound: parallelism first). Where no R ≥ 2 qualifies (short rows, e.g. 1D
+// gratings, or a tiny batch): the Toeplitz product if at least 4 fields share a kernel (its field tile
+// is then full and each χ load serves 4 fields), with the largest TM ∈ {4, 2} that keeps 4 warps per
+// SM; otherwise the direct sum with R = 1.
 //
 // Precision: products and sums in the working precision Real (complex64 accumulates in float), unlike
 // cpu-direct's complex128. Each output is a sum of N1N2 ≤ 961 terms with a rounding error per step of
@@ -217,8 +221,8 @@ DeviceLimits current_device_limits() {
   return limits;
 }
 
-/// Threads for about 8 resident warps per SM: fewer leave the device latency-bound.
-std::size_t parallelism_target(const DeviceLimits& limits) { return std::size_t(256) * limits.multiprocessors; }
+/// Threads for 4 resident warps per SM: fewer leave the device idle.
+std::size_t parallelism_target(const DeviceLimits& limits) { return std::size_t(128) * limits.multiprocessors; }
 
 std::size_t ceil_div(std::size_t a, std::size_t b) { return (a + b - 1) / b; }
 int round_up(int a, int b) { return int(ceil_div(a, b)) * b; }
@@ -342,16 +346,16 @@ class GpuDirect final : public Convolution<Real> {
 DirectTiling choose_direct_tiling(const Geometry& geometry) {
   const Geometry g = resolve(geometry);
   const std::size_t target = parallelism_target(current_device_limits());
-  const std::size_t field_size = std::size_t(g.n1) * g.n2;
+  for (int r : {8, 4, 2}) {
+    const bool little_padding = 4 * round_up(g.n2, r) <= 5 * g.n2;
+    if (little_padding && g.batch() * g.n1 * ceil_div(g.n2, r) >= target) return {DirectForm::direct_sum, r};
+  }
   if (g.per_slice >= fields_per_thread) {
+    const std::size_t field_size = std::size_t(g.n1) * g.n2;
     const std::size_t columns = std::size_t(g.slices) * ceil_div(g.per_slice, fields_per_thread);
     for (int tm : {4, 2})
       if (ceil_div(field_size, tm) * columns >= target) return {DirectForm::toeplitz_product, tm};
     return {DirectForm::toeplitz_product, 1};
-  }
-  for (int r : {8, 4, 2}) {
-    const bool little_padding = 4 * round_up(g.n2, r) <= 5 * g.n2;
-    if (little_padding && g.batch() * g.n1 * ceil_div(g.n2, r) >= target) return {DirectForm::direct_sum, r};
   }
   return {DirectForm::direct_sum, 1};
 }

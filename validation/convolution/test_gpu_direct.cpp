@@ -87,11 +87,15 @@ TEST_CASE("gpu-direct declines N1*N2 above its limit, naming it", "[convolution]
   }
 }
 
-TEST_CASE("gpu-direct picks the Toeplitz product where 4 or more fields share a kernel", "[convolution][gpu-direct]") {
-  CHECK(conv::detail::choose_direct_tiling({.n1 = 7, .n2 = 7, .slices = 33, .per_slice = 24}).form ==
-        DirectForm::toeplitz_product);
-  CHECK(conv::detail::choose_direct_tiling({.n1 = 15, .n2 = 15, .slices = 10, .per_slice = 3}).form ==
-        DirectForm::direct_sum);
+TEST_CASE("gpu-direct's rule: direct sum on long rows, Toeplitz product on short ones", "[convolution][gpu-direct]") {
+  using conv::detail::choose_direct_tiling;
+  const DirectTiling case3 = choose_direct_tiling({.n1 = 31, .n2 = 31, .slices = 129, .per_slice = 24});
+  CHECK(case3.form == DirectForm::direct_sum);
+  CHECK(case3.outputs_per_thread == 8);
+  CHECK(choose_direct_tiling({.n1 = 63, .n2 = 1, .slices = 40, .per_slice = 24}).form == DirectForm::toeplitz_product);
+  const DirectTiling few_fields = choose_direct_tiling({.n1 = 63, .n2 = 1, .slices = 40, .per_slice = 3});
+  CHECK(few_fields.form == DirectForm::direct_sum);
+  CHECK(few_fields.outputs_per_thread == 1);
 }
 
 TEMPLATE_TEST_CASE("gpu-direct on shapes beyond the harness", "[convolution][gpu-direct]", float, double) {
