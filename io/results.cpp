@@ -458,12 +458,8 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
   if (a.polarization != b.polarization) return "the incident polarisations";
   if (a.orders != b.orders) return "the stored diffraction orders";
   if (!(a.fields == b.fields && a.harmonics_x == b.harmonics_x && a.harmonics_y == b.harmonics_y &&
-        a.slice_center_nm == b.slice_center_nm && a.maps.size() == b.maps.size()))
+        a.slice_center_nm == b.slice_center_nm && a.maps == b.maps))
     return "the field output";
-  for (std::size_t k = 0; k < a.maps.size(); ++k)
-    if (!(a.maps[k].kind == b.maps[k].kind && a.maps[k].position_nm == b.maps[k].position_nm &&
-          a.maps[k].first_nm == b.maps[k].first_nm && a.maps[k].second_nm == b.maps[k].second_nm))
-      return "field map " + std::to_string(k);
   if (ai.backend != bi.backend) return "the backend ('" + ai.backend + "' there, '" + bi.backend + "' now)";
   if (ai.precision != bi.precision) return "the precision ('" + ai.precision + "' there, '" + bi.precision + "' now)";
   if (ai.device != bi.device) return "the device ('" + ai.device + "' there, '" + bi.device + "' now)";

@@ -33,6 +33,7 @@ struct MapLayout {
   PlaneKind kind = PlaneKind::xz;
   double position_nm = 0;
   std::vector<double> first_nm, second_nm;  ///< coordinates along the plane's first and second axis
+  bool operator==(const MapLayout&) const = default;
 };
 
 /// Everything about a result file's shape, fixed before the first point.
