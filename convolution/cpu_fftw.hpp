@@ -1,0 +1,55 @@
+#pragma once
+// The cpu-fftw backend's own knobs, for the benchmark and tests (make_convolution(Backend::cpu_fftw)
+// is the ordinary way in and uses the defaults below). No FFTW header here: only cpu_fftw.cpp sees it.
+//
+// Environment:
+//   GRATINGSIM_FFTW_PLANNING  measure (default) | estimate | wisdom-only: the planning effort when
+//                             FftwOptions::planning is unset. `estimate` plans instantly (tests, CI);
+//                             `measure` times candidate algorithms once per shape and keeps the
+//                             result as wisdom.
+//   GRATINGSIM_FFTW_WISDOM    wisdom file stem: files <stem>.single and <stem>.double; empty: no wisdom
+//                             files. Unset: $XDG_CACHE_HOME/gratingsim/fftw-wisdom.<precision>, or
+//                             ~/.cache/gratingsim/... without XDG_CACHE_HOME.
+// Wisdom is loaded before planning and, after FFTW_MEASURE planning that learnt something, saved
+// atomically (temporary file, then rename). A missing, unreadable or unwritable wisdom file is not an
+// error: planning just starts from what FFTW already knows.
+#include <complex>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "convolution/convolution.hpp"
+
+namespace gratingsim::conv {
+
+enum class FftwPlanning {
+  measure,      ///< FFTW_MEASURE: time candidate algorithms (slow the first time per shape; wisdom keeps it)
+  estimate,     ///< FFTW_ESTIMATE: heuristic plans, no timing, nothing saved
+  wisdom_only,  ///< FFTW_MEASURE | FFTW_WISDOM_ONLY: plans only from loaded wisdom, else Unsupported
+};
+
+struct FftwOptions {
+  /// true: row FFTs only on the N1 rows holding data, inverse row FFTs only on the N1 kept rows (the
+  /// cpu-fftw backend). false: the plain 2D FFT of the whole padded L1×L2 array both ways (the
+  /// comparison the benchmark needs).
+  bool prune_zero_rows = true;
+  /// Unset: from GRATINGSIM_FFTW_PLANNING (default measure).
+  std::optional<FftwPlanning> planning;
+};
+
+/// Parses "measure", "estimate", "wisdom-only"; throws InvalidArgument otherwise.
+FftwPlanning parse_fftw_planning(std::string_view name);
+
+/// The wisdom file used for `precision` under the current environment; empty when there is none.
+std::filesystem::path fftw_wisdom_file(Precision precision);
+
+/// The cpu-fftw pipeline with explicit options (make_convolution(Backend::cpu_fftw, ...) equals
+/// make_fftw_convolution(..., {}) ). Throws Unsupported when wisdom_only finds no wisdom for a shape.
+template <class Real>
+std::unique_ptr<Convolution<Real>> make_fftw_convolution(const Geometry& geometry,
+                                                         std::span<const std::complex<double>> kernels,
+                                                         FftwOptions options);
+
+}  // namespace gratingsim::conv
