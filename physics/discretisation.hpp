@@ -1,0 +1,24 @@
+#pragma once
+// Cutting the layer stack into slices (formulation.md §6) and sampling z-varying shapes at each
+// slice's centre height.
+#include <vector>
+
+#include "physics/shape_functions.hpp"
+#include "physics/structure.hpp"
+#include "physics/z_operator.hpp"
+
+namespace gratingsim::physics {
+
+struct Discretisation {
+  ZGrid grid;                          ///< slices top down; z = 0 is the substrate's surface
+  std::vector<int> layer_of_slice;
+  std::vector<int> content_of_slice;   ///< index into `contents`; slices with equal geometry share one
+  std::vector<SliceContent> contents;
+};
+
+/// Validates the structure (clear InvalidArgument messages naming layer and shape) and slices it:
+/// each layer gets `slices` (or ceil(thickness/max_slice_thickness)) slices, times `slice_factor`
+/// (2 for the finer grid of Richardson extrapolation).
+Discretisation discretise(const Structure& structure, int slice_factor = 1);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,318 @@
+#include "physics/krylov.hpp"
+
+#include <Eigen/Dense>
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "convolution/error.hpp"
+
+namespace gratingsim::physics {
+namespace {
+
+using Scalar = std::complex<double>;
+
+/// Per-rhs relative residuals ‖b − A x‖/‖b‖ with one product; leaves b − A x in vector `r`.
+template <class Real>
+void true_residual(LinearOperator<Real>& op, VectorSpace<Real>& v, int b, int x, int r,
+                   std::span<const double> b_norm, std::span<double> out) {
+  const std::size_t nr = v.layout().rhs;
+  op.apply(v.data(x), v.data(r));
+  v.scale(std::vector<Scalar>(nr, -1.0), r);
+  v.axpy(std::vector<Scalar>(nr, 1.0), b, r);
+  v.norm(r, out);
+  for (std::size_t i = 0; i < nr; ++i) out[i] = b_norm[i] > 0 ? out[i] / b_norm[i] : out[i];
+}
+
+/// Complex Givens rotation [[c, s], [−conj(s), c]] (c real) that zeroes b in (a, b).
+struct Givens {
+  double c = 1;
+  Scalar s = 0;
+  static Givens make(Scalar a, Scalar b) {
+    if (b == Scalar(0)) return {1.0, 0.0};
+    if (a == Scalar(0)) return {0.0, 1.0};
+    const double rho = std::hypot(std::abs(a), std::abs(b));
+    return {std::abs(a) / rho, (a / std::abs(a)) * std::conj(b) / rho};
+  }
+  void apply(Scalar& a, Scalar& b) const {
+    const Scalar t = c * a + s * b;
+    b = -std::conj(s) * a + c * b;
+    a = t;
+  }
+};
+
+template <class Real>
+std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
+                              std::span<std::complex<Real>> x_host, const KrylovSettings& s) {
+  const int m = s.restart;
+  EXPECTS(m >= 1, "GMRES restart must be ≥ 1, got " + std::to_string(m));
+  auto space = op.make_space(m + 4);
+  VectorSpace<Real>& v = *space;
+  const std::size_t nr = v.layout().rhs;
+  constexpr int B = 0, X = 1, R = 2, V0 = 3;  // V_j = V0 + j, j = 0..m
+  v.upload(b_host, B);
+  v.upload(x_host, X);
+  std::vector<double> b_norm(nr), residual(nr), beta(nr);
+  v.norm(B, b_norm);
+  std::vector<SolveStats> stats(nr);
+  std::vector<char> done(nr, 0);
+  std::vector<Scalar> coef(nr);
+  // Per rhs: Hessenberg (m+1)×m column-major, rotations, rhs g, Krylov dimension reached.
+  std::vector<std::vector<Scalar>> h(nr, std::vector<Scalar>(std::size_t(m + 1) * m));
+  std::vector<std::vector<Givens>> rot(nr, std::vector<Givens>(m));
+  std::vector<std::vector<Scalar>> g(nr, std::vector<Scalar>(m + 1));
+  std::vector<int> k(nr);
+  std::vector<char> in_cycle(nr);
+  std::vector<double> hn(nr);
+
+  while (true) {
+    true_residual(op, v, B, X, R, b_norm, residual);
+    bool any = false;
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (done[r]) continue;
+      stats[r].matvecs++;
+      stats[r].residual = residual[r];
+      if (residual[r] <= s.tolerance || b_norm[r] == 0) {
+        stats[r].converged = true;
+        done[r] = 1;
+      } else if (stats[r].iterations >= s.max_iterations || !std::isfinite(residual[r])) {
+        done[r] = 1;
+      }
+      any = any || !done[r];
+    }
+    if (!any) break;
+    // V0 = r/‖r‖ for active rhs.
+    v.norm(R, beta);
+    for (std::size_t r = 0; r < nr; ++r) {
+      in_cycle[r] = !done[r];
+      coef[r] = in_cycle[r] ? 1.0 / beta[r] : 0.0;
+      std::fill(g[r].begin(), g[r].end(), Scalar(0));
+      g[r][0] = beta[r];
+      k[r] = 0;
+    }
+    v.copy(R, V0);
+    v.scale(coef, V0);
+    for (int j = 0; j < m; ++j) {
+      op.apply(v.data(V0 + j), v.data(V0 + j + 1));
+      // Modified Gram–Schmidt, per rhs scalars.
+      for (int i = 0; i <= j; ++i) {
+        v.dot(V0 + i, V0 + j + 1, coef);
+        for (std::size_t r = 0; r < nr; ++r) {
+          if (!in_cycle[r]) coef[r] = 0;
+          h[r][std::size_t(j) * (m + 1) + i] = coef[r];
+          coef[r] = -coef[r];
+        }
+        v.axpy(coef, V0 + i, V0 + j + 1);
+      }
+      v.norm(V0 + j + 1, hn);
+      bool any_in_cycle = false;
+      for (std::size_t r = 0; r < nr; ++r) {
+        coef[r] = in_cycle[r] && hn[r] > 0 ? 1.0 / hn[r] : 0.0;
+        if (!in_cycle[r]) continue;
+        Scalar* col = &h[r][std::size_t(j) * (m + 1)];
+        col[j + 1] = hn[r];
+        for (int i = 0; i < j; ++i) rot[r][i].apply(col[i], col[i + 1]);
+        rot[r][j] = Givens::make(col[j], col[j + 1]);
+        rot[r][j].apply(col[j], col[j + 1]);
+        rot[r][j].apply(g[r][j], g[r][j + 1]);
+        k[r] = j + 1;
+        stats[r].iterations++;
+        stats[r].matvecs++;
+        const double estimate = std::abs(g[r][j + 1]) / b_norm[r];
+        if (estimate <= s.tolerance || hn[r] == 0 || stats[r].iterations >= s.max_iterations) in_cycle[r] = 0;
+        any_in_cycle = any_in_cycle || in_cycle[r];
+      }
+      v.scale(coef, V0 + j + 1);
+      if (!any_in_cycle) break;
+    }
+    // x += V y with H y = g (upper triangular, k[r] × k[r]).
+    const int k_max = *std::max_element(k.begin(), k.end());
+    std::vector<std::vector<Scalar>> y(nr);
+    for (std::size_t r = 0; r < nr; ++r) {
+      y[r].assign(k[r], 0.0);
+      for (int i = k[r] - 1; i >= 0; --i) {
+        Scalar sum = g[r][i];
+        for (int l = i + 1; l < k[r]; ++l) sum -= h[r][std::size_t(l) * (m + 1) + i] * y[r][l];
+        y[r][i] = sum / h[r][std::size_t(i) * (m + 1) + i];
+      }
+    }
+    for (int i = 0; i < k_max; ++i) {
+      for (std::size_t r = 0; r < nr; ++r) coef[r] = i < k[r] ? y[r][i] : 0.0;
+      v.axpy(coef, V0 + i, X);
+    }
+  }
+  v.download(X, x_host);
+  return stats;
+}
+
+template <class Real>
+std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
+                                 std::span<std::complex<Real>> x_host, const KrylovSettings& set) {
+  auto space = op.make_space(8);
+  VectorSpace<Real>& v = *space;
+  const std::size_t nr = v.layout().rhs;
+  constexpr int B = 0, X = 1, R = 2, RHAT = 3, P = 4, V = 5, S = 6, T = 7;
+  v.upload(b_host, B);
+  v.upload(x_host, X);
+  std::vector<double> b_norm(nr), norm(nr);
+  v.norm(B, b_norm);
+  std::vector<SolveStats> stats(nr);
+  std::vector<char> active(nr, 1);
+  true_residual(op, v, B, X, R, b_norm, norm);
+  for (std::size_t r = 0; r < nr; ++r) {
+    stats[r].matvecs = 1;
+    stats[r].residual = norm[r];
+    if (norm[r] <= set.tolerance || b_norm[r] == 0) active[r] = 0;
+  }
+  v.copy(R, RHAT);
+  v.copy(R, P);
+  v.scale(std::vector<Scalar>(nr, 0.0), P);
+  v.copy(P, V);
+  std::vector<Scalar> rho(nr, 1.0), alpha(nr, 1.0), omega(nr, 1.0), rho_new(nr), tmp(nr), tt(nr), coef(nr);
+  const auto any_active = [&] { return std::any_of(active.begin(), active.end(), [](char a) { return a != 0; }); };
+  while (any_active()) {
+    v.dot(RHAT, R, rho_new);
+    // p = r + β (p − ω v) for active rhs; inactive ones keep their p.
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (active[r] && (rho_new[r] == Scalar(0) || omega[r] == Scalar(0))) active[r] = 0;  // breakdown
+      coef[r] = active[r] ? -omega[r] : 0.0;
+    }
+    v.axpy(coef, V, P);
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? (rho_new[r] / rho[r]) * (alpha[r] / omega[r]) : 1.0;
+    v.scale(coef, P);
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? 1.0 : 0.0;
+    v.axpy(coef, R, P);
+    op.apply(v.data(P), v.data(V));
+    v.dot(RHAT, V, tmp);
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (!active[r]) continue;
+      stats[r].matvecs++;
+      if (tmp[r] == Scalar(0)) {
+        active[r] = 0;
+        continue;
+      }
+      alpha[r] = rho_new[r] / tmp[r];
+    }
+    // s = r − α v
+    v.copy(R, S);
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? -alpha[r] : 0.0;
+    v.axpy(coef, V, S);
+    v.norm(S, norm);
+    std::vector<char> half(nr, 0);
+    for (std::size_t r = 0; r < nr; ++r)
+      if (active[r] && norm[r] / b_norm[r] <= set.tolerance) half[r] = 1;  // converged at the half step
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = half[r] ? alpha[r] : 0.0;
+    v.axpy(coef, P, X);
+    for (std::size_t r = 0; r < nr; ++r)
+      if (half[r]) {
+        active[r] = 0;
+        stats[r].iterations++;
+      }
+    op.apply(v.data(S), v.data(T));
+    v.dot(T, S, tmp);
+    v.dot(T, T, tt);
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (!active[r]) continue;
+      stats[r].matvecs++;
+      omega[r] = tt[r] == Scalar(0) ? Scalar(0) : tmp[r] / tt[r];
+    }
+    // x += α p + ω s;  r = s − ω t
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? alpha[r] : 0.0;
+    v.axpy(coef, P, X);
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? omega[r] : 0.0;
+    v.axpy(coef, S, X);
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? 1.0 : 0.0;
+    v.scale(coef, R);
+    v.axpy(coef, S, R);
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? -omega[r] : 0.0;
+    v.axpy(coef, T, R);
+    v.norm(R, norm);
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (!active[r]) continue;
+      stats[r].iterations++;
+      rho[r] = rho_new[r];
+      if (norm[r] / b_norm[r] <= set.tolerance || stats[r].iterations >= set.max_iterations ||
+          !std::isfinite(norm[r]))
+        active[r] = 0;
+    }
+  }
+  true_residual(op, v, B, X, R, b_norm, norm);
+  for (std::size_t r = 0; r < nr; ++r) {
+    stats[r].matvecs++;
+    stats[r].residual = norm[r];
+    stats[r].converged = norm[r] <= set.tolerance || b_norm[r] == 0;
+  }
+  v.download(X, x_host);
+  return stats;
+}
+
+}  // namespace
+
+template <class Real>
+std::vector<SolveStats> solve_dense(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
+                                    std::span<std::complex<Real>> x) {
+  using Complex = std::complex<Real>;
+  const BatchLayout& l = op.layout();
+  const std::size_t n = l.per_rhs(), nr = l.rhs;
+  auto space = op.make_space(3);
+  VectorSpace<Real>& v = *space;
+  std::vector<Eigen::MatrixXcd> a(nr, Eigen::MatrixXcd(n, n));
+  std::vector<Complex> unit(l.size()), column(l.size());
+  // Per-rhs index j = p·block + i lives at (p·rhs + r)·block + i in the batch.
+  const auto batch_index = [&](std::size_t j, std::size_t r) { return ((j / l.block) * nr + r) * l.block + j % l.block; };
+  for (std::size_t j = 0; j < n; ++j) {
+    std::fill(unit.begin(), unit.end(), Complex(0));
+    for (std::size_t r = 0; r < nr; ++r) unit[batch_index(j, r)] = 1;
+    v.upload(unit, 0);
+    op.apply(v.data(0), v.data(1));
+    v.download(1, column);
+    for (std::size_t r = 0; r < nr; ++r)
+      for (std::size_t i = 0; i < n; ++i) a[r](Eigen::Index(i), Eigen::Index(j)) = Scalar(column[batch_index(i, r)]);
+  }
+  std::vector<SolveStats> stats(nr);
+  for (std::size_t r = 0; r < nr; ++r) {
+    Eigen::VectorXcd rhs(n);
+    for (std::size_t i = 0; i < n; ++i) rhs(Eigen::Index(i)) = Scalar(b[batch_index(i, r)]);
+    const Eigen::VectorXcd sol = a[r].partialPivLu().solve(rhs);
+    for (std::size_t i = 0; i < n; ++i) x[batch_index(i, r)] = Complex(sol(Eigen::Index(i)));
+    stats[r].matvecs = int(n);
+  }
+  std::vector<double> b_norm(nr), residual(nr);
+  v.upload(b, 0);
+  v.upload(x, 1);
+  v.norm(0, b_norm);
+  true_residual(op, v, 0, 1, 2, b_norm, residual);
+  for (std::size_t r = 0; r < nr; ++r) {
+    stats[r].matvecs++;
+    stats[r].residual = residual[r];
+  }
+  return stats;
+}
+
+template <class Real>
+std::vector<SolveStats> solve(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
+                              std::span<std::complex<Real>> x, const KrylovSettings& settings) {
+  EXPECTS(b.size() == op.layout().size() && x.size() == op.layout().size(), "solve: vector sizes do not match the operator");
+  EXPECTS(settings.tolerance > 0 && settings.max_iterations >= 1, "solve: tolerance must be > 0 and max_iterations ≥ 1");
+  std::vector<SolveStats> stats;
+  switch (settings.method) {
+    case Method::gmres: return gmres(op, b, x, settings);
+    case Method::bicgstab: return bicgstab(op, b, x, settings);
+    case Method::dense_lu:
+      stats = solve_dense(op, b, x);
+      for (SolveStats& s : stats) s.converged = s.residual <= settings.tolerance;
+      return stats;
+  }
+  return stats;
+}
+
+#define GRATINGSIM_INSTANTIATE(Real)                                                                              \
+  template std::vector<SolveStats> solve<Real>(LinearOperator<Real>&, std::span<const std::complex<Real>>,       \
+                                                std::span<std::complex<Real>>, const KrylovSettings&);            \
+  template std::vector<SolveStats> solve_dense<Real>(LinearOperator<Real>&, std::span<const std::complex<Real>>, \
+                                                      std::span<std::complex<Real>>);
+GRATINGSIM_INSTANTIATE(float)
+GRATINGSIM_INSTANTIATE(double)
+#undef GRATINGSIM_INSTANTIATE
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,58 @@
+#pragma once
+// Batched Krylov solvers for A x = b with n_rhs independent systems that share every
+// matrix-vector product (one batched apply serves all right-hand sides); each right-hand side has
+// its own scalars, its own convergence test and its own statistics. Vectors live in the
+// operator's VectorSpace (host or device); only the per-rhs scalars come to the host.
+#include <complex>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "physics/vector_space.hpp"
+
+namespace gratingsim::physics {
+
+template <class Real>
+class LinearOperator {
+ public:
+  using Complex = std::complex<Real>;
+  virtual ~LinearOperator() = default;
+  [[nodiscard]] virtual const BatchLayout& layout() const = 0;
+  /// A vector space of `count` vectors in the memory apply() works on.
+  [[nodiscard]] virtual std::unique_ptr<VectorSpace<Real>> make_space(int count) const = 0;
+  /// y ← A x for the whole batch (x and y distinct, in the space's memory).
+  virtual void apply(const Complex* x, Complex* y) = 0;
+};
+
+enum class Method { gmres, bicgstab, dense_lu };
+
+struct KrylovSettings {
+  Method method = Method::gmres;
+  int restart = 40;            ///< GMRES(restart)
+  double tolerance = 1e-10;    ///< stop at ‖b − A x‖₂ ≤ tolerance·‖b‖₂ (per rhs)
+  int max_iterations = 2000;   ///< cap on iterations per rhs (GMRES: Arnoldi steps; BiCGStab: steps of 2 matvecs)
+};
+
+/// What one right-hand side's solve did. residual is the true relative residual ‖b − A x‖/‖b‖ of
+/// the returned x, recomputed with a separate product (not the recurrence's estimate).
+struct SolveStats {
+  int iterations = 0;
+  int matvecs = 0;     ///< batched products applied while this rhs was active (dense: columns assembled)
+  double residual = 0;
+  bool converged = false;
+};
+
+/// Solves A x = b for every rhs. x holds the initial guess on entry (host, layout().size()) and the
+/// solution on return. Never throws for non-convergence: the stats say so (solver.hpp decides).
+template <class Real>
+std::vector<SolveStats> solve(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
+                              std::span<std::complex<Real>> x, const KrylovSettings& settings);
+
+/// The dense reference: assembles each rhs's matrix column by column (A applied to unit vectors,
+/// n = layout().per_rhs() batched products), factors it with Eigen's partial-pivoting LU in
+/// complex128 and solves. For small problems only: memory n²·16 bytes per rhs, time O(n³).
+template <class Real>
+std::vector<SolveStats> solve_dense(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
+                                    std::span<std::complex<Real>> x);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,166 @@
+#include "physics/problem.hpp"
+
+#include <cmath>
+
+#include "convolution/error.hpp"
+
+namespace gratingsim::physics {
+namespace {
+constexpr std::complex<double> I{0.0, 1.0};
+}
+
+template <class Real>
+DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences,
+                                       const ProblemSettings& settings, int slice_factor,
+                                       std::vector<std::string>& warnings)
+    : structure_(structure), discretisation_(discretise(structure, slice_factor)) {
+  using C = std::complex<double>;
+  EXPECTS(!incidences.empty(), "no incidence to solve");
+  EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
+  const double wavelength = incidences[0].wavelength;
+  for (const Incidence& inc : incidences)
+    EXPECTS(inc.wavelength == wavelength, "incidences of one problem must share the wavelength");
+  const C eps1 = structure.superstrate.permittivity(wavelength);
+  const C eps2 = structure.substrate.permittivity(wavelength);
+  for (const Incidence& inc : incidences)
+    orders_.push_back(floquet_orders(structure.lattice, inc, eps1, eps2, settings.m1, settings.m2,
+                                     settings.rayleigh_tolerance, warnings));
+
+  const Discretisation& d = discretisation_;
+  const int nz = d.grid.slices();
+  const std::size_t nm = orders_[0].orders.size(), nr = 2 * incidences.size();
+  layout_ = {std::size_t(nz), nr, 3 * nm};
+
+  // Shape functions χ̂_p, computed once per distinct slice geometry.
+  const int n1 = 2 * settings.m1 + 1, n2 = 2 * settings.m2 + 1;
+  const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
+  std::vector<std::vector<C>> per_content;
+  for (const SliceContent& c : d.contents)
+    per_content.push_back(contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1, settings.m2));
+  kernels_.resize(std::size_t(nz) * kernel_size);
+  for (int p = 0; p < nz; ++p)
+    std::copy(per_content[d.content_of_slice[p]].begin(), per_content[d.content_of_slice[p]].end(),
+              kernels_.begin() + std::ptrdiff_t(p * kernel_size));
+
+  conv::Geometry geometry;
+  geometry.n1 = n1;
+  geometry.n2 = n2;
+  geometry.slices = nz;
+  geometry.per_slice = int(3 * nr);
+  convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
+  SUPPORTS(convolution_->memory() == conv::Memory::host,
+           "backend " + std::string(conv::to_string(settings.backend)) +
+               " keeps its buffers on the device; the physics solver has only a host path so far");
+
+  std::vector<int> rhs_incidence;
+  for (std::size_t a = 0; a < incidences.size(); ++a) rhs_incidence.insert(rhs_incidence.end(), {int(a), int(a)});
+  z_operator_ = make_host_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence));
+  work_ = make_space(1);
+
+  // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
+  background_.assign(layout_.size(), Complex(0));
+  for (std::size_t a = 0; a < incidences.size(); ++a) {
+    const FloquetOrders& f = orders_[a];
+    const std::size_t m = f.zeroth();
+    const Order& o = f.orders[m];
+    const C kz = o.kz1;
+    const C pt = kz / f.k1;
+    const double pz = -o.krho / f.k1, ex = -o.ty, ey = o.tx;
+    for (int p = 0; p < nz; ++p) {
+      const C down = std::exp(-I * kz * d.grid.z[p]), up = std::exp(I * kz * d.grid.z[p]);
+      // s: ê (down + r_s up);  p: t̂ pt (−down + r_p up) + ẑ pz (down + r_p up)
+      const C s_amp = down + o.rs * up, p_t = pt * (-down + o.rp * up), p_z = pz * (down + o.rp * up);
+      const C field[2][3] = {{s_amp * ex, s_amp * ey, 0.0}, {p_t * o.tx, p_t * o.ty, p_z}};
+      for (int pol = 0; pol < 2; ++pol)
+        for (int comp = 0; comp < 3; ++comp)
+          background_[(std::size_t(p) * nr + 2 * a + pol) * 3 * nm + comp * nm + m] = Complex(field[pol][comp]);
+    }
+  }
+}
+
+template <class Real>
+std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_space(int count) const {
+  return make_host_vector_space<Real>(layout_, count);
+}
+
+template <class Real>
+void DiscreteProblem<Real>::apply(const Complex* x, Complex* y) {
+  Complex* c = work_->data(0);
+  convolution_->execute(x, c);
+  z_operator_->apply(x, c, y, nullptr);
+}
+
+template <class Real>
+std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> field) {
+  using C = std::complex<double>;
+  EXPECTS(field.size() == layout_.size(), "far_field: field size does not match the problem");
+  Complex* c = work_->data(0);
+  convolution_->execute(field.data(), c);
+  const ZGrid& grid = discretisation_.grid;
+  const int nz = grid.slices();
+  const std::size_t nr = layout_.rhs, nm = layout_.block / 3;
+  std::vector<FarField> out(nr);
+  for (std::size_t r = 0; r < nr; ++r) {
+    const FloquetOrders& f = orders_[r / 2];
+    const int pol = int(r % 2);
+    const double k1sq = f.k1 * f.k1;
+    FarField& ff = out[r];
+    ff.up_s.assign(nm, 0.0);
+    ff.up_p.assign(nm, 0.0);
+    ff.down_s.assign(nm, 0.0);
+    ff.down_p.assign(nm, 0.0);
+    for (std::size_t m = 0; m < nm; ++m) {
+      const Order& o = f.orders[m];
+      const C kz = o.kz1, pt = kz / f.k1, pref = I / (2.0 * kz);
+      const double pz = -o.krho / f.k1, ex = -o.ty, ey = o.tx;
+      const bool up = o.propagates_up();
+      C ue = 0, upp = 0, de = 0, dp = 0;
+      for (int p = 0; p < nz; ++p) {
+        const auto at = [&](int comp) { return (std::size_t(p) * nr + r) * 3 * nm + comp * nm + m; };
+        const C sx = k1sq * C(c[at(0)]), sy = k1sq * C(c[at(1)]), sz = k1sq * C(c[at(2)]);
+        const C se = ex * sx + ey * sy, st = o.tx * sx + o.ty * sy;
+        const C s_plus = pt * st + pz * sz, s_minus = -pt * st + pz * sz;
+        const double dz = grid.thickness[p];
+        const C w = std::abs(kz * dz) < 1e-4 ? C(dz) * (1.0 - kz * kz * dz * dz / 24.0) : 2.0 * std::sin(kz * dz / 2.0) / kz;
+        const C deep = std::exp(I * kz * grid.z[p]);
+        de += w * se * deep;
+        dp += w * s_minus * deep;
+        if (up) {  // e^{−ikz z_p} has modulus 1 only for propagating orders
+          const C back = std::exp(-I * kz * grid.z[p]);
+          ue += w * (se * back + o.rs * se * deep);
+          upp += w * (s_plus * back + o.rp * s_minus * deep);
+        }
+      }
+      const bool zeroth = m == f.zeroth();
+      const C as = zeroth && pol == 0 ? 1.0 : 0.0, ap = zeroth && pol == 1 ? 1.0 : 0.0;
+      if (up) {
+        ff.up_s[m] = as * o.rs + pref * ue;
+        ff.up_p[m] = ap * o.rp + pref * upp;
+      }
+      ff.down_s[m] = o.ts * (as + pref * de);
+      ff.down_p[m] = o.tp * (ap + pref * dp);
+    }
+  }
+  return out;
+}
+
+std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
+                           std::size_t real_bytes, int krylov_vectors, bool dense) {
+  const std::size_t rhs = 2 * incidences;
+  const std::size_t field = slices * rhs * 3 * orders * 2 * real_bytes;  // one batched vector
+  const std::size_t l1 = std::size_t(conv::minimal_fft_length(2 * m1 + 1)),
+                    l2 = std::size_t(conv::minimal_fft_length(2 * m2 + 1));
+  const std::size_t kernels = slices * (std::size_t(4 * m1 + 1) * (4 * m2 + 1) * 16 + l1 * l2 * 2 * real_bytes);
+  const std::size_t green = incidences * orders * slices * 4 * 16;
+  std::size_t total = field * (std::size_t(krylov_vectors) + 3) + kernels + green;  // + b, x on the host, c
+  if (dense) {
+    const std::size_t n = slices * 3 * orders;
+    total += rhs * n * n * 16;
+  }
+  return total;
+}
+
+template class DiscreteProblem<float>;
+template class DiscreteProblem<double>;
+
+}  // namespace gratingsim::physics

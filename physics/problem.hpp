@@ -1,0 +1,78 @@
+#pragma once
+// The discrete problem of one wavelength (formulation.md §5–8): A e = e_b with
+// A = I − K·(k1² χ ⊛ ·), for every right-hand side r = 2·incidence + polarisation (0 = s, 1 = p)
+// of the incidences that share this wavelength. One convolution plan serves them all
+// (per_slice = 3·n_rhs: b = slice·per_slice + rhs·3 + component), then the z-operator.
+#include <complex>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "physics/discretisation.hpp"
+#include "physics/floquet.hpp"
+#include "physics/krylov.hpp"
+#include "physics/z_operator.hpp"
+
+namespace gratingsim::physics {
+
+struct ProblemSettings {
+  int m1 = 0, m2 = 0;  ///< harmonics: orders m ∈ [−M1, M1] × [−M2, M2]
+  conv::Backend backend = conv::Backend::cpu_direct;
+  double rayleigh_tolerance = 1e-6;
+};
+
+/// Far-field amplitudes of one right-hand side, per order (the engine's harmonic layout), phase
+/// reference z = 0 (formulation.md §8):
+///   reflected:   field a e^{ikz1 (z − 0)} above the structure, a = up_s ê + up_p p̂+  (zero for
+///                orders evanescent in the superstrate);
+///   transmitted: field t e^{−ikz2 z} below, t = down_s ê + down_p p̂2−, p̂2− = (−kz2 t̂ − kρ ẑ)/k2.
+struct FarField {
+  std::vector<Complex> up_s, up_p, down_s, down_p;
+};
+
+template <class Real>
+class DiscreteProblem final : public LinearOperator<Real> {
+ public:
+  using Complex = std::complex<Real>;
+
+  /// All incidences must share one wavelength. Orders, shape functions, Green coefficients, the
+  /// convolution plan and the right-hand sides are built here (plan once); warnings (Rayleigh
+  /// anomalies) are appended to `warnings`.
+  DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences, const ProblemSettings& settings,
+                  int slice_factor, std::vector<std::string>& warnings);
+
+  [[nodiscard]] const BatchLayout& layout() const override { return layout_; }
+  [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_space(int count) const override;
+  void apply(const Complex* x, Complex* y) override;
+
+  /// e_b at the slice centres (the right-hand side and the initial guess), host, batched layout.
+  [[nodiscard]] const std::vector<Complex>& background_field() const { return background_; }
+  [[nodiscard]] const std::vector<FloquetOrders>& orders() const { return orders_; }
+  [[nodiscard]] const Discretisation& discretisation() const { return discretisation_; }
+  [[nodiscard]] const std::vector<std::complex<double>>& kernels() const { return kernels_; }
+  [[nodiscard]] int rhs() const { return int(layout_.rhs); }
+
+  /// Far-field amplitudes for every rhs from the total field e at the slice centres (host).
+  [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> field);
+
+ private:
+  Structure structure_;
+  Discretisation discretisation_;
+  std::vector<FloquetOrders> orders_;
+  BatchLayout layout_;
+  std::vector<std::complex<double>> kernels_;
+  std::unique_ptr<conv::Convolution<Real>> convolution_;
+  std::unique_ptr<ZOperator<Real>> z_operator_;
+  std::unique_ptr<VectorSpace<Real>> work_;  // the convolution's output c = χ ⊛ x
+  std::vector<Complex> background_;
+};
+
+/// Bytes the solve of one wavelength needs (Krylov vectors, right-hand sides, convolution output,
+/// Green coefficients, kernels and their FFT spectra; a backend's private scratch is not counted;
+/// the dense reference adds n²·16 per rhs). krylov_vectors: GMRES restart + 4, BiCGStab 8, dense 3.
+std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
+                           std::size_t real_bytes, int krylov_vectors, bool dense);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,275 @@
+#include "physics/solver.hpp"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numbers>
+#include <sstream>
+
+#include "physics/problem.hpp"
+
+namespace gratingsim::physics {
+namespace {
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+bool lossless_material(const Material& m, double wavelength) { return m.permittivity(wavelength).imag() == 0; }
+
+bool structure_lossless(const Structure& s, double wavelength) {
+  bool lossless = lossless_material(s.substrate, wavelength);
+  const auto check_shape = [&](const auto& shape) {
+    using T = std::decay_t<decltype(shape)>;
+    if constexpr (std::is_same_v<T, Raster>) {
+      for (const Material& m : shape.materials) lossless = lossless && lossless_material(m, wavelength);
+    } else if constexpr (std::is_same_v<T, SlopedPolygon>) {
+      lossless = lossless && lossless_material(shape.bottom.material, wavelength);
+    } else {
+      lossless = lossless && lossless_material(shape.material, wavelength);
+    }
+  };
+  for (const Layer& l : s.layers) {
+    lossless = lossless && lossless_material(l.background, wavelength);
+    for (const Shape& shape : l.shapes) std::visit(check_shape, shape);
+    for (const auto& step : l.steps)
+      for (const Shape& shape : step) std::visit(check_shape, shape);
+  }
+  return lossless;
+}
+
+std::string describe(const Incidence& inc) {
+  std::ostringstream os;
+  os << "λ = " << inc.wavelength << ", θ = " << inc.theta_deg << "°, φ = " << inc.phi_deg << "°";
+  return os.str();
+}
+
+std::string format_bytes(std::size_t bytes) {
+  std::ostringstream os;
+  os.precision(3);
+  os << double(bytes) / double(std::size_t(1) << 30) << " GiB";
+  return os.str();
+}
+
+/// Far fields and the solver statistics of one solve of one wavelength group.
+struct GroupSolve {
+  int slices = 0;
+  std::vector<FarField> far;                      // per rhs
+  std::vector<SolveStats> stats;                  // per rhs
+  std::vector<std::array<std::vector<Complex>, 2>> fields;  // per incidence, per polarisation
+  std::vector<FloquetOrders> orders;
+  ZGrid grid;
+};
+
+template <class Real>
+GroupSolve solve_group(const Structure& structure, std::span<const Incidence> group, const SolverOptions& options,
+                       int slice_factor, std::vector<std::string>& warnings) {
+  const int slices = discretise(structure, slice_factor).grid.slices();
+  const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
+  const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
+                      : options.method == Method::bicgstab ? 8 : 3;
+  const std::size_t need = estimate_bytes(std::size_t(slices), nm, group.size(), options.m1, options.m2, sizeof(Real),
+                                          vectors, options.method == Method::dense_lu);
+  EXPECTS(need <= options.memory_limit_bytes,
+          "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) + " orders × " +
+              std::to_string(2 * group.size()) + " right-hand sides needs about " + format_bytes(need) +
+              " (limit " + format_bytes(options.memory_limit_bytes) +
+              "); reduce the harmonics, slices or incidences per wavelength, or raise memory_limit_bytes");
+
+  ProblemSettings settings;
+  settings.m1 = options.m1;
+  settings.m2 = options.m2;
+  settings.backend = options.backend;
+  settings.rayleigh_tolerance = options.rayleigh_tolerance;
+  DiscreteProblem<Real> problem(structure, group, settings, slice_factor, warnings);
+
+  const std::vector<std::complex<Real>>& b = problem.background_field();
+  std::vector<std::complex<Real>> x = b;  // initial guess e_b
+  KrylovSettings ks;
+  ks.method = options.method;
+  ks.restart = options.gmres_restart;
+  ks.tolerance = options.tolerance;
+  ks.max_iterations = options.max_iterations;
+  GroupSolve out;
+  out.slices = slices;
+  out.stats = physics::solve<Real>(problem, b, x, ks);
+  for (std::size_t r = 0; r < out.stats.size(); ++r) {
+    const SolveStats& st = out.stats[r];
+    if (st.converged) continue;
+    std::ostringstream os;
+    os << (options.method == Method::dense_lu ? "dense LU" : options.method == Method::gmres ? "GMRES" : "BiCGStab")
+       << " did not reach the tolerance " << options.tolerance << " for " << describe(group[r / 2])
+       << (r % 2 == 0 ? ", s" : ", p") << " polarisation, " << slices << " slices: relative residual "
+       << st.residual << " after " << st.iterations << " iterations";
+    if (options.on_unconverged == OnUnconverged::throw_error)
+      detail::throw_located<NotConverged>(__FILE__, __LINE__, os.str());
+    warnings.push_back(os.str() + " (result marked unconverged)");
+  }
+  out.far = problem.far_field(x);
+  out.orders = problem.orders();
+  out.grid = problem.discretisation().grid;
+  if (options.keep_fields) {
+    const BatchLayout& l = problem.layout();
+    out.fields.resize(group.size());
+    for (std::size_t a = 0; a < group.size(); ++a)
+      for (int pol = 0; pol < 2; ++pol) {
+        auto& f = out.fields[a][pol];
+        f.resize(l.per_rhs());
+        for (std::size_t p = 0; p < l.slices; ++p)
+          for (std::size_t j = 0; j < l.block; ++j)
+            f[p * l.block + j] = Complex(x[(p * l.rhs + 2 * a + pol) * l.block + j]);
+      }
+  }
+  return out;
+}
+
+GroupSolve solve_group_any(const Structure& s, std::span<const Incidence> g, const SolverOptions& o, int factor,
+                           std::vector<std::string>& w) {
+  return o.precision == conv::Precision::single ? solve_group<float>(s, g, o, factor, w)
+                                                : solve_group<double>(s, g, o, factor, w);
+}
+
+IncidenceResult assemble(const Incidence& inc, const FloquetOrders& f, const FarField& s_far, const FarField& p_far,
+                         bool lossless) {
+  IncidenceResult res;
+  res.incidence = inc;
+  res.substrate_lossless = f.substrate_lossless;
+  res.lossless = lossless;
+  const double kz0 = f.orders[f.zeroth()].kz1.real();
+  const FarField* far[2] = {&s_far, &p_far};
+  res.total_R = {0, 0};
+  res.total_T = {0, 0};
+  for (std::size_t m = 0; m < f.orders.size(); ++m) {
+    const Order& o = f.orders[m];
+    DiffractionOrder d;
+    d.m1 = o.m1;
+    d.m2 = o.m2;
+    d.reflected = o.propagates_up();
+    d.transmitted = f.propagates_down(o);
+    if (!d.reflected && !d.transmitted) continue;
+    if (d.reflected) {
+      d.reflected_direction = {o.kx / f.k1, o.ky / f.k1, o.kz1.real() / f.k1};
+      d.reflection = {far[0]->up_s[m], far[1]->up_s[m], far[0]->up_p[m], far[1]->up_p[m]};
+      for (int pol = 0; pol < 2; ++pol)
+        d.R[pol] = o.kz1.real() / kz0 * (std::norm(far[pol]->up_s[m]) + std::norm(far[pol]->up_p[m]));
+    }
+    if (d.transmitted) {
+      const double k2 = f.k2.real();
+      d.transmitted_direction = {o.kx / k2, o.ky / k2, -o.kz2.real() / k2};
+      d.transmission = {far[0]->down_s[m], far[1]->down_s[m], far[0]->down_p[m], far[1]->down_p[m]};
+      for (int pol = 0; pol < 2; ++pol)
+        d.T[pol] = o.kz2.real() / kz0 * (std::norm(far[pol]->down_s[m]) + std::norm(far[pol]->down_p[m]));
+    }
+    for (int pol = 0; pol < 2; ++pol) {
+      res.total_R[pol] += d.R[pol];
+      res.total_T[pol] += d.T[pol];
+    }
+    if (m == f.zeroth()) res.zeroth_order = ellipsometry(d.reflection);
+    res.orders.push_back(d);
+  }
+  for (int pol = 0; pol < 2; ++pol) {
+    if (!f.substrate_lossless) res.total_T[pol] = nan;
+    res.absorption[pol] = 1 - res.total_R[pol] - (f.substrate_lossless ? res.total_T[pol] : 0.0);
+    res.energy_balance_error[pol] = lossless ? std::abs(res.absorption[pol]) : nan;
+  }
+  return res;
+}
+
+/// Richardson over Nz and 2Nz: X = (4 X_2N − X_N)/3 on every efficiency and every Jones amplitude
+/// (linear, so a balance ΣR + ΣT = 1 that holds at both grids still holds); Ψ, Δ and the Mueller
+/// matrix are recomputed from the extrapolated order-0 Jones matrix.
+IncidenceResult extrapolate(const IncidenceResult& coarse, IncidenceResult fine) {
+  const auto mix = [](auto c, auto f) { return (4.0 * f - c) / 3.0; };
+  const auto mix_jones = [&](const Jones& c, const Jones& f) {
+    return Jones{mix(c.s_from_s, f.s_from_s), mix(c.s_from_p, f.s_from_p), mix(c.p_from_s, f.p_from_s),
+                 mix(c.p_from_p, f.p_from_p)};
+  };
+  for (std::size_t k = 0; k < fine.orders.size(); ++k) {
+    DiffractionOrder& f = fine.orders[k];
+    const DiffractionOrder& c = coarse.orders[k];
+    for (int pol = 0; pol < 2; ++pol) {
+      f.R[pol] = mix(c.R[pol], f.R[pol]);
+      f.T[pol] = mix(c.T[pol], f.T[pol]);
+    }
+    f.reflection = mix_jones(c.reflection, f.reflection);
+    f.transmission = mix_jones(c.transmission, f.transmission);
+    if (f.m1 == 0 && f.m2 == 0) fine.zeroth_order = ellipsometry(f.reflection);
+  }
+  for (int pol = 0; pol < 2; ++pol) {
+    fine.total_R[pol] = mix(coarse.total_R[pol], fine.total_R[pol]);
+    fine.total_T[pol] = mix(coarse.total_T[pol], fine.total_T[pol]);
+    fine.absorption[pol] = mix(coarse.absorption[pol], fine.absorption[pol]);
+    fine.energy_balance_error[pol] = fine.lossless ? std::abs(fine.absorption[pol]) : nan;
+  }
+  return fine;
+}
+
+}  // namespace
+
+Ellipsometry ellipsometry(const Jones& r) {
+  constexpr double deg = 180 / std::numbers::pi;
+  Ellipsometry e;
+  e.psi_deg = std::atan2(std::abs(r.p_from_p), std::abs(r.s_from_s)) * deg;
+  e.delta_deg = (r.p_from_p == Complex(0) || r.s_from_s == Complex(0)) ? 0.0 : std::arg(r.p_from_p / r.s_from_s) * deg;
+  const Complex j[2][2] = {{r.p_from_p, r.p_from_s}, {r.s_from_p, r.s_from_s}};
+  Complex kron[4][4];
+  for (int i = 0; i < 2; ++i)
+    for (int k = 0; k < 2; ++k)
+      for (int jj = 0; jj < 2; ++jj)
+        for (int l = 0; l < 2; ++l) kron[2 * i + k][2 * jj + l] = j[i][jj] * std::conj(j[k][l]);
+  const Complex I{0, 1};
+  const Complex a[4][4] = {{1, 0, 0, 1}, {1, 0, 0, -1}, {0, 1, 1, 0}, {0, I, -I, 0}};
+  const Complex a_inv[4][4] = {{0.5, 0.5, 0, 0}, {0, 0, 0.5, -0.5 * I}, {0, 0, 0.5, 0.5 * I}, {0.5, -0.5, 0, 0}};
+  for (int row = 0; row < 4; ++row)
+    for (int col = 0; col < 4; ++col) {
+      Complex sum = 0;
+      for (int p = 0; p < 4; ++p)
+        for (int q = 0; q < 4; ++q) sum += a[row][p] * kron[p][q] * a_inv[q][col];
+      e.mueller[row][col] = sum.real();
+    }
+  return e;
+}
+
+SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {
+  EXPECTS(!incidences.empty(), "solve: no incidence given");
+  EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
+  EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
+  EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
+  SolveResult result;
+  result.incidences.resize(incidences.size());
+  // Group by wavelength, keeping each group's incidences in the order given.
+  std::map<double, std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < incidences.size(); ++i) groups[incidences[i].wavelength].push_back(i);
+  for (const auto& [wavelength, members] : groups) {
+    std::vector<Incidence> group;
+    for (std::size_t i : members) group.push_back(incidences[i]);
+    const bool lossless = structure_lossless(structure, wavelength);
+    std::vector<GroupSolve> runs;
+    runs.push_back(solve_group_any(structure, group, options, 1, result.warnings));
+    if (options.richardson) {
+      std::vector<std::string> fine_warnings;  // the same anomalies again: reported once
+      runs.push_back(solve_group_any(structure, group, options, 2, fine_warnings));
+      for (const std::string& w : fine_warnings)
+        if (w.find("Rayleigh") == std::string::npos) result.warnings.push_back(w);
+    }
+    const GroupSolve& last = runs.back();
+    if (!last.orders[0].substrate_lossless) {
+      std::ostringstream os;
+      os << "substrate absorbs at λ = " << wavelength
+         << ": transmitted efficiencies are not defined; absorption includes the substrate";
+      result.warnings.push_back(os.str());
+    }
+    for (std::size_t a = 0; a < group.size(); ++a) {
+      IncidenceResult res = assemble(group[a], runs[0].orders[a], runs[0].far[2 * a], runs[0].far[2 * a + 1], lossless);
+      if (runs.size() == 2)
+        res = extrapolate(res, assemble(group[a], last.orders[a], last.far[2 * a], last.far[2 * a + 1], lossless));
+      for (const GroupSolve& run : runs) {
+        res.slice_counts.push_back(run.slices);
+        res.solves.push_back({run.stats[2 * a], run.stats[2 * a + 1]});
+      }
+      if (options.keep_fields) res.fields = Fields{last.grid.z, last.grid.thickness, last.fields[a]};
+      result.incidences[members[a]] = std::move(res);
+    }
+  }
+  return result;
+}
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,121 @@
+#pragma once
+// The physics library's entry point: plain structs in (structure.hpp, SolverOptions), plain structs
+// out (SolveResult). io-free; the application maps its case files onto these.
+//
+//   physics::Structure s = ...;                       // lattice, media, layers, shapes
+//   physics::SolverOptions o;  o.m1 = 10;  o.richardson = true;
+//   physics::SolveResult res = physics::solve(s, {{0.633, 30, 0}}, o);
+//   double r0 = res.incidences[0].orders[k].R[physics::s_pol];
+//
+// Conventions (formulation.md): exp(−iωt); amplitudes along the s/p basis of §2 (ê = ẑ×t̂,
+// p̂± = (±kz t̂ − kρ ẑ)/k), phase reference z = 0 (the substrate's surface) for reflection and
+// transmission alike. Efficiencies are fractions of the incident z-flux.
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "convolution/error.hpp"
+#include "physics/krylov.hpp"
+#include "physics/structure.hpp"
+
+namespace gratingsim::physics {
+
+/// An iterative solve stopped above its tolerance (thrown only with OnUnconverged::throw_error).
+class NotConverged : public Error {
+ public:
+  using Error::Error;
+};
+
+enum class OnUnconverged {
+  throw_error,  ///< throw NotConverged naming the incidence, polarisation, iterations and residual
+  mark,         ///< return the result with SolveStats::converged = false and a line in warnings
+};
+
+struct SolverOptions {
+  int m1 = 5, m2 = 0;                 ///< orders m ∈ [−M1, M1] × [−M2, M2] (M2 = 0 for 1D lattices)
+  Method method = Method::gmres;      ///< gmres, bicgstab, or dense_lu (the small-problem reference)
+  int gmres_restart = 40;
+  double tolerance = 1e-10;           ///< relative residual ‖e_b − A e‖/‖e_b‖ per right-hand side
+  int max_iterations = 2000;
+  /// Solve at Nz and 2Nz slices and report X = (4 X_2N − X_N)/3 for every efficiency and Jones
+  /// amplitude (O(Δz⁴) instead of O(Δz²)); Ψ, Δ, Mueller follow from the extrapolated Jones matrix.
+  bool richardson = false;
+  conv::Backend backend = conv::Backend::cpu_direct;
+  conv::Precision precision = conv::Precision::double_;
+  OnUnconverged on_unconverged = OnUnconverged::throw_error;
+  bool keep_fields = false;           ///< return the field harmonics per slice
+  double rayleigh_tolerance = 1e-6;   ///< |kz1| < tol·k1 counts as a Rayleigh anomaly
+  std::size_t memory_limit_bytes = std::size_t(16) << 30;  ///< refuse problems estimated to need more
+};
+
+inline constexpr int s_pol = 0, p_pol = 1;  ///< index of the incident polarisation in [2]-arrays
+
+/// Amplitude ratios (outgoing/incident) in the s/p basis; `s_from_p` is the outgoing s amplitude
+/// for a unit p-polarised incident wave.
+struct Jones {
+  Complex s_from_s, s_from_p, p_from_s, p_from_p;
+};
+
+struct DiffractionOrder {
+  int m1 = 0, m2 = 0;
+  bool reflected = false;    ///< propagates in the superstrate
+  bool transmitted = false;  ///< propagates in a lossless substrate
+  std::array<double, 3> reflected_direction{};    ///< unit wavevector (kx, ky, kz1)/k1; zero if not
+  std::array<double, 3> transmitted_direction{};  ///< (kx, ky, −kz2)/k2; zero if not
+  std::array<double, 2> R{}, T{};                 ///< efficiencies for unit s, p incidence
+  Jones reflection{}, transmission{};             ///< zero where the order does not propagate
+};
+
+/// From the zeroth-order reflection Jones matrix. tan Ψ e^{iΔ} = r_pp/r_ss with the p̂± basis of
+/// formulation.md §2 and exp(−iωt); this is the "Nebraska" convention of ellipsometry: r_pp = −r_ss
+/// at normal incidence, so Δ = 180° there and for a bare dielectric below Brewster's angle.
+/// Ψ ∈ [0°, 90°], Δ ∈ (−180°, 180°].
+/// Mueller matrix M = A (J ⊗ J*) A⁻¹ in the (p, s) basis, J = [[r_pp, r_ps], [r_sp, r_ss]],
+/// A = [[1,0,0,1],[1,0,0,−1],[0,1,1,0],[0,i,−i,0]], i.e. Stokes S = (|Ep|²+|Es|², |Ep|²−|Es|²,
+/// 2Re(Ep Es*), −2Im(Ep Es*)). Not normalised: M00 = (R_s + R_p)/2 of order 0, and an isotropic
+/// sample gives M/M00 = [[1, −N, 0, 0], [−N, 1, 0, 0], [0, 0, C, S], [0, 0, −S, C]] with
+/// N = cos 2Ψ, C = sin 2Ψ cos Δ, S = sin 2Ψ sin Δ.
+struct Ellipsometry {
+  double psi_deg = 0, delta_deg = 0;
+  std::array<std::array<double, 4>, 4> mueller{};
+};
+Ellipsometry ellipsometry(const Jones& reflection);
+
+/// Total field harmonics at the slice centres, per incident polarisation, laid out
+/// [slice][component x,y,z][order] (orders in the engine's harmonic layout).
+struct Fields {
+  std::vector<double> z, thickness;
+  std::array<std::vector<Complex>, 2> harmonics;
+};
+
+struct IncidenceResult {
+  Incidence incidence;
+  std::vector<DiffractionOrder> orders;  ///< every order that propagates up or down
+  std::array<double, 2> total_R{}, total_T{};  ///< total_T is NaN when the substrate absorbs
+  /// 1 − ΣR − ΣT (1 − ΣR when the substrate absorbs: then it includes the substrate).
+  std::array<double, 2> absorption{};
+  /// |1 − ΣR − ΣT| when every material is lossless (a pure discretisation/solver error), else NaN.
+  std::array<double, 2> energy_balance_error{};
+  bool substrate_lossless = true, lossless = true;
+  Ellipsometry zeroth_order;               ///< from the order-0 reflection
+  std::vector<int> slice_counts;           ///< Nz of each solve (two with Richardson: Nz, 2Nz)
+  std::vector<std::array<SolveStats, 2>> solves;  ///< per solve, per polarisation
+  std::optional<Fields> fields;            ///< with keep_fields (finest grid)
+};
+
+struct SolveResult {
+  std::vector<IncidenceResult> incidences;  ///< in the order given
+  std::vector<std::string> warnings;        ///< Rayleigh anomalies, absorbing substrate, unconverged solves
+};
+
+/// Solves every incidence; those sharing a wavelength are batched into one problem (their
+/// convolutions share each spectrum). Throws InvalidArgument for invalid structures or options,
+/// and when the estimated memory exceeds memory_limit_bytes (saying how much is needed);
+/// NotConverged per on_unconverged.
+SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,62 @@
+#pragma once
+// Storage and per-right-hand-side BLAS-1 for batched Krylov vectors, behind an interface so that a
+// device implementation can keep every Krylov vector on the GPU.
+//
+// A batched vector holds n_rhs independent vectors interleaved in the convolution engine's layout:
+// element (slice p, rhs r, j) at (p·n_rhs + r)·block + j, block = 3·orders (component-major), i.e.
+// b = slice·per_slice + rhs·3 + component with per_slice = 3·n_rhs (convolution.hpp).
+// Scalars (one per right-hand side) live on the host in complex128; reductions return there (a
+// device implementation synchronises in dot() and norm()).
+#include <complex>
+#include <cstddef>
+#include <memory>
+#include <span>
+
+#include "convolution/convolution.hpp"
+
+namespace gratingsim::physics {
+
+struct BatchLayout {
+  std::size_t slices = 0, rhs = 0, block = 0;
+  [[nodiscard]] std::size_t size() const { return slices * rhs * block; }
+  [[nodiscard]] std::size_t per_rhs() const { return slices * block; }
+};
+
+template <class Real>
+class VectorSpace {
+ public:
+  using Complex = std::complex<Real>;
+  using Scalar = std::complex<double>;
+  virtual ~VectorSpace() = default;
+
+  [[nodiscard]] const BatchLayout& layout() const { return layout_; }
+  [[nodiscard]] int count() const { return count_; }
+  /// Vector i (0 ≤ i < count()) in this space's memory.
+  virtual Complex* data(int i) = 0;
+  [[nodiscard]] virtual conv::Memory memory() const = 0;
+
+  /// out[r] = Σ conj(x_r)·y_r.
+  virtual void dot(int x, int y, std::span<Scalar> out) = 0;
+  /// out[r] = ‖x_r‖₂.
+  virtual void norm(int x, std::span<double> out) = 0;
+  /// y_r += a[r]·x_r.
+  virtual void axpy(std::span<const Scalar> a, int x, int y) = 0;
+  /// x_r *= a[r].
+  virtual void scale(std::span<const Scalar> a, int x) = 0;
+  /// y ← x.
+  virtual void copy(int x, int y) = 0;
+  /// Vector i ← host data (layout().size() elements), and back.
+  virtual void upload(std::span<const Complex> host, int i) = 0;
+  virtual void download(int i, std::span<Complex> host) = 0;
+
+ protected:
+  VectorSpace(const BatchLayout& layout, int count) : layout_(layout), count_(count) {}
+  BatchLayout layout_;
+  int count_;
+};
+
+/// Host vectors (OpenMP over slices for the element-wise work; reductions in complex128).
+template <class Real>
+std::unique_ptr<VectorSpace<Real>> make_host_vector_space(const BatchLayout& layout, int count);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,168 @@
+#include "physics/z_operator.hpp"
+
+#include <cmath>
+
+#include "convolution/error.hpp"
+
+namespace gratingsim::physics {
+namespace {
+
+constexpr Complex I{0.0, 1.0};
+
+/// sin(u)/u for complex u, accurate near 0.
+Complex sinc(Complex u) { return std::abs(u) < 1e-4 ? 1.0 - u * u / 6.0 : std::sin(u) / u; }
+/// e^{u} − 1 for complex u without cancellation near 0.
+Complex expm1(Complex u) {
+  const double s = std::sin(u.imag() / 2);
+  return {std::expm1(u.real()) * std::cos(u.imag()) - 2 * s * s, std::exp(u.real()) * std::sin(u.imag())};
+}
+
+}  // namespace
+
+GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences) {
+  EXPECTS(!incidences.empty(), "green_coefficients: no incidence");
+  EXPECTS(grid.slices() >= 1, "green_coefficients: no slices");
+  GreenCoefficients g;
+  g.incidences = int(incidences.size());
+  g.orders = int(incidences[0].orders.size());
+  g.slices = grid.slices();
+  g.k1 = incidences[0].k1;
+  const std::size_t n_io = std::size_t(g.incidences) * g.orders, n = n_io * g.slices;
+  g.kz.resize(n_io);
+  g.rs.resize(n_io);
+  g.rp.resize(n_io);
+  g.tx.resize(n_io);
+  g.ty.resize(n_io);
+  g.krho.resize(n_io);
+  g.step.resize(n);
+  g.weight.resize(n);
+  g.self.resize(n);
+  g.depth.resize(n);
+  for (int a = 0; a < g.incidences; ++a) {
+    EXPECTS(int(incidences[a].orders.size()) == g.orders && incidences[a].k1 == g.k1,
+            "green_coefficients: incidences of one batch must share the wavelength and the orders");
+    for (int m = 0; m < g.orders; ++m) {
+      const Order& o = incidences[a].orders[m];
+      const std::size_t io = std::size_t(a) * g.orders + m;
+      g.kz[io] = o.kz1;
+      g.rs[io] = o.rs;
+      g.rp[io] = o.rp;
+      g.tx[io] = o.tx;
+      g.ty[io] = o.ty;
+      g.krho[io] = o.krho;
+      const Complex kz = o.kz1;
+      for (int p = 0; p < g.slices; ++p) {
+        const std::size_t i = io * g.slices + p;
+        const double d = grid.thickness[p];
+        g.step[i] = p == 0 ? Complex(0) : std::exp(I * kz * (grid.z[p - 1] - grid.z[p]));
+        g.weight[i] = d * sinc(kz * d / 2.0);                       // 2 sin(kzΔ/2)/kz
+        g.self[i] = expm1(I * kz * d / 2.0) / (kz * kz);             // (e^{ikzΔ/2} − 1)/kz²
+        g.depth[i] = std::exp(I * kz * grid.z[p]);
+      }
+    }
+  }
+  return g;
+}
+
+namespace {
+
+template <class Real>
+class HostZOperator final : public ZOperator<Real> {
+ public:
+  using typename ZOperator<Real>::Complex;
+  HostZOperator(GreenCoefficients g, std::vector<int> rhs_incidence) : g_(std::move(g)), rhs_(std::move(rhs_incidence)) {
+    for (int a : rhs_) EXPECTS(a >= 0 && a < g_.incidences, "z-operator: rhs names an unknown incidence");
+  }
+
+  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
+
+  void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream) override {
+    using C = std::complex<double>;
+    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size());
+    const double k1 = g_.k1, k1sq = k1 * k1;
+    const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
+      const int r = int(rm / nm), m = int(rm % nm);
+      const std::size_t io = std::size_t(rhs_[r]) * nm + m;
+      const C kz = g_.kz[io], rs = g_.rs[io], rp = g_.rp[io];
+      const double tx = g_.tx[io], ty = g_.ty[io], kr = g_.krho[io];
+      const double ex = -ty, ey = tx;                            // ê = ẑ × t̂
+      const C pt = kz / k1;                                      // p̂± = (±pt t̂, −kρ/k1)
+      const double pz = -kr / k1;
+      const C pref = I / (2.0 * kz);
+      const C* step = &g_.step[io * nz];
+      const C* weight = &g_.weight[io * nz];
+      const C* self = &g_.self[io * nz];
+      const C* depth = &g_.depth[io * nz];
+      // Element (p, r, component, m) of the batched layout.
+      const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m; };
+      struct Projections {
+        C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
+      };
+      const auto load = [&](int p) {
+        const C sx = k1sq * C(c[at(p, 0)]), sy = k1sq * C(c[at(p, 1)]), sz = k1sq * C(c[at(p, 2)]);
+        return Projections{ex * sx + ey * sy, tx * sx + ty * sy, sz};
+      };
+      // Field of amplitudes (ae along ê, at along t̂, az along ẑ) subtracted from y_p.
+      const auto subtract = [&](int p, C ae, C at_, C az) {
+        const C vx = ae * ex + at_ * tx, vy = ae * ey + at_ * ty;
+        y[at(p, 0)] = Complex(C(y[at(p, 0)]) - vx);
+        y[at(p, 1)] = Complex(C(y[at(p, 1)]) - vy);
+        y[at(p, 2)] = Complex(C(y[at(p, 2)]) - az);
+      };
+      if (static_cast<const void*>(x) != static_cast<const void*>(y))
+        for (int p = 0; p < nz; ++p)
+          for (int comp = 0; comp < 3; ++comp) y[at(p, comp)] = x[at(p, comp)];
+
+      // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p); also the
+      // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term.
+      C ue = 0, up = 0, re = 0, rpm = 0;
+      Projections below{};
+      for (int q = nz - 1; q >= 0; --q) {
+        if (q < nz - 1) {
+          const C s = step[q + 1];  // e^{ikz(z_q − z_{q+1})}
+          ue = s * (ue + weight[q + 1] * below.e);
+          up = s * (up + weight[q + 1] * (pt * below.t + pz * below.z));
+        }
+        const Projections sq = load(q);
+        re += depth[q] * weight[q] * rs * sq.e;
+        rpm += depth[q] * weight[q] * rp * (-pt * sq.t + pz * sq.z);
+        // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
+        const C cq = self[q];
+        subtract(q, pref * ue + cq * sq.e, pref * up * pt + cq * kz * kz * sq.t / k1sq,
+                 pref * up * pz + cq * kr * kr * sq.z / k1sq - sq.z / k1sq);
+        below = sq;
+      }
+      // Downward sweep (top to bottom): D = Σ_{p above q} e^{ikz(z_p − z_q)} w_p (ê·s_p, p̂−·s_p), plus the
+      // reflected part e^{ikz z_q} (ê re + p̂+ rpm).
+      C de = 0, dp = 0;
+      Projections above{};
+      for (int q = 0; q < nz; ++q) {
+        if (q > 0) {
+          const C s = step[q];  // e^{ikz(z_{q−1} − z_q)}
+          de = s * (de + weight[q - 1] * above.e);
+          dp = s * (dp + weight[q - 1] * (-pt * above.t + pz * above.z));
+        }
+        const C dq = depth[q];
+        subtract(q, pref * (de + dq * re), pref * (-pt * dp + pt * dq * rpm), pref * (pz * dp + pz * dq * rpm));
+        above = load(q);
+      }
+    }
+  }
+
+ private:
+  GreenCoefficients g_;
+  std::vector<int> rhs_;
+};
+
+}  // namespace
+
+template <class Real>
+std::unique_ptr<ZOperator<Real>> make_host_z_operator(GreenCoefficients coefficients, std::vector<int> rhs_incidence) {
+  return std::make_unique<HostZOperator<Real>>(std::move(coefficients), std::move(rhs_incidence));
+}
+template std::unique_ptr<ZOperator<float>> make_host_z_operator<float>(GreenCoefficients, std::vector<int>);
+template std::unique_ptr<ZOperator<double>> make_host_z_operator<double>(GreenCoefficients, std::vector<int>);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,63 @@
+#pragma once
+// The discretised Green operator along z (formulation.md §6), applied in O(Nz·Nm) per right-hand
+// side, never as a dense Nz×Nz matrix, behind an interface so a device implementation can follow.
+//
+// Slices p = 0..Nz−1 from the top down, centres z_p, thicknesses Δ_p, contiguous (no gaps). With
+// the source s_p = k1² c_p (c = χ ⊛ e from the convolution engine), per order
+//   (K s)_q = (i/(2kz)) [ Σ_{p below q} (êê + p̂+p̂+) e^{ikz(z_q−z_p)} w_p s_p
+//                       + Σ_{p above q} (êê + p̂−p̂−) e^{ikz(z_p−z_q)} w_p s_p
+//                       + Σ_p (r_s êê + r_p p̂+p̂−) e^{ikz(z_q+z_p)} w_p s_p ]
+//           + c_q [êê + (kz² t̂t̂ + kρ² ẑẑ)/k1²] s_q − ẑẑ s_q/k1²,
+//   w_p = 2 sin(kzΔ_p/2)/kz,   c_q = (i/(2kz))·2(e^{ikzΔ_q/2} − 1)/(ikz) = (e^{ikzΔ_q/2} − 1)/kz².
+// The two direct sums are recursive sweeps (upward: U_q = e^{ikz(z_q − z_{q+1})}(U_{q+1} + w s_{q+1}),
+// downward likewise) whose every factor is e^{ikz·(positive distance)} with modulus ≤ 1, so they are
+// stable for evanescent orders; nothing is ever divided by such a factor. The reflected part is one
+// weighted sum broadcast back with e^{ikz z_q}.
+#include <complex>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "physics/floquet.hpp"
+
+namespace gratingsim::physics {
+
+/// The slices along z, top down.
+struct ZGrid {
+  std::vector<double> z;          ///< slice centres
+  std::vector<double> thickness;  ///< Δ_p
+  [[nodiscard]] int slices() const { return int(z.size()); }
+};
+
+/// Per (incidence, order, slice) coefficients of K, host side in complex128.
+struct GreenCoefficients {
+  int incidences = 0, orders = 0, slices = 0;
+  double k1 = 0;
+  std::vector<Complex> kz, rs, rp;             ///< [incidence·orders + m]
+  std::vector<double> tx, ty, krho;            ///< [incidence·orders + m]
+  std::vector<Complex> step, weight, self;     ///< [(incidence·orders + m)·slices + p]:
+                                               ///< step = e^{ikz(z_{p−1} − z_p)} (p ≥ 1; 0 at p = 0),
+                                               ///< weight = w_p, self = c_p
+  std::vector<Complex> depth;                  ///< same index: e^{ikz z_p}
+};
+
+GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences);
+
+template <class Real>
+class ZOperator {
+ public:
+  using Complex = std::complex<Real>;
+  virtual ~ZOperator() = default;
+  /// y ← x − K (k1² c) for every right-hand side, all buffers in the batched layout of
+  /// vector_space.hpp and in memory(). x and y may be the same buffer; c must not alias y.
+  virtual void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream stream) = 0;
+  [[nodiscard]] virtual conv::Memory memory() const = 0;
+};
+
+/// Host implementation: OpenMP over (rhs, order) pairs, sweeps in complex128.
+/// rhs_incidence[r] names the incidence (index into the coefficients) of right-hand side r.
+template <class Real>
+std::unique_ptr<ZOperator<Real>> make_host_z_operator(GreenCoefficients coefficients, std::vector<int> rhs_incidence);
+
+}  // namespace gratingsim::physics
