@@ -1,8 +1,684 @@
-// PLACEHOLDER (being written by a helper session).
+// gpu-fused: the whole FFT convolution of the batch in one kernel launch (../shared/design/convolution.md).
+//
+// Per field block (N1×N2, harmonic m stored at j = m + M), per slice spectrum Ŝ (L1×L2):
+//   1. row FFTs      X(j1, k2) = Σ_{j2<N2} x(j1, j2) W_{L2}^{j2 k2}            only the N1 non-zero rows
+//   2. per column k2 Y(j1, k2) = [FFT⁻¹_{L1} (Ŝ(·, k2) · FFT_{L1} X(·, k2))](j1)  only j1 < N1 kept
+//   3. row IFFTs     y(j1, j2) = Σ_{k2} Y(j1, k2) W_{L2}^{−j2 k2}               only j2 < N2 kept
+// with W_L = e^{−2πi/L} and 1/(L1 L2) folded into Ŝ. The fields sit at j = m + M instead of m mod L:
+// a shift of input and output by M, which the circular convolution commutes with, so the kernel χ
+// keeps the usual placement n mod L, the kept outputs are j < N, and every transform has its
+// non-zero input (or kept output) in the first half j < H = L/2 (N ≤ H because L ≥ 2N − 1).
+//
+// Pruned transforms. With x_j = 0 for j ≥ H the L-point transform splits by frequency parity ε:
+//   X(2κ + ε) = Σ_{j<H} x_j W_L^{εj} W_H^{jκ},    y_j = Σ_ε W_L^{−εj} Σ_{κ<H} Y(2κ + ε) W_H^{−jκ}   (j < H),
+// two half-length transforms per direction and nothing computed for the zero inputs or unkept outputs.
+// Each half transform (H = Q·A) runs on a team of A threads holding Q ≤ 8 values each:
+//   j = j_a + A j_b,  κ = k_b + Q k_a,   thread j_a: Q-point DFT over j_b (the twist W_{2Q}^{ε j_b}
+//   folded in), twiddle W_L^{j_a (2 k_b + ε)}, exchange through shared memory, then A-point DFTs over
+//   j_a for the Q/A values k_b = t·Q/A + s that thread t owns. The inverse runs the same steps backwards.
+// The spectrum multiply happens in registers between the two, on the values a thread owns, so the
+// column FFT → multiply → column IFFT never leaves the chip and no transposes are made.
+//
+// Shared memory per CTA (one slice; fields of the slice in rounds of F at a time):
+//   spectrum   Ŝ of the slice, per column the L1 values in the order the threads own them (once per CTA);
+//              read from global (L2 cache) instead where it does not fit (complex128 with L1·L2 > 8192)
+//   buf        F × H1 rows × (L2 + 1): the row spectra X and then Y; the +1 skew and the assignment of
+//              rows/columns to teams keep every access free of bank conflicts; the exchanges of a
+//              column's (row's) transform go through that column's (row's) own storage
+//   stage      the next round's input fields, copied with cp.async while the current round computes
+//   twiddles   W_L^{j_a (2 k_b + ε)} for both axes
+// The column order of buf (and of Ŝ) is the order in which the row-FFT threads own the frequencies.
+//
+// Limits: L1, L2 powers of two ≤ 128 (templates), and the shared memory of one round of one field.
+// execute() enqueues one launch on the caller's stream and allocates nothing; set_kernels() computes
+// the spectra on the device in double precision (a separable DFT, exact up to rounding) and
+// synchronises with the device.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+
 #include "convolution/backends.hpp"
-#include "convolution/error.hpp"
+#include "convolution/cuda_check.hpp"
+#include "convolution/device_buffer.hpp"
+
 namespace gratingsim::conv::detail {
-template <class Real> Plan<Real> make_gpu_fused(const Geometry&, Kernels) { SUPPORTS(false, "gpu-fused not written yet"); }
+namespace {
+
+constexpr int max_fft_length = 128;
+constexpr int max_threads = 512;          // per CTA
+constexpr int spectrum_shared_limit = 128 * 1024;  // bytes of Ŝ kept in shared memory, else read from L2
+
+template <class Real>
+struct alignas(2 * sizeof(Real)) Cx {
+  Real re, im;
+};
+
+template <class Real>
+__device__ __forceinline__ Cx<Real> operator+(Cx<Real> a, Cx<Real> b) { return {a.re + b.re, a.im + b.im}; }
+template <class Real>
+__device__ __forceinline__ Cx<Real> operator-(Cx<Real> a, Cx<Real> b) { return {a.re - b.re, a.im - b.im}; }
+template <class Real>
+__device__ __forceinline__ Cx<Real> operator*(Cx<Real> a, Cx<Real> b) {
+  return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re};
+}
+/// a · conj(b)
+template <class Real>
+__device__ __forceinline__ Cx<Real> mul_conj(Cx<Real> a, Cx<Real> b) {
+  return {a.re * b.re + a.im * b.im, a.im * b.re - a.re * b.im};
+}
+
+/// How one axis of length L is transformed (see the header comment). Host and device.
+struct AxisShape {
+  int e;   // frequency parities: 2, or 1 for L = 1
+  int h;   // half length L / e: input support and half-spectrum size
+  int q;   // values per thread, ≤ 8
+  int a;   // threads per team
+  int kb;  // values k_b per thread in the A-point pass (q / a)
+};
+constexpr AxisShape axis_shape(int l) {
+  const int e = l >= 2 ? 2 : 1, h = l / e, q = h < 8 ? h : 8, a = h / q;
+  return {e, h, q, a, q / a};
+}
+template <int L>
+struct Axis {
+  static_assert(L >= 1 && L <= max_fft_length && (L & (L - 1)) == 0);
+  static constexpr AxisShape shape = axis_shape(L);
+  static constexpr int E = shape.e, H = shape.h, Q = shape.q, A = shape.a, KB = shape.kb;
+};
+
+/// Column of buf holding frequency parity ε, k_b, k_a of the row transform: bijective onto [0, L),
+/// rotated by k_b / KB so the A threads of a team store to A different banks.
+__host__ __device__ constexpr int buf_column(AxisShape s, int eps, int k_b, int k_a) {
+  return eps * s.h + s.a * k_b + (k_a + k_b / s.kb) % s.a;
+}
+/// Exchange slot of (j_a, k_b) in a team's H slots; rotated likewise for both access directions.
+__host__ __device__ constexpr int exchange_slot(AxisShape s, int j_a, int k_b) {
+  return s.a * k_b + (j_a + k_b / s.kb) % s.a;
+}
+
+/// Spectrum layout per column: the L1 values in vectors of 16 bytes (vector_width complex), ordered
+/// (vector, thread of the team), so a team reads consecutive vectors; +1 vector per column in shared
+/// memory where several teams read in one bank phase.
+template <class Real>
+constexpr int vector_width(int l1) {
+  const AxisShape s = axis_shape(l1);
+  const int per_thread = s.e * s.q, width = int(16 / sizeof(Cx<Real>));
+  return per_thread < width ? per_thread : width;
+}
+constexpr int spectrum_column_pad(int l1) { return axis_shape(l1).a < 8 ? 1 : 0; }
+template <class Real>
+constexpr bool spectrum_in_shared(int l1, int l2) {
+  return std::size_t(l1) * l2 * sizeof(Cx<Real>) <= spectrum_shared_limit;
+}
+
+// ---- compile-time twiddles and small DFTs in registers -------------------------------------------
+
+/// cos(π m / 8) for m ∈ [0, 16).
+__host__ __device__ constexpr double cos_sixteenth(int m) {
+  constexpr double c1 = 0.92387953251128675613, r = 0.70710678118654752440, s1 = 0.38268343236508977173;
+  constexpr double table[16] = {1, c1, r, s1, 0, -s1, -r, -c1, -1, -c1, -r, -s1, 0, s1, r, c1};
+  return table[((m % 16) + 16) % 16];
+}
+
+/// z · W_N^K, W_N = e^{−2πi/N}, N dividing 16, K any integer; trivial factors cost nothing.
+template <int K, int N, class Real>
+__device__ __forceinline__ Cx<Real> twiddle(Cx<Real> z) {
+  static_assert(16 % N == 0);
+  constexpr int m = ((K * (16 / N)) % 16 + 16) % 16;  // W_N^K = e^{−2πi m / 16}
+  if constexpr (m == 0) return z;
+  else if constexpr (m == 4) return {z.im, -z.re};
+  else if constexpr (m == 8) return {-z.re, -z.im};
+  else if constexpr (m == 12) return {-z.im, z.re};
+  else {
+    constexpr double c = cos_sixteenth(m), s = cos_sixteenth(m - 4);  // W = c − i s
+    if constexpr (m % 4 == 2) {  // |c| = |s| = √½: two additions and two multiplications
+      constexpr Real r = Real(0.70710678118654752440);
+      constexpr Real sc = c > 0 ? 1 : -1, ss = s > 0 ? 1 : -1;
+      return {r * (sc * z.re + ss * z.im), r * (sc * z.im - ss * z.re)};
+    } else {
+      return {z.re * Real(c) + z.im * Real(s), z.im * Real(c) - z.re * Real(s)};
+    }
+  }
+}
+
+template <int N, class F>
+__device__ __forceinline__ void static_for(F&& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) { (f(std::integral_constant<int, I>{}), ...); }(
+      std::make_integer_sequence<int, N>{});
+}
+
+/// In-place DFT of v[0], v[Step], …, v[(N−1)·Step] in registers: X_k = Σ_j v_j W_N^{±jk} (+ for Inverse),
+/// natural order in and out, radix-2 decimation in time.
+template <int N, bool Inverse, int Step = 1, class Real>
+__device__ __forceinline__ void dft(Cx<Real>* v) {
+  if constexpr (N > 1) {
+    Cx<Real> even[N / 2], odd[N / 2];
+    static_for<N / 2>([&](auto i) {
+      even[i] = v[2 * i * Step];
+      odd[i] = v[(2 * i + 1) * Step];
+    });
+    dft<N / 2, Inverse>(even);
+    dft<N / 2, Inverse>(odd);
+    static_for<N / 2>([&](auto k) {
+      constexpr int K = decltype(k)::value;
+      const Cx<Real> t = twiddle<Inverse ? -K : K, N>(odd[k]);
+      v[k * Step] = even[k] + t;
+      v[(k + N / 2) * Step] = even[k] - t;
+    });
+  }
+}
+
+// ---- team operations --------------------------------------------------------------------------------
+
+/// Synchronises the A threads of a team (consecutive lanes of one warp).
+template <int A>
+__device__ __forceinline__ void team_sync() {
+  if constexpr (A > 1) {
+    const unsigned lane = threadIdx.x & 31u;
+    __syncwarp(((1u << A) - 1u) << (lane & ~unsigned(A - 1)));
+  }
+}
+
+/// Forward half transform of parity Eps: thread j_a = lane holds x_{j_a + A j_b} (j_b < Q); returns in
+/// u[s·A + k_a] the frequency κ = k_b + Q k_a, k_b = lane·KB + s, i.e. X(E κ + Eps). slots: the team's
+/// H exchange slots, Stride elements apart. w[k_b] = W_L^{lane (E k_b + Eps)}.
+template <int L, int Eps, int Stride, class Real>
+__device__ __forceinline__ void forward_half(const Cx<Real>* x, Cx<Real>* u, Cx<Real>* slots, const Cx<Real>* w,
+                                             int lane) {
+  using X = Axis<L>;
+  constexpr AxisShape shape = X::shape;
+  Cx<Real> v[X::Q];
+  static_for<X::Q>([&](auto j) { v[j] = twiddle<Eps * decltype(j)::value, 2 * X::Q>(x[j]); });
+  dft<X::Q, false>(v);
+  if constexpr (X::A == 1) {
+    static_for<X::Q>([&](auto k) { u[k] = v[k]; });
+  } else {
+    static_for<X::Q>([&](auto k) {
+      if constexpr (Eps != 0 || decltype(k)::value != 0) v[k] = v[k] * w[k];
+    });
+    team_sync<X::A>();
+    static_for<X::Q>([&](auto k) { slots[exchange_slot(shape, lane, k) * Stride] = v[k]; });
+    team_sync<X::A>();
+    static_for<X::KB>([&](auto s) {
+      static_for<X::A>([&](auto a) { u[s * X::A + a] = slots[exchange_slot(shape, a, lane * X::KB + s) * Stride]; });
+      dft<X::A, false>(u + s * X::A);
+    });
+  }
+}
+
+/// Inverse of forward_half (unnormalised) for parity Eps, accumulated: y[j_b] += the output at
+/// j = lane + A j_b. u is overwritten.
+template <int L, int Eps, int Stride, class Real>
+__device__ __forceinline__ void inverse_half(Cx<Real>* u, Cx<Real>* y, Cx<Real>* slots, const Cx<Real>* w, int lane) {
+  using X = Axis<L>;
+  constexpr AxisShape shape = X::shape;
+  Cx<Real> v[X::Q];
+  if constexpr (X::A == 1) {
+    static_for<X::Q>([&](auto k) { v[k] = u[k]; });
+  } else {
+    static_for<X::KB>([&](auto s) { dft<X::A, true>(u + s * X::A); });
+    team_sync<X::A>();
+    static_for<X::KB>([&](auto s) {
+      static_for<X::A>([&](auto a) { slots[exchange_slot(shape, a, lane * X::KB + s) * Stride] = u[s * X::A + a]; });
+    });
+    team_sync<X::A>();
+    static_for<X::Q>([&](auto k) {
+      v[k] = slots[exchange_slot(shape, lane, k) * Stride];
+      if constexpr (Eps != 0 || decltype(k)::value != 0) v[k] = mul_conj(v[k], w[k]);
+    });
+  }
+  dft<X::Q, true>(v);
+  static_for<X::Q>([&](auto j) {
+    const Cx<Real> t = twiddle<-Eps * decltype(j)::value, 2 * X::Q>(v[j]);
+    if constexpr (Eps == 0) y[j] = t;
+    else y[j] = y[j] + t;
+  });
+}
+
+/// Maps team i of n to an item so that the teams of one shared-memory bank phase (Group elements of
+/// 128 bytes) get rows/columns A apart: with the +1 skew of buf their accesses then never collide.
+template <int A, int Group>
+__device__ __forceinline__ int spread(int i, int n) {
+  if (n % Group != 0) return i;
+  constexpr int per_phase = Group / A;
+  const int h = i / per_phase, t = i % per_phase;
+  return Group * (h / A) + h % A + A * t;
+}
+
+/// The thread's twiddles of parity Eps: w[k_b] = W_L^{lane (E k_b + Eps)} from the shared table.
+template <int L, int Eps, class Real>
+__device__ __forceinline__ void load_twiddles(Cx<Real>* w, const Cx<Real>* table, int lane) {
+  using X = Axis<L>;
+  static_for<X::Q>([&](auto k) { w[k] = table[(Eps * X::Q + k) * X::A + lane]; });
+}
+
+template <int L, class Real>
+__device__ void fill_twiddles(Cx<Real>* table) {
+  using X = Axis<L>;
+  for (int i = threadIdx.x; i < L; i += blockDim.x) {
+    const int j_a = i % X::A, k_b = (i / X::A) % X::Q, eps = i / (X::A * X::Q);
+    const int m = (j_a * (X::E * k_b + eps)) % L;
+    double s, c;
+    sincospi(2.0 * m / L, &s, &c);
+    table[i] = {Real(c), Real(-s)};
+  }
+}
+
+// ---- cp.async ---------------------------------------------------------------------------------------
+
+template <int Bytes>
+__device__ __forceinline__ void copy_async(void* shared, const void* global) {
+  const auto address = static_cast<unsigned>(__cvta_generic_to_shared(shared));
+  if constexpr (Bytes == 16)
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(address), "l"(global));
+  else
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(address), "l"(global), "n"(Bytes));
+}
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int Pending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending));
+}
+
+/// Copies `count` complex values (8 or 16 bytes each) from global to shared memory, asynchronously.
+template <class Real>
+__device__ void stage_fields(Cx<Real>* stage, const Cx<Real>* in, std::size_t count) {
+  for (std::size_t i = threadIdx.x; i < count; i += blockDim.x) copy_async<sizeof(Cx<Real>)>(stage + i, in + i);
+}
+
+// ---- the kernel ---------------------------------------------------------------------------------------
+
+template <class Real>
+struct FusedParams {
+  const Cx<Real>* in;
+  Cx<Real>* out;
+  const Cx<Real>* spectra;  // slices × L2 columns × L1 values (layout above, no pad)
+  int n1, n2, per_slice;
+  int ctas_per_slice, fields_per_cta, fields_per_round;
+  int stage;                // 1: inputs staged in shared memory with cp.async
+  unsigned buf_offset, stage_offset, twiddle_offset;  // bytes into dynamic shared memory
+};
+
+template <class Real, int L1, int L2>
+__global__ void __launch_bounds__(max_threads) fused_convolution(FusedParams<Real> p) {
+  using C = Cx<Real>;
+  using X1 = Axis<L1>;
+  using X2 = Axis<L2>;
+  constexpr int S = L2 + 1;                                   // buf row stride (skew)
+  constexpr int group = int(128 / sizeof(C));                 // elements per shared-memory bank phase
+  constexpr int width = vector_width<Real>(L1);
+  constexpr int vectors = X1::E * X1::Q / width;              // spectrum vectors per thread
+  constexpr bool spectrum_shared = spectrum_in_shared<Real>(L1, L2);
+  constexpr int column_stride = (vectors * X1::A + (spectrum_shared ? spectrum_column_pad(L1) : 0)) * width;
+
+  extern __shared__ __align__(16) unsigned char shared[];
+  C* const spectrum_smem = reinterpret_cast<C*>(shared);
+  C* const buf = reinterpret_cast<C*>(shared + p.buf_offset);
+  C* const stage = reinterpret_cast<C*>(shared + p.stage_offset);
+  C* const twiddles1 = reinterpret_cast<C*>(shared + p.twiddle_offset);
+  C* const twiddles2 = twiddles1 + L1;
+
+  const int slice = blockIdx.x / p.ctas_per_slice;
+  const int first = (blockIdx.x % p.ctas_per_slice) * p.fields_per_cta;
+  const int count = min(p.fields_per_cta, p.per_slice - first);
+  const int n1 = p.n1, n2 = p.n2, F = p.fields_per_round;
+  const std::size_t field_size = std::size_t(n1) * n2;
+  const std::size_t base = (std::size_t(slice) * p.per_slice + first) * field_size;
+  const C* const in = p.in + base;
+  C* const out = p.out + base;
+  const C* const spectrum_global = p.spectra + std::size_t(slice) * L1 * L2;
+
+  fill_twiddles<L1>(twiddles1);
+  fill_twiddles<L2>(twiddles2);
+  if (p.stage) stage_fields(stage, in, min(F, count) * field_size);
+  copy_async_commit();
+  if constexpr (spectrum_shared) {
+    constexpr int per_column = vectors * X1::A, vector_bytes = width * sizeof(C);
+    for (int i = threadIdx.x; i < L2 * per_column; i += blockDim.x)
+      copy_async<vector_bytes>(spectrum_smem + (i / per_column) * column_stride + (i % per_column) * width,
+                               spectrum_global + i * width);
+  }
+  copy_async_commit();
+
+  const int lane1 = threadIdx.x % X1::A, team1 = threadIdx.x / X1::A, teams1 = blockDim.x / X1::A;
+  const int lane2 = threadIdx.x % X2::A, team2 = threadIdx.x / X2::A, teams2 = blockDim.x / X2::A;
+  constexpr std::size_t field_buf = std::size_t(X1::H) * S;
+
+  for (int f0 = 0; f0 < count; f0 += F) {
+    const int nf = min(F, count - f0);
+    if (f0 == 0) copy_async_wait<1>();  // the staged inputs; the spectrum may still be in flight
+    else copy_async_wait<0>();
+    __syncthreads();
+
+    // 1. Row FFTs of the N1 non-zero rows into buf.
+    {
+      const C* const src = p.stage ? stage : in + f0 * field_size;
+      C w[X2::E][X2::Q];
+      load_twiddles<L2, 0>(w[0], twiddles2, lane2);
+      if constexpr (X2::E == 2) load_twiddles<L2, 1>(w[1], twiddles2, lane2);
+      const int items = nf * X1::H;
+      for (int i = team2; i < items; i += teams2) {
+        const int item = spread<X2::A, group>(i, items), f = item / X1::H, r = item % X1::H;
+        if (r >= n1) continue;
+        const C* const x_row = src + f * field_size + r * n2;
+        C x[X2::Q];
+        static_for<X2::Q>([&](auto j) {
+          const int col = lane2 + X2::A * j;
+          x[j] = col < n2 ? x_row[col] : C{0, 0};
+        });
+        C* const row = buf + f * field_buf + r * S;
+        C u[X2::E][X2::Q];
+        forward_half<L2, 0, 1>(x, u[0], row, w[0], lane2);
+        if constexpr (X2::E == 2) forward_half<L2, 1, 1>(x, u[1], row, w[1], lane2);
+        team_sync<X2::A>();
+        static_for<X2::E>([&](auto e) {
+          static_for<X2::KB>([&](auto s) {
+            static_for<X2::A>([&](auto a) {
+              row[buf_column(X2::shape, e, lane2 * X2::KB + s, a)] = u[e][s * X2::A + a];
+            });
+          });
+        });
+      }
+    }
+    __syncthreads();
+    if (p.stage && f0 + F < count) stage_fields(stage, in + (f0 + F) * field_size, min(F, count - f0 - F) * field_size);
+    copy_async_commit();
+    if (f0 == 0) {
+      copy_async_wait<1>();  // the spectrum
+      __syncthreads();
+    }
+
+    // 2. Per column: FFT, multiply by Ŝ, IFFT, keep rows j1 < N1; in place in buf.
+    {
+      C w[X1::E][X1::Q];
+      load_twiddles<L1, 0>(w[0], twiddles1, lane1);
+      if constexpr (X1::E == 2) load_twiddles<L1, 1>(w[1], twiddles1, lane1);
+      const int items = nf * L2;
+      for (int i = team1; i < items; i += teams1) {
+        const int item = spread<X1::A, group>(i, items), f = item / L2, col = item % L2;
+        C* const column = buf + f * field_buf + col;
+        const C* const s_col = (spectrum_shared ? spectrum_smem : spectrum_global) + col * column_stride + lane1 * width;
+        C x[X1::Q], y[X1::Q];
+        static_for<X1::Q>([&](auto j) {
+          const int r = lane1 + X1::A * j;
+          x[j] = r < n1 ? column[r * S] : C{0, 0};
+        });
+        static_for<X1::E>([&](auto e) {
+          constexpr int eps = decltype(e)::value;
+          C u[X1::Q], factor[X1::Q];
+          // Ŝ values this thread owns; issued before the FFT so that a read from L2 overlaps it.
+          static_for<X1::Q>([&](auto v) {
+            constexpr int value = eps * X1::Q + decltype(v)::value;
+            factor[v] = s_col[(value / width) * X1::A * width + value % width];
+          });
+          forward_half<L1, eps, S>(x, u, column, w[eps], lane1);
+          static_for<X1::Q>([&](auto v) { u[v] = u[v] * factor[v]; });
+          inverse_half<L1, eps, S>(u, y, column, w[eps], lane1);
+        });
+        team_sync<X1::A>();
+        static_for<X1::Q>([&](auto j) {
+          const int r = lane1 + X1::A * j;
+          if (r < n1) column[r * S] = y[j];
+        });
+      }
+    }
+    __syncthreads();
+
+    // 3. Row IFFTs of the N1 kept rows, the N2 kept outputs to global memory.
+    {
+      C w[X2::E][X2::Q];
+      load_twiddles<L2, 0>(w[0], twiddles2, lane2);
+      if constexpr (X2::E == 2) load_twiddles<L2, 1>(w[1], twiddles2, lane2);
+      const int items = nf * X1::H;
+      for (int i = team2; i < items; i += teams2) {
+        const int item = spread<X2::A, group>(i, items), f = item / X1::H, r = item % X1::H;
+        if (r >= n1) continue;
+        C* const row = buf + f * field_buf + r * S;
+        C u[X2::E][X2::Q], y[X2::Q];
+        static_for<X2::E>([&](auto e) {
+          static_for<X2::KB>([&](auto s) {
+            static_for<X2::A>([&](auto a) {
+              u[e][s * X2::A + a] = row[buf_column(X2::shape, e, lane2 * X2::KB + s, a)];
+            });
+          });
+        });
+        static_for<X2::E>([&](auto e) { inverse_half<L2, decltype(e)::value, 1>(u[e], y, row, w[e], lane2); });
+        C* const y_row = out + (f0 + f) * field_size + r * n2;
+        static_for<X2::Q>([&](auto j) {
+          const int c = lane2 + X2::A * j;
+          if (c < n2) y_row[c] = y[j];
+        });
+      }
+    }
+  }
+}
+
+// ---- the spectra: Ŝ(k1, k2) = Σ_n χ(n) W_{L1}^{n1 k1} W_{L2}^{n2 k2} / (L1 L2), in double -------------
+
+struct SpectraParams {
+  int n1, n2, l1, l2;
+  AxisShape axis1, axis2;
+  int width;  // vector_width
+};
+
+/// One CTA per (slice, column of the layout): first the column's k2 transform of every kernel row,
+/// then its L1 values, written in the layout the fused kernel reads.
+template <class Real>
+__global__ void spectra_kernel(const double2* __restrict__ chi, Cx<Real>* __restrict__ spectra, SpectraParams p) {
+  __shared__ double2 w1[max_fft_length], w2[max_fft_length];
+  __shared__ double2 partial[2 * max_fft_length];  // the K1 ≤ 255 row sums
+  const int slice = blockIdx.x / p.l2, col = blockIdx.x % p.l2;
+  const int k1_count = 2 * p.n1 - 1, k2_count = 2 * p.n2 - 1;
+  for (int i = threadIdx.x; i < p.l1; i += blockDim.x) {
+    double s, c;
+    sincospi(2.0 * i / p.l1, &s, &c);
+    w1[i] = {c, -s};
+  }
+  for (int i = threadIdx.x; i < p.l2; i += blockDim.x) {
+    double s, c;
+    sincospi(2.0 * i / p.l2, &s, &c);
+    w2[i] = {c, -s};
+  }
+  // The frequency of this buf column: col = buf_column(eps, k_b, k_a) ↔ k2 = E (k_b + Q k_a) + eps.
+  const AxisShape a2 = p.axis2;
+  const int eps2 = col / a2.h, rest2 = col % a2.h, k_b2 = rest2 / a2.a;
+  const int k_a2 = ((rest2 % a2.a - k_b2 / a2.kb) % a2.a + a2.a) % a2.a;
+  const int k2 = a2.e * (k_b2 + a2.q * k_a2) + eps2;
+  __syncthreads();
+
+  const double2* const kernel = chi + std::size_t(slice) * k1_count * k2_count;
+  for (int r = threadIdx.x; r < k1_count; r += blockDim.x) {
+    double2 sum{0, 0};
+    for (int c = 0; c < k2_count; ++c) {
+      const int n2 = c - (p.n2 - 1);
+      const double2 w = w2[((n2 * k2) % p.l2 + p.l2) % p.l2], given = kernel[r * k2_count + c];
+      const double2 z{double(Real(given.x)), double(Real(given.y))};  // χ rounded as every backend sees it
+      sum.x += z.x * w.x - z.y * w.y;
+      sum.y += z.x * w.y + z.y * w.x;
+    }
+    partial[r] = sum;
+  }
+  __syncthreads();
+
+  const AxisShape a1 = p.axis1;
+  const double scale = 1.0 / (double(p.l1) * p.l2);
+  for (int i = threadIdx.x; i < p.l1; i += blockDim.x) {
+    // Position i in the column = (vector · A + thread) · width + element; value = vector · width + element.
+    const int element = i % p.width, thread = (i / p.width) % a1.a, vector = i / (p.width * a1.a);
+    const int value = vector * p.width + element, eps = value / a1.q, s = (value % a1.q) / a1.a;
+    const int k_a = value % a1.a, k_b = thread * a1.kb + s;
+    const int k1 = a1.e * (k_b + a1.q * k_a) + eps;
+    double2 sum{0, 0};
+    for (int r = 0; r < k1_count; ++r) {
+      const int n1 = r - (p.n1 - 1);
+      const double2 w = w1[((n1 * k1) % p.l1 + p.l1) % p.l1], z = partial[r];
+      sum.x += z.x * w.x - z.y * w.y;
+      sum.y += z.x * w.y + z.y * w.x;
+    }
+    spectra[(std::size_t(slice) * p.l2 + col) * p.l1 + i] = {Real(sum.x * scale), Real(sum.y * scale)};
+  }
+}
+
+// ---- the plan ------------------------------------------------------------------------------------------
+
+template <class Real>
+using FusedKernel = void (*)(FusedParams<Real>);
+
+template <class Real>
+FusedKernel<Real> select_kernel(int l1, int l2) {
+  FusedKernel<Real> kernel = nullptr;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8)) ? void(kernel = &fused_convolution<Real, 1 << (I / 8), 1 << (I % 8)>)
+                                                 : void()),
+     ...);
+  }(std::make_integer_sequence<int, 64>{});
+  return kernel;
+}
+
+constexpr bool power_of_two(int l) { return l >= 1 && (l & (l - 1)) == 0; }
+constexpr std::size_t round16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+template <class Real>
+class GpuFused final : public Convolution<Real> {
+ public:
+  using typename Convolution<Real>::Complex;
+  using C = Cx<Real>;
+
+  GpuFused(const Geometry& geometry, Kernels kernels) : Convolution<Real>(geometry) {
+    const Geometry& g = this->geometry_;
+    for (auto [l, axis] : {std::pair{g.l1, "L1"}, std::pair{g.l2, "L2"}}) {
+      SUPPORTS(power_of_two(l) && l <= max_fft_length,
+               std::string("gpu-fused needs FFT lengths that are powers of two up to ") +
+                   std::to_string(max_fft_length) + ", got " + axis + " = " + std::to_string(l));
+    }
+    kernel_ = select_kernel<Real>(g.l1, g.l2);
+    plan_launch();
+    chi_ = DeviceBuffer<double2>(g.kernels_total());
+    spectra_ = DeviceBuffer<C>(std::size_t(g.slices) * g.l1 * g.l2);
+    set_kernels(kernels);
+  }
+
+  /// Synchronises with the device before (no execute in flight still reads the old spectra) and after
+  /// (the new spectra are complete on return). Runs on the legacy default stream.
+  void set_kernels(Kernels kernels) override {
+    const Geometry& g = this->geometry_;
+    check_kernels(g, kernels);
+    CUDA_TRY(cudaDeviceSynchronize());
+    static_assert(sizeof(double2) == sizeof(std::complex<double>));
+    CUDA_TRY(cudaMemcpy(chi_.data(), kernels.data(), chi_.bytes(), cudaMemcpyHostToDevice));
+    const SpectraParams p{g.n1, g.n2, g.l1, g.l2, axis_shape(g.l1), axis_shape(g.l2), vector_width<Real>(g.l1)};
+    spectra_kernel<Real><<<g.slices * g.l2, 128>>>(chi_.data(), spectra_.data(), p);
+    CUDA_CHECK_LAUNCH();
+    CUDA_TRY(cudaDeviceSynchronize());
+  }
+
+  void execute(const Complex* in, Complex* out, Stream stream) override {
+    const Geometry& g = this->geometry_;
+    EXPECTS(in != nullptr && out != nullptr, "gpu-fused execute: null buffer");
+    const auto bytes = g.fields_total() * sizeof(Complex);
+    const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
+    EXPECTS(in_address + bytes <= out_address || out_address + bytes <= in_address,
+            "gpu-fused execute: input and output buffers overlap");
+    FusedParams<Real> p = params_;
+    p.in = reinterpret_cast<const C*>(in);
+    p.out = reinterpret_cast<C*>(out);
+    p.spectra = spectra_.data();
+    kernel_<<<grid_, threads_, shared_bytes_, stream>>>(p);
+    CUDA_CHECK_LAUNCH();
+  }
+
+  [[nodiscard]] Backend backend() const override { return Backend::gpu_fused; }
+
+ private:
+  /// Shared memory of a CTA running `fields` fields per round, with or without input staging.
+  [[nodiscard]] FusedParams<Real> layout(int fields, bool stage) const {
+    const Geometry& g = this->geometry_;
+    const AxisShape a1 = axis_shape(g.l1);
+    const int width = vector_width<Real>(g.l1);
+    const std::size_t spectrum =
+        spectrum_in_shared<Real>(g.l1, g.l2)
+            ? round16(std::size_t(g.l2) * (g.l1 / width + spectrum_column_pad(g.l1)) * width * sizeof(C))
+            : 0;
+    const std::size_t buf = round16(std::size_t(fields) * a1.h * (g.l2 + 1) * sizeof(C));
+    const std::size_t staged = stage ? round16(std::size_t(fields) * g.field_size() * sizeof(C)) : 0;
+    FusedParams<Real> p{};
+    p.buf_offset = unsigned(spectrum);
+    p.stage_offset = unsigned(spectrum + buf);
+    p.twiddle_offset = unsigned(spectrum + buf + staged);
+    p.stage = stage ? 1 : 0;
+    p.fields_per_round = fields;
+    return p;
+  }
+  static std::size_t layout_bytes(const FusedParams<Real>& p, int l1, int l2) {
+    return p.twiddle_offset + std::size_t(l1 + l2) * sizeof(C);
+  }
+
+  /// Fields per round, threads, fields per CTA and grid; the shared-memory attribute of the kernel.
+  void plan_launch() {
+    const Geometry& g = this->geometry_;
+    const AxisShape a1 = axis_shape(g.l1);
+    int device = 0, sms = 0, shared_max = 0;
+    CUDA_TRY(cudaGetDevice(&device));
+    CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+
+    // Enough fields per round for every thread to own a column team, within the shared memory.
+    const int column_threads = g.l2 * a1.a;
+    int fields = std::clamp(max_threads / column_threads, 1, g.per_slice);
+    FusedParams<Real> p = layout(fields, true);
+    while (fields > 1 && layout_bytes(p, g.l1, g.l2) > std::size_t(shared_max)) p = layout(--fields, true);
+    if (layout_bytes(p, g.l1, g.l2) > std::size_t(shared_max)) p = layout(fields, false);
+    const std::size_t bytes = layout_bytes(p, g.l1, g.l2);
+    SUPPORTS(bytes <= std::size_t(shared_max),
+             "gpu-fused needs " + std::to_string(bytes) + " bytes of shared memory per block for L1 = " +
+                 std::to_string(g.l1) + ", L2 = " + std::to_string(g.l2) + " in " +
+                 (sizeof(Real) == 4 ? "single" : "double") + " precision; the device allows " +
+                 std::to_string(shared_max));
+    threads_ = std::min(max_threads, (fields * column_threads + 31) / 32 * 32);
+    shared_bytes_ = bytes;
+    CUDA_TRY(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
+    int per_sm = 0;
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel_, threads_, shared_bytes_));
+    SUPPORTS(per_sm > 0, "gpu-fused: no CTA of " + std::to_string(threads_) + " threads and " +
+                             std::to_string(shared_bytes_) + " bytes of shared memory fits on this device");
+
+    // Rounds per CTA: fewest waves × rounds, each CTA costing about half a round to load its spectrum.
+    const int rounds_total = (g.per_slice + fields - 1) / fields;
+    const long slots = long(sms) * per_sm;
+    int best_rounds = rounds_total;
+    double best_cost = 1e300;
+    for (int rounds = rounds_total; rounds >= 1; --rounds) {
+      const long ctas = long(g.slices) * ((rounds_total + rounds - 1) / rounds);
+      const double cost = double((ctas + slots - 1) / slots) * (rounds + 0.5);
+      if (cost < best_cost) best_cost = cost, best_rounds = rounds;
+    }
+    p.n1 = g.n1;
+    p.n2 = g.n2;
+    p.per_slice = g.per_slice;
+    p.fields_per_cta = best_rounds * fields;
+    p.ctas_per_slice = (g.per_slice + p.fields_per_cta - 1) / p.fields_per_cta;
+    const long ctas = long(g.slices) * p.ctas_per_slice;
+    SUPPORTS(ctas <= 0x7fffffffL, "gpu-fused: too many slices for one launch");
+    grid_ = unsigned(ctas);
+    params_ = p;
+  }
+
+  FusedKernel<Real> kernel_ = nullptr;
+  FusedParams<Real> params_{};
+  unsigned grid_ = 0;
+  int threads_ = 0;
+  std::size_t shared_bytes_ = 0;
+  DeviceBuffer<double2> chi_;  // slices × K1×K2, the kernels as given (complex128), input of the spectra
+  DeviceBuffer<C> spectra_;    // slices × L1·L2, Ŝ_p in the fused kernel's layout, 1/(L1 L2) folded in
+};
+
+}  // namespace
+
+template <class Real>
+Plan<Real> make_gpu_fused(const Geometry& g, Kernels kernels) {
+  return std::make_unique<GpuFused<Real>>(g, kernels);
+}
 template Plan<float> make_gpu_fused<float>(const Geometry&, Kernels);
 template Plan<double> make_gpu_fused<double>(const Geometry&, Kernels);
-}
+}  // namespace gratingsim::conv::detail
