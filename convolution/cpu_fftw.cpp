@@ -251,12 +251,12 @@ class FftwConvolution final : public Convolution<Real> {
       Complex* w = workspaces_[omp_get_thread_num()].get();
       const Complex* x = in + b * field;
       Complex* y = out + b * field;
-      for (int i2 = 0; i2 < n2; ++i2) {
-        Complex* column = w + i2 * l1;
-        for (int i1 = 0; i1 < n1; ++i1) column[i1] = x[i1 * n2 + i2];
-        std::fill(column + n1, column + l1, Complex{});
-      }
+      // The user's blocks are read and written in order (they stream from memory); the transposing
+      // side is the workspace, which stays in L1 cache.
+      for (int i2 = 0; i2 < n2; ++i2) std::fill(w + i2 * l1 + n1, w + (i2 + 1) * l1, Complex{});
       std::fill(w + n2 * l1, w + area_, Complex{});
+      for (int i1 = 0; i1 < n1; ++i1)
+        for (int i2 = 0; i2 < n2; ++i2) w[i1 + i2 * l1] = x[i1 * n2 + i2];
       if (prune_) {
         rows_forward_(w);
         columns_forward_(w);
@@ -271,10 +271,8 @@ class FftwConvolution final : public Convolution<Real> {
       } else {
         inverse_2d_(w);
       }
-      for (int i2 = 0; i2 < n2; ++i2) {
-        const Complex* column = w + i2 * l1;
-        for (int i1 = 0; i1 < n1; ++i1) y[i1 * n2 + i2] = column[i1];
-      }
+      for (int i1 = 0; i1 < n1; ++i1)
+        for (int i2 = 0; i2 < n2; ++i2) y[i1 * n2 + i2] = w[i1 + i2 * l1];
     }
   }
 
