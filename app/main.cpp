@@ -1,1 +1,50 @@
-int main() { return 0; }
+// gratingsim: the command-line entry point. Commands come from dispatch tables; only main() turns an
+// error into an exit status: 2 for a wrong command line, 1 for a failure while running.
+#include <exception>
+#include <iostream>
+#include <vector>
+
+#include "app/commands.hpp"
+
+namespace gratingsim::app {
+namespace {
+
+constexpr Command bench_commands[] = {
+    {"conv", "time the convolution backends on the four problem cases, verify every output", run_bench_conv},
+};
+
+int run_bench(Args args) {
+  return dispatch("gratingsim bench", "Benchmarks; every timed output is verified.", bench_commands, args);
+}
+
+constexpr Command commands[] = {
+    {"info", "version, build, CUDA devices, available backends, library versions", run_info},
+    {"bench", "benchmarks (bench conv)", run_bench},
+};
+
+int run(Args args) {
+  if (!args.empty() && args[0] == "--version") {
+    if (args.size() > 1) throw UsageError("gratingsim: --version takes no arguments");
+    std::cout << "gratingsim " GRATINGSIM_VERSION "\n";
+    return 0;
+  }
+  return dispatch("gratingsim",
+                  "Electromagnetic diffraction by periodic gratings. 'gratingsim --version' prints the version.",
+                  commands, args);
+}
+
+}  // namespace
+}  // namespace gratingsim::app
+
+int main(int argc, char* argv[]) {
+  const std::vector<std::string_view> args(argv + 1, argv + argc);
+  try {
+    return gratingsim::app::run(args);
+  } catch (const gratingsim::app::UsageError& e) {
+    std::cerr << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "gratingsim: error: " << e.what() << '\n';
+    return 1;
+  }
+}

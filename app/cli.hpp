@@ -1,0 +1,65 @@
+#pragma once
+// The command line of `gratingsim`: commands dispatched from tables, options parsed by hand
+// ("--name value", "--name=value", "--flag"). Small on purpose: Debian has no CLI library to use.
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "convolution/error.hpp"
+
+namespace gratingsim::app {
+
+/// The user's command line is wrong (unknown command or option, bad value): main() exits with 2.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+using Args = std::span<const std::string_view>;
+
+/// One option of a command. An empty `value` makes it a flag.
+struct OptionSpec {
+  std::string_view name;   ///< without the leading "--"
+  std::string_view value;  ///< placeholder shown in the help, e.g. "N"
+  std::string_view help;
+};
+
+/// A command's options, checked against its specs: unknown options, missing values, values given to
+/// flags, repeated options and positional arguments are UsageErrors.
+class Options {
+ public:
+  Options(std::string_view command, std::span<const OptionSpec> specs, Args args);
+  [[nodiscard]] bool flag(std::string_view name) const { return given_.count(std::string(name)) > 0; }
+  [[nodiscard]] std::optional<std::string_view> value(std::string_view name) const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> given_;
+};
+
+/// "usage: <usage>\n\n<description>\n\noptions:\n  --name VALUE  help\n..."
+std::string format_help(std::string_view usage, std::string_view description, std::span<const OptionSpec> specs);
+
+/// e.what() without the "file:line: " prefix of library errors: what a user reads.
+std::string user_message(const std::exception& e);
+
+/// An integer option value; UsageError naming the option otherwise.
+int parse_int(std::string_view option, std::string_view value, int min, int max);
+/// A positive finite number; UsageError naming the option otherwise.
+double parse_positive(std::string_view option, std::string_view value);
+/// "a,b,c" → {"a", "b", "c"}; empty items are a UsageError.
+std::vector<std::string_view> split_list(std::string_view option, std::string_view value);
+
+struct Command {
+  std::string_view name;
+  std::string_view summary;
+  int (*run)(Args args);  ///< gets the arguments after the command's name
+};
+
+/// Runs the command named by args[0] with the arguments after it. "--help" lists the commands (exit
+/// 0); no command or an unknown one is a UsageError. `program` ("gratingsim bench") prefixes messages.
+int dispatch(std::string_view program, std::string_view description, std::span<const Command> commands, Args args);
+
+}  // namespace gratingsim::app

@@ -1,0 +1,10 @@
+#pragma once
+// The commands of `gratingsim`, one function each (see the dispatch tables in main.cpp).
+#include "app/cli.hpp"
+
+namespace gratingsim::app {
+
+int run_info(Args args);        ///< gratingsim info
+int run_bench_conv(Args args);  ///< gratingsim bench conv
+
+}  // namespace gratingsim::app

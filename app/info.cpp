@@ -1,0 +1,84 @@
+// gratingsim info: what this build is and what it can run on this machine.
+#include <complex>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <vector>
+
+#include "app/commands.hpp"
+#include "convolution/convolution.hpp"
+#include "convolution/devices.hpp"
+
+namespace gratingsim::app {
+namespace {
+
+constexpr OptionSpec info_options[] = {{"help", "", "show this help"}};
+
+/// "available", or why not: a backend can be missing from the build, lack a device, or decline to
+/// plan (a backend still being written throws Unsupported too); probed with a 1×1 plan.
+std::string availability(conv::Backend backend) {
+  const std::vector<std::complex<double>> kernel{{1.0, 0.0}};
+  try {
+    conv::make_convolution<float>(backend, conv::Geometry{}, kernel);
+    return "available";
+  } catch (const Error& e) {
+    return "unavailable: " + user_message(e);
+  }
+}
+
+std::string gib(std::size_t bytes) {
+  std::ostringstream os;
+  os << std::fixed << std::setprecision(1) << double(bytes) / double(1ull << 30) << " GiB";
+  return os.str();
+}
+
+}  // namespace
+
+int run_info(Args args) {
+  const Options options("gratingsim info", info_options, args);
+  if (options.flag("help")) {
+    std::cout << format_help("gratingsim info [--help]",
+                             "Prints the version, the build, the CUDA devices, the convolution backends "
+                             "available here and the versions of the libraries in use.",
+                             info_options);
+    return 0;
+  }
+
+  std::cout << "gratingsim " GRATINGSIM_VERSION "\n";
+  std::cout << "build:     " GRATINGSIM_BUILD_TYPE ", C++ compiler " __VERSION__
+#ifdef GRATINGSIM_SANITIZED
+               ", AddressSanitizer + UndefinedBehaviorSanitizer"
+#endif
+               "\n";
+
+  const conv::CudaReport cuda = conv::cuda_report();
+  std::cout << "CUDA:      " << (cuda.built ? "backends built" : "backends not built");
+  if (cuda.built) {
+    std::cout << ", runtime " << conv::format_cuda_version(cuda.runtime_version) << ", driver "
+              << (cuda.driver_version ? conv::format_cuda_version(cuda.driver_version) : std::string("none"));
+  }
+  std::cout << '\n';
+  const conv::HostCpu cpu = conv::host_cpu();
+  std::cout << "host CPU:  " << cpu.model << ", " << cpu.threads << " OpenMP threads\n";
+
+  std::cout << "\nCUDA devices: " << cuda.devices.size();
+  if (!cuda.problem.empty()) std::cout << " (" << cuda.problem << ")";
+  std::cout << '\n';
+  for (const auto& d : cuda.devices)
+    std::cout << "  " << d.index << ": " << d.name << ", compute capability " << d.major << '.' << d.minor << ", "
+              << d.multiprocessors << " SMs, " << gib(d.global_memory_bytes) << ", L2 " << (d.l2_cache_bytes >> 20)
+              << " MiB, SM clock " << d.sm_clock_mhz << " MHz, memory clock " << d.memory_clock_mhz << " MHz, "
+              << d.memory_bus_bits << "-bit bus\n";
+
+  std::cout << "\nconvolution backends:\n";
+  for (conv::Backend b : conv::all_backends)
+    std::cout << "  " << std::left << std::setw(12) << conv::to_string(b) << availability(b) << '\n';
+
+  std::cout << "\nlibraries:\n";
+  std::cout << "  FFTW      " << conv::fftw_version() << '\n';
+  if (cuda.built) std::cout << "  cuFFT     " << conv::cufft_version() << '\n';
+  std::cout << "  OpenMP    " << _OPENMP << " (specification date)\n";
+  return 0;
+}
+
+}  // namespace gratingsim::app

@@ -1,0 +1,111 @@
+#include "convolution/devices.hpp"
+
+#include <omp.h>
+
+#include <fstream>
+
+#ifdef GRATINGSIM_HAVE_CUDA
+#include "convolution/cuda_check.hpp"
+#endif
+
+// libfftw3 exports its version as a documented global (fftw3.h: `const char fftw_version[]`);
+// declared here so that only cpu_fftw.cpp includes fftw3.h.
+extern "C" const char fftw_version[];
+
+namespace gratingsim::conv {
+
+#ifdef GRATINGSIM_HAVE_CUDA
+namespace {
+CudaDevice query_device(int index) {
+  cudaDeviceProp p{};
+  CUDA_TRY(cudaGetDeviceProperties(&p, index));
+  // Clock rates are device attributes (cudaDeviceProp lost its clock fields in CUDA 13), in kHz.
+  int sm_khz = 0, memory_khz = 0;
+  CUDA_TRY(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, index));
+  CUDA_TRY(cudaDeviceGetAttribute(&memory_khz, cudaDevAttrMemoryClockRate, index));
+  CudaDevice d;
+  d.index = index;
+  d.name = p.name;
+  d.major = p.major;
+  d.minor = p.minor;
+  d.multiprocessors = p.multiProcessorCount;
+  d.global_memory_bytes = p.totalGlobalMem;
+  d.l2_cache_bytes = static_cast<std::size_t>(p.l2CacheSize);
+  d.sm_clock_mhz = sm_khz / 1000;
+  d.memory_clock_mhz = memory_khz / 1000;
+  d.memory_bus_bits = p.memoryBusWidth;
+  return d;
+}
+}  // namespace
+
+CudaReport cuda_report() {
+  CudaReport r;
+  r.built = true;
+  cudaRuntimeGetVersion(&r.runtime_version);
+  if (cudaDriverGetVersion(&r.driver_version) != cudaSuccess || r.driver_version == 0) {
+    cudaGetLastError();
+    r.problem = "no CUDA driver installed";
+    return r;
+  }
+  int count = 0;
+  if (const cudaError_t status = cudaGetDeviceCount(&count); status != cudaSuccess) {
+    cudaGetLastError();  // clear the error state of the failed query
+    r.problem = std::string("no usable CUDA device: ") + cudaGetErrorString(status);
+    return r;
+  }
+  if (count == 0) r.problem = "no CUDA device";
+  for (int i = 0; i < count; ++i) r.devices.push_back(query_device(i));
+  return r;
+}
+
+std::optional<CudaDevice> current_cuda_device() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+    cudaGetLastError();
+    return std::nullopt;
+  }
+  int index = 0;
+  CUDA_TRY(cudaGetDevice(&index));
+  return query_device(index);
+}
+
+std::string cufft_version() {
+  int v = 0;
+  CUFFT_TRY(cufftGetVersion(&v));  // encoded 1000·major + 100·minor + patch
+  return std::to_string(v / 1000) + '.' + std::to_string(v % 1000 / 100) + '.' + std::to_string(v % 100);
+}
+#else
+CudaReport cuda_report() {
+  CudaReport r;
+  r.problem = "built without CUDA";
+  return r;
+}
+std::optional<CudaDevice> current_cuda_device() { return std::nullopt; }
+std::string cufft_version() { return {}; }
+#endif
+
+std::string format_cuda_version(int version) {
+  return std::to_string(version / 1000) + '.' + std::to_string(version % 1000 / 10);
+}
+
+std::string fftw_version() { return ::fftw_version; }
+
+HostCpu host_cpu() {
+  HostCpu cpu{"unknown CPU", omp_get_max_threads()};
+  std::ifstream info("/proc/cpuinfo");
+  for (std::string line; std::getline(info, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    if (const auto colon = line.find(':'); colon != std::string::npos) {
+      const auto begin = line.find_first_not_of(" \t", colon + 1);
+      if (begin != std::string::npos) cpu.model = line.substr(begin);
+    }
+    break;
+  }
+  return cpu;
+}
+
+std::string describe(const HostCpu& cpu) {
+  return cpu.model + " (" + std::to_string(cpu.threads) + (cpu.threads == 1 ? " thread)" : " threads)");
+}
+
+}  // namespace gratingsim::conv

@@ -1,0 +1,159 @@
+// The gratingsim executable as a user runs it: help, version, errors, and a small verified benchmark.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "validation/support/catch.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int status = -1;
+  std::string output;  ///< stdout and stderr together
+};
+
+/// Runs `gratingsim <arguments>` through the shell. FFTW plans by estimate and keeps no wisdom files,
+/// and `auto` would use a cache under the temporary directory: the test leaves nothing behind.
+Result gratingsim(const std::string& arguments) {
+  setenv("GRATINGSIM_FFTW_PLANNING", "estimate", 1);
+  setenv("GRATINGSIM_FFTW_WISDOM", "", 1);
+  const std::string command = std::string("'") + GRATINGSIM_EXECUTABLE + "' " + arguments + " 2>&1";
+  Result r;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+std::vector<std::string> split(const std::string& line, char separator) {
+  std::vector<std::string> fields;
+  std::stringstream ss(line);
+  for (std::string f; std::getline(ss, f, separator);) fields.push_back(f);
+  if (!line.empty() && line.back() == separator) fields.emplace_back();
+  return fields;
+}
+
+}  // namespace
+
+TEST_CASE("--help and --version succeed with text", "[cli]") {
+  const Result help = gratingsim("--help");
+  INFO(help.output);
+  CHECK(help.status == 0);
+  CHECK(contains(help.output, "usage: gratingsim"));
+  CHECK(contains(help.output, "bench"));
+  CHECK(contains(help.output, "info"));
+
+  const Result version = gratingsim("--version");
+  INFO(version.output);
+  CHECK(version.status == 0);
+  CHECK(version.output.rfind("gratingsim ", 0) == 0);
+  CHECK(version.output.find_first_of("0123456789") != std::string::npos);
+
+  for (const char* sub : {"info --help", "bench --help", "bench conv --help"}) {
+    const Result r = gratingsim(sub);
+    INFO(sub << ": " << r.output);
+    CHECK(r.status == 0);
+    CHECK(contains(r.output, "usage: gratingsim"));
+  }
+}
+
+TEST_CASE("info lists the build, devices, backends and libraries", "[cli]") {
+  const Result r = gratingsim("info");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(contains(r.output, "CUDA devices:"));
+  CHECK(contains(r.output, "cpu-direct  available"));
+  CHECK(contains(r.output, "FFTW      fftw-3"));
+}
+
+TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"", "missing command"},
+      {"frobnicate", "unknown command 'frobnicate'"},
+      {"bench", "missing command"},
+      {"bench solve-everything", "unknown command 'solve-everything'"},
+      {"info --verbose", "unknown option '--verbose'"},
+      {"bench conv --bogus", "unknown option '--bogus'"},
+      {"bench conv --case 5", "--case expects"},
+      {"bench conv --backend gpu-magic", "unknown backend 'gpu-magic'"},
+      {"bench conv --precision half", "--precision expects"},
+      {"bench conv --repeats 0", "--repeats expects"},
+      {"bench conv --repeats", "needs a value"},
+      {"bench conv --case 1 --case 2", "given twice"},
+      {"bench conv stray", "unexpected argument 'stray'"},
+      {"--version extra", "takes no arguments"},
+  };
+  for (auto [arguments, message] : cases) {
+    const Result r = gratingsim(arguments);
+    INFO("gratingsim " << arguments << "\n" << r.output);
+    CHECK(r.status == 2);
+    CHECK(contains(r.output, message));
+  }
+}
+
+TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows", "[cli][bench]") {
+  const fs::path dir = fs::temp_directory_path() / ("gratingsim-cli-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path csv = dir / "bench.csv";
+  std::ofstream(csv) << "poison: not written by this run\n";
+
+  const Result r = gratingsim("bench conv --case 1 --backend cpu-direct,cpu-fftw --repeats 3 --csv '" +
+                              csv.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "case 1, single"));
+  CHECK(contains(r.output, "case 1, double"));
+
+  std::ifstream in(csv);
+  std::string header;
+  std::getline(in, header);
+  CHECK(header ==
+        "case,backend,precision,device,median_us,min_us,max_us,floor_us,ratio_to_floor,speedup_vs_cufft,"
+        "max_rel_error,verified");
+  std::vector<std::vector<std::string>> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(split(line, ','));
+  fs::remove_all(dir);
+
+  // cpu-fftw brings its unpruned comparison row; rows in canonical order, per precision.
+  const std::pair<const char*, const char*> expected[] = {
+      {"cpu-fftw", "single"}, {"cpu-fftw-unpruned", "single"}, {"cpu-direct", "single"},
+      {"cpu-fftw", "double"}, {"cpu-fftw-unpruned", "double"}, {"cpu-direct", "double"},
+  };
+  REQUIRE(rows.size() == std::size(expected));
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& f = rows[i];
+    INFO("row " << i);
+    REQUIRE(f.size() == 12);
+    CHECK(f[0] == "1");
+    CHECK(f[1] == expected[i].first);
+    CHECK(f[2] == expected[i].second);
+    CHECK(!f[3].empty());  // host CPU model and threads
+    const double median = std::stod(f[4]), min = std::stod(f[5]), max = std::stod(f[6]);
+    CHECK(min > 0);
+    CHECK(min <= median);
+    CHECK(median <= max);
+    // Floor: s·(2·N² + L²/per_slice)·batch / B, N 7, L 16, 24 per slice, batch 792, B = 3e12 B/s.
+    const double s = f[2] == "single" ? 8 : 16;
+    const double floor_us = 1e6 * s * (2 * 49 + 256.0 / 24) * 792 / 3e12;
+    CHECK(std::abs(std::stod(f[7]) - floor_us) <= 1e-4 * floor_us);
+    CHECK(std::abs(std::stod(f[8]) - median / floor_us) <= 1e-3 * median / floor_us);
+    CHECK(f[9].empty());  // no gpu-cufft row to compare with
+    CHECK(std::stod(f[10]) <= (f[2] == "single" ? 1e-4 : 1e-10));
+    CHECK(f[11] == "yes");
+  }
+}
