@@ -131,22 +131,21 @@ Region polygon_region(std::vector<Point> vertices, const std::string& what) {
   EXPECTS(vertices.size() >= 3, what + ": a polygon needs at least 3 vertices, got " + std::to_string(vertices.size()));
   for (const Point& p : vertices)
     EXPECTS(std::isfinite(p.x) && std::isfinite(p.y), what + ": polygon vertex is not finite");
+  const std::size_t n = vertices.size();
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 2; j < n; ++j) {
+      if (i == 0 && j == n - 1) continue;  // adjacent through the closing edge
+      EXPECTS(!segments_cross(vertices[i], vertices[(i + 1) % n], vertices[j], vertices[(j + 1) % n]),
+              what + ": polygon edges " + std::to_string(i) + " and " + std::to_string(j) +
+                  " cross (the polygon must be simple)");
+    }
   const double area = signed_area(vertices);
   Region r;
   r.vertices = std::move(vertices);
   const Box box = bounding_box(r);
   EXPECTS(std::abs(area) > 1e-14 * (box.x1 - box.x0 + box.y1 - box.y0) * (box.x1 - box.x0 + box.y1 - box.y0),
           what + ": polygon has zero area");
-  std::vector<Point>& v = r.vertices;
-  if (area < 0) std::reverse(v.begin(), v.end());
-  const std::size_t n = v.size();
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = i + 2; j < n; ++j) {
-      if (i == 0 && j == n - 1) continue;  // adjacent through the closing edge
-      EXPECTS(!segments_cross(v[i], v[(i + 1) % n], v[j], v[(j + 1) % n]),
-              what + ": polygon edges " + std::to_string(i) + " and " + std::to_string(j) +
-                  " cross (the polygon must be simple)");
-    }
+  if (area < 0) std::reverse(r.vertices.begin(), r.vertices.end());
   return r;
 }
 
