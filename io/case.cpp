@@ -14,6 +14,9 @@
 
 #include "io/index_table.hpp"
 #include "io/strict_yaml.hpp"
+#include "io/problem.hpp"
+#include "physics/discretisation.hpp"
+#include "physics/problem.hpp"
 
 namespace gratingsim::io {
 
@@ -95,37 +98,23 @@ int Case::total_slices() const {
   return n;
 }
 
-const Material& Case::material(std::string_view name) const {
+const physics::Material& Case::material(std::string_view name) const {
   const auto it = materials.find(name);
   EXPECTS(it != materials.end(), "unknown material '" + std::string(name) + "'");
   return it->second;
 }
 
-namespace {
-
-int fft_length(int harmonics) {  // the power of two ≥ 2N − 1 = 4M + 1
-  int l = 1;
-  while (l < 4 * harmonics + 1) l *= 2;
-  return l;
-}
-
-}  // namespace
-
 std::size_t estimated_solver_bytes(const Case& c) {
-  const double complex_bytes = c.numerics.precision == conv::Precision::single ? 8.0 : 16.0;
-  const double nm = double(2 * c.numerics.harmonics_x + 1) * (2 * c.numerics.harmonics_y + 1);
-  const double unknowns = 3.0 * c.total_slices() * nm;
-  const double rhs = double(c.incidence.theta_deg.size()) * c.incidence.phi_deg.size() * c.polarizations();
-  const double spectrum = double(fft_length(c.numerics.harmonics_x)) * fft_length(c.numerics.harmonics_y);
-  double vectors = 0;
-  switch (c.numerics.solver.method) {
-    case SolverMethod::gmres: vectors = rhs * unknowns * (c.numerics.solver.restart + 4); break;
-    case SolverMethod::bicgstab: vectors = rhs * unknowns * 8; break;
-    case SolverMethod::direct: vectors = unknowns * unknowns + rhs * unknowns * 2; break;
-  }
-  const double workspace = (rhs * 3 + 1) * c.total_slices() * spectrum;
-  const double bytes = complex_bytes * (vectors + workspace);
-  return bytes >= 1.8e19 ? std::size_t(-1) : std::size_t(bytes);
+  const SolverOptions& solver = c.numerics.solver;
+  const int krylov_vectors = solver.method == SolverMethod::gmres      ? solver.restart + 4
+                             : solver.method == SolverMethod::bicgstab ? 8
+                                                                       : 3;
+  const std::size_t slices = std::size_t(c.total_slices()) * (c.numerics.richardson ? 2 : 1);
+  const std::size_t orders = std::size_t(2 * c.numerics.harmonics_x + 1) * std::size_t(2 * c.numerics.harmonics_y + 1);
+  const std::size_t incidences = c.incidence.theta_deg.size() * c.incidence.phi_deg.size();
+  const std::size_t real_bytes = c.numerics.precision == conv::Precision::single ? 4 : 8;
+  return physics::estimate_bytes(slices, orders, incidences, c.numerics.harmonics_x, c.numerics.harmonics_y, real_bytes,
+                                 krylov_vectors, solver.method == SolverMethod::direct);
 }
 
 namespace {
@@ -191,6 +180,7 @@ class CaseReader {
 
     check_materials();
     assign_default_slices();
+    check_structure(top.required("layers"));
     check_memory();
     return std::move(c_);
   }
@@ -272,20 +262,24 @@ class CaseReader {
   }
 
   // --- materials ------------------------------------------------------------------------------
+  static bool built_in(const std::string& name) {
+    const auto names = physics::library_names();
+    return std::find(names.begin(), names.end(), name) != names.end();
+  }
+
   void read_materials(const Node& n) {
     const Map all = Map::any_keys(n);
     for (const auto& [key, spec] : all.entries()) {
       const std::string name = key.string();
-      if (built_in_materials().count(name))
-        key.fail("material '" + name + "' is built in; choose another name for your own definition");
-      Material material;
-      material.name = name;
-      const Map m(spec, {"n", "k", "table", "units", "sellmeier"});
-      const int kinds = int(m.has("n")) + int(m.has("table")) + int(m.has("sellmeier"));
+      if (built_in(name)) key.fail("material '" + name + "' is built in; choose another name for your own definition");
+      const Map m(spec, {"n", "k", "epsilon", "table", "units", "sellmeier"});
+      const int kinds = int(m.has("n")) + int(m.has("epsilon")) + int(m.has("table")) + int(m.has("sellmeier"));
       if (kinds != 1)
-        spec.fail("a material is given by exactly one of: n (with optional k), table, sellmeier; got " + std::to_string(kinds));
+        spec.fail("a material is given by exactly one of: n (with optional k), epsilon, table, sellmeier; got " +
+                  std::to_string(kinds));
       if (m.has("k") && !m.has("n")) m.required("k").fail("k belongs with n");
       if (m.has("units") && !m.has("table")) m.required("units").fail("units applies to a table's wavelength column only");
+      std::optional<physics::Material> material;
       if (const auto n_node = m.optional("n")) {
         const double re = n_node->number();
         if (re <= 0) n_node->fail("the refractive index n must be > 0, got " + n_node->describe());
@@ -295,29 +289,40 @@ class CaseReader {
           if (im < 0)
             k_node->fail("the extinction coefficient k must be ≥ 0 (loss is k > 0 with exp(-iωt)), got " + k_node->describe());
         }
-        material.model = ConstantIndex{{re, im}};
+        material = physics::Material::constant_index({re, im}, name);
+      } else if (const auto e = m.optional("epsilon")) {
+        const auto parts = e->items();
+        if (parts.size() != 2) e->fail("expected [Re ε, Im ε], got a list of " + std::to_string(parts.size()));
+        const double re = parts[0].number(), im = parts[1].number();
+        if (im < 0) parts[1].fail("Im ε must be ≥ 0 (loss is Im ε > 0 with exp(-iωt)), got " + parts[1].describe());
+        if (re == 0 && im == 0) e->fail("ε = 0 is not a material");
+        material = physics::Material::constant_permittivity({re, im}, name);
       } else if (const auto t = m.optional("table")) {
         LengthUnit unit = c_.input_units;
-        if (const auto u = m.optional("units"))
-          unit = length_unit(*u);
+        if (const auto u = m.optional("units")) unit = length_unit(*u);
         const std::filesystem::path file = std::filesystem::path(base_) / t->string();
         if (!std::filesystem::is_regular_file(file)) t->fail("index table '" + file.string() + "' not found");
-        material.model = read_index_table(file.string(), unit);
+        IndexTable table = read_index_table(file.string(), unit);
+        material = physics::Material::tabulated(name, std::move(table.wavelength_nm), std::move(table.n), std::move(table.k));
       } else {
         const Node s = m.required("sellmeier");
-        const Map sm(s, {"B", "resonances"});
-        Sellmeier model;
-        const Node b = sm.required("B"), r = sm.required("resonances");
-        for (const auto& item : b.items()) model.b.push_back(item.number());
-        for (const auto& item : r.items()) model.resonance_nm.push_back(non_negative_length(item));
-        if (model.b.empty()) b.fail("a Sellmeier model needs at least one term");
-        if (model.b.size() != model.resonance_nm.size())
-          r.fail("expected " + std::to_string(model.b.size()) + " resonance wavelengths (one per B), got " +
-                 std::to_string(model.resonance_nm.size()));
-        material.model = model;
+        const Map sm(s, {"B", "resonances", "range"});
+        std::vector<double> b, resonances;
+        const Node b_node = sm.required("B"), r_node = sm.required("resonances"), range = sm.required("range");
+        for (const auto& item : b_node.items()) b.push_back(item.number());
+        for (const auto& item : r_node.items()) resonances.push_back(non_negative_length(item));
+        if (b.empty()) b_node.fail("a Sellmeier model needs at least one term");
+        if (b.size() != resonances.size())
+          r_node.fail("expected " + std::to_string(b.size()) + " resonance wavelengths (one per B), got " +
+                      std::to_string(resonances.size()));
+        const auto ends = range.items();
+        if (ends.size() != 2) range.fail("expected [shortest, longest] wavelength where the coefficients hold");
+        const double lo = length(ends[0]), hi = length(ends[1]);
+        if (hi <= lo) ends[1].fail("the range must end above its start");
+        material = physics::Material::sellmeier(name, std::move(b), std::move(resonances), lo, hi);
       }
       defined_.emplace(name, spec);
-      c_.materials.emplace(name, std::move(material));
+      c_.materials.emplace(name, std::move(*material));
     }
   }
 
@@ -325,21 +330,20 @@ class CaseReader {
   std::string reference(const Node& n) {
     const std::string name = n.string();
     if (c_.materials.count(name) == 0) {
-      const auto built_in = built_in_materials().find(name);
-      if (built_in == built_in_materials().end()) {
+      if (!built_in(name)) {
         std::vector<std::string> names;  // the user's materials, then the built-in ones
         for (const auto& [defined, node] : defined_) names.push_back(defined);
-        for (const auto& [b, m] : built_in_materials()) names.push_back(b);
+        for (const auto& b : physics::library_names()) names.push_back(b);
         n.fail("unknown material '" + name + "', neither built in nor defined under 'materials'" +
                yaml::suggestion(name, names));
       }
-      c_.materials.emplace(name, built_in->second);
+      c_.materials.emplace(name, physics::library_material(name, 1.0));
     }
     used_.emplace(name, n);
     return name;
   }
   std::string reference_default(const std::string& name, const Node& where) {
-    c_.materials.emplace(name, built_in_materials().find(name)->second);
+    c_.materials.emplace(name, physics::library_material(name, 1.0));
     used_.emplace(name, where);
     return name;
   }
@@ -361,21 +365,22 @@ class CaseReader {
       const Node& blame = def != defined_.end() ? def->second : use->second;
       for (const double w : c_.wavelength_nm) {
         try {
-          (void)material.refractive_index(w);
+          (void)material.index(w);
         } catch (const InvalidArgument& e) {
-          std::string what = e.what();
+          std::string what = e.what();  // "source:line: material 'x': ..." from physics
           if (const auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
-          blame.fail("material '" + name + "': " + what);
+          blame.fail(what);
         }
       }
     }
     for (const auto& name : unused) c_.materials.erase(name);
-    const Material& top = c_.materials.at(c_.superstrate);
+    const physics::Material& top = c_.materials.at(c_.superstrate);
     for (const double w : c_.wavelength_nm) {
-      const double k = top.refractive_index(w).imag();
+      const double k = top.index(w).imag();
       if (k != 0) {
         std::ostringstream os;
-        os << "the superstrate must be lossless, but '" << top.name << "' has k = " << k << " at " << format_length(w);
+        os << "the superstrate must be lossless, but '" << c_.superstrate << "' has k = " << k << " at "
+           << format_length(w);
         used_.at(c_.superstrate).fail(os.str());
       }
     }
@@ -627,8 +632,8 @@ class CaseReader {
       if (layer.slices != 0) continue;
       double densest = 0;  // max over wavelengths of |n| / λ, per nm
       for (const double w : c_.wavelength_nm) {
-        double n = std::abs(c_.materials.at(layer.background).refractive_index(w));
-        for (const auto& s : layer.shapes) n = std::max(n, std::abs(c_.materials.at(s.material).refractive_index(w)));
+        double n = std::abs(c_.materials.at(layer.background).index(w));
+        for (const auto& s : layer.shapes) n = std::max(n, std::abs(c_.materials.at(s.material).index(w)));
         densest = std::max(densest, n / w);
       }
       layer.slices = std::max(1, int(std::ceil(40.0 * layer.thickness_nm * densest - 1e-9)));
@@ -637,7 +642,7 @@ class CaseReader {
 
   // --- numerics and output --------------------------------------------------------------------
   void read_numerics(const Node& n) {
-    const Map m(n, {"harmonics", "precision", "backend", "solver"});
+    const Map m(n, {"harmonics", "richardson", "precision", "backend", "solver"});
     const Node h = m.required("harmonics");
     harmonics_node_ = h;
     constexpr int max_order = 4096;
@@ -653,6 +658,7 @@ class CaseReader {
       c_.numerics.harmonics_x = order;
       c_.numerics.harmonics_y = c_.lattice.is_1d() ? 0 : order;
     }
+    if (const auto r = m.optional("richardson")) c_.numerics.richardson = r->boolean();
     if (const auto p = m.optional("precision"))
       c_.numerics.precision = p->choice<conv::Precision>({{"single", conv::Precision::single}, {"double", conv::Precision::double_}});
     if (const auto b = m.optional("backend")) {
@@ -715,13 +721,33 @@ class CaseReader {
         if (plane.kind != PlaneKind::xy && half > 0 && std::abs(plane.position_nm) > half)
           at->fail("the cut must lie in the unit cell, within ±" + format_length(half));
       }
+      if (plane.kind != PlaneKind::xz && c_.lattice.is_1d())
+        m.required("plane").fail("a 1D grating is invariant along y: its field maps are xz cuts");
+      if (plane.kind == PlaneKind::xy) plane.points_second = 64;
       if (const auto p = m.optional("points")) {
-        const auto counts = p->items();
-        if (counts.size() != 2) p->fail("expected [points along the first axis, points along the second axis]");
-        plane.points_first = integer_in(counts[0], 2, 4096, "a number of map points");
-        plane.points_second = integer_in(counts[1], 2, 4096, "a number of map points");
+        if (plane.kind == PlaneKind::xy) {
+          const auto counts = p->items();
+          if (counts.size() != 2) p->fail("an xy map takes [points along x, points along y]");
+          plane.points_first = integer_in(counts[0], 2, 4096, "a number of map points");
+          plane.points_second = integer_in(counts[1], 2, 4096, "a number of map points");
+        } else {
+          if (!p->is_scalar()) p->fail("an xz or yz map takes one number: points across the period (vertically: the slice centres)");
+          plane.points_first = integer_in(*p, 2, 4096, "a number of map points");
+        }
       }
       c_.output.planes.push_back(plane);
+    }
+  }
+
+  /// What the physics library itself refuses (e.g. a sloped polygon whose edges vanish within its
+  /// layer), found now rather than at the first solve.
+  void check_structure(const Node& layers) const {
+    try {
+      (void)physics::discretise(to_structure(c_));
+    } catch (const InvalidArgument& e) {
+      std::string what = e.what();  // "source:line: message" from physics
+      if (const auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
+      layers.fail(what);
     }
   }
 

@@ -3,11 +3,11 @@
 // checked for physical sense before any solve. The reference for the YAML keys is io/SCHEMA.md.
 //
 // Internal units: every length is in nanometres (the `_nm` members), whatever the file's `units:`;
-// angles are in degrees. Refractive indices are n + iκ with κ ≥ 0 for loss (time dependence
-// exp(−iωt), formulation.md §1), permittivity ε = (n + iκ)².
+// angles are in degrees. Materials are physics::Material models in nanometres (refractive index
+// n + iκ, κ ≥ 0 for loss with time dependence exp(−iωt), formulation.md §1).
 //
-// This is io's own description of a case (plain structs, no vendor types); the application maps it
-// onto the physics library's problem structs.
+// This is io's description of a case (plain structs, no vendor types), close to the file;
+// io/problem.hpp maps it onto the physics library's structs.
 #include <array>
 #include <complex>
 #include <cstddef>
@@ -20,6 +20,7 @@
 
 #include "convolution/convolution.hpp"
 #include "convolution/error.hpp"
+#include "physics/materials.hpp"
 
 namespace gratingsim::io {
 
@@ -44,37 +45,6 @@ class CaseError : public InvalidArgument {
 enum class LengthUnit { nm, um, m };
 std::string_view to_string(LengthUnit unit);  ///< "nm", "um", "m"
 double nanometres_per(LengthUnit unit);       ///< 1, 1e3, 1e9
-
-// --- Materials -------------------------------------------------------------------------------
-/// A wavelength-independent refractive index n + iκ.
-struct ConstantIndex {
-  std::complex<double> index;
-};
-/// A tabulated n(λ), κ(λ), linearly interpolated in λ; λ strictly increasing, never extrapolated.
-struct IndexTable {
-  std::string path;  ///< the file it was read from (resolved against the case file's directory)
-  std::vector<double> wavelength_nm, n, k;
-};
-/// Sellmeier dispersion n² = 1 + Σ_i B_i λ² / (λ² − λ_i²) (lossless), valid on [min, max] nm.
-struct Sellmeier {
-  std::vector<double> b, resonance_nm;
-  double valid_min_nm = 0, valid_max_nm = 0;  ///< 0, 0: no documented range
-};
-
-struct Material {
-  std::string name;
-  std::variant<ConstantIndex, IndexTable, Sellmeier> model;
-  bool built_in = false;
-
-  /// n + iκ at a vacuum wavelength inside the model's range (throws InvalidArgument outside it).
-  [[nodiscard]] std::complex<double> refractive_index(double wavelength_nm) const;
-  /// ε = (n + iκ)².
-  [[nodiscard]] std::complex<double> permittivity(double wavelength_nm) const;
-};
-
-/// Materials every case may use without defining them: air and vacuum (n = 1), SiO2 (fused silica,
-/// Malitson 1965 Sellmeier, 210–3710 nm).
-const std::map<std::string, Material, std::less<>>& built_in_materials();
 
 // --- Geometry --------------------------------------------------------------------------------
 /// Shape coordinates are in the unit cell [−Λx/2, Λx/2) × [−Λy/2, Λy/2), centred on the origin.
@@ -151,6 +121,7 @@ struct SolverOptions {
 
 struct Numerics {
   int harmonics_x = 0, harmonics_y = 0;  ///< M1, M2: orders m_i ∈ [−M_i, M_i]; M2 = 0 for 1D lattices
+  bool richardson = false;  ///< also solve at twice the slices and extrapolate (formulation.md §6)
   conv::Precision precision = conv::Precision::double_;
   std::optional<conv::Backend> backend;  ///< nullopt: "auto", the application picks
   SolverOptions solver;
@@ -158,13 +129,15 @@ struct Numerics {
 
 enum class PlaneKind { xz, yz, xy };
 std::string_view to_string(PlaneKind kind);
-/// A real-space field map: xz at y = position, yz at x = position, xy at height z = position.
-/// Lateral extent one unit cell, vertical extent the patterned region [0, H]; points along
-/// (first, second) axis of the plane name.
+/// A real-space map of the total field, synthesised from its harmonics at the slice centres:
+/// xz at y = position, yz at x = position (lateral points across one period, vertically the slice
+/// centres), or xy in the slice containing height z = position (points_first × points_second over the
+/// unit cell).
 struct FieldPlane {
   PlaneKind kind = PlaneKind::xz;
   double position_nm = 0;
-  int points_first = 64, points_second = 64;
+  int points_first = 64;   ///< along x (xz, xy) or y (yz)
+  int points_second = 0;   ///< along y for xy; 0 for xz and yz (the slice centres)
 };
 struct OutputOptions {
   bool fields = false;             ///< total-field harmonics per slice and the field maps
@@ -182,7 +155,7 @@ struct Case {
   Lattice lattice;
   std::string superstrate, substrate;  ///< material names (superstrate lossless)
   std::vector<Layer> layers;           ///< top to bottom; the substrate interface is z = 0
-  std::map<std::string, Material, std::less<>> materials;  ///< every material referenced, built-ins included
+  std::map<std::string, physics::Material, std::less<>> materials;  ///< every material referenced (nm)
   Numerics numerics;
   OutputOptions output;
   std::vector<std::string> warnings;  ///< located, "FILE:LINE:COLUMN: warning: ..."
@@ -193,7 +166,7 @@ struct Case {
   [[nodiscard]] int polarizations() const { return incidence.polarization == Polarization::both ? 2 : 1; }
   [[nodiscard]] double total_thickness_nm() const;
   [[nodiscard]] int total_slices() const;
-  [[nodiscard]] const Material& material(std::string_view name) const;
+  [[nodiscard]] const physics::Material& material(std::string_view name) const;
 };
 
 /// Reads, parses and checks a case file. Throws CaseError (located) on any error in the file or in a
@@ -204,11 +177,9 @@ Case load_case(const std::string& path);
 /// resolved against `base_directory`.
 Case parse_case(std::string_view yaml, const std::string& name, const std::string& base_directory = ".");
 
-/// Peak memory estimate (bytes) of solving one wavelength of the case: unknowns 3·Nz·Nm per
-/// right-hand side (Nθ·Nφ·polarisations of them), the Krylov vectors of the chosen method
-/// (GMRES restart + 4, BiCGStab 8) or one dense (3·Nz·Nm)² matrix for `direct`, and the FFT
-/// workspaces (a field block and a kernel spectrum of L1·L2 per slice and right-hand side, L_i the
-/// power of two ≥ 4M_i + 1). A lower bound for the solver's needs, used to refuse hopeless cases.
+/// Memory (bytes) the physics solver needs for one wavelength of the case: physics::estimate_bytes
+/// for all (θ, φ) of a wavelength batched together, at the finest slicing (twice the slices with
+/// Richardson extrapolation). Cases needing more than the machine's memory are refused on reading.
 std::size_t estimated_solver_bytes(const Case& c);
 
 }  // namespace gratingsim::io

@@ -1,10 +1,16 @@
 #pragma once
 // Reading refractive-index tables (internal to io/).
 #include <string>
+#include <vector>
 
 #include "io/case.hpp"
 
 namespace gratingsim::io {
+
+/// A table of n(λ), κ(λ) as read from a file (λ in nm).
+struct IndexTable {
+  std::vector<double> wavelength_nm, n, k;
+};
 
 /// Reads a text table of `wavelength, n[, k]` rows (separated by commas, semicolons or blanks; `#`
 /// starts a comment; one header line of names allowed; k = 0 when absent). Wavelengths are in the

@@ -56,12 +56,13 @@ const std::pair<const char*, const char*> conventions[] = {
      "R_m = Re(kz1_m)/kz1_0 |a_m|^2, T_m = Re(kz2_m)/kz1_0 |t_m|^2 per unit incident power; 0 for evanescent "
      "orders; absorption = 1 - sum R - sum T"},
     {"ellipsometry",
-     "order-0 reflection: tan(psi) exp(i delta) = r_pp / r_ss with r = jones_r[..., order (0,0), :, :]; "
-     "psi in [0, 90] deg, delta in (-180, 180] deg"},
+     "order-0 reflection: tan(psi) exp(i delta) = r_pp / r_ss in the s/p basis above (the 'Nebraska' "
+     "convention: r_pp = -r_ss at normal incidence, so delta = 180 deg there); psi in [0, 90] deg, "
+     "delta in (-180, 180] deg"},
     {"mueller",
-     "order-0 reflection: M = A (J kron conj(J)) A^-1, J = [[r_ss, r_sp], [r_ps, r_pp]] (rows out, columns in), "
-     "A = [[1,0,0,1], [1,0,0,-1], [0,1,1,0], [0,i,-i,0]] acting on (Es Es*, Es Ep*, Ep Es*, Ep Ep*): "
-     "Stokes (I, Q, U, V) with Q = |Es|^2 - |Ep|^2"},
+     "order-0 reflection, not normalised: M = A (J kron conj(J)) A^-1 in the (p, s) basis, "
+     "J = [[r_pp, r_ps], [r_sp, r_ss]], A = [[1,0,0,1], [1,0,0,-1], [0,1,1,0], [0,i,-i,0]]: Stokes "
+     "S = (|Ep|^2 + |Es|^2, |Ep|^2 - |Es|^2, 2 Re(Ep conj(Es)), -2 Im(Ep conj(Es))); M[0][0] = (R_s + R_p)/2"},
     {"complex_layout", "complex numbers as a trailing dimension of 2: [..., 0] real part, [..., 1] imaginary part"},
     {"point_order", "result datasets start with the sweep dimensions [wavelength, theta, phi]"},
 };
@@ -200,6 +201,7 @@ std::vector<Spec> point_specs(const ResultLayout& l) {
     specs.push_back({"results/mueller", Kind::f64, {4, 4}, false});
   }
   specs.push_back({"solver/iterations", Kind::i32, {p}, false});
+  specs.push_back({"solver/matvecs", Kind::i32, {p}, false});
   specs.push_back({"solver/residual", Kind::f64, {p}, false});
   specs.push_back({"solver/converged", Kind::u8, {p}, false});
   specs.push_back({"solver/seconds", Kind::f64, {}, false});
@@ -312,6 +314,7 @@ PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r
     else if (n == "results/delta_deg") b.data.push_back(&r.delta_deg);
     else if (n == "results/mueller") b.data.push_back(r.mueller.data());
     else if (n == "solver/iterations") b.data.push_back(sized(r.iterations, p, "iterations"));
+    else if (n == "solver/matvecs") b.data.push_back(sized(r.matvecs, p, "matvecs"));
     else if (n == "solver/residual") b.data.push_back(sized(r.residual, p, "residual"));
     else if (n == "solver/converged") b.data.push_back(sized(r.converged, p, "converged"));
     else if (n == "solver/seconds") b.data.push_back(&r.solve_seconds);
@@ -512,7 +515,7 @@ bool PointResult::operator==(const PointResult& o) const {
          same(transmitted_direction, o.transmitted_direction) && std::memcmp(&psi_deg, &o.psi_deg, sizeof(double)) == 0 &&
          std::memcmp(&delta_deg, &o.delta_deg, sizeof(double)) == 0 && same(mueller, o.mueller) &&
          same(absorption, o.absorption) && same(energy_balance_error, o.energy_balance_error) &&
-         same(iterations, o.iterations) && same(residual, o.residual) && same(converged, o.converged) &&
+         same(iterations, o.iterations) && same(matvecs, o.matvecs) && same(residual, o.residual) && same(converged, o.converged) &&
          std::memcmp(&solve_seconds, &o.solve_seconds, sizeof(double)) == 0 && same(field_harmonics, o.field_harmonics);
 }
 

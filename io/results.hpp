@@ -85,7 +85,8 @@ struct PointResult {
     return m;
   }();
   std::vector<double> absorption, energy_balance_error;  ///< [P]
-  std::vector<std::int32_t> iterations;                  ///< [P]
+  std::vector<std::int32_t> iterations;                  ///< [P] Krylov iterations
+  std::vector<std::int32_t> matvecs;                     ///< [P] batched operator applications
   std::vector<double> residual;                          ///< [P] final relative residual
   std::vector<std::uint8_t> converged;                   ///< [P] 1 converged, 0 not
   double solve_seconds = 0;

@@ -70,6 +70,7 @@ inline io::PointResult random_point(const io::ResultLayout& l) {
   r.absorption = random_reals(p, 0.01, 0.5);
   r.energy_balance_error = random_reals(p, 1e-9, 1e-6);
   for (std::size_t i = 0; i < p; ++i) r.iterations.push_back(std::int32_t(uniform(1, 400)));
+  for (std::size_t i = 0; i < p; ++i) r.matvecs.push_back(std::int32_t(uniform(1, 4000)));
   r.residual = random_reals(p, 1e-12, 1e-8);
   for (std::size_t i = 0; i < p; ++i) r.converged.push_back(i % 2 ? 0 : 1);
   r.solve_seconds = uniform(0.1, 10);

@@ -1,48 +1,15 @@
-// Refractive-index models: constants, tables, Sellmeier; the built-in materials; table files.
+// Refractive-index tables: text files of wavelength, n[, k] rows.
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 #include <system_error>
 
-#include "io/case.hpp"
 #include "io/index_table.hpp"
 
 namespace gratingsim::io {
 
 namespace {
-
-std::string format_nm(double value) {
-  std::ostringstream os;
-  os << value << " nm";
-  return os.str();
-}
-
-std::complex<double> interpolate(const IndexTable& table, double wavelength_nm) {
-  const auto& w = table.wavelength_nm;
-  EXPECTS(wavelength_nm >= w.front() && wavelength_nm <= w.back(),
-          "wavelength " + format_nm(wavelength_nm) + " outside the table " + table.path + " (" +
-              format_nm(w.front()) + " to " + format_nm(w.back()) + ")");
-  const std::size_t hi = std::max<std::size_t>(
-      1, std::size_t(std::lower_bound(w.begin(), w.end(), wavelength_nm) - w.begin()));
-  const std::size_t lo = hi - 1;
-  const double t = (wavelength_nm - w[lo]) / (w[hi] - w[lo]);
-  return {table.n[lo] + t * (table.n[hi] - table.n[lo]), table.k[lo] + t * (table.k[hi] - table.k[lo])};
-}
-
-std::complex<double> sellmeier(const Sellmeier& model, double wavelength_nm) {
-  if (model.valid_max_nm > 0)
-    EXPECTS(wavelength_nm >= model.valid_min_nm && wavelength_nm <= model.valid_max_nm,
-            "wavelength " + format_nm(wavelength_nm) + " outside the Sellmeier model's range " +
-                format_nm(model.valid_min_nm) + " to " + format_nm(model.valid_max_nm));
-  const double l2 = wavelength_nm * wavelength_nm;
-  double n2 = 1;
-  for (std::size_t i = 0; i < model.b.size(); ++i)
-    n2 += model.b[i] * l2 / (l2 - model.resonance_nm[i] * model.resonance_nm[i]);
-  EXPECTS(n2 > 0, "Sellmeier model gives n² = " + std::to_string(n2) + " ≤ 0 at " + format_nm(wavelength_nm));
-  return {std::sqrt(n2), 0.0};
-}
 
 struct RowField {
   std::string_view text;
@@ -71,36 +38,10 @@ bool parse_double(std::string_view text, double& value) {
 
 }  // namespace
 
-std::complex<double> Material::refractive_index(double wavelength_nm) const {
-  if (const auto* constant = std::get_if<ConstantIndex>(&model)) return constant->index;
-  if (const auto* table = std::get_if<IndexTable>(&model)) return interpolate(*table, wavelength_nm);
-  return sellmeier(std::get<Sellmeier>(model), wavelength_nm);
-}
-
-std::complex<double> Material::permittivity(double wavelength_nm) const {
-  const std::complex<double> index = refractive_index(wavelength_nm);
-  return index * index;
-}
-
-const std::map<std::string, Material, std::less<>>& built_in_materials() {
-  static const std::map<std::string, Material, std::less<>> materials = [] {
-    std::map<std::string, Material, std::less<>> m;
-    m["air"] = {"air", ConstantIndex{{1.0, 0.0}}, true};
-    m["vacuum"] = {"vacuum", ConstantIndex{{1.0, 0.0}}, true};
-    // I. H. Malitson, J. Opt. Soc. Am. 55, 1205 (1965): fused silica at 20 °C, 0.21–3.71 µm.
-    m["SiO2"] = {"SiO2",
-                 Sellmeier{{0.6961663, 0.4079426, 0.8974794}, {68.4043, 116.2414, 9896.161}, 210.0, 3710.0},
-                 true};
-    return m;
-  }();
-  return materials;
-}
-
 IndexTable read_index_table(const std::string& path, LengthUnit unit) {
   std::ifstream in(path);
   if (!in) throw CaseError(path, 0, 0, "cannot read the index table (missing or unreadable file)");
   IndexTable table;
-  table.path = path;
   const double scale = nanometres_per(unit);
   std::string line;
   int line_number = 0;

@@ -1,0 +1,345 @@
+// Case → physics problem, physics results → result-file points (see problem.hpp).
+#include "io/problem.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <set>
+
+#include "physics/floquet.hpp"
+
+namespace gratingsim::io {
+
+namespace {
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+double degrees(double radians) { return radians * 180 / std::numbers::pi; }
+
+/// The sidewall angle of a line whose width goes from `bottom` to `top` over `thickness`:
+/// top = bottom − 2·thickness/tan α (physics::TrapezoidLine), 90° for vertical walls.
+double sidewall_angle_deg(double bottom, double top, double thickness) {
+  return degrees(std::atan2(2 * thickness, bottom - top));
+}
+
+bool tapered(const EllipseShape& e) {
+  return e.bottom_diameter_x_nm != e.top_diameter_x_nm || e.bottom_diameter_y_nm != e.top_diameter_y_nm;
+}
+
+/// A shape's cross-section at height h above its layer's bottom (for layers cut into steps);
+/// nothing where it has shrunk to zero width.
+std::optional<physics::Shape> section(const Shape& shape, const physics::Material& material, double h,
+                                      double thickness, const physics::Lattice& lattice) {
+  const double f = h / thickness;  // 0 at the bottom, 1 at the top
+  const auto between = [f](double bottom, double top) { return bottom + (top - bottom) * f; };
+  if (const auto* line = std::get_if<LineShape>(&shape.geometry)) {
+    const double width = between(line->bottom_width_nm, line->top_width_nm);
+    if (width <= 0) return std::nullopt;
+    return physics::Rectangle{{line->center_nm, 0.0}, width, lattice.period_y, material};
+  }
+  if (const auto* r = std::get_if<RectangleShape>(&shape.geometry))
+    return physics::Rectangle{{r->center_x_nm, r->center_y_nm}, r->width_x_nm, r->width_y_nm, material};
+  if (const auto* e = std::get_if<EllipseShape>(&shape.geometry)) {
+    const double dx = between(e->bottom_diameter_x_nm, e->top_diameter_x_nm);
+    const double dy = between(e->bottom_diameter_y_nm, e->top_diameter_y_nm);
+    if (dx <= 0 || dy <= 0) return std::nullopt;
+    return physics::Ellipse{{e->center_x_nm, e->center_y_nm}, dx / 2, dy / 2, e->rotation_deg, material};
+  }
+  const auto& polygon = std::get<PolygonShape>(shape.geometry);
+  physics::Polygon p;
+  for (const auto& v : polygon.vertices_nm) p.vertices.push_back({v[0], v[1]});
+  p.material = material;
+  return p;
+}
+
+physics::Shape whole(const Shape& shape, const physics::Material& material, double thickness) {
+  if (const auto* line = std::get_if<LineShape>(&shape.geometry))
+    return physics::TrapezoidLine{line->center_nm, line->bottom_width_nm,
+                                  sidewall_angle_deg(line->bottom_width_nm, line->top_width_nm, thickness), material};
+  if (const auto* r = std::get_if<RectangleShape>(&shape.geometry))
+    return physics::Rectangle{{r->center_x_nm, r->center_y_nm}, r->width_x_nm, r->width_y_nm, material};
+  if (const auto* e = std::get_if<EllipseShape>(&shape.geometry))
+    return physics::Ellipse{{e->center_x_nm, e->center_y_nm}, e->bottom_diameter_x_nm / 2, e->bottom_diameter_y_nm / 2,
+                            e->rotation_deg, material};
+  const auto& polygon = std::get<PolygonShape>(shape.geometry);
+  physics::Polygon p;
+  for (const auto& v : polygon.vertices_nm) p.vertices.push_back({v[0], v[1]});
+  p.material = material;
+  if (polygon.sidewall_angle_deg == 90) return p;
+  return physics::SlopedPolygon{p, polygon.sidewall_angle_deg};
+}
+
+std::vector<double> grid(double lo, double hi, int n) {
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) v[std::size_t(i)] = lo + (hi - lo) * double(i) / double(n - 1);
+  return v;
+}
+
+/// Slice centres, top down, at the finest slicing the solver uses.
+std::vector<double> slice_centres(const Case& c) {
+  const int factor = c.numerics.richardson ? 2 : 1;
+  std::vector<double> z;
+  double top = c.total_thickness_nm();
+  for (const auto& layer : c.layers) {
+    const int n = layer.slices * factor;
+    const double dz = layer.thickness_nm / n;
+    for (int q = 0; q < n; ++q) z.push_back(top - (q + 0.5) * dz);
+    top -= layer.thickness_nm;
+  }
+  return z;
+}
+
+physics::FloquetOrders orders_of(const Problem& problem, const physics::Incidence& incidence) {
+  std::vector<std::string> warnings;  // Rayleigh anomalies: the solver reports them
+  const auto& s = problem.structure;
+  return physics::floquet_orders(s.lattice, incidence, s.superstrate.permittivity(incidence.wavelength),
+                                 s.substrate.permittivity(incidence.wavelength), problem.solver.m1, problem.solver.m2,
+                                 problem.solver.rayleigh_tolerance, warnings);
+}
+
+/// Every order that propagates up or down at some point of the sweep, sorted by (m1, m2).
+std::vector<std::array<int, 2>> propagating_orders(const Problem& problem) {
+  std::set<std::array<int, 2>> found;
+  for (std::size_t point = 0; point < problem.layout.points(); ++point) {
+    const auto orders = orders_of(problem, incidence_of(problem, point));
+    for (const auto& o : orders.orders)
+      if (o.propagates_up() || orders.propagates_down(o)) found.insert({o.m1, o.m2});
+  }
+  return {found.begin(), found.end()};
+}
+
+std::size_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : std::size_t(16) << 30;
+}
+
+}  // namespace
+
+physics::Structure to_structure(const Case& c) {
+  physics::Structure s;
+  s.lattice = {c.lattice.period_x_nm, c.lattice.period_y_nm.value_or(0.0)};
+  s.superstrate = c.material(c.superstrate);
+  s.substrate = c.material(c.substrate);
+  for (const auto& layer : c.layers) {
+    physics::Layer l;
+    l.thickness = layer.thickness_nm;
+    l.slices = layer.slices;
+    l.background = c.material(layer.background);
+    const bool steps = std::any_of(layer.shapes.begin(), layer.shapes.end(), [](const Shape& shape) {
+      const auto* e = std::get_if<EllipseShape>(&shape.geometry);
+      return e && tapered(*e);
+    });
+    if (steps) {
+      for (int j = 0; j < layer.slices; ++j) {  // top step first
+        const double h = layer.thickness_nm * (1 - (j + 0.5) / layer.slices);
+        auto& step = l.steps.emplace_back();
+        for (const auto& shape : layer.shapes)
+          if (auto cut = section(shape, c.material(shape.material), h, layer.thickness_nm, s.lattice))
+            step.push_back(std::move(*cut));
+      }
+    } else {
+      for (const auto& shape : layer.shapes) l.shapes.push_back(whole(shape, c.material(shape.material), layer.thickness_nm));
+    }
+    s.layers.push_back(std::move(l));
+  }
+  return s;
+}
+
+Problem make_problem(Case c) {
+  Problem p;
+  p.structure = to_structure(c);
+  auto& o = p.solver;
+  o.m1 = c.numerics.harmonics_x;
+  o.m2 = c.numerics.harmonics_y;
+  switch (c.numerics.solver.method) {
+    case SolverMethod::gmres: o.method = physics::Method::gmres; break;
+    case SolverMethod::bicgstab: o.method = physics::Method::bicgstab; break;
+    case SolverMethod::direct: o.method = physics::Method::dense_lu; break;
+  }
+  o.gmres_restart = c.numerics.solver.restart;
+  o.tolerance = c.numerics.solver.tolerance;
+  o.max_iterations = c.numerics.solver.max_iterations;
+  o.richardson = c.numerics.richardson;
+  if (c.numerics.backend) o.backend = *c.numerics.backend;
+  o.precision = c.numerics.precision;
+  o.on_unconverged = physics::OnUnconverged::mark;
+  o.keep_fields = c.output.fields;
+  o.memory_limit_bytes = physical_memory_bytes();
+
+  ResultLayout& l = p.layout;
+  l.wavelength_nm = c.wavelength_nm;
+  l.theta_deg = c.incidence.theta_deg;
+  l.phi_deg = c.incidence.phi_deg;
+  l.polarization = c.incidence.polarization;
+  l.fields = c.output.fields;
+  if (l.fields) {
+    l.harmonics_x = o.m1;
+    l.harmonics_y = o.m2;
+    l.slice_center_nm = slice_centres(c);
+    const double hx = c.lattice.period_x_nm / 2, hy = c.lattice.period_y_nm.value_or(0) / 2;
+    for (const auto& plane : c.output.planes) {
+      MapLayout m{plane.kind, plane.position_nm, {}, {}};
+      switch (plane.kind) {
+        case PlaneKind::xz: m.first_nm = grid(-hx, hx, plane.points_first); m.second_nm = l.slice_center_nm; break;
+        case PlaneKind::yz: m.first_nm = grid(-hy, hy, plane.points_first); m.second_nm = l.slice_center_nm; break;
+        case PlaneKind::xy:
+          m.first_nm = grid(-hx, hx, plane.points_first);
+          m.second_nm = grid(-hy, hy, plane.points_second);
+          break;
+      }
+      l.maps.push_back(std::move(m));
+    }
+  }
+  p.source = std::move(c);
+  l.orders = propagating_orders(p);
+  if (l.orders.empty()) l.orders = {{0, 0}};  // order 0 always reflects into the lossless superstrate
+  return p;
+}
+
+Problem load_problem(const std::string& path) { return make_problem(load_case(path)); }
+
+physics::Incidence incidence_of(const Problem& problem, std::size_t point) {
+  const ResultLayout& l = problem.layout;
+  EXPECTS(point < l.points(), "point index out of range");
+  const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
+  return {l.wavelength_nm[point / (ntheta * nphi)], l.theta_deg[(point / nphi) % ntheta], l.phi_deg[point % nphi]};
+}
+
+std::vector<std::size_t> points_at_wavelength(const Problem& problem, std::size_t wavelength_index) {
+  const ResultLayout& l = problem.layout;
+  EXPECTS(wavelength_index < l.wavelength_nm.size(), "wavelength index out of range");
+  const std::size_t per = l.theta_deg.size() * l.phi_deg.size();
+  std::vector<std::size_t> points(per);
+  for (std::size_t j = 0; j < per; ++j) points[j] = wavelength_index * per + j;
+  return points;
+}
+
+PointResult to_point_result(const Problem& problem, std::size_t point, const physics::IncidenceResult& result,
+                            double solve_seconds) {
+  const ResultLayout& l = problem.layout;
+  const physics::Incidence incidence = incidence_of(problem, point);
+  EXPECTS(result.incidence.wavelength == incidence.wavelength && result.incidence.theta_deg == incidence.theta_deg &&
+              result.incidence.phi_deg == incidence.phi_deg,
+          "the result is for another incidence than point " + std::to_string(point));
+  const std::size_t p = std::size_t(l.polarizations()), no = l.orders_count();
+  std::vector<int> pols;  // physics polarisation index of each stored incident polarisation
+  if (l.polarization != Polarization::p) pols.push_back(physics::s_pol);
+  if (l.polarization != Polarization::s) pols.push_back(physics::p_pol);
+
+  PointResult r;
+  r.reflectance.assign(p * no, 0.0);
+  r.transmittance.assign(p * no, 0.0);
+  r.jones_r.assign(no * 2 * p, {0.0, 0.0});
+  r.jones_t.assign(no * 2 * p, {0.0, 0.0});
+  r.reflected_direction.assign(no * 3, nan);
+  r.transmitted_direction.assign(no * 3, nan);
+  for (const auto& order : result.orders) {
+    const auto at = std::find(l.orders.begin(), l.orders.end(), std::array<int, 2>{order.m1, order.m2});
+    EXPECTS(at != l.orders.end(), "order (" + std::to_string(order.m1) + ", " + std::to_string(order.m2) +
+                                      ") propagates but is not in the result layout");
+    const std::size_t o = std::size_t(at - l.orders.begin());
+    for (std::size_t i = 0; i < p; ++i) {
+      const int in = pols[i];
+      r.reflectance[i * no + o] = order.R[std::size_t(in)];
+      r.transmittance[i * no + o] = order.T[std::size_t(in)];
+      const auto jones = [&](const physics::Jones& j, std::vector<std::complex<double>>& out) {
+        out[(o * 2 + 0) * p + i] = in == physics::s_pol ? j.s_from_s : j.s_from_p;
+        out[(o * 2 + 1) * p + i] = in == physics::s_pol ? j.p_from_s : j.p_from_p;
+      };
+      jones(order.reflection, r.jones_r);
+      jones(order.transmission, r.jones_t);
+    }
+    if (order.reflected) std::copy(order.reflected_direction.begin(), order.reflected_direction.end(), r.reflected_direction.begin() + long(3 * o));
+    if (order.transmitted)
+      std::copy(order.transmitted_direction.begin(), order.transmitted_direction.end(), r.transmitted_direction.begin() + long(3 * o));
+  }
+  if (p == 2) {
+    r.psi_deg = result.zeroth_order.psi_deg;
+    r.delta_deg = result.zeroth_order.delta_deg;
+    for (int row = 0; row < 4; ++row)
+      for (int col = 0; col < 4; ++col) r.mueller[std::size_t(row * 4 + col)] = result.zeroth_order.mueller[std::size_t(row)][std::size_t(col)];
+  }
+  for (std::size_t i = 0; i < p; ++i) {
+    const std::size_t in = std::size_t(pols[i]);
+    r.absorption.push_back(result.absorption[in]);
+    r.energy_balance_error.push_back(result.energy_balance_error[in]);
+    std::int32_t iterations = 0, matvecs = 0;
+    double residual = 0;
+    bool converged = true;
+    for (const auto& solve : result.solves) {
+      iterations += solve[in].iterations;
+      matvecs += solve[in].matvecs;
+      residual = std::max(residual, solve[in].residual);
+      converged = converged && solve[in].converged;
+    }
+    r.iterations.push_back(iterations);
+    r.matvecs.push_back(matvecs);
+    r.residual.push_back(residual);
+    r.converged.push_back(converged ? 1 : 0);
+  }
+  r.solve_seconds = solve_seconds;
+
+  if (!l.fields) return r;
+  EXPECTS(result.fields.has_value(), "the case asks for fields but the solver kept none (SolverOptions::keep_fields)");
+  const physics::Fields& f = *result.fields;
+  const std::size_t nz = l.slice_center_nm.size(), nm = l.harmonics_count();
+  EXPECTS(f.z.size() == nz, "the solver's slices differ from the result layout's");
+  for (std::size_t q = 0; q < nz; ++q)
+    EXPECTS(std::abs(f.z[q] - l.slice_center_nm[q]) <= 1e-9 * (1 + std::abs(f.z[q])), "slice centres differ from the layout's");
+  for (std::size_t i = 0; i < p; ++i) {
+    const auto& h = f.harmonics[std::size_t(pols[i])];
+    EXPECTS(h.size() == nz * 3 * nm, "field harmonics of the wrong size");
+    r.field_harmonics.insert(r.field_harmonics.end(), h.begin(), h.end());
+  }
+  // Maps: E_c(x, y, z_q) = Σ_m e_q,c(m) e^{i(kx_m x + ky_m y)}, with the solver's own kx_m, ky_m.
+  const auto orders = orders_of(problem, incidence);
+  using C = std::complex<double>;
+  for (const auto& m : l.maps) {
+    const std::size_t n1 = m.first_nm.size(), n2 = m.second_nm.size();
+    std::vector<C> map(p * 3 * n1 * n2);
+    // phase[a][k]: the factor of order k at the a-th point of the first axis (times the fixed
+    // coordinate for cuts); for xy, second[b][k] along y.
+    std::vector<C> phase(n1 * nm), second(m.kind == PlaneKind::xy ? n2 * nm : 0);
+    for (std::size_t k = 0; k < nm; ++k) {
+      const auto& o = orders.orders[k];
+      for (std::size_t a = 0; a < n1; ++a) {
+        const double x = m.kind == PlaneKind::yz ? m.position_nm : m.first_nm[a];
+        const double y = m.kind == PlaneKind::yz ? m.first_nm[a] : m.kind == PlaneKind::xz ? m.position_nm : 0.0;
+        phase[a * nm + k] = std::exp(C(0, o.kx * x + o.ky * y));
+      }
+      for (std::size_t b = 0; b < second.size() / std::max<std::size_t>(nm, 1); ++b)
+        second[b * nm + k] = std::exp(C(0, o.ky * m.second_nm[b]));
+    }
+    std::size_t xy_slice = 0;  // the slice whose centre is nearest the plane's height
+    for (std::size_t q = 1; q < nz; ++q)
+      if (std::abs(l.slice_center_nm[q] - m.position_nm) < std::abs(l.slice_center_nm[xy_slice] - m.position_nm)) xy_slice = q;
+    for (std::size_t i = 0; i < p; ++i)
+      for (std::size_t c = 0; c < 3; ++c)
+        for (std::size_t a = 0; a < n1; ++a)
+          for (std::size_t b = 0; b < n2; ++b) {
+            const std::size_t q = m.kind == PlaneKind::xy ? xy_slice : b;
+            const C* e = &r.field_harmonics[((i * nz + q) * 3 + c) * nm];
+            C sum = 0;
+            for (std::size_t k = 0; k < nm; ++k)
+              sum += e[k] * phase[a * nm + k] * (m.kind == PlaneKind::xy ? second[b * nm + k] : C(1));
+            map[((i * 3 + c) * n1 + a) * n2 + b] = sum;
+          }
+    r.field_maps.push_back(std::move(map));
+  }
+  return r;
+}
+
+RunInfo run_info(const Problem& problem, std::string_view backend, std::string_view precision, std::string device) {
+  RunInfo info;
+  info.backend = std::string(backend);
+  info.precision = std::string(precision);
+  info.device = std::move(device);
+  info.input_units = std::string(to_string(problem.source.input_units));
+  info.case_path = problem.source.path;
+  info.case_yaml = problem.source.yaml;
+  return info;
+}
+
+}  // namespace gratingsim::io

@@ -1,0 +1,65 @@
+#pragma once
+// A case as the physics library's problem, and the physics results as result-file points: the glue
+// between io/case.hpp, physics/solver.hpp and io/results.hpp. Lengths stay in nanometres.
+//
+// A run, in outline (the application adds the command line, progress and error handling):
+//   io::Problem problem = io::load_problem(path);
+//   problem.solver.backend = ...;  // when problem.source.numerics.backend is nullopt ("auto")
+//   auto writer = resume ? io::ResultWriter::resume(out, problem.layout, info)
+//                        : io::ResultWriter::create(out, problem.layout, info);
+//   for each wavelength index iw:
+//     points = io::points_at_wavelength(problem, iw), less those writer.done(point)
+//     result = physics::solve(problem.structure, incidences of those points, problem.solver)
+//     writer.write(point, io::to_point_result(problem, point, result.incidences[j], seconds))
+//   writer.finish();
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/case.hpp"
+#include "io/results.hpp"
+#include "physics/solver.hpp"
+#include "physics/structure.hpp"
+
+namespace gratingsim::io {
+
+struct Problem {
+  Case source;                    ///< the case as read
+  physics::Structure structure;   ///< lengths in nm
+  /// Harmonics, method, tolerances, Richardson, precision and the case's backend (physics' default
+  /// when the case says "auto": the application picks then); unconverged solves are marked, not
+  /// thrown (recorded per point); fields kept when the case asks for them; memory limit: this
+  /// machine's physical memory.
+  physics::SolverOptions solver;
+  ResultLayout layout;            ///< the result file's shape for this case
+};
+
+/// The physics structure of a case: lines and trapezoids become TrapezoidLines (sidewall angle
+/// from the bottom and top widths), rectangles Rectangles, constant ellipses Ellipses (semi-axes
+/// half the diameters), polygons Polygons or SlopedPolygons. A layer holding a tapered circle is cut
+/// into one step per slice, each with every shape of the layer sampled at that slice's centre height
+/// (lines as rectangles spanning Λy); such a layer may not hold sloped polygons.
+physics::Structure to_structure(const Case& c);
+
+/// Reads a case (load_case) and maps it (make_problem).
+Problem load_problem(const std::string& path);
+Problem make_problem(Case c);
+
+/// The incidence of a sweep point (flat index, ResultLayout::point_index).
+physics::Incidence incidence_of(const Problem& problem, std::size_t point);
+/// The points of one wavelength, in point order: physics::solve batches them into one problem.
+std::vector<std::size_t> points_at_wavelength(const Problem& problem, std::size_t wavelength_index);
+
+/// The result-file point of one solved incidence. Orders not propagating at this point get R = T = 0,
+/// zero Jones entries and NaN directions; iterations and matrix-vector products are summed over the
+/// solves of the point (two with Richardson), the residual is the largest, converged means all did.
+/// Field maps are synthesised from the field harmonics as E(x, y, z_p) = Σ_m e_p(m) e^{i(kx_m x + ky_m y)}.
+/// `solve_seconds`: the wall time of the solve that produced the point (shared by a batch).
+PointResult to_point_result(const Problem& problem, std::size_t point, const physics::IncidenceResult& result,
+                            double solve_seconds);
+
+/// Run information for the result file's attributes.
+RunInfo run_info(const Problem& problem, std::string_view backend, std::string_view precision, std::string device);
+
+}  // namespace gratingsim::io

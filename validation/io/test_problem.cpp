@@ -1,0 +1,183 @@
+// Case → physics structs, and physics results → result-file points, end to end through a real solve.
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <numbers>
+
+#include "io/problem.hpp"
+#include "validation/support/catch.hpp"
+
+namespace fs = std::filesystem;
+using namespace gratingsim;
+using Catch::Matchers::WithinAbs;
+using Catch::Matchers::WithinRel;
+
+TEST_CASE("a 1D case maps onto physics structs", "[io][problem]") {
+  const io::Problem p = io::make_problem(io::parse_case(R"(units: um
+wavelength: 0.45
+incidence: {theta_deg: [0, 20], polarization: both}
+lattice: {period_x: 1.0}
+materials: {glass: {n: 1.5}, resist: {n: 1.6, k: 0.01}}
+substrate: glass
+layers:
+  - {thickness: 0.1, slices: 5, shapes: [{type: trapezoid, material: resist, center: 0.05, bottom_width: 0.3, top_width: 0.2}]}
+  - {thickness: 0.05, slices: 2, material: resist}
+numerics: {harmonics: 6, solver: {method: bicgstab, tolerance: 1e-9, max_iterations: 77}, richardson: true}
+)",
+                                                        "map.yaml"));
+  const physics::Structure& s = p.structure;
+  CHECK(s.lattice.period_x == 1000.0);
+  CHECK(s.lattice.one_dimensional());
+  CHECK(s.superstrate.index(450) == std::complex<double>(1, 0));
+  CHECK_THAT(s.substrate.index(450).real(), WithinRel(1.5, 1e-15));
+  REQUIRE(s.layers.size() == 2);
+  CHECK_THAT(s.layers[0].thickness, WithinRel(100.0, 1e-14));
+  CHECK(s.layers[0].slices == 5);
+  REQUIRE(s.layers[0].shapes.size() == 1);
+  const auto& line = std::get<physics::TrapezoidLine>(s.layers[0].shapes[0]);
+  CHECK_THAT(line.center_x, WithinRel(50.0, 1e-14));
+  CHECK_THAT(line.bottom_width, WithinRel(300.0, 1e-14));
+  // top = bottom − 2h/tan α  ⇒  tan α = 2·100/(300 − 200) = 2.
+  CHECK_THAT(std::tan(line.sidewall_angle_deg * std::numbers::pi / 180), WithinRel(2.0, 1e-12));
+  CHECK(s.layers[0].background.index(450) == std::complex<double>(1, 0));
+  CHECK(s.layers[1].shapes.empty());
+  CHECK_THAT(s.layers[1].background.index(450).imag(), WithinRel(0.01, 1e-12));
+
+  CHECK(p.solver.m1 == 6);
+  CHECK(p.solver.m2 == 0);
+  CHECK(p.solver.method == physics::Method::bicgstab);
+  CHECK(p.solver.tolerance == 1e-9);
+  CHECK(p.solver.max_iterations == 77);
+  CHECK(p.solver.richardson);
+  CHECK(p.solver.on_unconverged == physics::OnUnconverged::mark);
+
+  // Orders propagating somewhere in the sweep, by the grating equation: reflected |sin θ + m λ/Λ| < 1,
+  // transmitted < 1.5 (lossless glass), λ/Λ = 0.45, θ ∈ {0°, 20°}.
+  std::vector<std::array<int, 2>> expected;
+  for (int m = -6; m <= 6; ++m)
+    for (const double theta : {0.0, 20.0})
+      if (std::abs(std::sin(theta * std::numbers::pi / 180) + m * 0.45) < 1.5) {
+        expected.push_back({m, 0});
+        break;
+      }
+  CHECK(p.layout.orders == expected);
+  CHECK(p.layout.points() == 2);
+  CHECK(p.layout.polarization == io::Polarization::both);
+  // Fields: not a single point, so off by default.
+  CHECK_FALSE(p.layout.fields);
+  CHECK_FALSE(p.solver.keep_fields);
+  CHECK(io::points_at_wavelength(p, 0) == std::vector<std::size_t>{0, 1});
+  const auto incidence = io::incidence_of(p, 1);
+  CHECK(incidence.wavelength == 450.0);
+  CHECK(incidence.theta_deg == 20.0);
+  CHECK(incidence.phi_deg == 0.0);
+}
+
+TEST_CASE("a tapered circle turns its layer into one step per slice", "[io][problem]") {
+  const io::Problem p = io::make_problem(io::parse_case(R"(wavelength: 600
+lattice: {period_x: 400, period_y: 500}
+substrate: SiO2
+materials: {resist: {n: 1.6}}
+layers:
+  - thickness: 100
+    slices: 4
+    background: resist
+    shapes:
+      - {type: circle, material: air, center: [10, 20], bottom_diameter: 100, top_diameter: 200}
+      - {type: line, material: resist, width: 20}
+numerics: {harmonics: [2, 2]}
+)",
+                                                        "steps.yaml"));
+  const physics::Layer& layer = p.structure.layers.at(0);
+  CHECK(layer.shapes.empty());
+  REQUIRE(layer.steps.size() == 4);
+  for (int j = 0; j < 4; ++j) {  // top step first; centre height h = 100 (1 − (j + ½)/4)
+    const double h = 100 * (1 - (j + 0.5) / 4);
+    REQUIRE(layer.steps[std::size_t(j)].size() == 2);
+    const auto& e = std::get<physics::Ellipse>(layer.steps[std::size_t(j)][0]);
+    CHECK_THAT(e.semi_axis_x, WithinRel((100 + 100 * h / 100) / 2, 1e-12));
+    CHECK(e.semi_axis_x == e.semi_axis_y);
+    CHECK(e.center.x == 10.0);
+    CHECK(e.center.y == 20.0);
+    const auto& r = std::get<physics::Rectangle>(layer.steps[std::size_t(j)][1]);
+    CHECK(r.width_x == 20.0);
+    CHECK(r.width_y == 500.0);  // a line spans the period along y
+  }
+}
+
+TEST_CASE("solve, map, write, read back: the file holds the solver's numbers", "[io][problem]") {
+  const fs::path dir = fs::temp_directory_path() / ("gratingsim_io_problem_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const io::Problem p = io::make_problem(io::parse_case(R"(wavelength: 500
+incidence: {theta_deg: 15}
+lattice: {period_x: 700}
+substrate: SiO2
+materials: {ridge: {n: 2.0}}
+layers:
+  - {thickness: 80, slices: 4, shapes: [{type: line, material: ridge, width: 300}]}
+numerics: {harmonics: 4, solver: {method: direct}, backend: cpu-direct}
+output: {fields: true, planes: [{plane: xz, at: 0, points: 9}]}
+)",
+                                                        "solve.yaml"));
+  REQUIRE(p.layout.fields);  // a single point: fields on
+  const auto incidences = std::vector<physics::Incidence>{io::incidence_of(p, 0)};
+  const physics::SolveResult solved = physics::solve(p.structure, incidences, p.solver);
+  REQUIRE(solved.incidences.size() == 1);
+  const physics::IncidenceResult& result = solved.incidences[0];
+  const io::PointResult point = io::to_point_result(p, 0, result, 0.25);
+
+  const std::size_t no = p.layout.orders_count();
+  for (const auto& order : result.orders) {
+    const auto o = std::size_t(std::find(p.layout.orders.begin(), p.layout.orders.end(), std::array<int, 2>{order.m1, order.m2}) -
+                               p.layout.orders.begin());
+    REQUIRE(o < no);
+    CHECK(point.reflectance[0 * no + o] == order.R[physics::s_pol]);
+    CHECK(point.transmittance[1 * no + o] == order.T[physics::p_pol]);
+    CHECK(point.jones_r[(o * 2 + 1) * 2 + 0] == order.reflection.p_from_s);  // [order][out p][in s]
+    CHECK(point.jones_t[(o * 2 + 0) * 2 + 1] == order.transmission.s_from_p);
+    if (order.reflected) CHECK(point.reflected_direction[3 * o + 2] == order.reflected_direction[2]);
+    else CHECK(std::isnan(point.reflected_direction[3 * o]));
+  }
+  CHECK(point.psi_deg == result.zeroth_order.psi_deg);
+  CHECK(point.mueller[7] == result.zeroth_order.mueller[1][3]);
+  CHECK(point.absorption[1] == result.absorption[physics::p_pol]);
+  CHECK(point.iterations[0] == result.solves.at(0)[physics::s_pol].iterations);
+  CHECK(point.converged[0] == 1);
+  CHECK(point.solve_seconds == 0.25);
+
+  // The xz map at y = 0 from the harmonics, computed here by hand: kx_m = k1 sin θ + 2π m/Λ.
+  REQUIRE(point.field_maps.size() == 1);
+  const auto& map = point.field_maps[0];
+  const std::size_t nz = 4, nm = 9, n1 = 9;
+  const double kx0 = 2 * std::numbers::pi / 500 * std::sin(15 * std::numbers::pi / 180);
+  double worst = 0, norm = 0;
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t c = 0; c < 3; ++c)
+      for (std::size_t a = 0; a < n1; ++a)
+        for (std::size_t q = 0; q < nz; ++q) {
+          const double x = -350 + 700.0 * double(a) / 8;
+          std::complex<double> e = 0;
+          for (std::size_t k = 0; k < nm; ++k) {
+            const double kx = kx0 + 2 * std::numbers::pi * (double(k) - 4) / 700;
+            e += result.fields->harmonics[i][(q * 3 + c) * nm + k] * std::exp(std::complex<double>(0, kx * x));
+          }
+          worst = std::max(worst, std::abs(map[((i * 3 + c) * n1 + a) * nz + q] - e));
+          norm = std::max(norm, std::abs(e));
+        }
+  REQUIRE(norm > 0);
+  CHECK(worst <= 1e-12 * norm);
+
+  // Write, read back: the same point.
+  const std::string out = (dir / "solve.h5").string();
+  {
+    auto writer = io::ResultWriter::create(out, p.layout, io::run_info(p, "cpu-direct", "double", "CPU"));
+    writer.write(0, point);
+    writer.finish();
+  }
+  const io::ResultReader reader(out);
+  CHECK(reader.read(0) == point);
+  CHECK(reader.info().case_yaml == p.source.yaml);
+  CHECK(reader.info().case_path == "solve.yaml");
+  fs::remove_all(dir);
+}
