@@ -45,9 +45,26 @@ std::optional<std::string_view> Options::value(std::string_view name) const {
   return it->second;
 }
 
+namespace {
+/// Words of `text` in lines of at most `width` characters, each after `indent` spaces but the first.
+std::string wrap(std::string_view text, std::size_t width, std::size_t indent) {
+  std::string out, line;
+  std::istringstream words{std::string(text)};
+  for (std::string word; words >> word;) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + '\n' + std::string(indent, ' ');
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
+}
+constexpr std::size_t help_width = 100;
+}  // namespace
+
 std::string format_help(std::string_view usage, std::string_view description, std::span<const OptionSpec> specs) {
   std::ostringstream os;
-  os << "usage: " << usage << "\n\n" << description << "\n";
+  os << "usage: " << wrap(usage, help_width - 7, 7) << "\n\n" << wrap(description, help_width, 0) << "\n";
   if (specs.empty()) return os.str();
   std::size_t width = 0;
   const auto left = [](const OptionSpec& s) {
@@ -60,7 +77,8 @@ std::string format_help(std::string_view usage, std::string_view description, st
   os << "\noptions:\n";
   for (const auto& s : specs) {
     const std::string l = left(s);
-    os << "  " << l << std::string(width - l.size() + 2, ' ') << s.help << '\n';
+    os << "  " << l << std::string(width - l.size() + 2, ' ') << wrap(s.help, help_width - width - 4, width + 4)
+       << '\n';
   }
   return os.str();
 }

@@ -67,7 +67,7 @@ int run_info(Args args) {
   for (const auto& d : cuda.devices)
     std::cout << "  " << d.index << ": " << d.name << ", compute capability " << d.major << '.' << d.minor << ", "
               << d.multiprocessors << " SMs, " << gib(d.global_memory_bytes) << ", L2 " << (d.l2_cache_bytes >> 20)
-              << " MiB, SM clock " << d.sm_clock_mhz << " MHz, memory clock " << d.memory_clock_mhz << " MHz, "
+              << " MiB, peak SM clock " << d.sm_clock_mhz << " MHz, peak memory clock " << d.memory_clock_mhz << " MHz, "
               << d.memory_bus_bits << "-bit bus\n";
 
   std::cout << "\nconvolution backends:\n";

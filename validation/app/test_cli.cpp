@@ -90,6 +90,8 @@ TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
       {"info --verbose", "unknown option '--verbose'"},
       {"bench conv --bogus", "unknown option '--bogus'"},
       {"bench conv --case 5", "--case expects"},
+      {"bench conv --case 1,9", "got '9'"},
+      {"bench conv --case 1,,2", "empty item"},
       {"bench conv --backend gpu-magic", "unknown backend 'gpu-magic'"},
       {"bench conv --precision half", "--precision expects"},
       {"bench conv --repeats 0", "--repeats expects"},
