@@ -220,3 +220,14 @@ TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles 
   c.numerics.precision = conv::Precision::single;
   CHECK(io::estimated_solver_bytes(c) == physics::estimate_bytes(20, 35, 3, 3, 2, 4, 3, true));
 }
+
+TEST_CASE("a constant permittivity material (a metal)", "[io][case]") {
+  const io::Case c = io::parse_case("wavelength: 633\nlattice: {period_x: 400}\nsubstrate: silver\n"
+                                    "materials: {silver: {epsilon: [-15.9, 1.08]}}\n"
+                                    "layers: [{thickness: 30, material: silver, slices: 6}]\nnumerics: {harmonics: 1}\n",
+                                    "metal.yaml");
+  const auto eps = c.material("silver").permittivity(633);
+  CHECK(eps.real() == -15.9);
+  CHECK(eps.imag() == 1.08);
+  CHECK(c.material("silver").index(633).imag() > 3.9);  // n + iκ with κ ≈ √15.9
+}
