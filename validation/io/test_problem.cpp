@@ -181,3 +181,65 @@ output: {fields: true, planes: [{plane: xz, at: 0, points: 9}]}
   CHECK(reader.info().case_path == "solve.yaml");
   fs::remove_all(dir);
 }
+
+namespace {
+
+/// The application's loop (problem.hpp): solve the unfinished points of each wavelength, write each;
+/// stop (as if killed) once `stop_after` points are written in this call. Returns the points solved.
+std::size_t run_sweep(const io::Problem& p, io::ResultWriter& writer, std::size_t stop_after) {
+  std::size_t solved = 0;
+  for (std::size_t iw = 0; iw < p.layout.wavelength_nm.size(); ++iw) {
+    std::vector<std::size_t> points;
+    std::vector<physics::Incidence> incidences;
+    for (const auto point : io::points_at_wavelength(p, iw))
+      if (!writer.done(point)) {
+        points.push_back(point);
+        incidences.push_back(io::incidence_of(p, point));
+      }
+    if (points.empty()) continue;
+    const auto result = physics::solve(p.structure, incidences, p.solver);
+    for (std::size_t j = 0; j < points.size(); ++j) {
+      if (solved == stop_after) return solved;
+      writer.write(points[j], io::to_point_result(p, points[j], result.incidences[j], 0.0));
+      ++solved;
+    }
+  }
+  return solved;
+}
+
+}  // namespace
+
+TEST_CASE("a solved sweep interrupted and resumed equals an uninterrupted one", "[io][problem]") {
+  const fs::path dir = fs::temp_directory_path() / ("gratingsim_io_sweep_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const io::Problem p = io::make_problem(io::parse_case(R"(wavelength: [450, 550, 650]
+incidence: {theta_deg: [0, 25]}
+lattice: {period_x: 600}
+substrate: SiO2
+layers: [{thickness: 60, slices: 3, shapes: [{type: line, material: Si, width: 250}]}]
+numerics: {harmonics: 3, solver: {method: direct}, backend: cpu-direct}
+)",
+                                                        "sweep.yaml"));
+  const io::RunInfo info = io::run_info(p, "cpu-direct", "double", "CPU");
+  const std::string reference = (dir / "reference.h5").string(), resumed = (dir / "resumed.h5").string();
+  {
+    auto writer = io::ResultWriter::create(reference, p.layout, info);
+    CHECK(run_sweep(p, writer, std::size_t(-1)) == 6);
+    writer.finish();
+  }
+  {
+    auto writer = io::ResultWriter::create(resumed, p.layout, info);
+    CHECK(run_sweep(p, writer, 3) == 3);  // interrupted in the middle of the second wavelength
+  }
+  CHECK_FALSE(fs::exists(resumed));
+  {
+    auto writer = io::ResultWriter::resume(resumed, p.layout, info);
+    CHECK(writer.points_done() == 3);
+    CHECK(run_sweep(p, writer, std::size_t(-1)) == 3);  // only the unfinished points
+    writer.finish();
+  }
+  const io::ResultReader a(reference), b(resumed);
+  CHECK(a.layout() == b.layout());
+  for (std::size_t i = 0; i < p.layout.points(); ++i) CHECK(a.read(i) == b.read(i));
+  fs::remove_all(dir);
+}
