@@ -133,7 +133,7 @@ TEMPLATE_TEST_CASE("cpu-fftw repeated execute and set_kernels", "[convolution][c
     INFO((options.prune_zero_rows ? "pruned" : "unpruned"));
     const auto first = random_kernels<TestType>(g);
     auto plan = conv::make_fftw_convolution<TestType>(g, first, options);
-    // Each run leaves non-zero data in the workspaces' padding rows: later runs must not see it.
+    // Each run leaves non-zero data in the work arrays' padding rows: later runs must not see it.
     for (int repeat = 0; repeat < 3; ++repeat)
       CHECK(worst_error_against_direct(*plan, first) <= test::backend_tolerance<TestType>());
     const auto second = random_kernels<TestType>(g);
@@ -145,7 +145,7 @@ TEMPLATE_TEST_CASE("cpu-fftw repeated execute and set_kernels", "[convolution][c
   }
 }
 
-TEST_CASE("cpu-fftw keeps to its workspaces when the OpenMP team grows after planning", "[convolution][cpu-fftw]") {
+TEST_CASE("cpu-fftw keeps to its per-thread arrays when the OpenMP team grows after planning", "[convolution][cpu-fftw]") {
   const Geometry g{.n1 = 7, .n2 = 5, .slices = 4, .per_slice = 6};
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
