@@ -145,102 +145,120 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   return stats;
 }
 
+// BiCGStab (van der Vorst 1992), one set of scalars per rhs. When a rhs's recursive residual
+// claims convergence, the true residual is computed; if it is still above the tolerance (the
+// recursion drifts in finite precision) that rhs restarts from its true residual.
 template <class Real>
 std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
                                  std::span<std::complex<Real>> x_host, const KrylovSettings& set) {
-  auto space = op.make_space(8);
+  auto space = op.make_space(9);
   VectorSpace<Real>& v = *space;
   const std::size_t nr = v.layout().rhs;
-  constexpr int B = 0, X = 1, R = 2, RHAT = 3, P = 4, V = 5, S = 6, T = 7;
+  constexpr int B = 0, X = 1, R = 2, RHAT = 3, P = 4, V = 5, S = 6, T = 7, TRUE_R = 8;
   v.upload(b_host, B);
   v.upload(x_host, X);
-  std::vector<double> b_norm(nr), norm(nr);
+  std::vector<double> b_norm(nr), norm(nr), true_norm(nr);
   v.norm(B, b_norm);
   std::vector<SolveStats> stats(nr);
-  std::vector<char> active(nr, 1);
-  true_residual(op, v, B, X, R, b_norm, norm);
-  for (std::size_t r = 0; r < nr; ++r) {
-    stats[r].matvecs = 1;
-    stats[r].residual = norm[r];
-    if (norm[r] <= set.tolerance || b_norm[r] == 0) active[r] = 0;
-  }
-  v.copy(R, RHAT);
-  v.copy(R, P);
-  v.scale(std::vector<Scalar>(nr, 0.0), P);
-  v.copy(P, V);
-  std::vector<Scalar> rho(nr, 1.0), alpha(nr, 1.0), omega(nr, 1.0), rho_new(nr), tmp(nr), tt(nr), coef(nr);
-  const auto any_active = [&] { return std::any_of(active.begin(), active.end(), [](char a) { return a != 0; }); };
-  while (any_active()) {
-    v.dot(RHAT, R, rho_new);
-    // p = r + β (p − ω v) for active rhs; inactive ones keep their p.
-    for (std::size_t r = 0; r < nr; ++r) {
-      if (active[r] && (rho_new[r] == Scalar(0) || omega[r] == Scalar(0))) active[r] = 0;  // breakdown
-      coef[r] = active[r] ? -omega[r] : 0.0;
+  std::vector<char> active(nr, 0), claim(nr, 0);
+  std::vector<Scalar> rho(nr), alpha(nr), omega(nr), rho_new(nr), tmp(nr), tt(nr), coef(nr);
+  const auto masked = [&](const std::vector<char>& mask, Scalar on, Scalar off) {
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = mask[r] ? on : off;
+    return std::span<const Scalar>(coef);
+  };
+  // (Re)start the rhs in `mask` from the residual in TRUE_R: r = r̂ = TRUE_R, p = v = 0, ρ = α = ω = 1.
+  const auto restart = [&](const std::vector<char>& mask) {
+    for (int vec : {R, RHAT}) {
+      v.scale(masked(mask, 0.0, 1.0), vec);
+      v.axpy(masked(mask, 1.0, 0.0), TRUE_R, vec);
     }
+    v.scale(masked(mask, 0.0, 1.0), P);
+    v.scale(masked(mask, 0.0, 1.0), V);
+    for (std::size_t r = 0; r < nr; ++r)
+      if (mask[r]) rho[r] = alpha[r] = omega[r] = 1.0;
+  };
+  // Confirms the claims with the true residual: converged, out of iterations, or restarted.
+  const auto confirm = [&] {
+    true_residual(op, v, B, X, TRUE_R, b_norm, true_norm);
+    std::vector<char> again(nr, 0);
+    for (std::size_t r = 0; r < nr; ++r) {
+      if (!claim[r]) continue;
+      stats[r].matvecs++;
+      stats[r].residual = true_norm[r];
+      const bool converged = true_norm[r] <= set.tolerance || b_norm[r] == 0;
+      stats[r].converged = converged;
+      again[r] = !converged && stats[r].iterations < set.max_iterations && std::isfinite(true_norm[r]);
+      active[r] = again[r];
+    }
+    restart(again);
+  };
+
+  std::fill(claim.begin(), claim.end(), 1);
+  confirm();  // the initial residual; every rhs not already converged starts here
+  while (std::any_of(active.begin(), active.end(), [](char a) { return a != 0; })) {
+    std::fill(claim.begin(), claim.end(), 0);
+    v.dot(RHAT, R, rho_new);
+    for (std::size_t r = 0; r < nr; ++r)
+      if (active[r] && (rho_new[r] == Scalar(0) || omega[r] == Scalar(0))) claim[r] = 1;  // breakdown
+    std::vector<char> step(nr);
+    for (std::size_t r = 0; r < nr; ++r) step[r] = active[r] && !claim[r];
+    // p = r + β (p − ω v)
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = step[r] ? -omega[r] : 0.0;
     v.axpy(coef, V, P);
-    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? (rho_new[r] / rho[r]) * (alpha[r] / omega[r]) : 1.0;
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = step[r] ? (rho_new[r] / rho[r]) * (alpha[r] / omega[r]) : 1.0;
     v.scale(coef, P);
-    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? 1.0 : 0.0;
-    v.axpy(coef, R, P);
+    v.axpy(masked(step, 1.0, 0.0), R, P);
     op.apply(v.data(P), v.data(V));
     v.dot(RHAT, V, tmp);
     for (std::size_t r = 0; r < nr; ++r) {
-      if (!active[r]) continue;
+      if (!step[r]) continue;
       stats[r].matvecs++;
+      stats[r].iterations++;
       if (tmp[r] == Scalar(0)) {
-        active[r] = 0;
+        step[r] = 0;
+        claim[r] = 1;
         continue;
       }
       alpha[r] = rho_new[r] / tmp[r];
+      rho[r] = rho_new[r];
     }
-    // s = r − α v
+    // s = r − α v; a rhs whose ‖s‖ is small takes x += α p and stops here.
     v.copy(R, S);
-    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? -alpha[r] : 0.0;
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = step[r] ? -alpha[r] : 0.0;
     v.axpy(coef, V, S);
     v.norm(S, norm);
     std::vector<char> half(nr, 0);
-    for (std::size_t r = 0; r < nr; ++r)
-      if (active[r] && norm[r] / b_norm[r] <= set.tolerance) half[r] = 1;  // converged at the half step
+    for (std::size_t r = 0; r < nr; ++r) half[r] = step[r] && norm[r] <= set.tolerance * b_norm[r];
     for (std::size_t r = 0; r < nr; ++r) coef[r] = half[r] ? alpha[r] : 0.0;
     v.axpy(coef, P, X);
     for (std::size_t r = 0; r < nr; ++r)
       if (half[r]) {
-        active[r] = 0;
-        stats[r].iterations++;
+        step[r] = 0;
+        claim[r] = 1;
       }
     op.apply(v.data(S), v.data(T));
     v.dot(T, S, tmp);
     v.dot(T, T, tt);
     for (std::size_t r = 0; r < nr; ++r) {
-      if (!active[r]) continue;
+      if (!step[r]) continue;
       stats[r].matvecs++;
       omega[r] = tt[r] == Scalar(0) ? Scalar(0) : tmp[r] / tt[r];
     }
     // x += α p + ω s;  r = s − ω t
-    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? alpha[r] : 0.0;
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = step[r] ? alpha[r] : 0.0;
     v.axpy(coef, P, X);
-    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? omega[r] : 0.0;
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = step[r] ? omega[r] : 0.0;
     v.axpy(coef, S, X);
-    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? 1.0 : 0.0;
-    v.scale(coef, R);
-    v.axpy(coef, S, R);
-    for (std::size_t r = 0; r < nr; ++r) coef[r] = active[r] ? -omega[r] : 0.0;
+    v.scale(masked(step, 0.0, 1.0), R);
+    v.axpy(masked(step, 1.0, 0.0), S, R);
+    for (std::size_t r = 0; r < nr; ++r) coef[r] = step[r] ? -omega[r] : 0.0;
     v.axpy(coef, T, R);
     v.norm(R, norm);
-    for (std::size_t r = 0; r < nr; ++r) {
-      if (!active[r]) continue;
-      stats[r].iterations++;
-      rho[r] = rho_new[r];
-      if (norm[r] / b_norm[r] <= set.tolerance || stats[r].iterations >= set.max_iterations ||
-          !std::isfinite(norm[r]))
-        active[r] = 0;
-    }
-  }
-  true_residual(op, v, B, X, R, b_norm, norm);
-  for (std::size_t r = 0; r < nr; ++r) {
-    stats[r].matvecs++;
-    stats[r].residual = norm[r];
-    stats[r].converged = norm[r] <= set.tolerance || b_norm[r] == 0;
+    for (std::size_t r = 0; r < nr; ++r)
+      if (step[r] && (norm[r] <= set.tolerance * b_norm[r] || stats[r].iterations >= set.max_iterations ||
+                      !std::isfinite(norm[r])))
+        claim[r] = 1;
+    if (std::any_of(claim.begin(), claim.end(), [](char c) { return c != 0; })) confirm();
   }
   v.download(X, x_host);
   return stats;

@@ -1,11 +1,17 @@
 #include "physics/vector_space.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "convolution/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
+
+// Element-wise work below this many elements runs on the calling thread: a parallel region costs
+// more than it saves there (and far more on an oversubscribed machine).
+constexpr std::size_t parallel_threshold = std::size_t(1) << 16;
 
 template <class Real>
 class HostVectorSpace final : public VectorSpace<Real> {
@@ -48,7 +54,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
     const BatchLayout& l = this->layout_;
     const Complex* u = data(x);
     Complex* v = data(y);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (l.size() >= parallel_threshold)
     for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
       for (std::size_t r = 0; r < l.rhs; ++r) {
         if (a[r] == Scalar(0)) continue;
@@ -61,7 +67,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
   void scale(std::span<const Scalar> a, int x) override {
     const BatchLayout& l = this->layout_;
     Complex* v = data(x);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (l.size() >= parallel_threshold)
     for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
       for (std::size_t r = 0; r < l.rhs; ++r) {
         const Complex ar(a[r]);

@@ -81,7 +81,7 @@ class HostZOperator final : public ZOperator<Real> {
     const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size());
     const double k1 = g_.k1, k1sq = k1 * k1;
     const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
     for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
       const int r = int(rm / nm), m = int(rm % nm);
       const std::size_t io = std::size_t(rhs_[r]) * nm + m;

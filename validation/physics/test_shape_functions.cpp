@@ -299,7 +299,12 @@ TEST_CASE("overlaps: later shapes win, exactly", "[physics][shapes]") {
                                         {c.x + wx / 2, c.y + wy / 2}, {c.x - wx / 2, c.y + wy / 2}}));
       };
       const auto add_ellipse = [&](Point c, double a, double b, double rot_deg) {
-        shapes.push_back(Ellipse{c, a, b, rot_deg, {}});
+        Ellipse e;
+        e.center = c;
+        e.semi_axis_x = a;
+        e.semi_axis_y = b;
+        e.rotation_deg = rot_deg;
+        shapes.emplace_back(std::in_place_type<Ellipse>, std::move(e));
         TestShape t{true, {}, c, a, b, rot_deg * pi / 180};
         mirror.push_back(t);
       };

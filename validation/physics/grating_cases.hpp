@@ -1,0 +1,65 @@
+#pragma once
+// Structures shared by the physics tests.
+#include "physics/solver.hpp"
+
+namespace gratingsim::test {
+
+/// The 1D lamellar reference of shared/reference/cases.md: λ = 1, period 1.5, ridge 0.75 (centred),
+/// ridge ε = 4 in air, height 0.5, substrate ε = 2.25 (incidence θ = 10°, φ = 0 in the tests).
+inline physics::Structure lamellar(int slices) {
+  using namespace physics;
+  Structure s;
+  s.lattice = {1.5, 0.0};
+  s.superstrate = Material::constant_index(1.0);
+  s.substrate = Material::constant_permittivity(2.25);
+  Layer l;
+  l.thickness = 0.5;
+  l.slices = slices;
+  l.background = Material::constant_index(1.0);
+  Rectangle ridge;
+  ridge.width_x = 0.75;
+  ridge.material = Material::constant_permittivity(4.0);
+  l.shapes.push_back(ridge);
+  s.layers = {l};
+  return s;
+}
+
+/// A lossless crossed grating without any symmetry: an overlapped rotated ellipse and rectangle
+/// on a rectangular lattice, over a thin uniform film.
+inline physics::Structure crossed(int slices) {
+  using namespace physics;
+  Structure s;
+  s.lattice = {1.2, 1.0};
+  s.superstrate = Material::constant_index(1.0);
+  s.substrate = Material::constant_index(1.5);
+  Layer pattern;
+  pattern.thickness = 0.25;
+  pattern.slices = slices;
+  pattern.background = Material::constant_index(1.0);
+  Ellipse e;
+  e.center = {0.1, 0.0};
+  e.semi_axis_x = 0.35;
+  e.semi_axis_y = 0.25;
+  e.rotation_deg = 20;
+  e.material = Material::constant_index(2.0);
+  Rectangle r;
+  r.center = {-0.3, 0.2};
+  r.width_x = 0.3;
+  r.width_y = 0.4;
+  r.material = Material::constant_index(1.6);
+  pattern.shapes = {e, r};
+  Layer film;
+  film.thickness = 0.1;
+  film.slices = std::max(1, slices / 2);
+  film.background = Material::constant_index(1.8);
+  s.layers = {pattern, film};
+  return s;
+}
+
+inline const physics::DiffractionOrder* find_order(const physics::IncidenceResult& r, int m1, int m2) {
+  for (const auto& d : r.orders)
+    if (d.m1 == m1 && d.m2 == m2) return &d;
+  return nullptr;
+}
+
+}  // namespace gratingsim::test
