@@ -12,7 +12,12 @@
 //                             ~/.cache/gratingsim/... without XDG_CACHE_HOME.
 // Wisdom is loaded before planning and, after FFTW_MEASURE planning that learnt something, saved
 // atomically (temporary file, then rename). A missing, unreadable or unwritable wisdom file is not an
-// error: planning just starts from what FFTW already knows.
+// error: planning just starts from what FFTW already knows. The test suite runs with
+// GRATINGSIM_FFTW_PLANNING=estimate (set by CTest in validation/CMakeLists.txt).
+//
+// A plan holds one set of work arrays per OpenMP thread (omp_get_max_threads() when planned), shared
+// by its execute() calls: run one execute() at a time per plan. FFTW's own threads are not used:
+// the batch is spread over OpenMP threads instead.
 #include <complex>
 #include <filesystem>
 #include <memory>
@@ -32,7 +37,7 @@ enum class FftwPlanning {
 
 struct FftwOptions {
   /// true: row FFTs only on the N1 rows holding data, inverse row FFTs only on the N1 kept rows (the
-  /// cpu-fftw backend). false: the plain 2D FFT of the whole padded L1×L2 array both ways (the
+  /// cpu-fftw backend; N1 rounded up to even, see cpu_fftw.cpp). false: the plain 2D FFT of the whole padded L1×L2 array both ways (the
   /// comparison the benchmark needs).
   bool prune_zero_rows = true;
   /// Unset: from GRATINGSIM_FFTW_PLANNING (default measure).
