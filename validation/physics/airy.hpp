@@ -14,8 +14,10 @@ struct Film {
   double thickness;
 };
 
-/// |r|² for s (p = false) or p polarisation; films listed from the incidence side down.
-inline double airy_reflectance(std::complex<double> n_in, const std::vector<Film>& films, std::complex<double> n_sub,
+/// The reflection amplitude r for s (p = false) or p polarisation, phase reference at the top
+/// film's upper interface; films listed from the incidence side down. The p sign convention is
+/// cases.md's, r_jk = (n_k c_j − n_j c_k)/(n_k c_j + n_j c_k) (r_p = −r_s at normal incidence).
+inline std::complex<double> airy_reflection(std::complex<double> n_in, const std::vector<Film>& films, std::complex<double> n_sub,
                                double wavelength, double theta_deg, bool p) {
   using C = std::complex<double>;
   const C s0 = n_in * std::sin(theta_deg * std::numbers::pi / 180);
@@ -39,7 +41,12 @@ inline double airy_reflectance(std::complex<double> n_in, const std::vector<Film
     const C e = std::exp(C(0, 2) * beta);
     gamma = (r(j - 1, j) + gamma * e) / (1.0 + r(j - 1, j) * gamma * e);
   }
-  return std::norm(gamma);
+  return gamma;
+}
+
+inline double airy_reflectance(std::complex<double> n_in, const std::vector<Film>& films, std::complex<double> n_sub,
+                               double wavelength, double theta_deg, bool p) {
+  return std::norm(airy_reflection(n_in, films, n_sub, wavelength, theta_deg, p));
 }
 
 }  // namespace gratingsim::test
