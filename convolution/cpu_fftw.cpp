@@ -56,9 +56,10 @@ namespace {
 using detail::check_kernels;
 using detail::Kernels;
 
-/// Serialises every FFTW call except execute (planner, wisdom, plan destruction), across both precisions.
-std::mutex& fftw_mutex() {
-  static std::mutex mutex;
+/// Serialises every FFTW call except execute (planner, wisdom, plan destruction), across both
+/// precisions. Recursive: a plan replaced or unwound while planning destroys itself under the lock.
+std::recursive_mutex& fftw_mutex() {
+  static std::recursive_mutex mutex;
   return mutex;
 }
 
@@ -118,7 +119,8 @@ class FftPlan {
     Lib::destroy(plan_);
   }
   void operator()(std::complex<Real>* in, std::complex<Real>* out) const {
-    Lib::execute(plan_, reinterpret_cast<typename Lib::Complex*>(in), reinterpret_cast<typename Lib::Complex*>(out));
+    using C = typename Lib::Complex;
+    Lib::execute(plan_, reinterpret_cast<C*>(in), reinterpret_cast<C*>(out));
   }
 
  private:
@@ -129,12 +131,14 @@ template <class Real>
 struct FftwFree {
   void operator()(std::complex<Real>* p) const { Fftw<Real>::free(p); }
 };
-/// An fftw_malloc'd array (aligned as FFTW's SIMD codelets want; plans made on one such array run on any other).
+/// An fftw_malloc'd array: aligned as FFTW's SIMD codelets want, so plans made on one such array run
+/// on any other.
 template <class Real>
 class Buffer {
  public:
-  explicit Buffer(std::size_t size)
-      : data_(static_cast<std::complex<Real>*>(Fftw<Real>::malloc(std::max<std::size_t>(size, 1) * sizeof(std::complex<Real>)))) {
+  explicit Buffer(std::size_t size) {
+    const std::size_t bytes = std::max<std::size_t>(size, 1) * sizeof(std::complex<Real>);
+    data_.reset(static_cast<std::complex<Real>*>(Fftw<Real>::malloc(bytes)));
     if (!data_) throw std::bad_alloc();
   }
   [[nodiscard]] std::complex<Real>* get() const { return data_.get(); }
@@ -225,7 +229,8 @@ class FftwConvolution final : public Convolution<Real> {
         spectra_(this->geometry_.slices * area_) {
     const std::size_t staging = prune_ ? std::size_t(rows_) * this->geometry_.l2 : 0;
     const int threads = std::max(1, omp_get_max_threads());
-    for (int t = 0; t < threads; ++t) buffers_.push_back({Buffer<Real>(staging), Buffer<Real>(area_), Buffer<Real>(staging)});
+    for (int t = 0; t < threads; ++t)
+      buffers_.push_back({Buffer<Real>(staging), Buffer<Real>(area_), Buffer<Real>(staging)});
     make_plans(options.planning ? *options.planning : planning_from_environment());
     // Planning scribbles on the buffers; the pad then writes only the data, the rest stays zero.
     for (auto& b : buffers_) std::fill_n(b.staging_in.get(), staging, Complex{});

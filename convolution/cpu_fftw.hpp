@@ -37,8 +37,8 @@ enum class FftwPlanning {
 
 struct FftwOptions {
   /// true: row FFTs only on the N1 rows holding data, inverse row FFTs only on the N1 kept rows (the
-  /// cpu-fftw backend; N1 rounded up to even, see cpu_fftw.cpp). false: the plain 2D FFT of the whole padded L1×L2 array both ways (the
-  /// comparison the benchmark needs).
+  /// cpu-fftw backend; N1 rounded up to even, see cpu_fftw.cpp). false: the plain 2D FFT of the whole
+  /// padded L1×L2 array both ways (the comparison the benchmark needs).
   bool prune_zero_rows = true;
   /// Unset: from GRATINGSIM_FFTW_PLANNING (default measure).
   std::optional<FftwPlanning> planning;

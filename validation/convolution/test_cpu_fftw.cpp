@@ -76,7 +76,8 @@ const std::vector<test::NamedGeometry>& extra_geometries() {
       {"odd L (5 x 3 -> 9 x 7)", {.n1 = 5, .n2 = 3, .l1 = 9, .l2 = 7, .slices = 3, .per_slice = 4}},
       {"L 24 x 20 (11 x 9)", {.n1 = 11, .n2 = 9, .l1 = 24, .l2 = 20, .slices = 2, .per_slice = 3}},
       {"one field per slice", {.n1 = 7, .n2 = 7, .slices = 9, .per_slice = 1}},
-      {"1D grating, non-minimal L (9 x 1 -> 32 x 3)", {.n1 = 9, .n2 = 1, .l1 = 32, .l2 = 3, .slices = 2, .per_slice = 3}},
+      {"1D grating, non-minimal L (9 x 1 -> 32 x 3)",
+       {.n1 = 9, .n2 = 1, .l1 = 32, .l2 = 3, .slices = 2, .per_slice = 3}},
   };
   return cases;
 }
@@ -145,7 +146,8 @@ TEMPLATE_TEST_CASE("cpu-fftw repeated execute and set_kernels", "[convolution][c
   }
 }
 
-TEST_CASE("cpu-fftw keeps to its per-thread arrays when the OpenMP team grows after planning", "[convolution][cpu-fftw]") {
+TEST_CASE("cpu-fftw keeps to its per-thread arrays when the OpenMP team grows after planning",
+          "[convolution][cpu-fftw]") {
   const Geometry g{.n1 = 7, .n2 = 5, .slices = 4, .per_slice = 6};
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
