@@ -778,7 +778,8 @@ Case parse_case(std::string_view yaml, const std::string& name, const std::strin
 
 Case load_case(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw CaseError(path, 0, 0, "cannot read the case file (missing or unreadable)");
+  if (!in || !std::filesystem::is_regular_file(path))
+    throw CaseError(path, 0, 0, "cannot read the case file (missing, unreadable or not a file)");
   std::ostringstream text;
   text << in.rdbuf();
   std::string base = std::filesystem::path(path).parent_path().string();

@@ -98,8 +98,9 @@ struct PointResult {
 /// "OUT.h5" → "OUT.h5.partial": where a run writes until it is complete.
 std::string partial_path(const std::string& path);
 
-/// Writes one result file. Not copyable; movable. Every call either succeeds or throws OutputError
-/// (or InvalidArgument for a PointResult of the wrong shape).
+/// Writes one result file, from one thread (HDF5 is built without thread safety). Not copyable;
+/// movable. Every call either succeeds or throws OutputError (or InvalidArgument for a PointResult of
+/// the wrong shape). An existing OUT.h5 stays untouched until finish() replaces it.
 class ResultWriter {
  public:
   /// Starts a new file at partial_path(path) (replacing any earlier partial file) and writes the

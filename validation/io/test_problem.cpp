@@ -10,7 +10,6 @@
 
 namespace fs = std::filesystem;
 using namespace gratingsim;
-using Catch::Matchers::WithinAbs;
 using Catch::Matchers::WithinRel;
 
 TEST_CASE("a 1D case maps onto physics structs", "[io][problem]") {
