@@ -13,8 +13,8 @@
 #include <sstream>
 
 #include "io/index_table.hpp"
-#include "io/strict_yaml.hpp"
 #include "io/problem.hpp"
+#include "io/strict_yaml.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
 
@@ -39,45 +39,60 @@ CaseError::CaseError(std::string file, int line, int column, std::string message
 
 std::string_view to_string(LengthUnit unit) {
   switch (unit) {
-    case LengthUnit::nm: return "nm";
-    case LengthUnit::um: return "um";
-    case LengthUnit::m: return "m";
+    case LengthUnit::nm:
+      return "nm";
+    case LengthUnit::um:
+      return "um";
+    case LengthUnit::m:
+      return "m";
   }
   return "?";
 }
 
 double nanometres_per(LengthUnit unit) {
   switch (unit) {
-    case LengthUnit::nm: return 1.0;
-    case LengthUnit::um: return 1e3;
-    case LengthUnit::m: return 1e9;
+    case LengthUnit::nm:
+      return 1.0;
+    case LengthUnit::um:
+      return 1e3;
+    case LengthUnit::m:
+      return 1e9;
   }
   return 0.0;
 }
 
 std::string_view to_string(Polarization polarization) {
   switch (polarization) {
-    case Polarization::s: return "s";
-    case Polarization::p: return "p";
-    case Polarization::both: return "both";
+    case Polarization::s:
+      return "s";
+    case Polarization::p:
+      return "p";
+    case Polarization::both:
+      return "both";
   }
   return "?";
 }
 
 std::string_view to_string(SolverMethod method) {
   switch (method) {
-    case SolverMethod::gmres: return "gmres";
-    case SolverMethod::bicgstab: return "bicgstab";
-    case SolverMethod::direct: return "direct";
+    case SolverMethod::gmres:
+      return "gmres";
+    case SolverMethod::bicgstab:
+      return "bicgstab";
+    case SolverMethod::direct:
+      return "direct";
   }
   return "?";
 }
 
 std::string_view to_string(PlaneKind kind) {
   switch (kind) {
-    case PlaneKind::xz: return "xz";
-    case PlaneKind::yz: return "yz";
-    case PlaneKind::xy: return "xy";
+    case PlaneKind::xz:
+      return "xz";
+    case PlaneKind::yz:
+      return "yz";
+    case PlaneKind::xy:
+      return "xy";
   }
   return "?";
 }
@@ -157,7 +172,8 @@ class CaseReader {
 
   Case read() {
     const Node root(yaml::parse(c_.yaml, file_), "", file_, YAML::Mark());
-    if (root.is_null()) root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
+    if (root.is_null())
+      root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
     const Map top(root, {"description", "units", "wavelength", "incidence", "lattice", "superstrate", "substrate",
                          "materials", "layers", "numerics", "output"});
     if (const auto d = top.optional("description")) c_.description = d->string();
@@ -171,8 +187,10 @@ class CaseReader {
     if (const auto i = top.optional("incidence")) read_incidence(*i);
     read_lattice(top.required("lattice"));
 
-    if (const auto s = top.optional("superstrate")) c_.superstrate = reference(*s);
-    else c_.superstrate = reference_default("air", top.node());
+    if (const auto s = top.optional("superstrate"))
+      c_.superstrate = reference(*s);
+    else
+      c_.superstrate = reference_default("air", top.node());
     c_.substrate = reference(top.required("substrate"));
     read_layers(top.required("layers"));
     read_numerics(top.required("numerics"));
@@ -191,15 +209,17 @@ class CaseReader {
   static LengthUnit length_unit(const Node& n) {
     const std::string word = n.string();
     const std::pair<const char*, const char*> aliases[] = {
-        {"µm", "um"},  {"μm", "um"},         {"micron", "um"}, {"microns", "um"}, {"micrometer", "um"},
-        {"micrometre", "um"}, {"nanometer", "nm"}, {"nanometre", "nm"}, {"meter", "m"}, {"metre", "m"}};
+        {"µm", "um"},         {"μm", "um"},        {"micron", "um"},    {"microns", "um"}, {"micrometer", "um"},
+        {"micrometre", "um"}, {"nanometer", "nm"}, {"nanometre", "nm"}, {"meter", "m"},    {"metre", "m"}};
     for (const auto& [alias, unit] : aliases)
-      if (word == alias) n.fail("unknown length unit '" + word + "'; did you mean '" + unit + "'? (expected one of: nm, um, m)");
+      if (word == alias)
+        n.fail("unknown length unit '" + word + "'; did you mean '" + unit + "'? (expected one of: nm, um, m)");
     return n.choice<LengthUnit>({{"nm", LengthUnit::nm}, {"um", LengthUnit::um}, {"m", LengthUnit::m}});
   }
   double length(const Node& n) const {  // a positive length, in nm
     const double v = n.number();
-    if (v <= 0) n.fail("expected a positive length (in " + std::string(to_string(c_.input_units)) + "), got " + n.describe());
+    if (v <= 0)
+      n.fail("expected a positive length (in " + std::string(to_string(c_.input_units)) + "), got " + n.describe());
     return v * scale_;
   }
   double non_negative_length(const Node& n) const {
@@ -223,11 +243,11 @@ class CaseReader {
   /// A sweep: one number, a list of numbers, or {start, stop, count} (count ≥ 1, inclusive ends).
   /// Values are returned as written (not scaled). `check` returns "" for a valid value, else what is
   /// wrong, reported at the offending list element (or at the range). Duplicates are errors.
-  std::vector<double> sweep(const Node& n, const std::string& what,
-                            const std::function<std::string(double)>& check) {
+  std::vector<double> sweep(const Node& n, const std::string& what, const std::function<std::string(double)>& check) {
     std::vector<double> values;
     const auto checked = [&](const Node& where, double value) {
-      if (const std::string problem = check(value); !problem.empty()) where.fail(problem + ", got " + format_number(value));
+      if (const std::string problem = check(value); !problem.empty())
+        where.fail(problem + ", got " + format_number(value));
       values.push_back(value);
     };
     if (n.is_scalar()) {
@@ -243,7 +263,8 @@ class CaseReader {
       const Node count_node = m.required("count");
       const long long count = count_node.integer();
       if (count < 1) count_node.fail("empty " + what + " sweep: count must be ≥ 1, got " + std::to_string(count));
-      if (count > 10'000'000) count_node.fail("a sweep of " + std::to_string(count) + " points is beyond reason (max 10000000)");
+      if (count > 10'000'000)
+        count_node.fail("a sweep of " + std::to_string(count) + " points is beyond reason (max 10000000)");
       if (count == 1 && start != stop) count_node.fail("count 1 needs start == stop (or give a single value)");
       if (count > 1 && start == stop) count_node.fail("start == stop with count > 1 repeats one value");
       checked(start_node, start);
@@ -278,7 +299,8 @@ class CaseReader {
         spec.fail("a material is given by exactly one of: n (with optional k), epsilon, table, sellmeier; got " +
                   std::to_string(kinds));
       if (m.has("k") && !m.has("n")) m.required("k").fail("k belongs with n");
-      if (m.has("units") && !m.has("table")) m.required("units").fail("units applies to a table's wavelength column only");
+      if (m.has("units") && !m.has("table"))
+        m.required("units").fail("units applies to a table's wavelength column only");
       std::optional<physics::Material> material;
       if (const auto n_node = m.optional("n")) {
         const double re = n_node->number();
@@ -287,7 +309,8 @@ class CaseReader {
         if (const auto k_node = m.optional("k")) {
           im = k_node->number();
           if (im < 0)
-            k_node->fail("the extinction coefficient k must be ≥ 0 (loss is k > 0 with exp(-iωt)), got " + k_node->describe());
+            k_node->fail("the extinction coefficient k must be ≥ 0 (loss is k > 0 with exp(-iωt)), got " +
+                         k_node->describe());
         }
         material = physics::Material::constant_index({re, im}, name);
       } else if (const auto e = m.optional("epsilon")) {
@@ -303,7 +326,8 @@ class CaseReader {
         const std::filesystem::path file = std::filesystem::path(base_) / t->string();
         if (!std::filesystem::is_regular_file(file)) t->fail("index table '" + file.string() + "' not found");
         IndexTable table = read_index_table(file.string(), unit);
-        material = physics::Material::tabulated(name, std::move(table.wavelength_nm), std::move(table.n), std::move(table.k));
+        material =
+            physics::Material::tabulated(name, std::move(table.wavelength_nm), std::move(table.n), std::move(table.k));
       } else {
         const Node s = m.required("sellmeier");
         const Map sm(s, {"B", "resonances", "range"});
@@ -438,8 +462,10 @@ class CaseReader {
         const Node shapes = m.required("shapes");
         const auto shape_items = shapes.items();
         if (shape_items.empty()) shapes.fail("a patterned layer needs at least one shape");
-        if (const auto b = m.optional("background")) layer.background = reference(*b);
-        else layer.background = c_.superstrate;
+        if (const auto b = m.optional("background"))
+          layer.background = reference(*b);
+        else
+          layer.background = c_.superstrate;
         for (const auto& s : shape_items) layer.shapes.push_back(read_shape(s, layer.thickness_nm));
       }
       c_.layers.push_back(std::move(layer));
@@ -508,7 +534,8 @@ class CaseReader {
             line.top_width_nm = non_negative_length(*top);
             check_width(*top, line.top_width_nm, px, "x");
           } else {
-            line.top_width_nm = line.bottom_width_nm - 2 * thickness_nm / std::tan(sidewall_angle(*angle) * std::numbers::pi / 180);
+            line.top_width_nm =
+                line.bottom_width_nm - 2 * thickness_nm / std::tan(sidewall_angle(*angle) * std::numbers::pi / 180);
             if (line.top_width_nm < 0)
               angle->fail("a sidewall angle of " + angle->describe() + " degrees over the layer's " +
                           format_length(thickness_nm) + " gives a negative top width (" +
@@ -587,7 +614,8 @@ class CaseReader {
 
   static bool segments_cross(const std::array<double, 2>& a, const std::array<double, 2>& b,
                              const std::array<double, 2>& c, const std::array<double, 2>& d) {
-    const auto orient = [](const std::array<double, 2>& p, const std::array<double, 2>& q, const std::array<double, 2>& r) {
+    const auto orient = [](const std::array<double, 2>& p, const std::array<double, 2>& q,
+                           const std::array<double, 2>& r) {
       const double v = (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0]);
       return (v > 0) - (v < 0);
     };
@@ -648,7 +676,8 @@ class CaseReader {
     constexpr int max_order = 4096;
     if (h.is_sequence()) {
       const auto items = h.items();
-      if (items.size() != 2) h.fail("expected [M1, M2] (highest orders along x and y), got a list of " + std::to_string(items.size()));
+      if (items.size() != 2)
+        h.fail("expected [M1, M2] (highest orders along x and y), got a list of " + std::to_string(items.size()));
       c_.numerics.harmonics_x = integer_in(items[0], 0, max_order, "a highest order M1");
       c_.numerics.harmonics_y = integer_in(items[1], 0, max_order, "a highest order M2");
       if (c_.lattice.is_1d() && c_.numerics.harmonics_y != 0)
@@ -660,7 +689,8 @@ class CaseReader {
     }
     if (const auto r = m.optional("richardson")) c_.numerics.richardson = r->boolean();
     if (const auto p = m.optional("precision"))
-      c_.numerics.precision = p->choice<conv::Precision>({{"single", conv::Precision::single}, {"double", conv::Precision::double_}});
+      c_.numerics.precision =
+          p->choice<conv::Precision>({{"single", conv::Precision::single}, {"double", conv::Precision::double_}});
     if (const auto b = m.optional("backend")) {
       const std::string name = b->string();
       std::vector<std::string> names{"auto"};
@@ -711,11 +741,13 @@ class CaseReader {
     for (const auto& item : items) {
       const Map m(item, {"plane", "at", "points"});
       FieldPlane plane;
-      plane.kind = m.required("plane").choice<PlaneKind>({{"xz", PlaneKind::xz}, {"yz", PlaneKind::yz}, {"xy", PlaneKind::xy}});
+      plane.kind =
+          m.required("plane").choice<PlaneKind>({{"xz", PlaneKind::xz}, {"yz", PlaneKind::yz}, {"xy", PlaneKind::xy}});
       if (const auto at = m.optional("at")) {
         plane.position_nm = at->number() * scale_;
         const double h = c_.total_thickness_nm();
-        const double half = plane.kind == PlaneKind::yz ? c_.lattice.period_x_nm / 2 : c_.lattice.period_y_nm.value_or(0) / 2;
+        const double half =
+            plane.kind == PlaneKind::yz ? c_.lattice.period_x_nm / 2 : c_.lattice.period_y_nm.value_or(0) / 2;
         if (plane.kind == PlaneKind::xy && (plane.position_nm < 0 || plane.position_nm > h))
           at->fail("an xy plane must lie in the patterned region, z in [0, " + format_length(h) + "]");
         if (plane.kind != PlaneKind::xy && half > 0 && std::abs(plane.position_nm) > half)
@@ -731,7 +763,8 @@ class CaseReader {
           plane.points_first = integer_in(counts[0], 2, 4096, "a number of map points");
           plane.points_second = integer_in(counts[1], 2, 4096, "a number of map points");
         } else {
-          if (!p->is_scalar()) p->fail("an xz or yz map takes one number: points across the period (vertically: the slice centres)");
+          if (!p->is_scalar())
+            p->fail("an xz or yz map takes one number: points across the period (vertically: the slice centres)");
           plane.points_first = integer_in(*p, 2, 4096, "a number of map points");
         }
       }

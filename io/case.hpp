@@ -114,14 +114,14 @@ std::string_view to_string(SolverMethod method);
 
 struct SolverOptions {
   SolverMethod method = SolverMethod::gmres;
-  int restart = 40;        ///< GMRES restart length
-  double tolerance = 1e-8; ///< relative residual at which iterations stop
+  int restart = 40;         ///< GMRES restart length
+  double tolerance = 1e-8;  ///< relative residual at which iterations stop
   int max_iterations = 500;
 };
 
 struct Numerics {
   int harmonics_x = 0, harmonics_y = 0;  ///< M1, M2: orders m_i ∈ [−M_i, M_i]; M2 = 0 for 1D lattices
-  bool richardson = false;  ///< also solve at twice the slices and extrapolate (formulation.md §6)
+  bool richardson = false;               ///< also solve at twice the slices and extrapolate (formulation.md §6)
   conv::Precision precision = conv::Precision::double_;
   std::optional<conv::Backend> backend;  ///< nullopt: "auto", the application picks
   SolverOptions solver;
@@ -136,8 +136,8 @@ std::string_view to_string(PlaneKind kind);
 struct FieldPlane {
   PlaneKind kind = PlaneKind::xz;
   double position_nm = 0;
-  int points_first = 64;   ///< along x (xz, xy) or y (yz)
-  int points_second = 0;   ///< along y for xy; 0 for xz and yz (the slice centres)
+  int points_first = 64;  ///< along x (xz, xy) or y (yz)
+  int points_second = 0;  ///< along y for xy; 0 for xz and yz (the slice centres)
 };
 struct OutputOptions {
   bool fields = false;             ///< total-field harmonics per slice and the field maps
@@ -153,8 +153,8 @@ struct Case {
   std::vector<double> wavelength_nm;  ///< vacuum wavelengths, in the order given
   Incidence incidence;
   Lattice lattice;
-  std::string superstrate, substrate;  ///< material names (superstrate lossless)
-  std::vector<Layer> layers;           ///< top to bottom; the substrate interface is z = 0
+  std::string superstrate, substrate;                               ///< material names (superstrate lossless)
+  std::vector<Layer> layers;                                        ///< top to bottom; the substrate interface is z = 0
   std::map<std::string, physics::Material, std::less<>> materials;  ///< every material referenced (nm)
   Numerics numerics;
   OutputOptions output;

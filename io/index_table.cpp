@@ -1,11 +1,11 @@
 // Refractive-index tables: text files of wavelength, n[, k] rows.
+#include "io/index_table.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <system_error>
-
-#include "io/index_table.hpp"
 
 namespace gratingsim::io {
 
@@ -20,10 +20,12 @@ std::vector<RowField> split_fields(std::string_view line) {
   std::vector<RowField> fields;
   std::size_t i = 0;
   while (i < line.size()) {
-    while (i < line.size() && (line[i] == ',' || line[i] == ';' || line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+    while (i < line.size() &&
+           (line[i] == ',' || line[i] == ';' || line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
       ++i;
     const std::size_t start = i;
-    while (i < line.size() && !(line[i] == ',' || line[i] == ';' || line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+    while (i < line.size() &&
+           !(line[i] == ',' || line[i] == ';' || line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
       ++i;
     if (i > start) fields.push_back({line.substr(start, i - start), int(start) + 1});
   }
@@ -65,8 +67,8 @@ IndexTable read_index_table(const std::string& path, LengthUnit unit) {
     if (fields.size() < 2 || fields.size() > 3)
       at(fields[0], "expected 2 or 3 columns (wavelength, n[, k]), got " + std::to_string(fields.size()));
     if (columns != 0 && int(fields.size()) != columns)
-      at(fields[0], "expected " + std::to_string(columns) + " columns like the rows above, got " +
-                        std::to_string(fields.size()));
+      at(fields[0],
+         "expected " + std::to_string(columns) + " columns like the rows above, got " + std::to_string(fields.size()));
     columns = int(fields.size());
     double values[3] = {0, 0, 0};
     for (std::size_t i = 0; i < fields.size(); ++i)

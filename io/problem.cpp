@@ -30,8 +30,8 @@ bool tapered(const EllipseShape& e) {
 
 /// A shape's cross-section at height h above its layer's bottom (for layers cut into steps);
 /// nothing where it has shrunk to zero width.
-std::optional<physics::Shape> section(const Shape& shape, const physics::Material& material, double h,
-                                      double thickness, const physics::Lattice& lattice) {
+std::optional<physics::Shape> section(const Shape& shape, const physics::Material& material, double h, double thickness,
+                                      const physics::Lattice& lattice) {
   const double f = h / thickness;  // 0 at the bottom, 1 at the top
   const auto between = [f](double bottom, double top) { return bottom + (top - bottom) * f; };
   if (const auto* line = std::get_if<LineShape>(&shape.geometry)) {
@@ -61,8 +61,11 @@ physics::Shape whole(const Shape& shape, const physics::Material& material, doub
   if (const auto* r = std::get_if<RectangleShape>(&shape.geometry))
     return physics::Rectangle{{r->center_x_nm, r->center_y_nm}, r->width_x_nm, r->width_y_nm, material};
   if (const auto* e = std::get_if<EllipseShape>(&shape.geometry))
-    return physics::Ellipse{{e->center_x_nm, e->center_y_nm}, e->bottom_diameter_x_nm / 2, e->bottom_diameter_y_nm / 2,
-                            e->rotation_deg, material};
+    return physics::Ellipse{{e->center_x_nm, e->center_y_nm},
+                            e->bottom_diameter_x_nm / 2,
+                            e->bottom_diameter_y_nm / 2,
+                            e->rotation_deg,
+                            material};
   const auto& polygon = std::get<PolygonShape>(shape.geometry);
   physics::Polygon p;
   for (const auto& v : polygon.vertices_nm) p.vertices.push_back({v[0], v[1]});
@@ -140,7 +143,8 @@ physics::Structure to_structure(const Case& c) {
             step.push_back(std::move(*cut));
       }
     } else {
-      for (const auto& shape : layer.shapes) l.shapes.push_back(whole(shape, c.material(shape.material), layer.thickness_nm));
+      for (const auto& shape : layer.shapes)
+        l.shapes.push_back(whole(shape, c.material(shape.material), layer.thickness_nm));
     }
     s.layers.push_back(std::move(l));
   }
@@ -154,9 +158,15 @@ Problem make_problem(Case c) {
   o.m1 = c.numerics.harmonics_x;
   o.m2 = c.numerics.harmonics_y;
   switch (c.numerics.solver.method) {
-    case SolverMethod::gmres: o.method = physics::Method::gmres; break;
-    case SolverMethod::bicgstab: o.method = physics::Method::bicgstab; break;
-    case SolverMethod::direct: o.method = physics::Method::dense_lu; break;
+    case SolverMethod::gmres:
+      o.method = physics::Method::gmres;
+      break;
+    case SolverMethod::bicgstab:
+      o.method = physics::Method::bicgstab;
+      break;
+    case SolverMethod::direct:
+      o.method = physics::Method::dense_lu;
+      break;
   }
   o.gmres_restart = c.numerics.solver.restart;
   o.tolerance = c.numerics.solver.tolerance;
@@ -182,8 +192,14 @@ Problem make_problem(Case c) {
     for (const auto& plane : c.output.planes) {
       MapLayout m{plane.kind, plane.position_nm, {}, {}};
       switch (plane.kind) {
-        case PlaneKind::xz: m.first_nm = grid(-hx, hx, plane.points_first); m.second_nm = l.slice_center_nm; break;
-        case PlaneKind::yz: m.first_nm = grid(-hy, hy, plane.points_first); m.second_nm = l.slice_center_nm; break;
+        case PlaneKind::xz:
+          m.first_nm = grid(-hx, hx, plane.points_first);
+          m.second_nm = l.slice_center_nm;
+          break;
+        case PlaneKind::yz:
+          m.first_nm = grid(-hy, hy, plane.points_first);
+          m.second_nm = l.slice_center_nm;
+          break;
         case PlaneKind::xy:
           m.first_nm = grid(-hx, hx, plane.points_first);
           m.second_nm = grid(-hy, hy, plane.points_second);
@@ -251,15 +267,19 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
       jones(order.reflection, r.jones_r);
       jones(order.transmission, r.jones_t);
     }
-    if (order.reflected) std::copy(order.reflected_direction.begin(), order.reflected_direction.end(), r.reflected_direction.begin() + long(3 * o));
+    if (order.reflected)
+      std::copy(order.reflected_direction.begin(), order.reflected_direction.end(),
+                r.reflected_direction.begin() + long(3 * o));
     if (order.transmitted)
-      std::copy(order.transmitted_direction.begin(), order.transmitted_direction.end(), r.transmitted_direction.begin() + long(3 * o));
+      std::copy(order.transmitted_direction.begin(), order.transmitted_direction.end(),
+                r.transmitted_direction.begin() + long(3 * o));
   }
   if (p == 2) {
     r.psi_deg = result.zeroth_order.psi_deg;
     r.delta_deg = result.zeroth_order.delta_deg;
     for (int row = 0; row < 4; ++row)
-      for (int col = 0; col < 4; ++col) r.mueller[std::size_t(row * 4 + col)] = result.zeroth_order.mueller[std::size_t(row)][std::size_t(col)];
+      for (int col = 0; col < 4; ++col)
+        r.mueller[std::size_t(row * 4 + col)] = result.zeroth_order.mueller[std::size_t(row)][std::size_t(col)];
   }
   for (std::size_t i = 0; i < p; ++i) {
     const std::size_t in = std::size_t(pols[i]);
@@ -287,7 +307,8 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
   const std::size_t nz = l.slice_center_nm.size(), nm = l.harmonics_count();
   EXPECTS(f.z.size() == nz, "the solver's slices differ from the result layout's");
   for (std::size_t q = 0; q < nz; ++q)
-    EXPECTS(std::abs(f.z[q] - l.slice_center_nm[q]) <= 1e-9 * (1 + std::abs(f.z[q])), "slice centres differ from the layout's");
+    EXPECTS(std::abs(f.z[q] - l.slice_center_nm[q]) <= 1e-9 * (1 + std::abs(f.z[q])),
+            "slice centres differ from the layout's");
   for (std::size_t i = 0; i < p; ++i) {
     const auto& h = f.harmonics[std::size_t(pols[i])];
     EXPECTS(h.size() == nz * 3 * nm, "field harmonics of the wrong size");
@@ -314,7 +335,8 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     }
     std::size_t xy_slice = 0;  // the slice whose centre is nearest the plane's height
     for (std::size_t q = 1; q < nz; ++q)
-      if (std::abs(l.slice_center_nm[q] - m.position_nm) < std::abs(l.slice_center_nm[xy_slice] - m.position_nm)) xy_slice = q;
+      if (std::abs(l.slice_center_nm[q] - m.position_nm) < std::abs(l.slice_center_nm[xy_slice] - m.position_nm))
+        xy_slice = q;
     for (std::size_t i = 0; i < p; ++i)
       for (std::size_t c = 0; c < 3; ++c)
         for (std::size_t a = 0; a < n1; ++a)

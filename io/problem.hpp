@@ -25,14 +25,14 @@
 namespace gratingsim::io {
 
 struct Problem {
-  Case source;                    ///< the case as read
-  physics::Structure structure;   ///< lengths in nm
+  Case source;                   ///< the case as read
+  physics::Structure structure;  ///< lengths in nm
   /// Harmonics, method, tolerances, Richardson, precision and the case's backend (physics' default
   /// when the case says "auto": the application picks then); unconverged solves are marked, not
   /// thrown (recorded per point); fields kept when the case asks for them; memory limit: this
   /// machine's physical memory.
   physics::SolverOptions solver;
-  ResultLayout layout;            ///< the result file's shape for this case
+  ResultLayout layout;  ///< the result file's shape for this case
 };
 
 /// The physics structure of a case: lines and trapezoids become TrapezoidLines (sidewall angle

@@ -121,9 +121,9 @@ T read_scalar_attribute(hid_t object, const char* name) {
 template <class T>
 void write_array(hid_t parent, const char* name, const std::vector<hsize_t>& dims, const T* data) {
   const Handle space = h5::dataspace(H5Screate_simple(int(dims.size()), dims.data(), nullptr), "create a dataspace");
-  const Handle set = h5::dataset(
-      H5Dcreate2(parent, name, native_type<T>(), space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-      std::string("create dataset ") + name);
+  const Handle set =
+      h5::dataset(H5Dcreate2(parent, name, native_type<T>(), space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                  std::string("create dataset ") + name);
   h5::check(H5Dwrite(set, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data), std::string("write dataset ") + name);
 }
 
@@ -143,7 +143,8 @@ std::vector<T> read_array(hid_t parent, const std::string& name, std::vector<hsi
   std::size_t count = 1;
   for (const auto d : dims) count *= std::size_t(d);
   std::vector<T> data(count);
-  if (count) h5::check(H5Dread(set, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "read dataset " + name);
+  if (count)
+    h5::check(H5Dread(set, native_type<T>(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data.data()), "read dataset " + name);
   if (dims_out) *dims_out = dims;
   return data;
 }
@@ -166,17 +167,23 @@ struct Spec {
 
 hid_t native(Kind kind) {
   switch (kind) {
-    case Kind::f64: return H5T_NATIVE_DOUBLE;
-    case Kind::i32: return H5T_NATIVE_INT32;
-    case Kind::u8: return H5T_NATIVE_UINT8;
+    case Kind::f64:
+      return H5T_NATIVE_DOUBLE;
+    case Kind::i32:
+      return H5T_NATIVE_INT32;
+    case Kind::u8:
+      return H5T_NATIVE_UINT8;
   }
   return H5T_NATIVE_DOUBLE;
 }
 hid_t file_type(Kind kind) {
   switch (kind) {
-    case Kind::f64: return H5T_IEEE_F64LE;
-    case Kind::i32: return H5T_STD_I32LE;
-    case Kind::u8: return H5T_STD_U8LE;
+    case Kind::f64:
+      return H5T_IEEE_F64LE;
+    case Kind::i32:
+      return H5T_STD_I32LE;
+    case Kind::u8:
+      return H5T_STD_U8LE;
   }
   return H5T_IEEE_F64LE;
 }
@@ -206,7 +213,8 @@ std::vector<Spec> point_specs(const ResultLayout& l) {
   specs.push_back({"solver/converged", Kind::u8, {p}, false});
   specs.push_back({"solver/seconds", Kind::f64, {}, false});
   if (l.fields) {
-    specs.push_back({"fields/harmonics", Kind::f64, {p, hsize_t(l.slice_center_nm.size()), 3, l.harmonics_count(), 2}, true});
+    specs.push_back(
+        {"fields/harmonics", Kind::f64, {p, hsize_t(l.slice_center_nm.size()), 3, l.harmonics_count(), 2}, true});
     for (std::size_t k = 0; k < l.maps.size(); ++k) {
       const hsize_t n1 = l.maps[k].first_nm.size(), n2 = l.maps[k].second_nm.size();
       specs.push_back({map_group(k) + "/E", Kind::f64, {p, 3, n1, n2, 2}, true});
@@ -230,7 +238,7 @@ void create_point_dataset(hid_t file, const ResultLayout& l, const Spec& s) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::int32_t minus_one = -1;
   const std::uint8_t zero = 0;
-  const void* fill = s.kind == Kind::f64 ? static_cast<const void*>(&nan)
+  const void* fill = s.kind == Kind::f64   ? static_cast<const void*>(&nan)
                      : s.kind == Kind::i32 ? static_cast<const void*>(&minus_one)
                                            : static_cast<const void*>(&zero);
   h5::check(H5Pset_fill_value(create, native(s.kind), fill), "set the fill value of " + s.path);
@@ -267,12 +275,13 @@ void transfer_point(hid_t set, const ResultLayout& l, const Spec& s, std::size_t
   const Handle file_space = h5::dataspace(H5Dget_space(set), "get the dataspace of " + s.path);
   h5::check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
             "select point " + std::to_string(point) + " of " + s.path);
-  const Handle memory_space = s.tail.empty()
-                                  ? h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace")
-                                  : h5::dataspace(H5Screate_simple(int(s.tail.size()), s.tail.data(), nullptr),
-                                                  "create a dataspace");
-  const herr_t status = write ? H5Dwrite(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, data)
-                              : H5Dread(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, const_cast<void*>(data));
+  const Handle memory_space =
+      s.tail.empty()
+          ? h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace")
+          : h5::dataspace(H5Screate_simple(int(s.tail.size()), s.tail.data(), nullptr), "create a dataspace");
+  const herr_t status =
+      write ? H5Dwrite(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, data)
+            : H5Dread(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, const_cast<void*>(data));
   h5::check(status, std::string(write ? "write" : "read") + " point " + std::to_string(point) + " of " + s.path);
 }
 
@@ -302,24 +311,42 @@ PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r
   };
   for (const auto& s : specs) {
     const std::string& n = s.path;
-    if (n == "results/R") b.data.push_back(sized(r.reflectance, p * no, "reflectance"));
-    else if (n == "results/T") b.data.push_back(sized(r.transmittance, p * no, "transmittance"));
-    else if (n == "results/jones_r") b.data.push_back(sized(r.jones_r, no * 2 * p, "jones_r"));
-    else if (n == "results/jones_t") b.data.push_back(sized(r.jones_t, no * 2 * p, "jones_t"));
-    else if (n == "results/reflected_direction") b.data.push_back(sized(r.reflected_direction, no * 3, "reflected_direction"));
-    else if (n == "results/transmitted_direction") b.data.push_back(sized(r.transmitted_direction, no * 3, "transmitted_direction"));
-    else if (n == "results/absorption") b.data.push_back(sized(r.absorption, p, "absorption"));
-    else if (n == "results/energy_balance_error") b.data.push_back(sized(r.energy_balance_error, p, "energy_balance_error"));
-    else if (n == "results/psi_deg") b.data.push_back(&r.psi_deg);
-    else if (n == "results/delta_deg") b.data.push_back(&r.delta_deg);
-    else if (n == "results/mueller") b.data.push_back(r.mueller.data());
-    else if (n == "solver/iterations") b.data.push_back(sized(r.iterations, p, "iterations"));
-    else if (n == "solver/matvecs") b.data.push_back(sized(r.matvecs, p, "matvecs"));
-    else if (n == "solver/residual") b.data.push_back(sized(r.residual, p, "residual"));
-    else if (n == "solver/converged") b.data.push_back(sized(r.converged, p, "converged"));
-    else if (n == "solver/seconds") b.data.push_back(&r.solve_seconds);
-    else if (n == "fields/harmonics") b.data.push_back(sized(r.field_harmonics, p * nz * 3 * nm, "field_harmonics"));
-    else if (n == "done") b.data.push_back(&b.done);
+    if (n == "results/R")
+      b.data.push_back(sized(r.reflectance, p * no, "reflectance"));
+    else if (n == "results/T")
+      b.data.push_back(sized(r.transmittance, p * no, "transmittance"));
+    else if (n == "results/jones_r")
+      b.data.push_back(sized(r.jones_r, no * 2 * p, "jones_r"));
+    else if (n == "results/jones_t")
+      b.data.push_back(sized(r.jones_t, no * 2 * p, "jones_t"));
+    else if (n == "results/reflected_direction")
+      b.data.push_back(sized(r.reflected_direction, no * 3, "reflected_direction"));
+    else if (n == "results/transmitted_direction")
+      b.data.push_back(sized(r.transmitted_direction, no * 3, "transmitted_direction"));
+    else if (n == "results/absorption")
+      b.data.push_back(sized(r.absorption, p, "absorption"));
+    else if (n == "results/energy_balance_error")
+      b.data.push_back(sized(r.energy_balance_error, p, "energy_balance_error"));
+    else if (n == "results/psi_deg")
+      b.data.push_back(&r.psi_deg);
+    else if (n == "results/delta_deg")
+      b.data.push_back(&r.delta_deg);
+    else if (n == "results/mueller")
+      b.data.push_back(r.mueller.data());
+    else if (n == "solver/iterations")
+      b.data.push_back(sized(r.iterations, p, "iterations"));
+    else if (n == "solver/matvecs")
+      b.data.push_back(sized(r.matvecs, p, "matvecs"));
+    else if (n == "solver/residual")
+      b.data.push_back(sized(r.residual, p, "residual"));
+    else if (n == "solver/converged")
+      b.data.push_back(sized(r.converged, p, "converged"));
+    else if (n == "solver/seconds")
+      b.data.push_back(&r.solve_seconds);
+    else if (n == "fields/harmonics")
+      b.data.push_back(sized(r.field_harmonics, p * nz * 3 * nm, "field_harmonics"));
+    else if (n == "done")
+      b.data.push_back(&b.done);
     else {  // fields/map_k/E or fields/map_k/abs_E
       const std::size_t k = std::stoul(n.substr(std::strlen("fields/map_")));
       const std::size_t cells = l.maps[k].first_nm.size() * l.maps[k].second_nm.size();
@@ -332,7 +359,8 @@ PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r
           for (std::size_t i = 0; i < p; ++i)
             for (std::size_t c = 0; c < cells; ++c) {
               double sum = 0;
-              for (std::size_t comp = 0; comp < 3; ++comp) sum += std::norm(r.field_maps[k][(i * 3 + comp) * cells + c]);
+              for (std::size_t comp = 0; comp < 3; ++comp)
+                sum += std::norm(r.field_maps[k][(i * 3 + comp) * cells + c]);
               norm[i * cells + c] = std::sqrt(sum);
             }
         b.data.push_back(norm.data());
@@ -354,7 +382,8 @@ void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
   write_string_attribute(file, "device", info.device);
   write_string_attribute(file, "polarization", std::string(to_string(l.polarization)));
 
-  const Handle input = h5::group(H5Gcreate2(file, "input", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group input");
+  const Handle input =
+      h5::group(H5Gcreate2(file, "input", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group input");
   {
     const Handle type = string_type();
     const Handle space = h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace");
@@ -365,7 +394,8 @@ void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
     write_string_attribute(set, "path", info.case_path);
   }
 
-  const Handle sweep = h5::group(H5Gcreate2(file, "sweep", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group sweep");
+  const Handle sweep =
+      h5::group(H5Gcreate2(file, "sweep", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group sweep");
   const std::pair<const char*, const std::vector<double>*> axes[] = {
       {"wavelength", &l.wavelength_nm}, {"theta", &l.theta_deg}, {"phi", &l.phi_deg}};
   for (const auto& [name, values] : axes) {
@@ -382,7 +412,8 @@ void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
   }
 
   if (!l.fields) return;
-  const Handle fields = h5::group(H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group fields");
+  const Handle fields =
+      h5::group(H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group fields");
   write_scalar_attribute<std::int32_t>(fields, "harmonics_x", l.harmonics_x);
   write_scalar_attribute<std::int32_t>(fields, "harmonics_y", l.harmonics_y);
   write_array(fields, "slice_z", {l.slice_center_nm.size()}, l.slice_center_nm.data());
@@ -476,7 +507,8 @@ void check_layout(const ResultLayout& l) {
   EXPECTS(!l.orders.empty(), "a result file stores at least one diffraction order");
   if (l.fields) {
     EXPECTS(!l.slice_center_nm.empty(), "field output needs the slice positions");
-    for (const auto& m : l.maps) EXPECTS(!m.first_nm.empty() && !m.second_nm.empty(), "a field map needs grid coordinates");
+    for (const auto& m : l.maps)
+      EXPECTS(!m.first_nm.empty() && !m.second_nm.empty(), "a field map needs grid coordinates");
   }
 }
 
@@ -512,11 +544,13 @@ bool PointResult::operator==(const PointResult& o) const {
     if (!same(field_maps[k], o.field_maps[k])) return false;
   return same(reflectance, o.reflectance) && same(transmittance, o.transmittance) && same(jones_r, o.jones_r) &&
          same(jones_t, o.jones_t) && same(reflected_direction, o.reflected_direction) &&
-         same(transmitted_direction, o.transmitted_direction) && std::memcmp(&psi_deg, &o.psi_deg, sizeof(double)) == 0 &&
+         same(transmitted_direction, o.transmitted_direction) &&
+         std::memcmp(&psi_deg, &o.psi_deg, sizeof(double)) == 0 &&
          std::memcmp(&delta_deg, &o.delta_deg, sizeof(double)) == 0 && same(mueller, o.mueller) &&
          same(absorption, o.absorption) && same(energy_balance_error, o.energy_balance_error) &&
-         same(iterations, o.iterations) && same(matvecs, o.matvecs) && same(residual, o.residual) && same(converged, o.converged) &&
-         std::memcmp(&solve_seconds, &o.solve_seconds, sizeof(double)) == 0 && same(field_harmonics, o.field_harmonics);
+         same(iterations, o.iterations) && same(matvecs, o.matvecs) && same(residual, o.residual) &&
+         same(converged, o.converged) && std::memcmp(&solve_seconds, &o.solve_seconds, sizeof(double)) == 0 &&
+         same(field_harmonics, o.field_harmonics);
 }
 
 std::string partial_path(const std::string& path) { return path + ".partial"; }
@@ -591,7 +625,8 @@ void ResultWriter::write(std::size_t point, const PointResult& result) {
   State& s = *state_;
   EXPECTS(!s.finished, "the result file is already finished");
   EXPECTS(point < s.done.size(), "point index " + std::to_string(point) + " out of range");
-  EXPECTS(!s.done[point], "point " + std::to_string(point) + " is already written (finished points are never rewritten)");
+  EXPECTS(!s.done[point],
+          "point " + std::to_string(point) + " is already written (finished points are never rewritten)");
   const PointBuffers b = buffers(s.layout, s.datasets.specs, result);
   for (std::size_t i = 0; i < s.datasets.specs.size(); ++i)
     transfer_point(s.datasets.sets[i], s.layout, s.datasets.specs[i], point, b.data[i], true);

@@ -75,10 +75,10 @@ struct RunInfo {
 /// as layout.orders), Nz slices, Nm harmonics. Vectors are row-major with the shapes given.
 struct PointResult {
   static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> reflectance, transmittance;  ///< [P][No] diffraction efficiencies R_m, T_m
-  std::vector<std::complex<double>> jones_r, jones_t;  ///< [No][2][P]: outgoing (s, p) per incident i
+  std::vector<double> reflectance, transmittance;                  ///< [P][No] diffraction efficiencies R_m, T_m
+  std::vector<std::complex<double>> jones_r, jones_t;              ///< [No][2][P]: outgoing (s, p) per incident i
   std::vector<double> reflected_direction, transmitted_direction;  ///< [No][3] unit (kx, ky, kz); NaN if evanescent
-  double psi_deg = nan, delta_deg = nan;  ///< order-0 reflection ellipsometry (P = 2 only)
+  double psi_deg = nan, delta_deg = nan;                           ///< order-0 reflection ellipsometry (P = 2 only)
   std::array<double, 16> mueller = [] {  ///< order-0 reflection Mueller matrix, row-major (P = 2 only)
     std::array<double, 16> m;
     m.fill(nan);
@@ -90,9 +90,9 @@ struct PointResult {
   std::vector<double> residual;                          ///< [P] final relative residual
   std::vector<std::uint8_t> converged;                   ///< [P] 1 converged, 0 not
   double solve_seconds = 0;
-  std::vector<std::complex<double>> field_harmonics;  ///< [P][Nz][3][Nm] (fields only)
+  std::vector<std::complex<double>> field_harmonics;          ///< [P][Nz][3][Nm] (fields only)
   std::vector<std::vector<std::complex<double>>> field_maps;  ///< per map: [P][3][n_first][n_second] (fields only)
-  bool operator==(const PointResult&) const;  ///< bitwise equality of every value (NaN equals NaN)
+  bool operator==(const PointResult&) const;                  ///< bitwise equality of every value (NaN equals NaN)
 };
 
 /// "OUT.h5" → "OUT.h5.partial": where a run writes until it is complete.

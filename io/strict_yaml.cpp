@@ -37,9 +37,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return d[n][m];
 }
 
-Location location_of(const YAML::Mark& mark, const std::string& file) {
-  return {file, mark.line + 1, mark.column + 1};
-}
+Location location_of(const YAML::Mark& mark, const std::string& file) { return {file, mark.line + 1, mark.column + 1}; }
 
 }  // namespace
 
@@ -72,8 +70,9 @@ YAML::Node parse(std::string_view text, const std::string& file) {
   } catch (const YAML::Exception& e) {
     fail(location_of(e.mark, file), "invalid YAML: " + e.msg);
   }
-  if (documents.size() > 1) fail({file, 1, 1}, "the file holds " + std::to_string(documents.size()) +
-                                                   " YAML documents ('---'); a case is one document");
+  if (documents.size() > 1)
+    fail({file, 1, 1},
+         "the file holds " + std::to_string(documents.size()) + " YAML documents ('---'); a case is one document");
   return documents.empty() ? YAML::Node() : documents.front();
 }
 

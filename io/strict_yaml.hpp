@@ -51,10 +51,10 @@ class Node {
   /// How the value looks, for messages: "a mapping", "a list", "nothing (null)", "'text'".
   [[nodiscard]] std::string describe() const;
 
-  [[nodiscard]] double number() const;      ///< a finite plain number
-  [[nodiscard]] long long integer() const;  ///< a plain integer
-  [[nodiscard]] bool boolean() const;       ///< true or false
-  [[nodiscard]] std::string string() const; ///< a non-empty scalar (quoted or not)
+  [[nodiscard]] double number() const;       ///< a finite plain number
+  [[nodiscard]] long long integer() const;   ///< a plain integer
+  [[nodiscard]] bool boolean() const;        ///< true or false
+  [[nodiscard]] std::string string() const;  ///< a non-empty scalar (quoted or not)
   /// One of the named choices (with a did-you-mean for typos).
   template <class E>
   [[nodiscard]] E choice(std::initializer_list<std::pair<std::string_view, E>> choices) const {

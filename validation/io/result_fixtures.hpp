@@ -76,7 +76,8 @@ inline io::PointResult random_point(const io::ResultLayout& l) {
   r.solve_seconds = uniform(0.1, 10);
   if (l.fields) {
     r.field_harmonics = random_complex<double>(p * l.slice_center_nm.size() * 3 * l.harmonics_count());
-    for (const auto& m : l.maps) r.field_maps.push_back(random_complex<double>(p * 3 * m.first_nm.size() * m.second_nm.size()));
+    for (const auto& m : l.maps)
+      r.field_maps.push_back(random_complex<double>(p * 3 * m.first_nm.size() * m.second_nm.size()));
   }
   return r;
 }

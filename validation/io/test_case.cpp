@@ -177,10 +177,11 @@ numerics: {harmonics: 10}
 
 TEST_CASE("sweeps: scalar, list in the given order, inclusive range; metres", "[io][case]") {
   const auto read = [](const std::string& wavelength, const std::string& theta) {
-    return io::parse_case("units: m\nwavelength: " + wavelength + "\nincidence: {theta_deg: " + theta +
-                              "}\nlattice: {period_x: 4e-7}\nsubstrate: SiO2\nlayers: [{thickness: 1e-7, material: SiO2}]\n"
-                              "numerics: {harmonics: 3}\n",
-                          "sweep.yaml");
+    return io::parse_case(
+        "units: m\nwavelength: " + wavelength + "\nincidence: {theta_deg: " + theta +
+            "}\nlattice: {period_x: 4e-7}\nsubstrate: SiO2\nlayers: [{thickness: 1e-7, material: SiO2}]\n"
+            "numerics: {harmonics: 3}\n",
+        "sweep.yaml");
   };
   const io::Case list = read("[6e-7, 4e-7, 5e-7]", "{start: 0, stop: 60, count: 4}");
   REQUIRE(list.wavelength_nm.size() == 3);
@@ -198,9 +199,10 @@ TEST_CASE("load_case resolves tables against the case file's directory", "[io][c
   const fs::path dir = fs::temp_directory_path() / ("gratingsim_io_case_" + std::to_string(::getpid()));
   fs::create_directories(dir / "data");
   std::ofstream(dir / "data" / "index.csv") << "# lambda n k\n400 2.0 0.5\n600 3.0 0.0\n";
-  std::ofstream(dir / "case.yaml") << "wavelength: [450, 550]\nlattice: {period_x: 300}\nsubstrate: metal\n"
-                                      "materials: {metal: {table: data/index.csv}}\n"
-                                      "layers: [{thickness: 50, material: metal, slices: 4}]\nnumerics: {harmonics: 2}\n";
+  std::ofstream(dir / "case.yaml")
+      << "wavelength: [450, 550]\nlattice: {period_x: 300}\nsubstrate: metal\n"
+         "materials: {metal: {table: data/index.csv}}\n"
+         "layers: [{thickness: 50, material: metal, slices: 4}]\nnumerics: {harmonics: 2}\n";
   const io::Case c = io::load_case((dir / "case.yaml").string());
   const auto index = c.material("metal").index(450);
   CHECK_THAT(index.real(), WithinRel(2.25, 1e-12));
@@ -209,10 +211,11 @@ TEST_CASE("load_case resolves tables against the case file's directory", "[io][c
 }
 
 TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles batched", "[io][case]") {
-  io::Case c = io::parse_case("wavelength: 500\nincidence: {theta_deg: [0, 10, 20]}\nlattice: {period_x: 400, period_y: 400}\n"
-                              "substrate: SiO2\nlayers: [{thickness: 100, material: SiO2, slices: 10}]\n"
-                              "numerics: {harmonics: [3, 2]}\n",
-                              "memory.yaml");
+  io::Case c = io::parse_case(
+      "wavelength: 500\nincidence: {theta_deg: [0, 10, 20]}\nlattice: {period_x: 400, period_y: 400}\n"
+      "substrate: SiO2\nlayers: [{thickness: 100, material: SiO2, slices: 10}]\n"
+      "numerics: {harmonics: [3, 2]}\n",
+      "memory.yaml");
   // 10 slices, Nm = 7·5 orders, 3 incidences, GMRES(40): 44 Krylov vectors, double precision.
   CHECK(io::estimated_solver_bytes(c) == physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false));
   c.numerics.solver.method = io::SolverMethod::direct;
@@ -222,10 +225,11 @@ TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles 
 }
 
 TEST_CASE("a constant permittivity material (a metal)", "[io][case]") {
-  const io::Case c = io::parse_case("wavelength: 633\nlattice: {period_x: 400}\nsubstrate: silver\n"
-                                    "materials: {silver: {epsilon: [-15.9, 1.08]}}\n"
-                                    "layers: [{thickness: 30, material: silver, slices: 6}]\nnumerics: {harmonics: 1}\n",
-                                    "metal.yaml");
+  const io::Case c = io::parse_case(
+      "wavelength: 633\nlattice: {period_x: 400}\nsubstrate: silver\n"
+      "materials: {silver: {epsilon: [-15.9, 1.08]}}\n"
+      "layers: [{thickness: 30, material: silver, slices: 6}]\nnumerics: {harmonics: 1}\n",
+      "metal.yaml");
   const auto eps = c.material("silver").permittivity(633);
   CHECK(eps.real() == -15.9);
   CHECK(eps.imag() == 1.08);

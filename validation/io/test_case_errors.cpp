@@ -32,7 +32,8 @@ Expectation expectation_of(const fs::path& file) {
   const auto colon = rest.find(':'), space = rest.find(' ');
   REQUIRE(colon != std::string::npos);
   REQUIRE(space != std::string::npos);
-  return {std::stoi(rest.substr(0, colon)), std::stoi(rest.substr(colon + 1, space - colon - 1)), rest.substr(space + 1)};
+  return {std::stoi(rest.substr(0, colon)), std::stoi(rest.substr(colon + 1, space - colon - 1)),
+          rest.substr(space + 1)};
 }
 
 /// What the application does with a case: read it, then open the output. The error must come first.
@@ -70,7 +71,8 @@ TEST_CASE("malformed cases give located errors and no output file", "[io][case]"
       const std::string what = e.what();
       INFO(what);
       // The message is "FILE:LINE:COLUMN: error: MESSAGE" and names the case file or a file it references.
-      CHECK(what.rfind(e.file() + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": error: ", 0) == 0);
+      CHECK(what.rfind(e.file() + ":" + std::to_string(e.line()) + ":" + std::to_string(e.column()) + ": error: ", 0) ==
+            0);
       CHECK(fs::path(e.file()).parent_path().string().rfind(directory.string(), 0) == 0);
       CHECK(e.line() == expected.line);
       CHECK(e.column() == expected.column);

@@ -73,8 +73,8 @@ TEST_CASE("h5py reads a result file without gratingsim code", "[io][results][pyt
     expected << "text input/case " << text << '\n';
   }
   const fs::path script = fs::path(__FILE__).parent_path() / "check_h5py.py";
-  const std::string command = python + " " + script.string() + " " + (dir / "out.h5").string() + " " +
-                              (dir / "expected.txt").string();
+  const std::string command =
+      python + " " + script.string() + " " + (dir / "out.h5").string() + " " + (dir / "expected.txt").string();
   CHECK(std::system(command.c_str()) == 0);
   fs::remove_all(dir);
 }

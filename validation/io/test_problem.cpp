@@ -128,15 +128,18 @@ output: {fields: true, planes: [{plane: xz, at: 0, points: 9}]}
 
   const std::size_t no = p.layout.orders_count();
   for (const auto& order : result.orders) {
-    const auto o = std::size_t(std::find(p.layout.orders.begin(), p.layout.orders.end(), std::array<int, 2>{order.m1, order.m2}) -
-                               p.layout.orders.begin());
+    const auto o =
+        std::size_t(std::find(p.layout.orders.begin(), p.layout.orders.end(), std::array<int, 2>{order.m1, order.m2}) -
+                    p.layout.orders.begin());
     REQUIRE(o < no);
     CHECK(point.reflectance[0 * no + o] == order.R[physics::s_pol]);
     CHECK(point.transmittance[1 * no + o] == order.T[physics::p_pol]);
     CHECK(point.jones_r[(o * 2 + 1) * 2 + 0] == order.reflection.p_from_s);  // [order][out p][in s]
     CHECK(point.jones_t[(o * 2 + 0) * 2 + 1] == order.transmission.s_from_p);
-    if (order.reflected) CHECK(point.reflected_direction[3 * o + 2] == order.reflected_direction[2]);
-    else CHECK(std::isnan(point.reflected_direction[3 * o]));
+    if (order.reflected)
+      CHECK(point.reflected_direction[3 * o + 2] == order.reflected_direction[2]);
+    else
+      CHECK(std::isnan(point.reflected_direction[3 * o]));
   }
   CHECK(point.psi_deg == result.zeroth_order.psi_deg);
   CHECK(point.mueller[7] == result.zeroth_order.mueller[1][3]);

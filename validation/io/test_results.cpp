@@ -79,7 +79,8 @@ std::pair<bool, bool> storage_of(hid_t file, const char* name) {
     unsigned flags = 0;
     std::size_t n = 0;
     unsigned config = 0;
-    if (H5Pget_filter2(create, unsigned(i), &flags, &n, nullptr, 0, nullptr, &config) == H5Z_FILTER_DEFLATE) gzip = true;
+    if (H5Pget_filter2(create, unsigned(i), &flags, &n, nullptr, 0, nullptr, &config) == H5Z_FILTER_DEFLATE)
+      gzip = true;
   }
   H5Pclose(create);
   H5Dclose(set);
@@ -115,7 +116,8 @@ TEST_CASE("results round-trip: the C API reads back every value and attribute", 
   CHECK(string_attribute(file, "precision") == "double");
   CHECK(string_attribute(file, "device") == "CPU (test)");
   CHECK(string_attribute(file, "polarization") == "both");
-  for (const char* convention : {"jones_basis", "phase_reference", "ellipsometry", "mueller", "complex_layout", "efficiency"})
+  for (const char* convention :
+       {"jones_basis", "phase_reference", "ellipsometry", "mueller", "complex_layout", "efficiency"})
     CHECK(string_attribute(file, convention).size() > 20);
   // The input case, verbatim.
   {
@@ -171,9 +173,11 @@ TEST_CASE("results round-trip: the C API reads back every value and attribute", 
           all_equal &= same_bits(jones[(point * no * 2 * p + k) * 2 + 1], r.jones_t[k].imag());
         }
         for (std::size_t k = 0; k < 16; ++k) all_equal &= same_bits(mueller[point * 16 + k], r.mueller[k]);
-        for (std::size_t k = 0; k < no * 3; ++k) all_equal &= same_bits(directions[point * no * 3 + k], r.reflected_direction[k]);
+        for (std::size_t k = 0; k < no * 3; ++k)
+          all_equal &= same_bits(directions[point * no * 3 + k], r.reflected_direction[k]);
         const std::size_t nh = p * 3 * 3 * 15;
-        for (std::size_t k = 0; k < nh; ++k) all_equal &= same_bits(harmonics[(point * nh + k) * 2], r.field_harmonics[k].real());
+        for (std::size_t k = 0; k < nh; ++k)
+          all_equal &= same_bits(harmonics[(point * nh + k) * 2], r.field_harmonics[k].real());
         // |E| of map 1 (2 × 5 points) from its components.
         for (std::size_t i = 0; i < p; ++i)
           for (std::size_t c = 0; c < 10; ++c) {
