@@ -13,7 +13,7 @@ template <class Real>
 DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences,
                                        const ProblemSettings& settings, int slice_factor,
                                        std::vector<std::string>& warnings)
-    : structure_(structure), discretisation_(discretise(structure, slice_factor)) {
+    : discretisation_(discretise(structure, slice_factor)) {
   using C = std::complex<double>;
   EXPECTS(!incidences.empty(), "no incidence to solve");
   EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");

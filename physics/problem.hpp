@@ -58,7 +58,6 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> field);
 
  private:
-  Structure structure_;
   Discretisation discretisation_;
   std::vector<FloquetOrders> orders_;
   BatchLayout layout_;
