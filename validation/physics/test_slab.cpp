@@ -63,7 +63,8 @@ TEST_CASE("slabs S1–S4: Richardson-extrapolated R and T within 1e-6 of Airy", 
     const double airy_p = test::airy_reflectance(c.n_in, {c.film}, c.n_sub, 1.0, c.theta, true);
     CHECK(std::abs(airy_s - c.r_s) < 1e-9);  // the test's own reference reproduces the table
     CHECK(std::abs(airy_p - c.r_p) < 1e-9);
-    const IncidenceResult r = solve_one(film_stack(c.n_in, {c.film}, c.n_sub, 20), {1.0, c.theta, 0}, true);
+    // 30 and 60 slices: the extrapolated errors are ≤ 3e-7 (T of the lossy S3 film is the largest).
+    const IncidenceResult r = solve_one(film_stack(c.n_in, {c.film}, c.n_sub, 30), {1.0, c.theta, 0}, true);
     REQUIRE(r.orders.size() == 1);
     CHECK(r.orders[0].m1 == 0);
     CHECK(std::abs(r.total_R[s_pol] - airy_s) < 1e-6);
