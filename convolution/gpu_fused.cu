@@ -12,12 +12,15 @@
 // Pruned transforms. With x_j = 0 for j ≥ H the L-point transform splits by frequency parity ε:
 //   X(2κ + ε) = Σ_{j<H} x_j W_L^{εj} W_H^{jκ},    y_j = Σ_ε W_L^{−εj} Σ_{κ<H} Y(2κ + ε) W_H^{−jκ}   (j < H),
 // two half-length transforms per direction and nothing computed for the zero inputs or unkept outputs.
-// Each half transform (H = Q·A) runs on a team of A threads holding Q ≤ 8 values each:
+// Each half transform (H = Q·A) runs on a team of A threads holding Q values each:
 //   j = j_a + A j_b,  κ = k_b + Q k_a,   thread j_a: Q-point DFT over j_b (the twist W_{2Q}^{ε j_b}
 //   folded in), twiddle W_L^{j_a (2 k_b + ε)}, exchange through shared memory, then A-point DFTs over
 //   j_a for the Q/A values k_b = t·Q/A + s that thread t owns. The inverse runs the same steps backwards.
-// The spectrum multiply happens in registers between the two, on the values a thread owns, so the
-// column FFT → multiply → column IFFT never leaves the chip and no transposes are made.
+// Where a whole half fits in registers (H ≤ 32 in single, H ≤ 16 in double precision) the team is one
+// thread (A = 1, Q = H): no exchange at all, every twiddle a compile-time constant. Only L = 128 (and
+// L = 64 in double) use teams of A = H/8 threads with Q = 8; their exchanges are what the shared
+// memory bandwidth is spent on. The spectrum multiply happens in registers between the two
+// directions, on the values a thread owns, so column FFT → multiply → column IFFT never leaves the chip.
 //
 // Shared memory per CTA (one slice; fields of the slice in rounds of F at a time):
 //   spectrum   Ŝ of the slice, per column the L1 values in the order the threads own them (once per CTA);
@@ -26,7 +29,7 @@
 //              rows/columns to teams keep every access free of bank conflicts; the exchanges of a
 //              column's (row's) transform go through that column's (row's) own storage
 //   stage      the next round's input fields, copied with cp.async while the current round computes
-//   twiddles   W_L^{j_a (2 k_b + ε)} for both axes
+//   twiddles   W_L^{j_a (2 k_b + ε)} for both axes (teams only), a padded row of them per j_a
 // The column order of buf (and of Ŝ) is the order in which the row-FFT threads own the frequencies.
 //
 // Limits: L1, L2 powers of two ≤ 128 (templates), and the shared memory of one round of one field.
@@ -46,7 +49,6 @@ namespace gratingsim::conv::detail {
 namespace {
 
 constexpr int max_fft_length = 128;
-constexpr int max_threads = 512;          // per CTA
 constexpr int spectrum_shared_limit = 128 * 1024;  // bytes of Ŝ kept in shared memory, else read from L2
 
 template <class Real>
@@ -72,25 +74,41 @@ __device__ __forceinline__ Cx<Real> mul_conj(Cx<Real> a, Cx<Real> b) {
 struct AxisShape {
   int e;   // frequency parities: 2, or 1 for L = 1
   int h;   // half length L / e: input support and half-spectrum size
-  int q;   // values per thread, ≤ 8
+  int q;   // values per thread
   int a;   // threads per team
   int kb;  // values k_b per thread in the A-point pass (q / a)
 };
+/// Values a thread can hold for a whole half transform (and its input, output and spectrum).
+template <class Real>
+constexpr int register_half() {
+  return sizeof(Real) == 4 ? 32 : 16;
+}
+template <class Real>
 constexpr AxisShape axis_shape(int l) {
-  const int e = l >= 2 ? 2 : 1, h = l / e, q = h < 8 ? h : 8, a = h / q;
+  const int e = l >= 2 ? 2 : 1, h = l / e, q = h <= register_half<Real>() ? h : 8, a = h / q;
   return {e, h, q, a, q / a};
 }
-template <int L>
+template <class Real, int L>
 struct Axis {
   static_assert(L >= 1 && L <= max_fft_length && (L & (L - 1)) == 0);
-  static constexpr AxisShape shape = axis_shape(L);
+  static constexpr AxisShape shape = axis_shape<Real>(L);
   static constexpr int E = shape.e, H = shape.h, Q = shape.q, A = shape.a, KB = shape.kb;
 };
 
+/// Threads per CTA: 256 where a thread needs more than 128 registers (whole halves of 32 complex64 or
+/// 16 complex128 values, or Ŝ prefetched from L2), else 512.
+template <class Real, int L1, int L2>
+constexpr int block_threads() {
+  const bool big_lines = Axis<Real, L1>::Q == register_half<Real>() || Axis<Real, L2>::Q == register_half<Real>();
+  const bool spectrum_global = std::size_t(L1) * L2 * sizeof(Cx<Real>) > spectrum_shared_limit;
+  return big_lines || spectrum_global ? 256 : 512;
+}
+
 /// Column of buf holding frequency parity ε, k_b, k_a of the row transform: bijective onto [0, L),
-/// rotated by k_b / KB so the A threads of a team store to A different banks.
+/// rotated by k_b / KB so the A threads of a team store to A different banks. Parity E − 1 sits in
+/// columns [0, H), which double as the row's exchange slots: it is stored last and loaded first.
 __host__ __device__ constexpr int buf_column(AxisShape s, int eps, int k_b, int k_a) {
-  return eps * s.h + s.a * k_b + (k_a + k_b / s.kb) % s.a;
+  return (s.e - 1 - eps) * s.h + s.a * k_b + (k_a + k_b / s.kb) % s.a;
 }
 /// Exchange slot of (j_a, k_b) in a team's H slots; rotated likewise for both access directions.
 __host__ __device__ constexpr int exchange_slot(AxisShape s, int j_a, int k_b) {
@@ -101,43 +119,87 @@ __host__ __device__ constexpr int exchange_slot(AxisShape s, int j_a, int k_b) {
 /// (vector, thread of the team), so a team reads consecutive vectors; +1 vector per column in shared
 /// memory where several teams read in one bank phase.
 template <class Real>
-constexpr int vector_width(int l1) {
-  const AxisShape s = axis_shape(l1);
-  const int per_thread = s.e * s.q, width = int(16 / sizeof(Cx<Real>));
+constexpr int vector_width(int per_thread) {
+  const int width = int(16 / sizeof(Cx<Real>));
   return per_thread < width ? per_thread : width;
 }
-constexpr int spectrum_column_pad(int l1) { return axis_shape(l1).a < 8 ? 1 : 0; }
+template <class Real>
+constexpr int spectrum_width(int l1) {
+  const AxisShape s = axis_shape<Real>(l1);
+  return vector_width<Real>(s.e * s.q);
+}
+template <class Real>
+constexpr int spectrum_column_pad(int l1) {
+  return axis_shape<Real>(l1).a < 8 ? 1 : 0;
+}
 template <class Real>
 constexpr bool spectrum_in_shared(int l1, int l2) {
   return std::size_t(l1) * l2 * sizeof(Cx<Real>) <= spectrum_shared_limit;
 }
+/// Twiddle table of an axis (teams only): per j_a a row of the E·Q values W_L^{j_a (E k_b + ε)}, index
+/// ε·Q + k_b, padded by one vector so the rows of a team start in different banks.
+template <class Real>
+constexpr int twiddle_row(int l) {
+  const AxisShape s = axis_shape<Real>(l);
+  return s.e * s.q + vector_width<Real>(s.e * s.q);
+}
+template <class Real>
+constexpr int twiddle_table_size(int l) {
+  return axis_shape<Real>(l).a > 1 ? axis_shape<Real>(l).a * twiddle_row<Real>(l) : 0;
+}
 
 // ---- compile-time twiddles and small DFTs in registers -------------------------------------------
 
-/// cos(π m / 8) for m ∈ [0, 16).
-__host__ __device__ constexpr double cos_sixteenth(int m) {
-  constexpr double c1 = 0.92387953251128675613, r = 0.70710678118654752440, s1 = 0.38268343236508977173;
-  constexpr double table[16] = {1, c1, r, s1, 0, -s1, -r, -c1, -1, -c1, -r, -s1, 0, s1, r, c1};
-  return table[((m % 16) + 16) % 16];
+/// sin(x) and cos(x) for |x| ≤ π/4 by their Taylor series (converged to double precision).
+constexpr double sin_small(double x) {
+  double term = x, sum = x;
+  for (int n = 1; n < 12; ++n) sum += (term *= -x * x / ((2 * n) * (2 * n + 1)));
+  return sum;
+}
+constexpr double cos_small(double x) {
+  double term = 1, sum = 1;
+  for (int n = 1; n < 12; ++n) sum += (term *= -x * x / ((2 * n - 1) * (2 * n)));
+  return sum;
+}
+/// cos and sin of 2π m / n at compile time, reduced exactly (integers) to an angle ≤ π/4.
+struct CosSin {
+  double c, s;
+};
+constexpr CosSin cos_sin_turns(long m, long n) {
+  constexpr double two_pi = 6.283185307179586476925286766559;
+  m = ((m % n) + n) % n;  // angle 2π m/n ∈ [0, 2π)
+  if (2 * m > n) {        // θ = 2π − θ': cos same, sin negated
+    const CosSin r = cos_sin_turns(n - m, n);
+    return {r.c, -r.s};
+  }
+  if (4 * m > n) {  // θ = π − θ'
+    const CosSin r = cos_sin_turns(n - 2 * m, 2 * n);
+    return {-r.c, r.s};
+  }
+  if (8 * m > n) {  // θ = π/2 − θ'
+    const CosSin r = cos_sin_turns(n - 4 * m, 4 * n);
+    return {r.s, r.c};
+  }
+  const double x = two_pi * double(m) / double(n);
+  return {cos_small(x), sin_small(x)};
 }
 
-/// z · W_N^K, W_N = e^{−2πi/N}, N dividing 16, K any integer; trivial factors cost nothing.
+/// z · W_N^K, W_N = e^{−2πi/N}, any integer K; trivial factors cost nothing, ±45° ones two multiplications.
 template <int K, int N, class Real>
 __device__ __forceinline__ Cx<Real> twiddle(Cx<Real> z) {
-  static_assert(16 % N == 0);
-  constexpr int m = ((K * (16 / N)) % 16 + 16) % 16;  // W_N^K = e^{−2πi m / 16}
+  constexpr int m = ((K % N) + N) % N;
   if constexpr (m == 0) return z;
-  else if constexpr (m == 4) return {z.im, -z.re};
-  else if constexpr (m == 8) return {-z.re, -z.im};
-  else if constexpr (m == 12) return {-z.im, z.re};
+  else if constexpr (4 * m == N) return {z.im, -z.re};
+  else if constexpr (2 * m == N) return {-z.re, -z.im};
+  else if constexpr (4 * m == 3 * N) return {-z.im, z.re};
   else {
-    constexpr double c = cos_sixteenth(m), s = cos_sixteenth(m - 4);  // W = c − i s
-    if constexpr (m % 4 == 2) {  // |c| = |s| = √½: two additions and two multiplications
+    constexpr CosSin w = cos_sin_turns(m, N);  // W = c − i s
+    if constexpr ((8 * m) % N == 0) {          // |c| = |s| = √½
       constexpr Real r = Real(0.70710678118654752440);
-      constexpr Real sc = c > 0 ? 1 : -1, ss = s > 0 ? 1 : -1;
+      constexpr Real sc = w.c > 0 ? 1 : -1, ss = w.s > 0 ? 1 : -1;
       return {r * (sc * z.re + ss * z.im), r * (sc * z.im - ss * z.re)};
     } else {
-      return {z.re * Real(c) + z.im * Real(s), z.im * Real(c) - z.re * Real(s)};
+      return {z.re * Real(w.c) + z.im * Real(w.s), z.im * Real(w.c) - z.re * Real(w.s)};
     }
   }
 }
@@ -148,45 +210,58 @@ __device__ __forceinline__ void static_for(F&& f) {
       std::make_integer_sequence<int, N>{});
 }
 
-/// In-place DFT of v[0], v[Step], …, v[(N−1)·Step] in registers: X_k = Σ_j v_j W_N^{±jk} (+ for Inverse),
-/// natural order in and out, radix-2 decimation in time.
-template <int N, bool Inverse, int Step = 1, class Real>
+/// In-place DFT of v[0..N) in registers: X_k = Σ_j v_j W_N^{±jk} (+ for Inverse), natural order in and
+/// out, radix-2 decimation in time.
+template <int N, bool Inverse, class Real>
 __device__ __forceinline__ void dft(Cx<Real>* v) {
   if constexpr (N > 1) {
     Cx<Real> even[N / 2], odd[N / 2];
     static_for<N / 2>([&](auto i) {
-      even[i] = v[2 * i * Step];
-      odd[i] = v[(2 * i + 1) * Step];
+      even[i] = v[2 * i];
+      odd[i] = v[2 * i + 1];
     });
     dft<N / 2, Inverse>(even);
     dft<N / 2, Inverse>(odd);
     static_for<N / 2>([&](auto k) {
       constexpr int K = decltype(k)::value;
       const Cx<Real> t = twiddle<Inverse ? -K : K, N>(odd[k]);
-      v[k * Step] = even[k] + t;
-      v[(k + N / 2) * Step] = even[k] - t;
+      v[k] = even[k] + t;
+      v[k + N / 2] = even[k] - t;
     });
   }
 }
 
 // ---- team operations --------------------------------------------------------------------------------
 
-/// Synchronises the A threads of a team (consecutive lanes of one warp).
+/// Synchronises the threads of a team. Teams of one warp run in lockstep (warp-uniform item loops),
+/// so the whole warp synchronises: cheaper than a partial mask.
 template <int A>
 __device__ __forceinline__ void team_sync() {
-  if constexpr (A > 1) {
-    const unsigned lane = threadIdx.x & 31u;
-    __syncwarp(((1u << A) - 1u) << (lane & ~unsigned(A - 1)));
-  }
+  if constexpr (A > 1) __syncwarp();
+}
+
+/// Loads the thread's twiddles of parity Eps, w[k_b] = W_L^{j_a (E k_b + Eps)}, from its table row.
+template <class Real, int L, int Eps>
+__device__ __forceinline__ void load_twiddles(Cx<Real>* w, const Cx<Real>* row) {
+  using X = Axis<Real, L>;
+  constexpr int width = vector_width<Real>(X::E * X::Q);
+  struct alignas(16) Vector {
+    Cx<Real> v[width];
+  };
+  static_for<X::Q / width>([&](auto i) {
+    const Vector t = reinterpret_cast<const Vector*>(row + Eps * X::Q)[i];
+    static_for<width>([&](auto e) { w[i * width + e] = t.v[e]; });
+  });
 }
 
 /// Forward half transform of parity Eps: thread j_a = lane holds x_{j_a + A j_b} (j_b < Q); returns in
 /// u[s·A + k_a] the frequency κ = k_b + Q k_a, k_b = lane·KB + s, i.e. X(E κ + Eps). slots: the team's
-/// H exchange slots, Stride elements apart. w[k_b] = W_L^{lane (E k_b + Eps)}.
-template <int L, int Eps, int Stride, class Real>
+/// H exchange slots, Stride elements apart, touched only by an active team; w: the thread's twiddles
+/// of parity Eps (teams only).
+template <class Real, int L, int Eps, int Stride>
 __device__ __forceinline__ void forward_half(const Cx<Real>* x, Cx<Real>* u, Cx<Real>* slots, const Cx<Real>* w,
-                                             int lane) {
-  using X = Axis<L>;
+                                             int lane, bool active) {
+  using X = Axis<Real, L>;
   constexpr AxisShape shape = X::shape;
   Cx<Real> v[X::Q];
   static_for<X::Q>([&](auto j) { v[j] = twiddle<Eps * decltype(j)::value, 2 * X::Q>(x[j]); });
@@ -198,20 +273,23 @@ __device__ __forceinline__ void forward_half(const Cx<Real>* x, Cx<Real>* u, Cx<
       if constexpr (Eps != 0 || decltype(k)::value != 0) v[k] = v[k] * w[k];
     });
     team_sync<X::A>();
-    static_for<X::Q>([&](auto k) { slots[exchange_slot(shape, lane, k) * Stride] = v[k]; });
+    if (active) static_for<X::Q>([&](auto k) { slots[exchange_slot(shape, lane, k) * Stride] = v[k]; });
     team_sync<X::A>();
     static_for<X::KB>([&](auto s) {
-      static_for<X::A>([&](auto a) { u[s * X::A + a] = slots[exchange_slot(shape, a, lane * X::KB + s) * Stride]; });
+      static_for<X::A>([&](auto a) {
+        u[s * X::A + a] = active ? slots[exchange_slot(shape, a, lane * X::KB + s) * Stride] : Cx<Real>{0, 0};
+      });
       dft<X::A, false>(u + s * X::A);
     });
   }
 }
 
-/// Inverse of forward_half (unnormalised) for parity Eps, accumulated: y[j_b] += the output at
-/// j = lane + A j_b. u is overwritten.
-template <int L, int Eps, int Stride, class Real>
-__device__ __forceinline__ void inverse_half(Cx<Real>* u, Cx<Real>* y, Cx<Real>* slots, const Cx<Real>* w, int lane) {
-  using X = Axis<L>;
+/// Inverse of forward_half (unnormalised) for parity Eps: y[j_b] = (or += with Accumulate) the output
+/// at j = lane + A j_b. u is overwritten.
+template <class Real, int L, int Eps, int Stride, bool Accumulate>
+__device__ __forceinline__ void inverse_half(Cx<Real>* u, Cx<Real>* y, Cx<Real>* slots, const Cx<Real>* w, int lane,
+                                             bool active) {
+  using X = Axis<Real, L>;
   constexpr AxisShape shape = X::shape;
   Cx<Real> v[X::Q];
   if constexpr (X::A == 1) {
@@ -219,20 +297,21 @@ __device__ __forceinline__ void inverse_half(Cx<Real>* u, Cx<Real>* y, Cx<Real>*
   } else {
     static_for<X::KB>([&](auto s) { dft<X::A, true>(u + s * X::A); });
     team_sync<X::A>();
-    static_for<X::KB>([&](auto s) {
-      static_for<X::A>([&](auto a) { slots[exchange_slot(shape, a, lane * X::KB + s) * Stride] = u[s * X::A + a]; });
-    });
+    if (active)
+      static_for<X::KB>([&](auto s) {
+        static_for<X::A>([&](auto a) { slots[exchange_slot(shape, a, lane * X::KB + s) * Stride] = u[s * X::A + a]; });
+      });
     team_sync<X::A>();
     static_for<X::Q>([&](auto k) {
-      v[k] = slots[exchange_slot(shape, lane, k) * Stride];
+      v[k] = active ? slots[exchange_slot(shape, lane, k) * Stride] : Cx<Real>{0, 0};
       if constexpr (Eps != 0 || decltype(k)::value != 0) v[k] = mul_conj(v[k], w[k]);
     });
   }
   dft<X::Q, true>(v);
   static_for<X::Q>([&](auto j) {
     const Cx<Real> t = twiddle<-Eps * decltype(j)::value, 2 * X::Q>(v[j]);
-    if constexpr (Eps == 0) y[j] = t;
-    else y[j] = y[j] + t;
+    if constexpr (Accumulate) y[j] = y[j] + t;
+    else y[j] = t;
   });
 }
 
@@ -246,22 +325,27 @@ __device__ __forceinline__ int spread(int i, int n) {
   return Group * (h / A) + h % A + A * t;
 }
 
-/// The thread's twiddles of parity Eps: w[k_b] = W_L^{lane (E k_b + Eps)} from the shared table.
-template <int L, int Eps, class Real>
-__device__ __forceinline__ void load_twiddles(Cx<Real>* w, const Cx<Real>* table, int lane) {
-  using X = Axis<L>;
-  static_for<X::Q>([&](auto k) { w[k] = table[(Eps * X::Q + k) * X::A + lane]; });
+/// Runs body(i, lane) for items i = team, team + teams, … < n, with teams of A threads. The loop is
+/// uniform across each warp (a team past the end gets i ≥ n and must not touch memory), so that
+/// team_sync may synchronise the whole warp.
+template <int A, class Body>
+__device__ __forceinline__ void for_each_item(int n, Body&& body) {
+  constexpr int per_warp = 32 / A;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % A, teams = blockDim.x / A;
+  const int in_warp = (threadIdx.x % 32) / A;
+  for (int first = warp * per_warp; first < n; first += teams) body(first + in_warp, lane);
 }
 
-template <int L, class Real>
+template <class Real, int L>
 __device__ void fill_twiddles(Cx<Real>* table) {
-  using X = Axis<L>;
-  for (int i = threadIdx.x; i < L; i += blockDim.x) {
-    const int j_a = i % X::A, k_b = (i / X::A) % X::Q, eps = i / (X::A * X::Q);
+  using X = Axis<Real, L>;
+  constexpr int row = twiddle_row<Real>(L);
+  for (int i = threadIdx.x; i < twiddle_table_size<Real>(L); i += blockDim.x) {
+    const int j_a = i / row, index = i % row, eps = index / X::Q, k_b = index % X::Q;
     const int m = (j_a * (X::E * k_b + eps)) % L;
     double s, c;
     sincospi(2.0 * m / L, &s, &c);
-    table[i] = {Real(c), Real(-s)};
+    table[i] = index < X::E * X::Q ? Cx<Real>{Real(c), Real(-s)} : Cx<Real>{0, 0};
   }
 }
 
@@ -301,23 +385,23 @@ struct FusedParams {
 };
 
 template <class Real, int L1, int L2>
-__global__ void __launch_bounds__(max_threads) fused_convolution(FusedParams<Real> p) {
+__global__ void __launch_bounds__(block_threads<Real, L1, L2>()) fused_convolution(FusedParams<Real> p) {
   using C = Cx<Real>;
-  using X1 = Axis<L1>;
-  using X2 = Axis<L2>;
+  using X1 = Axis<Real, L1>;
+  using X2 = Axis<Real, L2>;
   constexpr int S = L2 + 1;                                   // buf row stride (skew)
   constexpr int group = int(128 / sizeof(C));                 // elements per shared-memory bank phase
-  constexpr int width = vector_width<Real>(L1);
-  constexpr int vectors = X1::E * X1::Q / width;              // spectrum vectors per thread
+  constexpr int width = spectrum_width<Real>(L1);
   constexpr bool spectrum_shared = spectrum_in_shared<Real>(L1, L2);
-  constexpr int column_stride = (vectors * X1::A + (spectrum_shared ? spectrum_column_pad(L1) : 0)) * width;
+  constexpr int column_stride = L1 + (spectrum_shared ? spectrum_column_pad<Real>(L1) * width : 0);
+  constexpr std::size_t field_buf = std::size_t(X1::H) * S;
 
   extern __shared__ __align__(16) unsigned char shared[];
   C* const spectrum_smem = reinterpret_cast<C*>(shared);
   C* const buf = reinterpret_cast<C*>(shared + p.buf_offset);
   C* const stage = reinterpret_cast<C*>(shared + p.stage_offset);
   C* const twiddles1 = reinterpret_cast<C*>(shared + p.twiddle_offset);
-  C* const twiddles2 = twiddles1 + L1;
+  C* const twiddles2 = twiddles1 + twiddle_table_size<Real>(L1);
 
   const int slice = blockIdx.x / p.ctas_per_slice;
   const int first = (blockIdx.x % p.ctas_per_slice) * p.fields_per_cta;
@@ -329,21 +413,17 @@ __global__ void __launch_bounds__(max_threads) fused_convolution(FusedParams<Rea
   C* const out = p.out + base;
   const C* const spectrum_global = p.spectra + std::size_t(slice) * L1 * L2;
 
-  fill_twiddles<L1>(twiddles1);
-  fill_twiddles<L2>(twiddles2);
+  fill_twiddles<Real, L1>(twiddles1);
+  fill_twiddles<Real, L2>(twiddles2);
   if (p.stage) stage_fields(stage, in, min(F, count) * field_size);
   copy_async_commit();
   if constexpr (spectrum_shared) {
-    constexpr int per_column = vectors * X1::A, vector_bytes = width * sizeof(C);
+    constexpr int per_column = L1 / width, vector_bytes = width * sizeof(C);
     for (int i = threadIdx.x; i < L2 * per_column; i += blockDim.x)
       copy_async<vector_bytes>(spectrum_smem + (i / per_column) * column_stride + (i % per_column) * width,
                                spectrum_global + i * width);
   }
   copy_async_commit();
-
-  const int lane1 = threadIdx.x % X1::A, team1 = threadIdx.x / X1::A, teams1 = blockDim.x / X1::A;
-  const int lane2 = threadIdx.x % X2::A, team2 = threadIdx.x / X2::A, teams2 = blockDim.x / X2::A;
-  constexpr std::size_t field_buf = std::size_t(X1::H) * S;
 
   for (int f0 = 0; f0 < count; f0 += F) {
     const int nf = min(F, count - f0);
@@ -354,32 +434,29 @@ __global__ void __launch_bounds__(max_threads) fused_convolution(FusedParams<Rea
     // 1. Row FFTs of the N1 non-zero rows into buf.
     {
       const C* const src = p.stage ? stage : in + f0 * field_size;
-      C w[X2::E][X2::Q];
-      load_twiddles<L2, 0>(w[0], twiddles2, lane2);
-      if constexpr (X2::E == 2) load_twiddles<L2, 1>(w[1], twiddles2, lane2);
       const int items = nf * X1::H;
-      for (int i = team2; i < items; i += teams2) {
+      for_each_item<X2::A>(items, [&](int i, int lane) {
         const int item = spread<X2::A, group>(i, items), f = item / X1::H, r = item % X1::H;
-        if (r >= n1) continue;
+        const bool active = i < items && r < n1;
         const C* const x_row = src + f * field_size + r * n2;
+        C* const row = active ? buf + f * field_buf + r * S : buf;  // inactive: a valid place, never written
         C x[X2::Q];
         static_for<X2::Q>([&](auto j) {
-          const int col = lane2 + X2::A * j;
-          x[j] = col < n2 ? x_row[col] : C{0, 0};
+          const int col = lane + X2::A * j;
+          x[j] = active && col < n2 ? x_row[col] : C{0, 0};
         });
-        C* const row = buf + f * field_buf + r * S;
-        C u[X2::E][X2::Q];
-        forward_half<L2, 0, 1>(x, u[0], row, w[0], lane2);
-        if constexpr (X2::E == 2) forward_half<L2, 1, 1>(x, u[1], row, w[1], lane2);
-        team_sync<X2::A>();
         static_for<X2::E>([&](auto e) {
-          static_for<X2::KB>([&](auto s) {
-            static_for<X2::A>([&](auto a) {
-              row[buf_column(X2::shape, e, lane2 * X2::KB + s, a)] = u[e][s * X2::A + a];
+          constexpr int eps = decltype(e)::value;
+          C u[X2::Q], w[X2::A > 1 ? X2::Q : 1];
+          if constexpr (X2::A > 1) load_twiddles<Real, L2, eps>(w, twiddles2 + lane * twiddle_row<Real>(L2));
+          forward_half<Real, L2, eps, 1>(x, u, row, w, lane, active);
+          if constexpr (eps == X2::E - 1) team_sync<X2::A>();  // its columns are the exchange slots
+          if (active)
+            static_for<X2::KB>([&](auto s) {
+              static_for<X2::A>([&](auto a) { row[buf_column(X2::shape, eps, lane * X2::KB + s, a)] = u[s * X2::A + a]; });
             });
-          });
         });
-      }
+      });
     }
     __syncthreads();
     if (p.stage && f0 + F < count) stage_fields(stage, in + (f0 + F) * field_size, min(F, count - f0 - F) * field_size);
@@ -391,65 +468,73 @@ __global__ void __launch_bounds__(max_threads) fused_convolution(FusedParams<Rea
 
     // 2. Per column: FFT, multiply by Ŝ, IFFT, keep rows j1 < N1; in place in buf.
     {
-      C w[X1::E][X1::Q];
-      load_twiddles<L1, 0>(w[0], twiddles1, lane1);
-      if constexpr (X1::E == 2) load_twiddles<L1, 1>(w[1], twiddles1, lane1);
       const int items = nf * L2;
-      for (int i = team1; i < items; i += teams1) {
+      for_each_item<X1::A>(items, [&](int i, int lane) {
         const int item = spread<X1::A, group>(i, items), f = item / L2, col = item % L2;
-        C* const column = buf + f * field_buf + col;
-        const C* const s_col = (spectrum_shared ? spectrum_smem : spectrum_global) + col * column_stride + lane1 * width;
+        const bool active = i < items;
+        C* const column = active ? buf + f * field_buf + col : buf;  // inactive: a valid place, never written
+        const C* const s_col =
+            (spectrum_shared ? spectrum_smem : spectrum_global) + col * column_stride + lane * width;
+        const auto load_column = [&](C* x) {
+          static_for<X1::Q>([&](auto j) {
+            const int r = lane + X1::A * j;
+            x[j] = active && r < n1 ? column[r * S] : C{0, 0};
+          });
+        };
         C x[X1::Q], y[X1::Q];
-        static_for<X1::Q>([&](auto j) {
-          const int r = lane1 + X1::A * j;
-          x[j] = r < n1 ? column[r * S] : C{0, 0};
-        });
+        if constexpr (X1::A > 1) load_column(x);  // the exchanges overwrite the column: keep it
         static_for<X1::E>([&](auto e) {
           constexpr int eps = decltype(e)::value;
-          C u[X1::Q], factor[X1::Q];
-          // Ŝ values this thread owns; issued before the FFT so that a read from L2 overlaps it.
-          static_for<X1::Q>([&](auto v) {
+          const auto factor = [&](auto v) {
             constexpr int value = eps * X1::Q + decltype(v)::value;
-            factor[v] = s_col[(value / width) * X1::A * width + value % width];
+            return s_col[(value / width) * X1::A * width + value % width];
+          };
+          C u[X1::Q], w[X1::A > 1 ? X1::Q : 1], f_global[spectrum_shared ? 1 : X1::Q];
+          // From L2, the Ŝ values are loaded before the FFT so that the read overlaps it.
+          if constexpr (!spectrum_shared) static_for<X1::Q>([&](auto v) { f_global[v] = active ? factor(v) : C{0, 0}; });
+          if constexpr (X1::A > 1) load_twiddles<Real, L1, eps>(w, twiddles1 + lane * twiddle_row<Real>(L1));
+          else load_column(x);  // reloaded per parity rather than held: fewer registers
+          forward_half<Real, L1, eps, S>(x, u, column, w, lane, active);
+          static_for<X1::Q>([&](auto v) {
+            if constexpr (spectrum_shared) u[v] = u[v] * factor(v);
+            else u[v] = u[v] * f_global[v];
           });
-          forward_half<L1, eps, S>(x, u, column, w[eps], lane1);
-          static_for<X1::Q>([&](auto v) { u[v] = u[v] * factor[v]; });
-          inverse_half<L1, eps, S>(u, y, column, w[eps], lane1);
+          inverse_half<Real, L1, eps, S, (eps > 0)>(u, y, column, w, lane, active);
         });
         team_sync<X1::A>();
         static_for<X1::Q>([&](auto j) {
-          const int r = lane1 + X1::A * j;
-          if (r < n1) column[r * S] = y[j];
+          const int r = lane + X1::A * j;
+          if (active && r < n1) column[r * S] = y[j];
         });
-      }
+      });
     }
     __syncthreads();
 
     // 3. Row IFFTs of the N1 kept rows, the N2 kept outputs to global memory.
     {
-      C w[X2::E][X2::Q];
-      load_twiddles<L2, 0>(w[0], twiddles2, lane2);
-      if constexpr (X2::E == 2) load_twiddles<L2, 1>(w[1], twiddles2, lane2);
       const int items = nf * X1::H;
-      for (int i = team2; i < items; i += teams2) {
+      for_each_item<X2::A>(items, [&](int i, int lane) {
         const int item = spread<X2::A, group>(i, items), f = item / X1::H, r = item % X1::H;
-        if (r >= n1) continue;
-        C* const row = buf + f * field_buf + r * S;
-        C u[X2::E][X2::Q], y[X2::Q];
+        const bool active = i < items && r < n1;
+        C* const row = active ? buf + f * field_buf + r * S : buf;  // inactive: a valid place, never written
+        C y[X2::Q];
         static_for<X2::E>([&](auto e) {
+          constexpr int eps = X2::E - 1 - decltype(e)::value;  // the parity in the exchange slots first
+          C u[X2::Q], w[X2::A > 1 ? X2::Q : 1];
           static_for<X2::KB>([&](auto s) {
             static_for<X2::A>([&](auto a) {
-              u[e][s * X2::A + a] = row[buf_column(X2::shape, e, lane2 * X2::KB + s, a)];
+              u[s * X2::A + a] = active ? row[buf_column(X2::shape, eps, lane * X2::KB + s, a)] : C{0, 0};
             });
           });
+          if constexpr (X2::A > 1) load_twiddles<Real, L2, eps>(w, twiddles2 + lane * twiddle_row<Real>(L2));
+          inverse_half<Real, L2, eps, 1, (decltype(e)::value > 0)>(u, y, row, w, lane, active);
         });
-        static_for<X2::E>([&](auto e) { inverse_half<L2, decltype(e)::value, 1>(u[e], y, row, w[e], lane2); });
         C* const y_row = out + (f0 + f) * field_size + r * n2;
         static_for<X2::Q>([&](auto j) {
-          const int c = lane2 + X2::A * j;
-          if (c < n2) y_row[c] = y[j];
+          const int c = lane + X2::A * j;
+          if (active && c < n2) y_row[c] = y[j];
         });
-      }
+      });
     }
   }
 }
@@ -482,7 +567,7 @@ __global__ void spectra_kernel(const double2* __restrict__ chi, Cx<Real>* __rest
   }
   // The frequency of this buf column: col = buf_column(eps, k_b, k_a) ↔ k2 = E (k_b + Q k_a) + eps.
   const AxisShape a2 = p.axis2;
-  const int eps2 = col / a2.h, rest2 = col % a2.h, k_b2 = rest2 / a2.a;
+  const int eps2 = a2.e - 1 - col / a2.h, rest2 = col % a2.h, k_b2 = rest2 / a2.a;
   const int k_a2 = ((rest2 % a2.a - k_b2 / a2.kb) % a2.a + a2.a) % a2.a;
   const int k2 = a2.e * (k_b2 + a2.q * k_a2) + eps2;
   __syncthreads();
@@ -526,14 +611,22 @@ template <class Real>
 using FusedKernel = void (*)(FusedParams<Real>);
 
 template <class Real>
-FusedKernel<Real> select_kernel(int l1, int l2) {
+struct KernelChoice {
   FusedKernel<Real> kernel = nullptr;
+  int threads = 0;  // block_threads of the instantiation
+};
+
+template <class Real>
+KernelChoice<Real> select_kernel(int l1, int l2) {
+  KernelChoice<Real> choice;
   [&]<int... I>(std::integer_sequence<int, I...>) {
-    ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8)) ? void(kernel = &fused_convolution<Real, 1 << (I / 8), 1 << (I % 8)>)
-                                                 : void()),
+    ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8))
+          ? void(choice = {&fused_convolution<Real, 1 << (I / 8), 1 << (I % 8)>,
+                           block_threads<Real, 1 << (I / 8), 1 << (I % 8)>()})
+          : void()),
      ...);
   }(std::make_integer_sequence<int, 64>{});
-  return kernel;
+  return choice;
 }
 
 constexpr bool power_of_two(int l) { return l >= 1 && (l & (l - 1)) == 0; }
@@ -552,8 +645,7 @@ class GpuFused final : public Convolution<Real> {
                std::string("gpu-fused needs FFT lengths that are powers of two up to ") +
                    std::to_string(max_fft_length) + ", got " + axis + " = " + std::to_string(l));
     }
-    kernel_ = select_kernel<Real>(g.l1, g.l2);
-    plan_launch();
+    plan_launch(select_kernel<Real>(g.l1, g.l2));
     chi_ = DeviceBuffer<double2>(g.kernels_total());
     spectra_ = DeviceBuffer<C>(std::size_t(g.slices) * g.l1 * g.l2);
     set_kernels(kernels);
@@ -567,7 +659,8 @@ class GpuFused final : public Convolution<Real> {
     CUDA_TRY(cudaDeviceSynchronize());
     static_assert(sizeof(double2) == sizeof(std::complex<double>));
     CUDA_TRY(cudaMemcpy(chi_.data(), kernels.data(), chi_.bytes(), cudaMemcpyHostToDevice));
-    const SpectraParams p{g.n1, g.n2, g.l1, g.l2, axis_shape(g.l1), axis_shape(g.l2), vector_width<Real>(g.l1)};
+    const SpectraParams p{g.n1,  g.n2, g.l1, g.l2, axis_shape<Real>(g.l1), axis_shape<Real>(g.l2),
+                          spectrum_width<Real>(g.l1)};
     spectra_kernel<Real><<<g.slices * g.l2, 128>>>(chi_.data(), spectra_.data(), p);
     CUDA_CHECK_LAUNCH();
     CUDA_TRY(cudaDeviceSynchronize());
@@ -594,11 +687,11 @@ class GpuFused final : public Convolution<Real> {
   /// Shared memory of a CTA running `fields` fields per round, with or without input staging.
   [[nodiscard]] FusedParams<Real> layout(int fields, bool stage) const {
     const Geometry& g = this->geometry_;
-    const AxisShape a1 = axis_shape(g.l1);
-    const int width = vector_width<Real>(g.l1);
+    const AxisShape a1 = axis_shape<Real>(g.l1);
+    const int width = spectrum_width<Real>(g.l1);
     const std::size_t spectrum =
         spectrum_in_shared<Real>(g.l1, g.l2)
-            ? round16(std::size_t(g.l2) * (g.l1 / width + spectrum_column_pad(g.l1)) * width * sizeof(C))
+            ? round16(std::size_t(g.l2) * (g.l1 + spectrum_column_pad<Real>(g.l1) * width) * sizeof(C))
             : 0;
     const std::size_t buf = round16(std::size_t(fields) * a1.h * (g.l2 + 1) * sizeof(C));
     const std::size_t staged = stage ? round16(std::size_t(fields) * g.field_size() * sizeof(C)) : 0;
@@ -611,21 +704,23 @@ class GpuFused final : public Convolution<Real> {
     return p;
   }
   static std::size_t layout_bytes(const FusedParams<Real>& p, int l1, int l2) {
-    return p.twiddle_offset + std::size_t(l1 + l2) * sizeof(C);
+    return p.twiddle_offset + std::size_t(twiddle_table_size<Real>(l1) + twiddle_table_size<Real>(l2)) * sizeof(C);
   }
 
   /// Fields per round, threads, fields per CTA and grid; the shared-memory attribute of the kernel.
-  void plan_launch() {
+  void plan_launch(KernelChoice<Real> choice) {
     const Geometry& g = this->geometry_;
-    const AxisShape a1 = axis_shape(g.l1);
+    const AxisShape a1 = axis_shape<Real>(g.l1);
+    kernel_ = choice.kernel;
     int device = 0, sms = 0, shared_max = 0;
     CUDA_TRY(cudaGetDevice(&device));
     CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
 
-    // Enough fields per round for every thread to own a column team, within the shared memory.
+    // Fields per round: two columns per team (then the N1 ≈ L1/2 rows give one row per team), within
+    // the shared memory.
     const int column_threads = g.l2 * a1.a;
-    int fields = std::clamp(max_threads / column_threads, 1, g.per_slice);
+    int fields = std::clamp(2 * choice.threads / column_threads, 1, g.per_slice);
     FusedParams<Real> p = layout(fields, true);
     while (fields > 1 && layout_bytes(p, g.l1, g.l2) > std::size_t(shared_max)) p = layout(--fields, true);
     if (layout_bytes(p, g.l1, g.l2) > std::size_t(shared_max)) p = layout(fields, false);
@@ -635,7 +730,7 @@ class GpuFused final : public Convolution<Real> {
                  std::to_string(g.l1) + ", L2 = " + std::to_string(g.l2) + " in " +
                  (sizeof(Real) == 4 ? "single" : "double") + " precision; the device allows " +
                  std::to_string(shared_max));
-    threads_ = std::min(max_threads, (fields * column_threads + 31) / 32 * 32);
+    threads_ = std::min(choice.threads, (fields * column_threads / 2 + 31) / 32 * 32);
     shared_bytes_ = bytes;
     CUDA_TRY(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
     int per_sm = 0;
