@@ -233,6 +233,9 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
   EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
   EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
   EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
+  EXPECTS(options.precision == conv::Precision::double_ || options.tolerance >= 1e-6,
+          "solve: tolerance " + std::to_string(options.tolerance) +
+              " is below what complex64 arithmetic can reach; use ≥ 1e-6 in single precision");
   SolveResult result;
   result.incidences.resize(incidences.size());
   // Group by wavelength, keeping each group's incidences in the order given.

@@ -39,7 +39,7 @@ struct SolverOptions {
   int m1 = 5, m2 = 0;                 ///< orders m ∈ [−M1, M1] × [−M2, M2] (M2 = 0 for 1D lattices)
   Method method = Method::gmres;      ///< gmres, bicgstab, or dense_lu (the small-problem reference)
   int gmres_restart = 40;
-  double tolerance = 1e-10;           ///< relative residual ‖e_b − A e‖/‖e_b‖ per right-hand side
+  double tolerance = 1e-10;           ///< relative residual ‖e_b − A e‖/‖e_b‖ per rhs (≥ 1e-6 in single)
   int max_iterations = 2000;
   /// Solve at Nz and 2Nz slices and report X = (4 X_2N − X_N)/3 for every efficiency and Jones
   /// amplitude (O(Δz⁴) instead of O(Δz²)); Ψ, Δ, Mueller follow from the extrapolated Jones matrix.
