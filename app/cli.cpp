@@ -9,21 +9,35 @@
 
 namespace gratingsim::app {
 
-Options::Options(std::string_view command, std::span<const OptionSpec> specs, Args args) {
+Options::Options(std::string_view command, std::span<const OptionSpec> specs, Args args, std::size_t max_positional) {
   const auto usage_error = [&](const std::string& what) {
     throw UsageError(std::string(command) + ": " + what + " (see '" + std::string(command) + " --help')");
   };
   for (std::size_t i = 0; i < args.size(); ++i) {
     const std::string_view arg = args[i];
-    if (!arg.starts_with("--") || arg.size() == 2) usage_error("unexpected argument '" + std::string(arg) + "'");
-    std::string_view name = arg.substr(2);
+    const OptionSpec* spec = nullptr;
+    std::string_view name;
     std::optional<std::string_view> inline_value;
-    if (const auto eq = name.find('='); eq != std::string_view::npos) {
-      inline_value = name.substr(eq + 1);
-      name = name.substr(0, eq);
+    if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {  // "-x"
+      const auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.alias == arg[1]; });
+      if (it == specs.end()) usage_error("unknown option '" + std::string(arg) + "'");
+      spec = &*it;
+      name = spec->name;
+    } else if (arg.starts_with("--") && arg.size() > 2) {
+      name = arg.substr(2);
+      if (const auto eq = name.find('='); eq != std::string_view::npos) {
+        inline_value = name.substr(eq + 1);
+        name = name.substr(0, eq);
+      }
+      const auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.name == name; });
+      if (it == specs.end()) usage_error("unknown option '--" + std::string(name) + "'");
+      spec = &*it;
+    } else {
+      if (arg.starts_with("-") || positional_.size() == max_positional)
+        usage_error("unexpected argument '" + std::string(arg) + "'");
+      positional_.push_back(arg);
+      continue;
     }
-    const auto spec = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.name == name; });
-    if (spec == specs.end()) usage_error("unknown option '--" + std::string(name) + "'");
     if (given_.count(name)) usage_error("option '--" + std::string(name) + "' given twice");
     std::string value;
     if (spec->value.empty()) {
@@ -68,7 +82,8 @@ std::string format_help(std::string_view usage, std::string_view description, st
   if (specs.empty()) return os.str();
   std::size_t width = 0;
   const auto left = [](const OptionSpec& s) {
-    std::string text = "--";
+    std::string text = s.alias ? std::string{'-', s.alias, ',', ' '} : std::string();
+    text += "--";
     text += s.name;
     if (!s.value.empty()) (text += ' ') += s.value;
     return text;

@@ -1,6 +1,7 @@
 #pragma once
 // The command line of `gratingsim`: commands dispatched from tables, options parsed by hand
-// ("--name value", "--name=value", "--flag"). Small on purpose: Debian has no CLI library to use.
+// ("--name value", "--name=value", "--flag", "-o value" where an option has a one-letter alias) and
+// positional arguments where a command takes them. Small on purpose: Debian has no CLI library to use.
 #include <map>
 #include <optional>
 #include <span>
@@ -25,18 +26,22 @@ struct OptionSpec {
   std::string_view name;   ///< without the leading "--"
   std::string_view value;  ///< placeholder shown in the help, e.g. "N"
   std::string_view help;
+  char alias = 0;  ///< one-letter form "-x", or 0
 };
 
 /// A command's options, checked against its specs: unknown options, missing values, values given to
-/// flags, repeated options and positional arguments are UsageErrors.
+/// flags, repeated options and more than `max_positional` positional arguments are UsageErrors.
 class Options {
  public:
-  Options(std::string_view command, std::span<const OptionSpec> specs, Args args);
+  Options(std::string_view command, std::span<const OptionSpec> specs, Args args, std::size_t max_positional = 0);
   [[nodiscard]] bool flag(std::string_view name) const { return given_.count(std::string(name)) > 0; }
   [[nodiscard]] std::optional<std::string_view> value(std::string_view name) const;
+  /// The arguments that are not options, in order.
+  [[nodiscard]] const std::vector<std::string_view>& positional() const { return positional_; }
 
  private:
   std::map<std::string, std::string, std::less<>> given_;
+  std::vector<std::string_view> positional_;
 };
 
 /// "usage: <usage>\n\n<description>\n\noptions:\n  --name VALUE  help\n..."

@@ -6,5 +6,8 @@ namespace gratingsim::app {
 
 int run_info(Args args);        ///< gratingsim info
 int run_bench_conv(Args args);  ///< gratingsim bench conv
+int run_bench_solve(Args args);  ///< gratingsim bench solve
+int run_run(Args args);         ///< gratingsim run
+int run_validate(Args args);    ///< gratingsim validate
 
 }  // namespace gratingsim::app

@@ -1,16 +1,19 @@
 // gratingsim: the command-line entry point. Commands come from dispatch tables; only main() turns an
-// error into an exit status: 2 for a wrong command line, 1 for a failure while running.
+// error into an exit status: 2 for a wrong command line, 1 for a failure while running (a case-file
+// error is printed as it is: "FILE:LINE:COLUMN: error: ..."). A command returns its own status.
 #include <exception>
 #include <iostream>
 #include <vector>
 
 #include "app/commands.hpp"
+#include "io/case.hpp"
 
 namespace gratingsim::app {
 namespace {
 
 constexpr Command bench_commands[] = {
     {"conv", "time the convolution backends on the four problem cases, verify every output", run_bench_conv},
+    {"solve", "time the solver's Krylov iteration (split, floor, GPU vs cpu-fftw) on the four cases", run_bench_solve},
 };
 
 int run_bench(Args args) {
@@ -18,6 +21,9 @@ int run_bench(Args args) {
 }
 
 constexpr Command commands[] = {
+    {"run", "solve a YAML case file, write its HDF5 result file (exit 3: some solve did not converge)", run_run},
+    {"validate", "compare every backend and precision with a reference on a built-in set or given cases",
+     run_validate},
     {"info", "version, build, CUDA devices, available backends, library versions", run_info},
     {"bench", "benchmarks (bench conv)", run_bench},
 };
@@ -43,6 +49,9 @@ int main(int argc, char* argv[]) {
   } catch (const gratingsim::app::UsageError& e) {
     std::cerr << e.what() << '\n';
     return 2;
+  } catch (const gratingsim::io::CaseError& e) {
+    std::cerr << e.what() << '\n';
+    return 1;
   } catch (const std::exception& e) {
     std::cerr << "gratingsim: error: " << e.what() << '\n';
     return 1;

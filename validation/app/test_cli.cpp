@@ -64,7 +64,10 @@ TEST_CASE("--help and --version succeed with text", "[cli]") {
   CHECK(version.output.rfind("gratingsim ", 0) == 0);
   CHECK(version.output.find_first_of("0123456789") != std::string::npos);
 
-  for (const char* sub : {"info --help", "bench --help", "bench conv --help"}) {
+  CHECK(contains(help.output, "run"));
+  CHECK(contains(help.output, "validate"));
+
+  for (const char* sub : {"info --help", "bench --help", "bench conv --help", "run --help", "validate --help"}) {
     const Result r = gratingsim(sub);
     INFO(sub << ": " << r.output);
     CHECK(r.status == 0);

@@ -1,0 +1,235 @@
+#!/usr/bin/env python3
+"""Figures of a gratingsim result file (io/SCHEMA.md, schema version 1) as PNG files.
+
+usage: python3 app/plot_results.py OUT.h5 [-o DIR]
+
+Writes into DIR (default: the result file's directory), named after the result file:
+  NAME_efficiencies.png  diffraction efficiencies R_m (solid) and T_m (dashed) of the strongest orders
+                         against the swept quantity (wavelength, θ or φ: the longest sweep axis),
+                         one panel per incident polarisation; a bar chart for a single point
+  NAME_ellipsometry.png  Ψ and Δ of the order-0 reflection against the swept quantity (files with
+                         both polarisations and more than one point)
+  NAME_field_K.png       |E| of field map K of the first sweep point, per incident polarisation
+                         (files that store fields)
+Needs Python 3 with h5py and matplotlib (Debian: python3-h5py python3-matplotlib); reads the file
+with h5py alone, no gratingsim code."""
+import argparse
+import os
+import sys
+
+import h5py
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+AXES = (("wavelength", "wavelength λ (nm)"), ("theta", "polar angle θ (°)"), ("phi", "azimuth φ (°)"))
+MAX_ORDERS = 6      # strongest orders drawn
+MIN_EFFICIENCY = 1e-3  # orders never above this are left out
+MAX_CURVES = 4      # values of the other sweep axes drawn as separate Ψ/Δ curves
+DPI = 100
+
+
+def polarisations(f):
+    return {"s": ["s"], "p": ["p"], "both": ["s", "p"]}[f.attrs["polarization"]]
+
+
+def sweep_axis(f):
+    """The index (0 wavelength, 1 θ, 2 φ) of the longest sweep axis."""
+    lengths = [len(f["sweep/" + name]) for name, _ in AXES]
+    return int(np.argmax(lengths)), lengths
+
+
+def other_combinations(lengths, axis):
+    """Index tuples over the sweep axes other than `axis`, at most MAX_CURVES of them."""
+    others = [range(n) if i != axis else [slice(None)] for i, n in enumerate(lengths)]
+    combos = [(a, b, c) for a in others[0] for b in others[1] for c in others[2]]
+    return combos[:MAX_CURVES], len(combos)
+
+
+def label_of(f, combo, axis):
+    parts = []
+    for i, (name, _) in enumerate(AXES):
+        if i == axis or len(f["sweep/" + name]) == 1:
+            continue
+        value = f["sweep/" + name][combo[i]]
+        parts.append({"wavelength": "λ = %g nm", "theta": "θ = %g°", "phi": "φ = %g°"}[name] % value)
+    return ", ".join(parts)
+
+
+def fixed_values(f, axis):
+    """'λ = 633 nm, θ = 45°' for the sweep axes of length one."""
+    parts = []
+    for i, (name, _) in enumerate(AXES):
+        values = f["sweep/" + name][()]
+        if i != axis and len(values) == 1:
+            parts.append({"wavelength": "λ = %g nm", "theta": "θ = %g°", "phi": "φ = %g°"}[name] % values[0])
+    return ", ".join(parts)
+
+
+def title_of(f):
+    case = f["input/case"].asstr()[()]
+    for line in case.splitlines():
+        if line.startswith("description:"):
+            return line.split(":", 1)[1].strip()
+    return os.path.basename(f.filename)
+
+
+def wrap(text, fig):
+    """Text in lines that fit the figure's width at 10 points (about 13 characters per inch)."""
+    width = int(fig.get_figwidth() * 13)
+    words, lines, line = text.split(), [], ""
+    for w in words:
+        if line and len(line) + 1 + len(w) > width:
+            lines.append(line)
+            line = w
+        else:
+            line = (line + " " + w).strip()
+    return "\n".join(lines + [line])
+
+
+def plot_efficiencies(f, out):
+    R, T = f["results/R"][()], f["results/T"][()]  # [w, θ, φ, P, order]
+    # Orders that do not propagate at a point are left out there (their stored 0 is not a value).
+    up = ~np.isnan(f["results/reflected_direction"][..., 0])  # [w, θ, φ, order]
+    down = ~np.isnan(f["results/transmitted_direction"][..., 0])
+    R = np.where(up[:, :, :, None, :], R, np.nan)
+    T = np.where(down[:, :, :, None, :], T, np.nan)
+    orders = [tuple(o) for o in f["orders"][()]]
+    pols = polarisations(f)
+    axis, lengths = sweep_axis(f)
+    strength = np.nanmax(np.fmax(R, T), axis=(0, 1, 2, 3))
+    chosen = [k for k in np.argsort(-strength)[:MAX_ORDERS] if strength[k] >= MIN_EFFICIENCY]
+    chosen.sort(key=lambda k: orders[k])
+    one_d = all(o[1] == 0 for o in orders)
+    name = (lambda o: "%d" % o[0]) if one_d else (lambda o: "(%d,%d)" % o)
+    fig, panels = plt.subplots(1, len(pols), figsize=(5.2 * len(pols), 4.2), squeeze=False, sharey=True)
+    if max(lengths) == 1:  # one point: a bar chart per polarisation
+        x = np.arange(len(chosen))
+        for i, (pol, ax) in enumerate(zip(pols, panels[0])):
+            ax.bar(x - 0.2, np.nan_to_num(R[0, 0, 0, i, chosen]), 0.4, label="R")
+            ax.bar(x + 0.2, np.nan_to_num(T[0, 0, 0, i, chosen]), 0.4, label="T")
+            ax.set_xticks(x, [name(orders[k]) for k in chosen])
+            ax.set_xlabel("order")
+            ax.set_title("%s polarisation" % pol)
+            ax.legend()
+        panels[0][0].set_ylabel("efficiency")
+    else:
+        combo = other_combinations(lengths, axis)[0][0]
+        x = f["sweep/" + AXES[axis][0]][()]
+        colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+        for i, (pol, ax) in enumerate(zip(pols, panels[0])):
+            for c, k in enumerate(chosen):
+                colour = colours[c % len(colours)]
+                index = combo + (i, k)
+                ax.plot(x, R[index], "-", color=colour, label="R " + name(orders[k]))
+                if np.nanmax(T[index], initial=0) > 0:
+                    ax.plot(x, T[index], "--", color=colour, label="T " + name(orders[k]))
+            ax.set_xlabel(AXES[axis][1])
+            ax.set_title("%s polarisation" % pol)
+            ax.grid(alpha=0.3)
+        panels[0][0].set_ylabel("efficiency")
+        panels[0][-1].legend(fontsize=8, loc="best")
+        where = ", ".join(p for p in (fixed_values(f, axis), label_of(f, combo, axis)) if p)
+        if where:
+            fig.text(0.5, 0.005, where, ha="center", fontsize=9)
+    fig.suptitle(wrap(title_of(f), fig), fontsize=10)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(out, dpi=DPI)
+    plt.close(fig)
+    return out
+
+
+def plot_ellipsometry(f, out):
+    if f.attrs["polarization"] != "both":
+        return None
+    axis, lengths = sweep_axis(f)
+    if max(lengths) == 1:
+        return None
+    psi, delta = f["results/psi_deg"][()], f["results/delta_deg"][()]
+    # Δ ∈ (−180°, 180°] jumps by 360° where it crosses ±180°: drawn unwrapped along the sweep.
+    delta = np.degrees(np.unwrap(np.radians(delta), axis=axis))
+    x = f["sweep/" + AXES[axis][0]][()]
+    combos, total = other_combinations(lengths, axis)
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.6), sharex=True)
+    for combo in combos:
+        label = label_of(f, combo, axis) or None
+        top.plot(x, psi[combo], label=label)
+        bottom.plot(x, delta[combo], label=label)
+    top.set_ylabel("Ψ (°)")
+    bottom.set_ylabel("Δ (°, unwrapped)")
+    bottom.set_xlabel(AXES[axis][1])
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3)
+    if len(combos) > 1:
+        top.legend(fontsize=8)
+    note = fixed_values(f, axis)
+    if total > len(combos):
+        note += " (first %d of %d curves)" % (len(combos), total)
+    top.set_title(wrap(title_of(f), fig) + ("\n" + note if note else ""), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=DPI)
+    plt.close(fig)
+    return out
+
+
+def plot_field_maps(f, stem):
+    if "fields" not in f:
+        return []
+    outputs = []
+    pols = polarisations(f)
+    for key in sorted(k for k in f["fields"] if k.startswith("map_")):
+        group = f["fields/" + key]
+        plane = group.attrs["plane"]
+        position = float(group.attrs["position"])
+        first, second = group["first"][()], group["second"][()]
+        magnitude = group["abs_E"][0, 0, 0]  # first sweep point: [P, N1, N2]
+        fig, panels = plt.subplots(1, len(pols), figsize=(6.4 * len(pols), 4.4), squeeze=False)
+        for i, (pol, ax) in enumerate(zip(pols, panels[0])):
+            if plane == "xy":
+                image = ax.pcolormesh(first, second, magnitude[i].T, shading="nearest")
+                ax.set_xlabel("x (nm)")
+                ax.set_ylabel("y (nm)")
+                ax.set_aspect("equal")
+            else:
+                image = ax.pcolormesh(first, second, magnitude[i].T, shading="nearest")
+                ax.set_xlabel("%s (nm)" % ("x" if plane == "xz" else "y"))
+                ax.set_ylabel("z (nm)")
+                ax.set_aspect("equal")
+            fig.colorbar(image, ax=ax, label="|E| (incident amplitude 1)")
+            ax.set_title("%s polarisation" % pol)
+        where = {"xz": "y = %g nm", "yz": "x = %g nm", "xy": "z = %g nm"}[plane] % position
+        w, t, p = (f["sweep/" + a][0] for a in ("wavelength", "theta", "phi"))
+        fig.suptitle(wrap(title_of(f), fig) + "\n|E| on the %s plane at %s; λ = %g nm, θ = %g°, φ = %g°"
+                     % (plane, where, w, t, p), fontsize=10)
+        fig.tight_layout()
+        out = "%s_field_%s.png" % (stem, key[len("map_"):])
+        fig.savefig(out, dpi=DPI)
+        plt.close(fig)
+        outputs.append(out)
+    return outputs
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(description="PNG figures of a gratingsim result file.")
+    parser.add_argument("result", help="a result file written by 'gratingsim run'")
+    parser.add_argument("-o", "--output", help="directory for the figures (default: the result file's)")
+    args = parser.parse_args(argv)
+    directory = args.output or os.path.dirname(os.path.abspath(args.result))
+    os.makedirs(directory, exist_ok=True)
+    stem = os.path.join(directory, os.path.splitext(os.path.basename(args.result))[0])
+    with h5py.File(args.result, "r") as f:
+        if f.attrs.get("schema") != "gratingsim.result" or int(f.attrs["schema_version"]) != 1:
+            sys.exit("plot_results.py: %s is not a gratingsim result file of schema version 1" % args.result)
+        if not np.all(f["done"][()] == 1):
+            sys.exit("plot_results.py: %s is incomplete (a partial file?)" % args.result)
+        written = [plot_efficiencies(f, stem + "_efficiencies.png"), plot_ellipsometry(f, stem + "_ellipsometry.png")]
+        written += plot_field_maps(f, stem)
+    for path in written:
+        if path:
+            print(path)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

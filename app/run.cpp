@@ -1,0 +1,365 @@
+// gratingsim run: solves every sweep point of a case file and writes the result file of io/SCHEMA.md,
+// point by point (OUT.h5.partial, renamed to OUT.h5 when complete), then prints a summary.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/commands.hpp"
+#include "app/progress.hpp"
+#include "app/solving.hpp"
+#include "app/table.hpp"
+#include "io/problem.hpp"
+#include "io/results.hpp"
+
+namespace gratingsim::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Exit status of a run that wrote every point but where some solve stopped above its tolerance.
+constexpr int exit_unconverged = 3;
+
+/// The smallest relative residual the solver accepts in single precision (physics::solve).
+constexpr double single_tolerance_floor = 1e-6;
+
+/// Sweeps of more points show every k-th point in the summary (about summary_sample of them) and every
+/// unconverged one.
+constexpr std::size_t summary_rows = 40, summary_sample = 20;
+
+// The last option is for the tests only and not shown in the help.
+constexpr OptionSpec run_options[] = {
+    {"output", "OUT.h5", "the result file (default: the case file's name with .h5, next to it)", 'o'},
+    {"backend", "NAME|auto",
+     "convolution backend: cpu-direct, cpu-fftw, gpu-cufft, gpu-fused, gpu-direct or auto (default: the case's "
+     "numerics.backend)"},
+    {"precision", "single|double",
+     "arithmetic precision (default: the case's numerics.precision); in single precision a solver tolerance "
+     "below 1e-6 is raised to 1e-6, with a warning"},
+    {"resume", "",
+     "continue OUT.h5.partial, left by an interrupted run of the same case: its finished points are kept, not "
+     "recomputed (without a partial file: a new run)"},
+    {"quiet", "", "no progress line, no summary (warnings and errors still go to stderr)"},
+    {"help", "", "show this help"},
+    {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)"},
+};
+constexpr std::size_t shown_options = std::size(run_options) - 1;
+
+struct Settings {
+  std::string case_path, output;
+  std::optional<std::string_view> backend;  ///< as given: a backend's name or "auto"
+  std::optional<conv::Precision> precision;
+  bool resume = false, quiet = false;
+  std::optional<std::size_t> stop_after;
+};
+
+Settings parse_settings(const Options& o) {
+  Settings s;
+  if (o.positional().empty()) throw UsageError("missing the case file CASE.yaml");
+  s.case_path = std::string(o.positional()[0]);
+  s.output =
+      o.value("output") ? std::string(*o.value("output")) : fs::path(s.case_path).replace_extension(".h5").string();
+  if (s.output.empty()) throw UsageError("--output expects a file name");
+  s.backend = o.value("backend");
+  if (s.backend && *s.backend != "auto") {
+    try {
+      (void)conv::parse_backend(*s.backend);
+    } catch (const InvalidArgument&) {
+      throw UsageError("--backend: unknown backend '" + std::string(*s.backend) +
+                       "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-fused, gpu-direct or auto)");
+    }
+  }
+  if (const auto p = o.value("precision")) {
+    if (*p != "single" && *p != "double")
+      throw UsageError("--precision expects single or double, got '" + std::string(*p) + "'");
+    s.precision = conv::parse_precision(*p);
+  }
+  s.resume = o.flag("resume");
+  s.quiet = o.flag("quiet");
+  if (const auto v = o.value("stop-after")) s.stop_after = std::size_t(parse_int("stop-after", *v, 1, 1 << 30));
+  return s;
+}
+
+/// The backend named on the command line, else in the case; for `auto`, the one the partial file
+/// being resumed was written with (a resume must not change it), else automatic_backend().
+conv::Backend choose_backend(const Settings& s, const io::Problem& problem, bool resuming) {
+  std::optional<conv::Backend> backend = problem.source.numerics.backend;
+  if (s.backend) backend = *s.backend == "auto" ? std::nullopt : std::optional(conv::parse_backend(*s.backend));
+  if (backend) return *backend;
+  if (resuming) return conv::parse_backend(io::ResultReader(io::partial_path(s.output)).info().backend);
+  return automatic_backend(problem);
+}
+
+std::string number(const char* format, double value) {
+  if (std::isnan(value)) return "-";
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+std::string describe_axis(const std::vector<double>& values, const char* unit) {
+  if (values.size() == 1) return number("%g", values[0]) + unit;
+  const auto [lo, hi] = std::minmax_element(values.begin(), values.end());
+  return number("%g", *lo) + "–" + number("%g", *hi) + unit + " (" + std::to_string(values.size()) + ")";
+}
+
+/// What the summary needs of a stored point.
+struct PointSummary {
+  std::size_t point = 0;
+  io::PointResult result;
+  bool converged = true;
+};
+
+std::vector<Column> summary_columns() {
+  return {{"λ/nm"},     {"θ/°"},       {"φ/°"},  {"pol", 0, true}, {"orders"},        {"R0"},     {"ΣR"},  {"ΣT"},
+          {"absorbed"}, {"|1-ΣR-ΣT|"}, {"iter"}, {"residual"},     {"conv", 0, true}, {"time/s"}, {"Ψ/°"}, {"Δ/°"}};
+}
+
+/// The summary rows of a point: one per incident polarisation (Ψ, Δ on the first).
+void add_point_rows(const io::ResultLayout& l, const PointSummary& p, std::vector<std::vector<std::string>>& rows) {
+  const std::size_t np = std::size_t(l.polarizations()), no = l.orders_count();
+  const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
+  const double wavelength = l.wavelength_nm[p.point / (ntheta * nphi)];
+  const double theta = l.theta_deg[(p.point / nphi) % ntheta], phi = l.phi_deg[p.point % nphi];
+  const auto zeroth = std::find(l.orders.begin(), l.orders.end(), std::array<int, 2>{0, 0});
+  std::size_t propagating = 0;
+  for (std::size_t o = 0; o < no; ++o)
+    if (!std::isnan(p.result.reflected_direction[3 * o]) || !std::isnan(p.result.transmitted_direction[3 * o]))
+      ++propagating;
+  const io::PointResult& r = p.result;
+  for (std::size_t i = 0; i < np; ++i) {
+    const char* pol = l.polarization == io::Polarization::both ? (i == 0 ? "s" : "p")
+                      : l.polarization == io::Polarization::s  ? "s"
+                                                               : "p";
+    double total_r = 0, total_t = 0;
+    for (std::size_t o = 0; o < no; ++o) {
+      total_r += r.reflectance[i * no + o];
+      total_t += r.transmittance[i * no + o];
+    }
+    const double r0 = zeroth == l.orders.end() ? NAN : r.reflectance[i * no + std::size_t(zeroth - l.orders.begin())];
+    rows.push_back({number("%.2f", wavelength), number("%.2f", theta), number("%.2f", phi), pol,
+                    std::to_string(propagating), number("%.5f", r0), number("%.5f", total_r), number("%.5f", total_t),
+                    number("%.5f", r.absorption[i]), number("%.1e", r.energy_balance_error[i]),
+                    std::to_string(r.iterations[i]), number("%.1e", r.residual[i]), r.converged[i] ? "yes" : "NO",
+                    number("%.2f", r.solve_seconds), i == 0 ? number("%.3f", r.psi_deg) : "",
+                    i == 0 ? number("%.3f", r.delta_deg) : ""});
+  }
+}
+
+/// Efficiencies of every propagating order: for a single-point run.
+void print_orders(const io::ResultLayout& l, const io::PointResult& r) {
+  const std::size_t np = std::size_t(l.polarizations()), no = l.orders_count();
+  std::vector<Column> columns{{"m1"}, {"m2"}};
+  for (std::size_t i = 0; i < np; ++i) {
+    const std::string pol = l.polarization == io::Polarization::p || i == 1 ? "p" : "s";
+    columns.push_back({"R " + pol});
+    columns.push_back({"T " + pol});
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (std::size_t o = 0; o < no; ++o) {
+    if (std::isnan(r.reflected_direction[3 * o]) && std::isnan(r.transmitted_direction[3 * o])) continue;
+    std::vector<std::string> row{std::to_string(l.orders[o][0]), std::to_string(l.orders[o][1])};
+    for (std::size_t i = 0; i < np; ++i) {
+      row.push_back(number("%.6f", r.reflectance[i * no + o]));
+      row.push_back(number("%.6f", r.transmittance[i * no + o]));
+    }
+    rows.push_back(std::move(row));
+  }
+  widen(columns, rows);
+  std::printf("\n  propagating orders (efficiency per unit incident power):\n%s\n", format_header(columns).c_str());
+  for (const auto& row : rows) std::printf("%s\n", format_row(columns, row).c_str());
+}
+
+/// The summary, from the finished file (so that points of an earlier, resumed run are included).
+/// Returns whether every solve converged.
+bool print_summary(const Settings& s, const io::Problem& problem, std::size_t solved, double seconds) {
+  const io::ResultReader reader(s.output);
+  const io::ResultLayout& l = reader.layout();
+  const io::RunInfo& info = reader.info();
+  std::vector<PointSummary> points;
+  std::size_t unconverged_solves = 0;
+  double worst_balance = NAN;
+  for (std::size_t point = 0; point < l.points(); ++point) {
+    PointSummary p{point, reader.read(point), true};
+    for (std::size_t i = 0; i < p.result.converged.size(); ++i) {
+      if (!p.result.converged[i]) ++unconverged_solves, p.converged = false;
+      const double e = p.result.energy_balance_error[i];
+      if (!std::isnan(e) && !(e <= worst_balance)) worst_balance = e;
+    }
+    points.push_back(std::move(p));
+  }
+
+  std::printf("gratingsim run: %s → %s\n", s.case_path.c_str(), s.output.c_str());
+  if (!problem.source.description.empty()) std::printf("  %s\n", problem.source.description.c_str());
+  std::printf("  sweep: λ %s, θ %s, φ %s; %zu point(s), polarisation %s; %zu orders stored\n",
+              describe_axis(l.wavelength_nm, " nm").c_str(), describe_axis(l.theta_deg, "°").c_str(),
+              describe_axis(l.phi_deg, "°").c_str(), l.points(), std::string(io::to_string(l.polarization)).c_str(),
+              l.orders_count());
+  std::printf("  harmonics M1 = %d, M2 = %d; %d slices%s; backend %s, %s precision, on %s\n", problem.solver.m1,
+              problem.solver.m2, problem.source.total_slices(),
+              problem.solver.richardson ? " (and twice as many: Richardson)" : "", info.backend.c_str(),
+              info.precision.c_str(), info.device.c_str());
+  std::printf("  %zu point(s) solved in %s", solved, format_duration(seconds).c_str());
+  if (solved < l.points()) std::printf(", %zu kept from the resumed partial file", l.points() - solved);
+  std::printf("\n\n");
+
+  const std::size_t stride = points.size() <= summary_rows ? 1 : (points.size() + summary_sample - 1) / summary_sample;
+  std::vector<std::vector<std::string>> rows;
+  for (const PointSummary& p : points)
+    if (p.point % stride == 0 || p.point + 1 == points.size() || !p.converged) add_point_rows(l, p, rows);
+  std::vector<Column> columns = summary_columns();
+  widen(columns, rows);
+  std::printf("%s\n", format_header(columns).c_str());
+  for (const auto& row : rows) std::printf("%s\n", format_row(columns, row).c_str());
+  if (stride > 1)
+    std::printf("  (%zu points: one in %zu shown, the last, and every unconverged one; all are in %s)\n", points.size(),
+                stride, s.output.c_str());
+  if (points.size() == 1) print_orders(l, points[0].result);
+
+  std::printf(
+      "\n  orders: propagating at the point; R0: order (0, 0); absorbed: 1 - ΣR - ΣT (1 - ΣR when the "
+      "substrate absorbs); |1-ΣR-ΣT|: lossless structures only; time: the wavelength's batch\n");
+  std::printf("  energy balance: %s\n", std::isnan(worst_balance)
+                                            ? "not checked (a material absorbs)"
+                                            : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
+  if (unconverged_solves == 0) {
+    std::printf("  solver: every solve converged\n");
+    return true;
+  }
+  std::printf(
+      "  solver: %zu solve(s) did NOT converge (conv 'NO' above, stored with solver/converged = 0); "
+      "exit status %d\n",
+      unconverged_solves, exit_unconverged);
+  return false;
+}
+
+/// Whether any solve of the finished file stopped above its tolerance (for --quiet, which prints no summary).
+bool any_unconverged(const std::string& output) {
+  const io::ResultReader reader(output);
+  for (std::size_t point = 0; point < reader.layout().points(); ++point)
+    for (std::uint8_t c : reader.read(point).converged)
+      if (!c) return true;
+  return false;
+}
+
+/// Physics warnings on stderr, each kind once: a warning repeated with other numbers (the same
+/// anomaly at the next wavelength) is counted, not printed again.
+class Warnings {
+ public:
+  void report(const std::string& warning) {
+    std::string kind;
+    for (char c : warning)
+      if (!std::isdigit(static_cast<unsigned char>(c)) || kind.empty() || kind.back() != '#')
+        kind += std::isdigit(static_cast<unsigned char>(c)) ? '#' : c;
+    if (seen_.insert(kind).second)
+      std::cerr << "gratingsim run: warning: " << warning << '\n';
+    else
+      ++repeated_;
+  }
+  void print_repeated() const {
+    if (repeated_) std::cerr << "gratingsim run: " << repeated_ << " more warning(s) of the kinds above not shown\n";
+  }
+
+ private:
+  std::set<std::string> seen_;
+  std::size_t repeated_ = 0;
+};
+
+std::string format_wavelength(double nm) { return "λ = " + number("%g", nm) + " nm"; }
+
+}  // namespace
+
+int run_run(Args args) {
+  const Options options("gratingsim run", run_options, args, 1);
+  if (options.flag("help")) {
+    std::cout << format_help(
+        "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] [--quiet]",
+        "Solves every sweep point of the case (wavelengths × θ × φ; the points of one wavelength in one batched "
+        "solve) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
+        "finished point flushed to disk, renamed to OUT.h5 when every point is done. A sweep shows its progress "
+        "on stderr when that is a terminal; at the end a summary table lists per point the propagating orders, R, "
+        "T, the energy balance, the solver's iterations and residual, and the time. Errors in the case file are "
+        "reported at their line and column before anything is written. Exit status: 0 done; 1 an error (nothing "
+        "written for an invalid case; an interrupted sweep leaves OUT.h5.partial for --resume); 2 a wrong command "
+        "line; 3 done, but some solve did not reach its tolerance: every point is written, the unconverged ones "
+        "marked in the summary and stored with solver/converged = 0.",
+        std::span(run_options).first(shown_options));
+    return 0;
+  }
+  const Settings s = [&] {
+    try {
+      return parse_settings(options);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("gratingsim run: ") + e.what() + " (see 'gratingsim run --help')");
+    }
+  }();
+  const auto start = std::chrono::steady_clock::now();
+
+  // The case is read and checked completely before any file is touched.
+  io::Problem problem = io::load_problem(s.case_path);
+  for (const std::string& warning : problem.source.warnings) std::cerr << warning << '\n';
+  if (s.precision) problem.solver.precision = *s.precision;
+  if (problem.solver.precision == conv::Precision::single && problem.solver.tolerance < single_tolerance_floor) {
+    std::cerr << "gratingsim run: warning: single precision: solver tolerance raised from " << problem.solver.tolerance
+              << " to " << single_tolerance_floor << " (complex64 arithmetic reaches no smaller relative residual)\n";
+    problem.solver.tolerance = single_tolerance_floor;
+  }
+  const std::string partial = io::partial_path(s.output);
+  const bool resuming = s.resume && fs::exists(partial);
+  if (s.resume && !resuming) std::cerr << "gratingsim run: no " << partial << " to resume; starting a new run\n";
+  if (!s.resume && fs::exists(partial))
+    std::cerr << "gratingsim run: replacing " << partial << " left by an earlier run (--resume continues it)\n";
+
+  problem.solver.backend = choose_backend(s, problem, resuming);
+  const conv::Backend backend = problem.solver.backend;
+  const conv::Precision precision = problem.solver.precision;
+  if (const std::string why = physics_unavailable(backend, precision); !why.empty())
+    throw Unsupported("backend " + std::string(conv::to_string(backend)) + " cannot run the solver here: " + why);
+  const io::RunInfo info =
+      io::run_info(problem, conv::to_string(backend), conv::to_string(precision), device_of(backend));
+
+  io::ResultWriter writer = resuming ? io::ResultWriter::resume(s.output, problem.layout, info)
+                                     : io::ResultWriter::create(s.output, problem.layout, info);
+  const io::ResultLayout& layout = problem.layout;
+  std::size_t done = writer.points_done(), solved = 0;
+  Progress progress(layout.points(), done, !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
+  Warnings warnings;
+  for (std::size_t iw = 0; iw < layout.wavelength_nm.size(); ++iw) {
+    std::vector<std::size_t> points = io::points_at_wavelength(problem, iw);
+    std::erase_if(points, [&](std::size_t point) { return writer.done(point); });
+    if (points.empty()) continue;
+    progress.update(done, "solving " + format_wavelength(layout.wavelength_nm[iw]));
+    const BatchSolve batch = solve_points(problem, points);
+    if (!batch.result.warnings.empty()) progress.clear();
+    for (const std::string& warning : batch.result.warnings) warnings.report(warning);
+    for (std::size_t j = 0; j < points.size(); ++j) {
+      writer.write(points[j], io::to_point_result(problem, points[j], batch.result.incidences[j], batch.seconds));
+      ++done;
+      if (++solved == s.stop_after) {
+        progress.clear();
+        std::cerr << "gratingsim run: stopped after " << solved << " points as asked (--stop-after); " << partial
+                  << " keeps them for --resume\n";
+        return 1;
+      }
+    }
+    progress.update(done, "solved " + format_wavelength(layout.wavelength_nm[iw]));
+  }
+  progress.clear();
+  warnings.print_repeated();
+  writer.finish();
+
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool converged = s.quiet ? !any_unconverged(s.output) : print_summary(s, problem, solved, seconds);
+  return converged ? 0 : exit_unconverged;
+}
+
+}  // namespace gratingsim::app

@@ -1,0 +1,74 @@
+#include "app/solving.hpp"
+
+#include <chrono>
+
+#include "app/cli.hpp"
+#include "convolution/autotune.hpp"
+#include "convolution/devices.hpp"
+
+namespace gratingsim::app {
+
+std::string device_of(conv::Backend backend) {
+  if (conv::memory_of(backend) == conv::Memory::host) return conv::describe(conv::host_cpu());
+  const auto device = conv::current_cuda_device();
+  return device ? device->name : "no CUDA device";
+}
+
+std::string physics_unavailable(conv::Backend backend, conv::Precision precision) {
+  if (!conv::backend_available(backend))
+    return std::string(conv::to_string(backend)) + " is not built or has no device here";
+  // A 100 nm film of index 1.5 on it, one slice, M1 = 1: a solve of a few microseconds that goes
+  // through every stage the backend takes part in.
+  physics::Structure slab;
+  slab.lattice = {500.0, 0.0};
+  slab.substrate = physics::Material::constant_index(1.5);
+  physics::Layer film;
+  film.thickness = 100;
+  film.slices = 1;
+  film.background = physics::Material::constant_index(1.5);
+  slab.layers = {film};
+  physics::SolverOptions o;
+  o.m1 = 1;
+  o.backend = backend;
+  o.precision = precision;
+  o.tolerance = precision == conv::Precision::single ? 1e-5 : 1e-10;
+  o.on_unconverged = physics::OnUnconverged::mark;
+  const physics::Incidence incidence{633.0, 10.0, 0.0};
+  try {
+    (void)physics::solve(slab, {&incidence, 1}, o);
+  } catch (const Unsupported& e) {
+    return user_message(e);
+  }
+  return {};
+}
+
+conv::Geometry convolution_geometry(const io::Problem& problem) {
+  const io::Case& c = problem.source;
+  conv::Geometry g;
+  g.n1 = 2 * problem.solver.m1 + 1;
+  g.n2 = 2 * problem.solver.m2 + 1;
+  g.slices = c.total_slices() * (c.numerics.richardson ? 2 : 1);
+  g.per_slice = 3 * 2 * int(c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
+  return g;
+}
+
+conv::Backend automatic_backend(const io::Problem& problem) {
+  const conv::Precision precision = problem.solver.precision;
+  const conv::Backend fastest =
+      conv::select_backend(convolution_geometry(problem), precision, conv::default_backend_cache());
+  if (physics_unavailable(fastest, precision).empty()) return fastest;
+  return conv::backend_available(conv::Backend::cpu_fftw) ? conv::Backend::cpu_fftw : conv::Backend::cpu_direct;
+}
+
+BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t> points) {
+  BatchSolve batch;
+  batch.points.assign(points.begin(), points.end());
+  std::vector<physics::Incidence> incidences;
+  for (std::size_t point : points) incidences.push_back(io::incidence_of(problem, point));
+  const auto start = std::chrono::steady_clock::now();
+  batch.result = physics::solve(problem.structure, incidences, problem.solver);
+  batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return batch;
+}
+
+}  // namespace gratingsim::app

@@ -1,0 +1,46 @@
+#pragma once
+// Solving a case's sweep points, shared by `run` and `validate`: which backend `auto` stands for,
+// where a backend runs, whether the physics solver can run it here, and one wavelength's points
+// solved as one batched physics problem (physics::solve batches incidences that share a wavelength:
+// their convolutions share each slice's spectrum).
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "io/problem.hpp"
+#include "physics/solver.hpp"
+
+namespace gratingsim::app {
+
+/// Where `backend` runs, as result files and tables name it: the CUDA device's name, or the host
+/// CPU with its OpenMP threads ("AMD EPYC 9654 (16 threads)").
+std::string device_of(conv::Backend backend);
+
+/// Why the physics solver cannot run `backend` in `precision` here (the backend is not in this build,
+/// there is no device, or the solver has no path for device memory), found by solving a one-slice
+/// slab with it; empty when it can.
+std::string physics_unavailable(conv::Backend backend, conv::Precision precision);
+
+/// The backend a case that says `auto` runs on: the fastest for the case's convolution shape
+/// measured on this machine (conv::select_backend, cached per machine); where that is one the physics
+/// solver cannot run (a GPU backend while the solver has a host path only), cpu-fftw, or cpu-direct
+/// in a build without FFTW.
+conv::Backend automatic_backend(const io::Problem& problem);
+
+/// The convolution shape of one wavelength's solve: N_i = 2M_i + 1, the finest slicing, and
+/// 3 components × 2 polarisations × every (θ, φ) of the sweep per slice.
+conv::Geometry convolution_geometry(const io::Problem& problem);
+
+/// Points of one wavelength solved together.
+struct BatchSolve {
+  std::vector<std::size_t> points;  ///< flat sweep indices (io::ResultLayout::point_index)
+  physics::SolveResult result;      ///< result.incidences[j] belongs to points[j]
+  double seconds = 0;               ///< wall time of the batch
+};
+
+/// Solves `points`, which must share one wavelength, with problem.solver.
+BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t> points);
+
+}  // namespace gratingsim::app

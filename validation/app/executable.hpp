@@ -1,0 +1,87 @@
+#pragma once
+// Running the built `gratingsim` as a user does, for the application's end-to-end tests.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "validation/support/catch.hpp"
+
+namespace gratingsim::test {
+
+struct Execution {
+  int status = -1;     ///< exit status; -1 if killed by a signal
+  std::string output;  ///< stdout and stderr together
+};
+
+/// The repository's root (this file is validation/app/executable.hpp).
+inline std::filesystem::path repository_root() {
+  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+/// A fresh directory under the temporary directory, removed with its contents at scope exit.
+class ScratchDirectory {
+ public:
+  explicit ScratchDirectory(const std::string& tag)
+      : path_(std::filesystem::temp_directory_path() / ("gratingsim_app_" + tag + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  ScratchDirectory(const ScratchDirectory&) = delete;
+  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
+  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
+  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Runs `gratingsim <arguments>` through the shell (arguments quoted by the caller). FFTW plans by
+/// estimate and keeps no wisdom; `auto` keeps its measurements in `backend_cache` (default: a file
+/// under the temporary directory), so a test leaves nothing in the user's cache.
+inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "") {
+  setenv("GRATINGSIM_FFTW_PLANNING", "estimate", 1);
+  setenv("GRATINGSIM_FFTW_WISDOM", "", 1);
+  const std::string cache = backend_cache.empty() ? (std::filesystem::temp_directory_path() /
+                                                     ("gratingsim_app_backends_" + std::to_string(::getpid()) + ".txt"))
+                                                        .string()
+                                                  : backend_cache;
+  setenv("GRATINGSIM_BACKEND_CACHE", cache.c_str(), 1);
+  const std::string command = std::string("'") + GRATINGSIM_EXECUTABLE + "' " + arguments + " 2>&1";
+  Execution r;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+/// 'PATH' for the shell (paths here have no quote of their own).
+inline std::string quoted(const std::filesystem::path& p) {
+  std::string text(1, '\'');  // built by appending: GCC 12 warns falsely (-Wrestrict) on "'" + string
+  text += p.string();
+  text += '\'';
+  return text;
+}
+
+inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+inline std::string read_text(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace gratingsim::test

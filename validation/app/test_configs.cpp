@@ -1,0 +1,50 @@
+// Every example case under configs/ reads, checks and maps onto the solver (io::load_problem), and
+// says what it models in a leading comment.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "io/problem.hpp"
+#include "validation/support/catch.hpp"
+
+namespace fs = std::filesystem;
+using namespace gratingsim;
+
+namespace {
+const fs::path configs = fs::path(__FILE__).parent_path().parent_path().parent_path() / "configs";
+}
+
+TEST_CASE("every configs/*.yaml loads as a problem and starts with a comment", "[app][configs]") {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(configs))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 11);
+  for (const fs::path& file : files) {
+    INFO(file.string());
+    std::ifstream in(file);
+    std::string first;
+    std::getline(in, first);
+    CHECK(first.rfind("# ", 0) == 0);
+    const io::Problem problem = io::load_problem(file.string());
+    CHECK(problem.layout.points() > 0);
+    CHECK(!problem.layout.orders.empty());
+    CHECK(!problem.source.description.empty());
+    CHECK(problem.source.warnings.empty());
+  }
+}
+
+TEST_CASE("the problem cases have the sizes of the paper's Table 1", "[app][configs]") {
+  const int harmonics[] = {3, 7, 15, 31}, slices[] = {32, 64, 128, 256};
+  for (int n = 1; n <= 4; ++n) {
+    INFO("problem case " << n);
+    const io::Problem p = io::load_problem((configs / ("problem_case_" + std::to_string(n) + ".yaml")).string());
+    CHECK(p.solver.m1 == harmonics[n - 1]);
+    CHECK(p.solver.m2 == harmonics[n - 1]);
+    CHECK(p.source.total_slices() == slices[n - 1]);
+    CHECK(p.layout.theta_deg.size() * p.layout.phi_deg.size() == 8);
+    CHECK(p.layout.wavelength_nm.size() == 1);
+  }
+}

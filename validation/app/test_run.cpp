@@ -1,0 +1,342 @@
+// gratingsim run end to end: every example case at test size solved by the executable, its result
+// file compared with the same points solved in this process; a resumed interrupted run equals an
+// uninterrupted one and keeps the finished points; unconverged solves are visible; malformed cases
+// give located errors and no output; the plotting script turns results into PNG files.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "io/problem.hpp"
+#include "io/results.hpp"
+#include "validation/app/executable.hpp"
+#include "validation/support/catch.hpp"
+
+namespace fs = std::filesystem;
+using namespace gratingsim;
+using test::contains;
+using test::quoted;
+using test::run_gratingsim;
+
+namespace {
+
+/// `text` with every match of `pattern` replaced by replace(match).
+template <class Replace>
+std::string replace_each(const std::string& text, const std::string& pattern, Replace replace) {
+  const std::regex re(pattern);
+  std::string out;
+  auto begin = text.cbegin();
+  for (std::sregex_iterator it(text.begin(), text.end(), re), end; it != end; ++it) {
+    out.append(begin, (*it)[0].first);
+    out += replace(*it);
+    begin = (*it)[0].second;
+  }
+  return out.append(begin, text.cend());
+}
+
+/// An example case at test size: at most two values per sweep axis, harmonics ≤ 4 (≤ 2 on 2D
+/// lattices), at most 3 slices per layer, field maps of 16 points. Comments and structure are kept.
+std::string reduced(std::string yaml) {
+  const int m = contains(yaml, "period_y") ? 2 : 4;
+  const auto at_most = [](const std::ssub_match& value, int limit) {
+    return std::to_string(std::min(std::stoi(value.str()), limit));
+  };
+  yaml = std::regex_replace(yaml, std::regex(R"(count: \d+)"), "count: 2");
+  yaml = std::regex_replace(yaml, std::regex(R"((wavelength|theta_deg|phi_deg): \[([^,\]]+), ([^,\]]+)(, [^\]]*)?\])"),
+                            "$1: [$2, $3]");
+  yaml =
+      replace_each(yaml, R"(harmonics: (\d+))", [&](const std::smatch& h) { return "harmonics: " + at_most(h[1], m); });
+  yaml = replace_each(yaml, R"(harmonics: \[(\d+), (\d+)\])", [&](const std::smatch& h) {
+    return "harmonics: [" + at_most(h[1], m) + ", " + at_most(h[2], m) + "]";
+  });
+  yaml = replace_each(yaml, R"(slices: (\d+))", [&](const std::smatch& s) { return "slices: " + at_most(s[1], 3); });
+  yaml = replace_each(yaml, R"(points: (\d+))", [&](const std::smatch& p) { return "points: " + at_most(p[1], 16); });
+  return yaml;
+}
+
+/// Values agree to `tolerance` relative to the largest magnitude (NaN where the other is NaN).
+template <class T>
+void check_close(const char* name, const std::vector<T>& file, const std::vector<T>& memory, double tolerance) {
+  INFO(name);
+  REQUIRE(file.size() == memory.size());
+  double scale = 0;
+  for (const T& x : memory)
+    if (!std::isnan(std::abs(x))) scale = std::max(scale, double(std::abs(x)));
+  for (std::size_t i = 0; i < file.size(); ++i) {
+    INFO("element " << i);
+    const bool file_nan = std::isnan(std::abs(file[i])), memory_nan = std::isnan(std::abs(memory[i]));
+    CHECK(file_nan == memory_nan);
+    if (!file_nan && !memory_nan) CHECK(double(std::abs(file[i] - memory[i])) <= tolerance * std::max(scale, 1e-300));
+  }
+}
+
+void check_same_point(const io::PointResult& file, const io::PointResult& memory, double tolerance) {
+  check_close("R", file.reflectance, memory.reflectance, tolerance);
+  check_close("T", file.transmittance, memory.transmittance, tolerance);
+  check_close("jones_r", file.jones_r, memory.jones_r, tolerance);
+  check_close("jones_t", file.jones_t, memory.jones_t, tolerance);
+  check_close("reflected_direction", file.reflected_direction, memory.reflected_direction, 1e-15);
+  check_close("transmitted_direction", file.transmitted_direction, memory.transmitted_direction, 1e-15);
+  check_close("psi/delta", std::vector{file.psi_deg, file.delta_deg}, std::vector{memory.psi_deg, memory.delta_deg},
+              tolerance * 1e3);  // Δ is a phase: absolute degrees
+  check_close("mueller", std::vector(file.mueller.begin(), file.mueller.end()),
+              std::vector(memory.mueller.begin(), memory.mueller.end()), tolerance);
+  check_close("absorption", file.absorption, memory.absorption, tolerance);
+  CHECK(file.converged == memory.converged);
+  check_close("field_harmonics", file.field_harmonics, memory.field_harmonics, tolerance);
+  REQUIRE(file.field_maps.size() == memory.field_maps.size());
+  for (std::size_t k = 0; k < file.field_maps.size(); ++k)
+    check_close("field map", file.field_maps[k], memory.field_maps[k], tolerance);
+}
+
+std::vector<fs::path> example_cases() {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(test::repository_root() / "configs"))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// The python that has h5py and matplotlib (Debian's), or "".
+std::string python_for_plots() {
+  for (const char* python : {"/usr/bin/python3", "python3"})
+    if (std::system((std::string(python) + " -c 'import h5py, matplotlib' >/dev/null 2>&1").c_str()) == 0)
+      return python;
+  return "";
+}
+
+constexpr const char* sweep_case = R"(# a 1D grating swept over three wavelengths and two angles (6 points, 2 per batch)
+wavelength: [500, 650, 750]
+incidence: {theta_deg: [0, 30]}
+lattice: {period_x: 600}
+substrate: SiO2
+layers:
+  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
+numerics: {harmonics: 4}
+)";
+
+}  // namespace
+
+TEST_CASE("every example case at test size: the file holds what the solver computes", "[app][run]") {
+  const test::ScratchDirectory dir("examples");
+  const std::string python = python_for_plots();
+  const auto files = example_cases();
+  REQUIRE(files.size() >= 11);
+  for (const fs::path& config : files) {
+    const std::string name = config.stem().string();
+    INFO(name);
+    const fs::path small = dir / (name + ".yaml"), out = dir / (name + ".h5");
+    const std::string text = reduced(test::read_text(config));
+    std::ofstream(small) << text;
+    io::Problem problem = io::load_problem(small.string());
+    REQUIRE(problem.layout.points() <= 8);
+    REQUIRE(problem.solver.m1 <= 4);
+    REQUIRE(problem.source.total_slices() <= 3 * int(problem.source.layers.size()));
+
+    const test::Execution r = run_gratingsim("run " + quoted(small) + " -o " + quoted(out) + " --backend cpu-fftw");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    CHECK(contains(r.output, "every solve converged"));
+    CHECK(!contains(r.output, "\r"));  // no progress line: stderr is a pipe here
+    CHECK(fs::exists(out));
+    CHECK(!fs::exists(io::partial_path(out.string())));
+
+    const io::ResultReader reader(out.string());
+    CHECK(reader.layout() == problem.layout);
+    CHECK(reader.info().backend == "cpu-fftw");
+    CHECK(reader.info().precision == "double");
+    CHECK(reader.info().case_yaml == text);
+    CHECK(reader.info().case_path == small.string());
+
+    problem.solver.backend = conv::Backend::cpu_fftw;
+    for (std::size_t iw = 0; iw < problem.layout.wavelength_nm.size(); ++iw) {
+      const auto points = io::points_at_wavelength(problem, iw);
+      std::vector<physics::Incidence> incidences;
+      for (std::size_t p : points) incidences.push_back(io::incidence_of(problem, p));
+      const physics::SolveResult solved = physics::solve(problem.structure, incidences, problem.solver);
+      for (std::size_t j = 0; j < points.size(); ++j) {
+        INFO("point " << points[j]);
+        REQUIRE(reader.done(points[j]));
+        const io::PointResult file = reader.read(points[j]);
+        CHECK(file.solve_seconds > 0);
+        check_same_point(file, io::to_point_result(problem, points[j], solved.incidences[j], 0.0), 1e-9);
+      }
+    }
+
+    if (!python.empty() && (name == "default" || name == "field_map" || name == "conical")) {
+      const fs::path figures = dir / (name + "_figures");
+      const std::string command = python + " " + quoted(test::repository_root() / "app" / "plot_results.py") + " " +
+                                  quoted(out) + " -o " + quoted(figures) + " >/dev/null 2>&1";
+      CHECK(std::system(command.c_str()) == 0);
+      CHECK(fs::file_size(figures / (name + "_efficiencies.png")) > 1000);
+      if (name == "field_map") CHECK(fs::file_size(figures / (name + "_field_0.png")) > 1000);
+      if (name != "field_map") CHECK(fs::file_size(figures / (name + "_ellipsometry.png")) > 1000);
+    }
+  }
+  if (python.empty()) WARN("plot_results.py not run: no Python 3 with h5py and matplotlib");
+}
+
+TEST_CASE("a resumed interrupted run equals an uninterrupted one and keeps the finished points", "[app][run]") {
+  const test::ScratchDirectory dir("resume");
+  const fs::path config = dir / "sweep.yaml", whole = dir / "whole.h5", resumed = dir / "resumed.h5";
+  std::ofstream(config) << sweep_case;
+  const std::string partial = io::partial_path(resumed.string());
+
+  const test::Execution uninterrupted =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(whole) + " --backend cpu-fftw");
+  INFO(uninterrupted.output);
+  REQUIRE(uninterrupted.status == 0);
+
+  // Interrupted after 3 of 6 points: in the middle of the second wavelength's batch of two.
+  const test::Execution stopped =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(resumed) + " --backend cpu-fftw --stop-after 3");
+  INFO(stopped.output);
+  REQUIRE(stopped.status == 1);
+  CHECK(contains(stopped.output, "stopped after 3 points"));
+  CHECK(!fs::exists(resumed));
+  REQUIRE(fs::exists(partial));
+  std::vector<io::PointResult> finished;
+  {
+    const io::ResultReader reader(partial);
+    for (std::size_t p = 0; p < 6; ++p) CHECK(reader.done(p) == (p < 3));
+    for (std::size_t p = 0; p < 3; ++p) finished.push_back(reader.read(p));
+  }
+
+  const test::Execution resume =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(resumed) + " --backend cpu-fftw --resume");
+  INFO(resume.output);
+  REQUIRE(resume.status == 0);
+  CHECK(contains(resume.output, "3 point(s) solved"));
+  CHECK(contains(resume.output, "3 kept from the resumed partial file"));
+  CHECK(fs::exists(resumed));
+  CHECK(!fs::exists(partial));
+
+  const io::ResultReader a(whole.string()), b(resumed.string());
+  CHECK(a.layout() == b.layout());
+  CHECK(a.info() == b.info());
+  for (std::size_t p = 0; p < 6; ++p) {
+    INFO("point " << p);
+    const io::PointResult from_resumed = b.read(p);
+    if (p < 3) CHECK(from_resumed == finished[p]);  // bitwise, timing included: not recomputed
+    check_same_point(from_resumed, a.read(p), 1e-10);
+  }
+}
+
+TEST_CASE("resume without a partial file starts afresh; a partial file of another case is refused", "[app][run]") {
+  const test::ScratchDirectory dir("resume_errors");
+  const fs::path config = dir / "sweep.yaml", out = dir / "out.h5";
+  std::ofstream(config) << sweep_case;
+  const test::Execution fresh =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume");
+  INFO(fresh.output);
+  CHECK(fresh.status == 0);
+  CHECK(contains(fresh.output, "starting a new run"));
+
+  REQUIRE(
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --stop-after 1").status ==
+      1);
+  std::ofstream(config, std::ios::app) << "# edited after the interruption\n";
+  const test::Execution other =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume");
+  INFO(other.output);
+  CHECK(other.status == 1);
+  CHECK(contains(other.output, "case"));
+  CHECK(fs::exists(io::partial_path(out.string())));  // kept: nothing was lost
+}
+
+TEST_CASE("unconverged solves are stored, shown and give exit status 3", "[app][run]") {
+  const test::ScratchDirectory dir("unconverged");
+  const fs::path config = dir / "hard.yaml", out = dir / "hard.h5";
+  std::string text = sweep_case;
+  text = std::regex_replace(text, std::regex("numerics: \\{harmonics: 4\\}"),
+                            "numerics: {harmonics: 4, solver: {max_iterations: 2}}");
+  std::ofstream(config) << text;
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct");
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(contains(r.output, "did NOT converge"));
+  CHECK(contains(r.output, "  NO  "));
+  CHECK(contains(r.output, "did not reach the tolerance"));
+  REQUIRE(fs::exists(out));
+  const io::ResultReader reader(out.string());
+  std::size_t unconverged = 0;
+  for (std::size_t p = 0; p < reader.layout().points(); ++p)
+    for (auto c : reader.read(p).converged) unconverged += c ? 0 : 1;
+  CHECK(unconverged > 0);
+
+  const test::Execution quiet =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct --quiet");
+  CHECK(quiet.status == 3);
+  CHECK(!contains(quiet.output, "did NOT converge"));  // no summary, but the solver's warning
+  CHECK(contains(quiet.output, "did not reach the tolerance"));
+}
+
+TEST_CASE("malformed cases: a located message, status 1, no output file, an earlier output untouched", "[app][run]") {
+  const test::ScratchDirectory dir("malformed");
+  const fs::path cases = test::repository_root() / "validation" / "io" / "cases";
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(cases))
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  REQUIRE(files.size() >= 30);
+  const fs::path out = dir / "out.h5";
+  for (const fs::path& file : files) {
+    INFO(file.filename().string());
+    std::ofstream(out) << "an earlier result";
+    std::string first;
+    std::getline(std::ifstream(file), first);
+    REQUIRE(first.rfind("# expect: ", 0) == 0);
+    const std::string location = first.substr(10, first.find(' ', 10) - 10);  // "LINE:COLUMN"
+    const test::Execution r = run_gratingsim("run " + quoted(file) + " -o " + quoted(out) + " --quiet");
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(contains(r.output, ":" + location + ": error: "));
+    CHECK(test::read_text(out) == "an earlier result");
+    CHECK(!fs::exists(io::partial_path(out.string())));
+  }
+  const test::Execution missing = run_gratingsim("run " + quoted(dir / "nowhere.yaml"));
+  CHECK(missing.status == 1);
+  CHECK(contains(missing.output, "nowhere.yaml"));
+  CHECK(!fs::exists(dir / "nowhere.h5"));
+}
+
+TEST_CASE("run: --help, defaults and wrong command lines", "[app][run][cli]") {
+  const test::Execution help = run_gratingsim("run --help");
+  CHECK(help.status == 0);
+  CHECK(contains(help.output, "usage: gratingsim run CASE.yaml"));
+  CHECK(contains(help.output, "-o, --output OUT.h5"));
+  const std::string help_text = std::regex_replace(help.output, std::regex("\\s+"), " ");
+  CHECK(contains(help_text, "3 done, but some solve did not reach its tolerance"));
+  CHECK(!contains(help.output, "stop-after"));
+
+  const std::pair<const char*, const char*> wrong[] = {
+      {"run", "missing the case file"},
+      {"run a.yaml b.yaml", "unexpected argument 'b.yaml'"},
+      {"run a.yaml --precision half", "--precision expects single or double"},
+      {"run a.yaml --backend gpu-magic", "unknown backend 'gpu-magic'"},
+      {"run a.yaml -x", "unknown option '-x'"},
+      {"run a.yaml -o", "needs a value"},
+      {"run a.yaml --stop-after 0", "--stop-after expects"},
+  };
+  for (auto [arguments, message] : wrong) {
+    const test::Execution r = run_gratingsim(arguments);
+    INFO("gratingsim " << arguments << "\n" << r.output);
+    CHECK(r.status == 2);
+    CHECK(contains(r.output, message));
+  }
+
+  // Without -o the result goes next to the case, named after it; --precision single is recorded.
+  const test::ScratchDirectory dir("defaults");
+  std::ofstream(dir / "sweep.yaml") << sweep_case;
+  const test::Execution r =
+      run_gratingsim("run " + quoted(dir / "sweep.yaml") + " --backend cpu-direct --precision single --quiet");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(contains(r.output, "solver tolerance raised from 1e-08 to 1e-06"));
+  REQUIRE(fs::exists(dir / "sweep.h5"));
+  CHECK(io::ResultReader((dir / "sweep.h5").string()).info().precision == "single");
+}
