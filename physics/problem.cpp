@@ -48,13 +48,21 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   geometry.slices = nz;
   geometry.per_slice = int(3 * nr);
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
-  SUPPORTS(convolution_->memory() == conv::Memory::host,
-           "backend " + std::string(conv::to_string(settings.backend)) +
-               " keeps its buffers on the device; the physics solver has only a host path so far");
 
   std::vector<int> rhs_incidence;
   for (std::size_t a = 0; a < incidences.size(); ++a) rhs_incidence.insert(rhs_incidence.end(), {int(a), int(a)});
-  z_operator_ = make_host_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence));
+  if (convolution_->memory() == conv::Memory::device) {
+#ifdef GRATINGSIM_HAVE_CUDA
+    device_stream_ = std::make_unique<DeviceStream>();
+    stream_ = device_stream_->get();
+    z_operator_ = make_device_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence));
+#else
+    SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
+                        " keeps its buffers on the device, and this build has no CUDA");
+#endif
+  } else {
+    z_operator_ = make_host_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence));
+  }
   work_ = make_space(1);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
@@ -80,22 +88,52 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
 
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_space(int count) const {
+#ifdef GRATINGSIM_HAVE_CUDA
+  if (convolution_->memory() == conv::Memory::device) return make_device_vector_space<Real>(layout_, count, stream_);
+#endif
   return make_host_vector_space<Real>(layout_, count);
 }
 
 template <class Real>
 void DiscreteProblem<Real>::apply(const Complex* x, Complex* y) {
-  Complex* c = work_->data(0);
-  convolution_->execute(x, c);
-  z_operator_->apply(x, c, y, nullptr);
+  apply_convolution(x);
+  apply_z_operator(x, y);
+}
+
+template <class Real>
+void DiscreteProblem<Real>::apply_convolution(const Complex* x) {
+  convolution_->execute(x, work_->data(0), stream_);
+}
+
+template <class Real>
+void DiscreteProblem<Real>::apply_z_operator(const Complex* x, Complex* y) {
+  z_operator_->apply(x, work_->data(0), y, stream_);
+}
+
+template <class Real>
+void DiscreteProblem<Real>::synchronize() const {
+#ifdef GRATINGSIM_HAVE_CUDA
+  if (device_stream_) device_stream_->synchronize();
+#endif
 }
 
 template <class Real>
 std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> field) {
   using C = std::complex<double>;
   EXPECTS(field.size() == layout_.size(), "far_field: field size does not match the problem");
-  Complex* c = work_->data(0);
-  convolution_->execute(field.data(), c);
+  const Complex* c = nullptr;
+  std::vector<Complex> c_host;
+  if (convolution_->memory() == conv::Memory::device) {
+    auto space = make_space(2);
+    space->upload(field, 0);
+    convolution_->execute(space->data(0), space->data(1), stream_);
+    c_host.resize(layout_.size());
+    space->download(1, c_host);  // waits for the stream
+    c = c_host.data();
+  } else {
+    convolution_->execute(field.data(), work_->data(0));
+    c = work_->data(0);
+  }
   const ZGrid& grid = discretisation_.grid;
   const int nz = grid.slices();
   const std::size_t nr = layout_.rhs, nm = layout_.block / 3;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "physics/device.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/floquet.hpp"
 #include "physics/krylov.hpp"
@@ -39,13 +40,26 @@ class DiscreteProblem final : public LinearOperator<Real> {
 
   /// All incidences must share one wavelength. Orders, shape functions, Green coefficients, the
   /// convolution plan and the right-hand sides are built here (plan once); warnings (Rayleigh
-  /// anomalies) are appended to `warnings`.
+  /// anomalies) are appended to `warnings`. When the backend's memory() is device, the Krylov vectors,
+  /// the convolution output and the z-operator live on the device and every product is enqueued on
+  /// one stream owned by the problem (apply() returns without waiting; the vector space's dot(),
+  /// norm() and download() wait for it).
   DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences, const ProblemSettings& settings,
                   int slice_factor, std::vector<std::string>& warnings);
 
   [[nodiscard]] const BatchLayout& layout() const override { return layout_; }
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_space(int count) const override;
   void apply(const Complex* x, Complex* y) override;
+  /// The two stages of apply(), separately (for timing): c ← χ ⊛ x into the problem's own buffer,
+  /// then y ← x − K (k1² c). Same memory and stream rules as apply().
+  void apply_convolution(const Complex* x);
+  void apply_z_operator(const Complex* x, Complex* y);
+  /// Where the vectors live, and the stream products are enqueued on (nullptr for host problems).
+  [[nodiscard]] conv::Memory memory() const { return convolution_->memory(); }
+  [[nodiscard]] conv::Stream stream() const { return stream_; }
+  /// Waits for every product enqueued so far (nothing to wait for on the host).
+  void synchronize() const;
+  [[nodiscard]] const conv::Convolution<Real>& convolution() const { return *convolution_; }
 
   /// e_b at the slice centres (the right-hand side and the initial guess), host, batched layout.
   [[nodiscard]] const std::vector<Complex>& background_field() const { return background_; }
@@ -54,13 +68,19 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] const std::vector<std::complex<double>>& kernels() const { return kernels_; }
   [[nodiscard]] int rhs() const { return int(layout_.rhs); }
 
-  /// Far-field amplitudes for every rhs from the total field e at the slice centres (host).
+  /// Far-field amplitudes for every rhs from the total field e at the slice centres (host). A device
+  /// problem uploads e, convolves it on the device and downloads χ ⊛ e (it allocates two device
+  /// vectors for that, after the solve has released its own); the projections run on the host.
   [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> field);
 
  private:
   Discretisation discretisation_;
   std::vector<FloquetOrders> orders_;
   BatchLayout layout_;
+#ifdef GRATINGSIM_HAVE_CUDA
+  std::unique_ptr<DeviceStream> device_stream_;  // declared before everything that enqueues on it
+#endif
+  conv::Stream stream_ = nullptr;
   std::vector<std::complex<double>> kernels_;
   std::unique_ptr<conv::Convolution<Real>> convolution_;
   std::unique_ptr<ZOperator<Real>> z_operator_;

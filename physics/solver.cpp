@@ -68,11 +68,27 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
                       : options.method == Method::bicgstab ? 8 : 3;
   const std::size_t need = estimate_bytes(std::size_t(slices), nm, group.size(), options.m1, options.m2, sizeof(Real),
                                           vectors, options.method == Method::dense_lu);
-  EXPECTS(need <= options.memory_limit_bytes,
-          "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) + " orders × " +
-              std::to_string(2 * group.size()) + " right-hand sides needs about " + format_bytes(need) +
-              " (limit " + format_bytes(options.memory_limit_bytes) +
-              "); reduce the harmonics, slices or incidences per wavelength, or raise memory_limit_bytes");
+  const std::string what = "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) +
+                           " orders × " + std::to_string(2 * group.size()) + " right-hand sides needs about " +
+                           format_bytes(need);
+  if (conv::memory_of(options.backend) == conv::Memory::host) {
+    EXPECTS(need <= options.memory_limit_bytes,
+            what + " (limit " + format_bytes(options.memory_limit_bytes) +
+                "); reduce the harmonics, slices or incidences per wavelength, or raise memory_limit_bytes");
+  } else {
+#ifdef GRATINGSIM_HAVE_CUDA
+    // The device's own capacity is the limit (memory_limit_bytes is for host backends); 10 % of the
+    // free memory is left for the backend's private scratch (cuFFT work areas), which is not estimated.
+    if (conv::backend_available(options.backend)) {
+      const DeviceMemoryInfo info = device_memory_info();
+      const std::size_t usable = info.free_bytes / 10 * 9;
+      EXPECTS(need <= usable, what + " of device memory; the device has " + format_bytes(info.free_bytes) +
+                                  " free of " + format_bytes(info.total_bytes) +
+                                  " (90 % usable); reduce the harmonics, slices or incidences per wavelength, "
+                                  "use complex64, or a host backend");
+    }
+#endif
+  }
 
   ProblemSettings settings;
   settings.m1 = options.m1;

@@ -49,7 +49,9 @@ struct SolverOptions {
   OnUnconverged on_unconverged = OnUnconverged::throw_error;
   bool keep_fields = false;           ///< return the field harmonics per slice
   double rayleigh_tolerance = 1e-6;   ///< |kz1| < tol·k1 counts as a Rayleigh anomaly
-  std::size_t memory_limit_bytes = std::size_t(16) << 30;  ///< refuse problems estimated to need more
+  /// Host backends refuse problems estimated to need more; device backends are checked against the
+  /// device's free memory instead (cudaMemGetInfo, 90 % of it).
+  std::size_t memory_limit_bytes = std::size_t(16) << 30;
 };
 
 inline constexpr int s_pol = 0, p_pol = 1;  ///< index of the incident polarisation in [2]-arrays

@@ -1,0 +1,255 @@
+// Batched Krylov vectors in device memory (device.hpp), the problem's CUDA stream and the device
+// memory query.
+//
+// Layout as vector_space.hpp: element (slice p, rhs r, j) at (p·n_rhs + r)·block + j. A "row" is one
+// (p, r) pair: `block` contiguous elements of one rhs. Element-wise kernels give each thread block one
+// row (grid.x = slices, grid.y = rhs of the launch), so the rhs and its coefficient are uniform per
+// block. Reductions give each block a strided set of slices of one rhs and write one complex128
+// partial sum per block.
+#include <algorithm>
+#include <cmath>
+#include <complex>
+
+#include "convolution/device_buffer.hpp"
+#include "physics/device.hpp"
+
+namespace gratingsim::physics {
+
+DeviceStream::DeviceStream() {
+  cudaStream_t s = nullptr;
+  CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  stream_ = s;
+}
+DeviceStream::~DeviceStream() {
+  if (stream_) cudaStreamDestroy(stream_);  // no throw from a destructor
+}
+void DeviceStream::synchronize() const { CUDA_TRY(cudaStreamSynchronize(stream_)); }
+
+DeviceMemoryInfo device_memory_info() {
+  DeviceMemoryInfo info;
+  CUDA_TRY(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+  return info;
+}
+
+namespace {
+
+template <class Real>
+struct Vec2;
+template <>
+struct Vec2<float> {
+  using type = float2;
+};
+template <>
+struct Vec2<double> {
+  using type = double2;
+};
+
+constexpr int threads_per_block = 256;
+/// Per-rhs coefficients travel as a kernel argument (by value: no host buffer can be overwritten
+/// before an asynchronous copy reads it); more rhs than this take several launches.
+constexpr int rhs_per_launch = 128;
+struct RhsCoefficients {
+  double2 a[rhs_per_launch];
+};
+
+/// y_r += a_r x_r (axpy, rows with a_r = 0 untouched, as on the host) or x_r *= a_r (scale), in Real.
+template <class Real, bool is_axpy>
+__global__ void rowwise(const typename Vec2<Real>::type* x, typename Vec2<Real>::type* y,
+                        RhsCoefficients coefficients, int rhs_offset, int rhs, int block) {
+  const int r = rhs_offset + int(blockIdx.y);
+  const double2 a = coefficients.a[blockIdx.y];
+  if (is_axpy && a.x == 0 && a.y == 0) return;
+  const Real ar = Real(a.x), ai = Real(a.y);
+  const std::size_t row = (std::size_t(blockIdx.x) * rhs + r) * block;
+  for (int j = threadIdx.x; j < block; j += blockDim.x) {
+    const std::size_t i = row + j;
+    if constexpr (is_axpy) {
+      const auto u = x[i];
+      auto v = y[i];
+      v.x += ar * u.x - ai * u.y;
+      v.y += ar * u.y + ai * u.x;
+      y[i] = v;
+    } else {
+      const auto v = y[i];
+      y[i] = {ar * v.x - ai * v.y, ar * v.y + ai * v.x};
+    }
+  }
+}
+
+/// partial[r·gridDim.x + blockIdx.x] = Σ conj(a)·b (or Σ |a|² when is_norm, in .x) over the slices
+/// p ≡ blockIdx.x (mod gridDim.x) of rhs r = blockIdx.y, accumulated in double.
+template <class Real, bool is_norm>
+__global__ void reduce_rows(const typename Vec2<Real>::type* __restrict__ a,
+                            const typename Vec2<Real>::type* __restrict__ b, double2* __restrict__ partial,
+                            int slices, int rhs, int block) {
+  const int r = int(blockIdx.y);
+  double re = 0, im = 0;
+  for (int p = int(blockIdx.x); p < slices; p += int(gridDim.x)) {
+    const std::size_t row = (std::size_t(p) * rhs + r) * block;
+    for (int j = threadIdx.x; j < block; j += blockDim.x) {
+      const auto u = a[row + j];
+      const double ux = u.x, uy = u.y;
+      if constexpr (is_norm) {
+        re += ux * ux + uy * uy;
+      } else {
+        const auto v = b[row + j];
+        const double vx = v.x, vy = v.y;
+        re += ux * vx + uy * vy;  // conj(u)·v
+        im += ux * vy - uy * vx;
+      }
+    }
+  }
+  // Warp shuffles, then one value per warp through shared memory.
+  for (int offset = 16; offset > 0; offset /= 2) {
+    re += __shfl_down_sync(0xffffffffu, re, offset);
+    im += __shfl_down_sync(0xffffffffu, im, offset);
+  }
+  __shared__ double2 warp_sums[threads_per_block / 32];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) warp_sums[warp] = {re, im};
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    double2 sum{0, 0};
+    for (int w = 0; w < int(blockDim.x / 32); ++w) {
+      sum.x += warp_sums[w].x;
+      sum.y += warp_sums[w].y;
+    }
+    partial[std::size_t(r) * gridDim.x + blockIdx.x] = sum;
+  }
+}
+
+/// Pinned host memory for the partial sums (cudaMemcpyAsync into it is truly asynchronous).
+class PinnedPartials {
+ public:
+  explicit PinnedPartials(std::size_t count) {
+    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(double2)));
+  }
+  ~PinnedPartials() {
+    if (data_) cudaFreeHost(data_);
+  }
+  PinnedPartials(const PinnedPartials&) = delete;
+  PinnedPartials& operator=(const PinnedPartials&) = delete;
+  [[nodiscard]] double2* data() { return data_; }
+
+ private:
+  double2* data_ = nullptr;
+};
+
+template <class Real>
+class DeviceVectorSpace final : public VectorSpace<Real> {
+ public:
+  using typename VectorSpace<Real>::Complex;
+  using typename VectorSpace<Real>::Scalar;
+  using V = typename Vec2<Real>::type;
+  static_assert(sizeof(V) == sizeof(Complex));
+
+  DeviceVectorSpace(const BatchLayout& layout, int count, conv::Stream stream)
+      : VectorSpace<Real>(layout, count),
+        stream_(stream),
+        // Enough blocks per rhs that rhs·blocks fills the device a few times over, never more than slices.
+        reduce_blocks_(int(std::clamp<std::size_t>(1024 / std::max<std::size_t>(layout.rhs, 1), 1, layout.slices))),
+        storage_(layout.size() * std::size_t(count)),
+        partial_device_(layout.rhs * std::size_t(reduce_blocks_)),
+        partial_host_(layout.rhs * std::size_t(reduce_blocks_)) {
+    EXPECTS(layout.slices <= 0x7fffffffu && layout.block <= 0x7fffffffu, "device vector space: layout too large");
+    EXPECTS(layout.rhs <= 65535, "device vector space: at most 65535 right-hand sides per problem");
+  }
+
+  Complex* data(int i) override {
+    EXPECTS(i >= 0 && i < this->count_, "device vector space: no vector " + std::to_string(i));
+    return reinterpret_cast<Complex*>(storage_.data()) + std::size_t(i) * this->layout_.size();
+  }
+  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
+
+  void dot(int x, int y, std::span<Scalar> out) override {
+    reduce<false>(x, y);
+    for (std::size_t r = 0; r < this->layout_.rhs; ++r) out[r] = partial_sum(r);
+  }
+
+  void norm(int x, std::span<double> out) override {
+    reduce<true>(x, x);
+    for (std::size_t r = 0; r < this->layout_.rhs; ++r) out[r] = std::sqrt(partial_sum(r).real());
+  }
+
+  void axpy(std::span<const Scalar> a, int x, int y) override { rowwise_launch<true>(a, x, y); }
+  void scale(std::span<const Scalar> a, int x) override { rowwise_launch<false>(a, x, x); }
+
+  void copy(int x, int y) override {
+    if (x == y) return;
+    CUDA_TRY(cudaMemcpyAsync(data(y), data(x), this->layout_.size() * sizeof(Complex), cudaMemcpyDeviceToDevice,
+                             stream_));
+  }
+
+  void upload(std::span<const Complex> host, int i) override {
+    EXPECTS(host.size() == this->layout_.size(), "upload: size mismatch");
+    CUDA_TRY(cudaMemcpyAsync(data(i), host.data(), host.size_bytes(), cudaMemcpyHostToDevice, stream_));
+    CUDA_TRY(cudaStreamSynchronize(stream_));  // the caller may reuse `host` when this returns
+  }
+  void download(int i, std::span<Complex> host) override {
+    EXPECTS(host.size() == this->layout_.size(), "download: size mismatch");
+    CUDA_TRY(cudaMemcpyAsync(host.data(), data(i), host.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+    CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+
+ private:
+  [[nodiscard]] const V* vec(int i) { return reinterpret_cast<const V*>(data(i)); }
+
+  template <bool is_norm>
+  void reduce(int x, int y) {
+    const BatchLayout& l = this->layout_;
+    const dim3 grid(unsigned(reduce_blocks_), unsigned(l.rhs));
+    reduce_rows<Real, is_norm><<<grid, threads_per_block, 0, stream_>>>(vec(x), vec(y), partial_device_.data(),
+                                                                          int(l.slices), int(l.rhs), int(l.block));
+    CUDA_CHECK_LAUNCH();
+    CUDA_TRY(cudaMemcpyAsync(partial_host_.data(), partial_device_.data(), partial_device_.bytes(),
+                             cudaMemcpyDeviceToHost, stream_));
+    CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+
+  /// The partial sums of rhs r, added in block order.
+  Scalar partial_sum(std::size_t r) {
+    Scalar sum = 0;
+    const double2* p = partial_host_.data() + r * std::size_t(reduce_blocks_);
+    for (int b = 0; b < reduce_blocks_; ++b) sum += Scalar(p[b].x, p[b].y);
+    return sum;
+  }
+
+  template <bool is_axpy>
+  void rowwise_launch(std::span<const Scalar> a, int x, int y) {
+    const BatchLayout& l = this->layout_;
+    EXPECTS(a.size() >= l.rhs, "vector space: one coefficient per right-hand side");
+    V* target = reinterpret_cast<V*>(data(y));
+    for (std::size_t r0 = 0; r0 < l.rhs; r0 += rhs_per_launch) {
+      const std::size_t n = std::min<std::size_t>(rhs_per_launch, l.rhs - r0);
+      RhsCoefficients c{};
+      bool any = false;
+      for (std::size_t k = 0; k < n; ++k) {
+        c.a[k] = {a[r0 + k].real(), a[r0 + k].imag()};
+        any = any || a[r0 + k] != Scalar(0);
+      }
+      if (is_axpy && !any) continue;
+      const dim3 grid(unsigned(l.slices), unsigned(n));
+      rowwise<Real, is_axpy><<<grid, threads_per_block, 0, stream_>>>(vec(x), target, c, int(r0), int(l.rhs),
+                                                                      int(l.block));
+      CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  cudaStream_t stream_;
+  int reduce_blocks_;
+  conv::DeviceBuffer<V> storage_;
+  conv::DeviceBuffer<double2> partial_device_;
+  PinnedPartials partial_host_;
+};
+
+}  // namespace
+
+template <class Real>
+std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& layout, int count, conv::Stream stream) {
+  EXPECTS(count >= 1 && layout.size() > 0, "vector space: empty layout or count");
+  return std::make_unique<DeviceVectorSpace<Real>>(layout, count, stream);
+}
+template std::unique_ptr<VectorSpace<float>> make_device_vector_space<float>(const BatchLayout&, int, conv::Stream);
+template std::unique_ptr<VectorSpace<double>> make_device_vector_space<double>(const BatchLayout&, int, conv::Stream);
+
+}  // namespace gratingsim::physics

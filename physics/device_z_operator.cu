@@ -1,0 +1,253 @@
+// The z-operator (z_operator.hpp) on the device: the same equations and sweeps as the host
+// version, one thread per (rhs, order), complex128 arithmetic on Real storage.
+//
+// Memory traffic per apply: the upward sweep reads x and c and writes y, the downward sweep reads c
+// and y and writes y (six field passes), plus the coefficients step, weight, self, depth (four
+// complex128 per incidence, slice and order) read once per sweep that uses them. Each iteration
+// issues the loads of the slice two steps ahead before computing the current one, so a thread has
+// up to three slices' loads in flight: a thread's sweep is a serial recurrence, and with only
+// rhs·orders threads (7688 for ±15 harmonics and 8 rhs) this prefetch is what hides the latency.
+#include <complex>
+
+#include "convolution/device_buffer.hpp"
+#include "physics/device.hpp"
+
+namespace gratingsim::physics {
+namespace {
+
+/// complex128 in registers.
+struct Cx {
+  double re = 0, im = 0;
+};
+__device__ inline Cx operator+(Cx a, Cx b) { return {a.re + b.re, a.im + b.im}; }
+__device__ inline Cx operator-(Cx a, Cx b) { return {a.re - b.re, a.im - b.im}; }
+__device__ inline Cx operator-(Cx a) { return {-a.re, -a.im}; }
+__device__ inline Cx operator*(Cx a, Cx b) { return {a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re}; }
+__device__ inline Cx operator*(double s, Cx a) { return {s * a.re, s * a.im}; }
+__device__ inline Cx operator*(Cx a, double s) { return {s * a.re, s * a.im}; }
+__device__ inline Cx operator/(Cx a, Cx b) {
+  const double d = b.re * b.re + b.im * b.im;
+  return {(a.re * b.re + a.im * b.im) / d, (a.im * b.re - a.re * b.im) / d};
+}
+__device__ inline Cx operator/(Cx a, double s) { return {a.re / s, a.im / s}; }
+__device__ inline Cx& operator+=(Cx& a, Cx b) { return a = a + b; }
+
+template <class Real>
+struct Vec2;
+template <>
+struct Vec2<float> {
+  using type = float2;
+};
+template <>
+struct Vec2<double> {
+  using type = double2;
+};
+
+template <class V>
+__device__ inline Cx widen(V v) {
+  return {double(v.x), double(v.y)};
+}
+
+/// Device copies of GreenCoefficients. Per (incidence a, order m) at a·orders + m; per (a, slice p, m)
+/// at (a·slices + p)·orders + m (transposed from the host's [(a·orders + m)·slices + p]).
+struct Coefficients {
+  const double2 *kz, *rs, *rp;
+  const double *tx, *ty, *krho;
+  const double2 *step, *weight, *self, *depth;
+};
+
+template <class Real>
+__global__ void __launch_bounds__(64) z_sweeps(const typename Vec2<Real>::type* x,
+                                               const typename Vec2<Real>::type* __restrict__ c,
+                                               typename Vec2<Real>::type* y, Coefficients g,
+                                               const int* __restrict__ rhs_incidence, int nr, int nm, int nz,
+                                               double k1) {
+  using V = typename Vec2<Real>::type;
+  const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= nr * nm) return;
+  const int r = t / nm, m = t % nm;
+  const int a = rhs_incidence[r];
+  const std::size_t io = std::size_t(a) * nm + m;
+  const double k1sq = k1 * k1;
+  const Cx kz = widen(g.kz[io]), rs = widen(g.rs[io]), rp = widen(g.rp[io]);
+  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io];
+  const double ex = -ty, ey = tx;  // ê = ẑ × t̂
+  const Cx pt = kz / k1;           // p̂± = (±pt t̂, −kρ/k1)
+  const double pz = -kr / k1;
+  const Cx pref = Cx{0, 1} / (2.0 * kz);
+  const Cx kz2 = kz * kz;
+  // Element (p, r, component, m) of the batched layout; coefficient (a, p, m).
+  const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m; };
+  const auto coef = [&](int p) { return (std::size_t(a) * nz + p) * nm + m; };
+  struct Projections {
+    Cx e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
+  };
+  struct Slice {  // what one step of a sweep reads
+    V c[3], v[3];
+    double2 step, weight, self, depth;
+  };
+  const auto project = [&](const Slice& s) {
+    const Cx sx = k1sq * widen(s.c[0]), sy = k1sq * widen(s.c[1]), sz = k1sq * widen(s.c[2]);
+    return Projections{ex * sx + ey * sy, tx * sx + ty * sy, sz};
+  };
+  // v_p − (ae ê + at t̂ + az ẑ), rounded to Real.
+  const auto subtract = [&](int p, const V v[3], Cx ae, Cx at_, Cx az) {
+    const Cx vx = ae * ex + at_ * tx, vy = ae * ey + at_ * ty;
+    const Cx out[3] = {widen(v[0]) - vx, widen(v[1]) - vy, widen(v[2]) - az};
+    for (int comp = 0; comp < 3; ++comp) y[at(p, comp)] = V{Real(out[comp].re), Real(out[comp].im)};
+  };
+  // `from` is x in the upward sweep (which writes y = x − ...) and y in the downward one, which does
+  // not need the self coefficient.
+  const auto fetch = [&](int p, const V* from, bool with_self) {
+    Slice s;
+    for (int comp = 0; comp < 3; ++comp) {
+      s.c[comp] = c[at(p, comp)];
+      s.v[comp] = from[at(p, comp)];
+    }
+    const std::size_t i = coef(p);
+    s.step = g.step[i];
+    s.weight = g.weight[i];
+    s.self = with_self ? g.self[i] : double2{0, 0};
+    s.depth = g.depth[i];
+    return s;
+  };
+
+  // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p); also the
+  // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term.
+  Cx ue, up, re, rpm;
+  Projections below{};
+  Cx below_step, below_weight;  // e^{ikz(z_q − z_{q+1})}, w_{q+1}
+  Slice current = fetch(nz - 1, x, true), next;
+  if (nz > 1) next = fetch(nz - 2, x, true);
+  for (int q = nz - 1; q >= 0; --q) {
+    Slice after_next;
+    if (q > 1) after_next = fetch(q - 2, x, true);
+    if (q < nz - 1) {
+      ue = below_step * (ue + below_weight * below.e);
+      up = below_step * (up + below_weight * (pt * below.t + pz * below.z));
+    }
+    const Projections sq = project(current);
+    const Cx w = widen(current.weight), d = widen(current.depth), cq = widen(current.self);
+    re += d * w * rs * sq.e;
+    rpm += d * w * rp * (-(pt * sq.t) + pz * sq.z);
+    // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
+    subtract(q, current.v, pref * ue + cq * sq.e, pref * up * pt + cq * kz2 * sq.t / k1sq,
+             pref * up * pz + cq * (kr * kr) * sq.z / k1sq - sq.z / k1sq);
+    below = sq;
+    below_step = widen(current.step);
+    below_weight = w;
+    current = next;
+    next = after_next;
+  }
+  // Downward sweep (top to bottom): D = Σ_{p above q} e^{ikz(z_p − z_q)} w_p (ê·s_p, p̂−·s_p), plus the
+  // reflected part e^{ikz z_q} (ê re + p̂+ rpm). Reads back this thread's own writes of y.
+  Cx de, dp;
+  Projections above{};
+  Cx above_weight;  // w_{q−1}
+  current = fetch(0, y, false);
+  if (nz > 1) next = fetch(1, y, false);
+  for (int q = 0; q < nz; ++q) {
+    Slice after_next;
+    if (q < nz - 2) after_next = fetch(q + 2, y, false);
+    if (q > 0) {
+      const Cx s = widen(current.step);  // e^{ikz(z_{q−1} − z_q)}
+      de = s * (de + above_weight * above.e);
+      dp = s * (dp + above_weight * (-(pt * above.t) + pz * above.z));
+    }
+    const Cx dq = widen(current.depth);
+    subtract(q, current.v, pref * (de + dq * re), pref * (-(pt * dp) + pt * dq * rpm),
+             pref * (pz * dp + pz * dq * rpm));
+    above = project(current);
+    above_weight = widen(current.weight);
+    current = next;
+    next = after_next;
+  }
+}
+
+constexpr int sweep_threads = 64;  // small blocks: rhs·orders threads spread over every SM
+
+template <class Real>
+class DeviceZOperator final : public ZOperator<Real> {
+ public:
+  using typename ZOperator<Real>::Complex;
+  using V = typename Vec2<Real>::type;
+
+  DeviceZOperator(const GreenCoefficients& g, std::vector<int> rhs_incidence)
+      : k1_(g.k1),
+        nr_(int(rhs_incidence.size())),
+        nm_(g.orders),
+        nz_(g.slices),
+        per_order_(std::size_t(g.incidences) * g.orders),
+        per_slice_(per_order_ * g.slices),
+        kz_(per_order_), rs_(per_order_), rp_(per_order_),
+        tx_(per_order_), ty_(per_order_), krho_(per_order_),
+        step_(per_slice_), weight_(per_slice_), self_(per_slice_), depth_(per_slice_),
+        rhs_incidence_(rhs_incidence.size()) {
+    EXPECTS(nr_ >= 1, "z-operator: no right-hand side");
+    for (int a : rhs_incidence) EXPECTS(a >= 0 && a < g.incidences, "z-operator: rhs names an unknown incidence");
+    EXPECTS(std::size_t(nr_) * std::size_t(nm_) < std::size_t(1) << 31, "z-operator: too many (rhs, order) pairs");
+    const auto as_double2 = [](const std::vector<std::complex<double>>& v) {
+      std::vector<double2> out(v.size());
+      for (std::size_t i = 0; i < v.size(); ++i) out[i] = {v[i].real(), v[i].imag()};
+      return out;
+    };
+    kz_.upload(as_double2(g.kz));
+    rs_.upload(as_double2(g.rs));
+    rp_.upload(as_double2(g.rp));
+    tx_.upload(g.tx);
+    ty_.upload(g.ty);
+    krho_.upload(g.krho);
+    // [(a·orders + m)·slices + p] → [(a·slices + p)·orders + m]
+    const auto transposed = [&](const std::vector<std::complex<double>>& v) {
+      std::vector<double2> out(v.size());
+      for (int a = 0; a < g.incidences; ++a)
+        for (int m = 0; m < nm_; ++m)
+          for (int p = 0; p < nz_; ++p) {
+            const std::complex<double> z = v[(std::size_t(a) * nm_ + m) * nz_ + p];
+            out[(std::size_t(a) * nz_ + p) * nm_ + m] = {z.real(), z.imag()};
+          }
+      return out;
+    };
+    step_.upload(transposed(g.step));
+    weight_.upload(transposed(g.weight));
+    self_.upload(transposed(g.self));
+    depth_.upload(transposed(g.depth));
+    rhs_incidence_.upload(rhs_incidence);
+    // cudaMemcpy from pageable memory may return before its DMA lands, and the problem's stream does
+    // not synchronise with the legacy default stream: wait here, once.
+    CUDA_TRY(cudaDeviceSynchronize());
+  }
+
+  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
+
+  void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream stream) override {
+    const Coefficients g{kz_.data(),   rs_.data(),     rp_.data(),   tx_.data(),   ty_.data(),
+                         krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
+    const int pairs = nr_ * nm_;
+    z_sweeps<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
+        reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), g,
+        rhs_incidence_.data(), nr_, nm_, nz_, k1_);
+    CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  double k1_;
+  int nr_, nm_, nz_;
+  std::size_t per_order_, per_slice_;
+  conv::DeviceBuffer<double2> kz_, rs_, rp_;
+  conv::DeviceBuffer<double> tx_, ty_, krho_;
+  conv::DeviceBuffer<double2> step_, weight_, self_, depth_;
+  conv::DeviceBuffer<int> rhs_incidence_;
+};
+
+}  // namespace
+
+template <class Real>
+std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
+                                                        std::vector<int> rhs_incidence) {
+  return std::make_unique<DeviceZOperator<Real>>(coefficients, std::move(rhs_incidence));
+}
+template std::unique_ptr<ZOperator<float>> make_device_z_operator<float>(const GreenCoefficients&, std::vector<int>);
+template std::unique_ptr<ZOperator<double>> make_device_z_operator<double>(const GreenCoefficients&, std::vector<int>);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,240 @@
+// The device path of the solver: the device vector space and z-operator equal their host versions on
+// random data; whole solves on every GPU backend equal the CPU solve (cpu-fftw, same precision) on a
+// 1D grating and a crossed grating at oblique and conical incidence: efficiencies to 1e-5 (complex64)
+// / 1e-10 (complex128) of the largest efficiency, Jones amplitudes to the same fraction of the largest
+// |Jones|; GPU GMRES and BiCGStab equal the dense LU reference; a problem larger than the device is
+// refused with the memory it needs.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "physics/device.hpp"
+#include "physics/problem.hpp"
+#include "physics/solver.hpp"
+#include "validation/physics/grating_cases.hpp"
+#include "validation/support/catch.hpp"
+#include "validation/support/compare.hpp"
+#include "validation/support/random.hpp"
+
+using namespace gratingsim;
+using namespace gratingsim::physics;
+
+namespace {
+
+constexpr conv::Backend gpu_backends[] = {conv::Backend::gpu_cufft, conv::Backend::gpu_fused, conv::Backend::gpu_direct};
+
+/// Largest |difference| of efficiencies over the largest efficiency, and of Jones amplitudes over
+/// the largest |Jones| (reflection and transmission), over every order of every incidence.
+struct Difference {
+  double efficiency = 0, jones = 0;
+};
+Difference relative_difference(const SolveResult& a, const SolveResult& ref) {
+  REQUIRE(a.incidences.size() == ref.incidences.size());
+  double de = 0, emax = 0, dj = 0, jmax = 0;
+  const auto jones = [&](const Jones& x, const Jones& y) {
+    for (auto [u, v] : {std::pair{x.s_from_s, y.s_from_s}, {x.s_from_p, y.s_from_p}, {x.p_from_s, y.p_from_s},
+                        {x.p_from_p, y.p_from_p}}) {
+      dj = std::max(dj, std::abs(u - v));
+      jmax = std::max(jmax, std::abs(v));
+    }
+  };
+  for (std::size_t i = 0; i < ref.incidences.size(); ++i) {
+    const IncidenceResult &x = a.incidences[i], &y = ref.incidences[i];
+    REQUIRE(x.orders.size() == y.orders.size());
+    for (std::size_t k = 0; k < y.orders.size(); ++k) {
+      const DiffractionOrder &u = x.orders[k], &v = y.orders[k];
+      REQUIRE((u.m1 == v.m1 && u.m2 == v.m2));
+      for (int pol : {s_pol, p_pol}) {
+        if (!std::isfinite(u.R[pol]) || !std::isfinite(u.T[pol])) return {INFINITY, INFINITY};
+        de = std::max({de, std::abs(u.R[pol] - v.R[pol]), std::abs(u.T[pol] - v.T[pol])});
+        emax = std::max({emax, v.R[pol], v.T[pol]});
+      }
+      jones(u.reflection, v.reflection);
+      jones(u.transmission, v.transmission);
+    }
+  }
+  REQUIRE(emax > 0);
+  REQUIRE(jmax > 0);
+  return {de / emax, dj / jmax};
+}
+
+struct GratingCase {
+  const char* name;
+  Structure structure;
+  int m1, m2;
+  std::vector<Incidence> incidences;
+};
+
+std::vector<GratingCase> grating_cases() {
+  return {
+      {"1D lamellar, oblique and conical", test::lamellar(12), 8, 0, {{1.0, 10, 0}, {1.0, 35, 20}}},
+      {"crossed, oblique and conical", test::crossed(8), 3, 3, {{0.93, 25, 35}, {0.93, 40, 0}}},
+  };
+}
+
+template <class Real>
+void check_backends_equal_cpu() {
+  constexpr bool single = std::is_same_v<Real, float>;
+  const double agreement = single ? 1e-5 : 1e-10;
+  for (const GratingCase& c : grating_cases()) {
+    SolverOptions o;
+    o.m1 = c.m1;
+    o.m2 = c.m2;
+    o.precision = conv::precision_of<Real>();
+    o.tolerance = single ? 1e-6 : 1e-12;
+    o.on_unconverged = OnUnconverged::mark;  // checked below, for the CPU reference too
+    o.backend = conv::Backend::cpu_fftw;
+    const SolveResult cpu = solve(c.structure, c.incidences, o);
+    for (const IncidenceResult& r : cpu.incidences)
+      for (const auto& pair : r.solves)
+        for (const SolveStats& st : pair) REQUIRE(st.converged);
+    for (conv::Backend backend : gpu_backends) {
+      INFO(c.name << ", " << conv::to_string(backend) << ", " << conv::to_string(o.precision));
+      o.backend = backend;
+      SolveResult gpu;
+      try {
+        gpu = solve(c.structure, c.incidences, o);
+      } catch (const Unsupported& e) {
+        WARN(std::string(conv::to_string(backend)) + " declines " + c.name + ": " + e.what());
+        continue;
+      }
+      for (const IncidenceResult& r : gpu.incidences)
+        for (const auto& pair : r.solves)
+          for (const SolveStats& st : pair) CHECK(st.converged);
+      const Difference d = relative_difference(gpu, cpu);
+      INFO("efficiency difference " << d.efficiency << ", Jones difference " << d.jones);
+      CHECK(d.efficiency <= agreement);
+      CHECK(d.jones <= agreement);
+    }
+  }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("the device vector space equals the host one on random vectors", "[physics][gpu]", float, double) {
+  using Complex = std::complex<TestType>;
+  const double tol = std::is_same_v<TestType, float> ? 1e-6 : 1e-13;
+  for (const BatchLayout layout : {BatchLayout{7, 3, 33}, BatchLayout{130, 4, 2883}}) {
+    DeviceStream stream;
+    auto dev = make_device_vector_space<TestType>(layout, 3, stream.get());
+    auto host = make_host_vector_space<TestType>(layout, 3);
+    const auto a = test::random_complex<TestType>(layout.size()), b = test::random_complex<TestType>(layout.size());
+    for (auto* s : {dev.get(), host.get()}) {
+      s->upload(a, 0);
+      s->upload(b, 1);
+    }
+    std::vector<std::complex<double>> coef(layout.rhs);
+    for (std::size_t r = 0; r < layout.rhs; ++r) coef[r] = {0.3 + 0.1 * double(r), -0.7 + 0.05 * double(r)};
+    coef[1] = 0;  // a zero coefficient leaves that rhs alone in axpy
+    std::vector<std::complex<double>> dot_dev(layout.rhs), dot_host(layout.rhs);
+    std::vector<double> norm_dev(layout.rhs), norm_host(layout.rhs);
+    dev->dot(0, 1, dot_dev);
+    host->dot(0, 1, dot_host);
+    dev->norm(0, norm_dev);
+    host->norm(0, norm_host);
+    for (std::size_t r = 0; r < layout.rhs; ++r) {
+      REQUIRE(norm_host[r] > 0);
+      CHECK(std::abs(dot_dev[r] - dot_host[r]) <= 1e-12 * norm_host[r] * norm_host[r] * 4);
+      CHECK(std::abs(norm_dev[r] - norm_host[r]) <= 1e-12 * norm_host[r]);
+    }
+    for (auto* s : {dev.get(), host.get()}) {
+      s->axpy(coef, 0, 1);
+      s->scale(coef, 0);
+      s->copy(1, 2);
+      s->axpy(coef, 0, 2);
+    }
+    for (int i = 0; i < 3; ++i) {
+      std::vector<Complex> out_dev(layout.size(), test::poison<TestType>()), out_host(layout.size());
+      dev->download(i, out_dev);
+      host->download(i, out_host);
+      INFO("vector " << i << ", " << layout.slices << " slices");
+      CHECK(test::relative_l2<TestType, TestType>(out_dev, out_host) <= tol);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields", "[physics][gpu]", float, double) {
+  using Complex = std::complex<TestType>;
+  const double tol = std::is_same_v<TestType, float> ? 1e-6 : 1e-13;
+  std::vector<std::string> warnings;
+  ProblemSettings settings;
+  settings.m1 = 3;
+  settings.m2 = 2;
+  const std::vector<Incidence> inc{{0.93, 25, 35}, {0.93, 60, 10}};  // one strongly evanescent set of orders
+  const DiscreteProblem<double> problem(test::crossed(9), inc, settings, 1, warnings);
+  const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
+  const std::vector<int> rhs_incidence{0, 0, 1, 1};
+  const BatchLayout layout = problem.layout();
+  auto host = make_host_z_operator<TestType>(g, rhs_incidence);
+  auto dev = make_device_z_operator<TestType>(g, rhs_incidence);
+  DeviceStream stream;
+  auto space = make_device_vector_space<TestType>(layout, 3, stream.get());
+  const auto x = test::random_complex<TestType>(layout.size()), c = test::random_complex<TestType>(layout.size());
+  std::vector<Complex> expect(layout.size());
+  host->apply(x.data(), c.data(), expect.data(), nullptr);
+  REQUIRE(test::l2_norm<TestType>(expect) > 0);
+  // y distinct from x, then in place (y = x).
+  for (bool in_place : {false, true}) {
+    space->upload(x, 0);
+    space->upload(c, 1);
+    std::vector<Complex> got(layout.size(), test::poison<TestType>());
+    space->upload(got, 2);
+    Complex* y = in_place ? space->data(0) : space->data(2);
+    dev->apply(space->data(0), space->data(1), y, stream.get());
+    space->download(in_place ? 0 : 2, got);
+    INFO((in_place ? "in place" : "out of place"));
+    CHECK(test::relative_l2<TestType, TestType>(got, expect) <= tol);
+  }
+}
+
+TEST_CASE("GPU solves equal the CPU solve, complex128", "[physics][gpu]") { check_backends_equal_cpu<double>(); }
+TEST_CASE("GPU solves equal the CPU solve, complex64", "[physics][gpu]") { check_backends_equal_cpu<float>(); }
+
+TEST_CASE("GPU GMRES and BiCGStab equal the dense LU reference to the solver tolerance", "[physics][gpu]") {
+  const GratingCase c{"crossed", test::crossed(4), 1, 1, {{0.93, 25, 35}, {0.93, 0, 0}}};
+  SolverOptions o;
+  o.m1 = c.m1;
+  o.m2 = c.m2;
+  o.method = Method::dense_lu;
+  o.backend = conv::Backend::cpu_direct;
+  const SolveResult dense = solve(c.structure, c.incidences, o);
+  o.backend = conv::Backend::gpu_fused;
+  const SolveResult gpu_dense = solve(c.structure, c.incidences, o);  // assembled from device products
+  CHECK(relative_difference(gpu_dense, dense).efficiency <= 1e-12);
+  for (Method method : {Method::gmres, Method::bicgstab}) {
+    INFO((method == Method::gmres ? "GMRES(10)" : "BiCGStab"));
+    o.method = method;
+    o.gmres_restart = 10;  // forces restarts
+    o.tolerance = 1e-10;
+    const SolveResult it = solve(c.structure, c.incidences, o);
+    for (const IncidenceResult& r : it.incidences)
+      for (const auto& pair : r.solves)
+        for (const SolveStats& st : pair) {
+          CHECK(st.converged);
+          CHECK(st.residual <= 1e-10);
+          CHECK(st.iterations > 0);
+        }
+    const Difference d = relative_difference(it, dense);
+    CHECK(d.efficiency <= 1e-8);
+    CHECK(d.jones <= 1e-8);
+  }
+}
+
+TEST_CASE("a device problem larger than the device's memory is refused, saying how much it needs", "[physics][gpu]") {
+  SolverOptions o;
+  o.m1 = 60;
+  o.m2 = 60;
+  o.backend = conv::Backend::gpu_fused;
+  Structure s = test::crossed(1000);
+  std::vector<Incidence> inc;
+  for (int i = 0; i < 16; ++i) inc.push_back({0.93, 2.0 * i, 0});
+  try {
+    (void)solve(s, inc, o);
+    FAIL("expected the memory check to refuse the problem");
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.find("needs about") != std::string::npos);
+    CHECK(what.find("device has") != std::string::npos);
+  }
+}
