@@ -22,6 +22,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+from mpl_toolkits.axes_grid1 import make_axes_locatable  # noqa: E402
 import numpy as np  # noqa: E402
 
 AXES = (("wavelength", "wavelength λ (nm)"), ("theta", "polar angle θ (°)"), ("phi", "azimuth φ (°)"))
@@ -185,19 +186,17 @@ def plot_field_maps(f, stem):
         position = float(group.attrs["position"])
         first, second = group["first"][()], group["second"][()]
         magnitude = group["abs_E"][0, 0, 0]  # first sweep point: [P, N1, N2]
-        fig, panels = plt.subplots(1, len(pols), figsize=(6.4 * len(pols), 4.4), squeeze=False)
+        # Height from the plane's aspect ratio, plus room for the titles.
+        aspect = (second[-1] - second[0]) / max(first[-1] - first[0], 1e-300) if len(second) > 1 else 0.5
+        height = min(max(5.2 * aspect + 1.6, 3.0), 9.0)
+        fig, panels = plt.subplots(1, len(pols), figsize=(6.4 * len(pols), height), squeeze=False)
         for i, (pol, ax) in enumerate(zip(pols, panels[0])):
-            if plane == "xy":
-                image = ax.pcolormesh(first, second, magnitude[i].T, shading="nearest")
-                ax.set_xlabel("x (nm)")
-                ax.set_ylabel("y (nm)")
-                ax.set_aspect("equal")
-            else:
-                image = ax.pcolormesh(first, second, magnitude[i].T, shading="nearest")
-                ax.set_xlabel("%s (nm)" % ("x" if plane == "xz" else "y"))
-                ax.set_ylabel("z (nm)")
-                ax.set_aspect("equal")
-            fig.colorbar(image, ax=ax, label="|E| (incident amplitude 1)")
+            image = ax.pcolormesh(first, second, magnitude[i].T, shading="nearest")
+            ax.set_xlabel("%s (nm)" % ("y" if plane == "yz" else "x"))
+            ax.set_ylabel("y (nm)" if plane == "xy" else "z (nm)")
+            ax.set_aspect("equal")
+            bar = make_axes_locatable(ax).append_axes("right", size="4%", pad=0.1)  # as tall as the map
+            fig.colorbar(image, cax=bar, label="|E| (incident amplitude 1)")
             ax.set_title("%s polarisation" % pol)
         where = {"xz": "y = %g nm", "yz": "x = %g nm", "xy": "z = %g nm"}[plane] % position
         w, t, p = (f["sweep/" + a][0] for a in ("wavelength", "theta", "phi"))
