@@ -25,7 +25,7 @@ constexpr Command commands[] = {
     {"validate", "compare every backend and precision with a reference on a built-in set or given cases",
      run_validate},
     {"info", "version, build, CUDA devices, available backends, library versions", run_info},
-    {"bench", "benchmarks (bench conv)", run_bench},
+    {"bench", "benchmarks (bench conv, bench solve)", run_bench},
 };
 
 int run(Args args) {

@@ -16,7 +16,7 @@ std::string device_of(conv::Backend backend) {
 
 std::string physics_unavailable(conv::Backend backend, conv::Precision precision) {
   if (!conv::backend_available(backend))
-    return std::string(conv::to_string(backend)) + " is not built or has no device here";
+    return "not in this build, or no CUDA device";
   // A 100 nm film of index 1.5 on it, one slice, M1 = 1: a solve of a few microseconds that goes
   // through every stage the backend takes part in.
   physics::Structure slab;
