@@ -169,8 +169,9 @@ void print_orders(const io::ResultLayout& l, const io::PointResult& r) {
     if (std::isnan(r.reflected_direction[3 * o]) && std::isnan(r.transmitted_direction[3 * o])) continue;
     std::vector<std::string> row{std::to_string(l.orders[o][0]), std::to_string(l.orders[o][1])};
     for (std::size_t i = 0; i < np; ++i) {
-      row.push_back(number("%.6f", r.reflectance[i * no + o]));
-      row.push_back(number("%.6f", r.transmittance[i * no + o]));
+      // "-": the order is evanescent on that side (or the substrate absorbs).
+      row.push_back(std::isnan(r.reflected_direction[3 * o]) ? "-" : number("%.6f", r.reflectance[i * no + o]));
+      row.push_back(std::isnan(r.transmitted_direction[3 * o]) ? "-" : number("%.6f", r.transmittance[i * no + o]));
     }
     rows.push_back(std::move(row));
   }
@@ -226,8 +227,8 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
   if (points.size() == 1) print_orders(l, points[0].result);
 
   std::printf(
-      "\n  orders: propagating at the point; R0: order (0, 0); absorbed: 1 - ΣR - ΣT (1 - ΣR when the "
-      "substrate absorbs); |1-ΣR-ΣT|: lossless structures only; time: the wavelength's batch\n");
+      "\n  orders: propagating at the point; R0: order (0, 0); absorbed: 1 - ΣR - ΣT (1 - ΣR when the substrate\n"
+      "  absorbs); |1-ΣR-ΣT|: lossless structures only; time: the wavelength's batch\n");
   std::printf("  energy balance: %s\n", std::isnan(worst_balance)
                                             ? "not checked (a material absorbs)"
                                             : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
