@@ -285,6 +285,7 @@ std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& re
               c.slices, s.window, s.window - 1);
   print_header();
   std::vector<Row> rows;
+  std::fflush(stdout);
   for (Backend b : s.backends) rows.push_back(measure<Real>(c, b, s, reference));
   std::optional<double> cpu;
   for (const Row& r : rows)
@@ -293,6 +294,7 @@ std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& re
     if (cpu && r.ok && r.backend != "cpu-fftw") r.speedup_vs_cpu = *cpu / r.iteration.median();
     print_row(r);
   }
+  std::fflush(stdout);
   return rows;
 }
 

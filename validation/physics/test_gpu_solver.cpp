@@ -5,7 +5,9 @@
 // |Jones|; GPU GMRES and BiCGStab equal the dense LU reference; a problem larger than the device is
 // refused with the memory it needs.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "physics/device.hpp"
@@ -92,12 +94,18 @@ void check_backends_equal_cpu() {
       INFO(c.name << ", " << conv::to_string(backend) << ", " << conv::to_string(o.precision));
       o.backend = backend;
       SolveResult gpu;
+      const auto start = std::chrono::steady_clock::now();
       try {
         gpu = solve(c.structure, c.incidences, o);
       } catch (const Unsupported& e) {
         WARN(std::string(conv::to_string(backend)) + " declines " + c.name + ": " + e.what());
         continue;
       }
+      // Progress on stdout (flushed): which solve a slow or stuck run was in.
+      std::printf("  %s, %s, %s: %.3f s\n", c.name, std::string(conv::to_string(backend)).c_str(),
+                  std::string(conv::to_string(o.precision)).c_str(),
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      std::fflush(stdout);
       for (const IncidenceResult& r : gpu.incidences)
         for (const auto& pair : r.solves)
           for (const SolveStats& st : pair) CHECK(st.converged);
