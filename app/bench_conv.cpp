@@ -343,18 +343,7 @@ constexpr OptionSpec bench_options[] = {
 
 Settings parse_settings(const Options& o) {
   Settings s;
-  const auto case_names = o.value("case").value_or("all");
-  if (case_names == "all") {
-    for (const auto& c : problem_cases) s.cases.push_back(&c);
-  } else {
-    for (std::string_view name : split_list("case", case_names)) {
-      const auto it = std::find_if(std::begin(problem_cases), std::end(problem_cases),
-                                   [&](const ProblemCase& c) { return name == std::to_string(c.number); });
-      if (it == std::end(problem_cases))
-        throw UsageError("--case expects 1, 2, 3, 4 (or a list of them) or all, got '" + std::string(name) + "'");
-      if (std::find(s.cases.begin(), s.cases.end(), &*it) == s.cases.end()) s.cases.push_back(&*it);
-    }
-  }
+  s.cases = select_cases(o.value("case"), std::span<const ProblemCase>(problem_cases));
 
   const auto backends = o.value("backend");
   if (!backends) {
@@ -377,11 +366,7 @@ Settings parse_settings(const Options& o) {
     s.variants.erase(std::unique(s.variants.begin(), s.variants.end()), s.variants.end());
   }
 
-  const auto precision = o.value("precision").value_or("both");
-  if (precision == "single" || precision == "both") s.precisions.push_back(Precision::single);
-  if (precision == "double" || precision == "both") s.precisions.push_back(Precision::double_);
-  if (s.precisions.empty())
-    throw UsageError("--precision expects single, double or both, got '" + std::string(precision) + "'");
+  s.precisions = parse_precisions(o.value("precision").value_or("both"));
 
   if (const auto v = o.value("repeats")) s.timing.repeats = parse_int("repeats", *v, 1, 1000000);
   if (const auto v = o.value("warmup")) s.timing.warmup = parse_int("warmup", *v, 0, 1000000);

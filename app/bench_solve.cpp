@@ -312,29 +312,14 @@ constexpr OptionSpec options_spec[] = {
 
 Settings parse_settings(const Options& o) {
   Settings s;
-  const auto case_names = o.value("case").value_or("all");
-  if (case_names == "all") {
-    for (const BenchCase& c : bench_cases) s.cases.push_back(&c);
-  } else {
-    for (std::string_view name : split_list("case", case_names)) {
-      const auto it = std::find_if(std::begin(bench_cases), std::end(bench_cases),
-                                   [&](const BenchCase& c) { return name == std::to_string(c.number); });
-      if (it == std::end(bench_cases))
-        throw UsageError("--case expects 1, 2, 3, 4 (or a list of them) or all, got '" + std::string(name) + "'");
-      if (std::find(s.cases.begin(), s.cases.end(), &*it) == s.cases.end()) s.cases.push_back(&*it);
-    }
-  }
+  s.cases = select_cases(o.value("case"), std::span<const BenchCase>(bench_cases));
   const auto backends = o.value("backend").value_or("gpu-cufft,gpu-fused,gpu-direct,cpu-fftw");
   try {
     for (std::string_view name : split_list("backend", backends)) s.backends.push_back(conv::parse_backend(name));
   } catch (const InvalidArgument& e) {
     throw UsageError(std::string("--backend: ") + user_message(e));
   }
-  const auto precision = o.value("precision").value_or("both");
-  if (precision == "single" || precision == "both") s.precisions.push_back(Precision::single);
-  if (precision == "double" || precision == "both") s.precisions.push_back(Precision::double_);
-  if (s.precisions.empty())
-    throw UsageError("--precision expects single, double or both, got '" + std::string(precision) + "'");
+  s.precisions = parse_precisions(o.value("precision").value_or("both"));
   if (const auto v = o.value("repeats")) s.repeats = parse_int("repeats", *v, 1, 100000);
   if (const auto v = o.value("cpu-repeats")) s.cpu_repeats = parse_int("cpu-repeats", *v, 1, 100000);
   if (const auto v = o.value("window")) s.window = parse_int("window", *v, 2, 1000);

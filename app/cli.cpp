@@ -133,6 +133,14 @@ std::vector<std::string_view> split_list(std::string_view option, std::string_vi
   }
 }
 
+std::vector<conv::Precision> parse_precisions(std::string_view value) {
+  std::vector<conv::Precision> precisions;
+  if (value == "single" || value == "both") precisions.push_back(conv::Precision::single);
+  if (value == "double" || value == "both") precisions.push_back(conv::Precision::double_);
+  if (precisions.empty()) throw UsageError("--precision expects single, double or both, got '" + std::string(value) + "'");
+  return precisions;
+}
+
 int dispatch(std::string_view program, std::string_view description, std::span<const Command> commands, Args args) {
   const auto listing = [&] {
     std::ostringstream os;

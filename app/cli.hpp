@@ -2,6 +2,7 @@
 // The command line of `gratingsim`: commands dispatched from tables, options parsed by hand
 // ("--name value", "--name=value", "--flag", "-o value" where an option has a one-letter alias) and
 // positional arguments where a command takes them. Small on purpose: Debian has no CLI library to use.
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <span>
@@ -9,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "convolution/convolution.hpp"
 #include "convolution/error.hpp"
 
 namespace gratingsim::app {
@@ -56,6 +58,32 @@ int parse_int(std::string_view option, std::string_view value, int min, int max)
 double parse_positive(std::string_view option, std::string_view value);
 /// "a,b,c" → {"a", "b", "c"}; empty items are a UsageError.
 std::vector<std::string_view> split_list(std::string_view option, std::string_view value);
+
+/// "--case LIST|all" (default all) over a table of cases with an int `number`: the chosen entries
+/// in the order given, each once; an unknown number is a UsageError listing the valid ones.
+template <class Case>
+std::vector<const Case*> select_cases(std::optional<std::string_view> value, std::span<const Case> table) {
+  std::vector<const Case*> chosen;
+  if (value.value_or("all") == "all") {
+    for (const Case& c : table) chosen.push_back(&c);
+    return chosen;
+  }
+  for (std::string_view name : split_list("case", *value)) {
+    const Case* found = nullptr;
+    for (const Case& c : table)
+      if (name == std::to_string(c.number)) found = &c;
+    if (!found) {
+      std::string valid;
+      for (const Case& c : table) valid += std::to_string(c.number) + ", ";
+      throw UsageError("--case expects " + valid + "a list of them or all, got '" + std::string(name) + "'");
+    }
+    if (std::find(chosen.begin(), chosen.end(), found) == chosen.end()) chosen.push_back(found);
+  }
+  return chosen;
+}
+
+/// "--precision single|double|both" → the precisions, single first.
+std::vector<conv::Precision> parse_precisions(std::string_view value);
 
 struct Command {
   std::string_view name;
