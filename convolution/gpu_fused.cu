@@ -16,10 +16,10 @@
 //   j = j_a + A j_b,  κ = k_b + Q k_a,   thread j_a: Q-point DFT over j_b (the twist W_{2Q}^{ε j_b}
 //   folded in), twiddle W_L^{j_a (2 k_b + ε)}, exchange through shared memory, then A-point DFTs over
 //   j_a for the Q/A values k_b = t·Q/A + s that thread t owns. The inverse runs the same steps backwards.
-// Where a whole half fits in registers (H ≤ 32 in single, H ≤ 16 in double precision) the team is one
-// thread (A = 1, Q = H): no exchange at all, every twiddle a compile-time constant. Only L = 128 (and
-// L = 64 in double) use teams of A = H/8 threads with Q = 8; their exchanges are what the shared
-// memory bandwidth is spent on. The spectrum multiply happens in registers between the two
+// Where a whole half fits in registers (H ≤ 16) the team is one thread (A = 1, Q = H): no exchange at
+// all, every twiddle a compile-time constant; for H = 16 the two parities of a line go to two lanes
+// of a warp. L = 64 and 128 use teams of A = H/8 threads with Q = 8; their exchanges are what the
+// shared memory bandwidth is spent on. The spectrum multiply happens in registers between the two
 // directions, on the values a thread owns, so column FFT → multiply → column IFFT never leaves the chip.
 //
 // Shared memory per CTA (one slice; fields of the slice in rounds of F at a time):
@@ -78,10 +78,12 @@ struct AxisShape {
   int a;   // threads per team
   int kb;  // values k_b per thread in the A-point pass (q / a)
 };
-/// Values a thread can hold for a whole half transform (and its input, output and spectrum).
+/// Values a thread can hold for a whole half transform (and its input, output and spectrum). Larger
+/// halves (L ≥ 64) go to teams: one thread per 32-point half needed 116 registers and ran slower on
+/// case 3 (67 µs against 63 µs with teams of 4, H100).
 template <class Real>
 constexpr int register_half() {
-  return sizeof(Real) == 4 ? 32 : 16;
+  return 16;
 }
 template <class Real>
 constexpr AxisShape axis_shape(int l) {
@@ -95,13 +97,20 @@ struct Axis {
   static constexpr int E = shape.e, H = shape.h, Q = shape.q, A = shape.a, KB = shape.kb;
 };
 
-/// Threads per CTA: 256 where a thread needs more than 128 registers (whole halves of 32 complex64 or
-/// 16 complex128 values, or Ŝ prefetched from L2), else 512.
+/// Lines of an axis whose whole half fits in registers (A = 1) are done by one thread, both parities
+/// in turn; for H = 16 (L = 32) instead by two threads of a warp, one per frequency parity ε, each
+/// holding one half: twice the threads for the latency-bound case 2 (14.4 µs against 17.1 µs, H100).
+/// The two partial inverse transforms are then summed (shuffle for columns, buf for rows).
+template <class Real, int L>
+constexpr bool paired_parities() {
+  return Axis<Real, L>::A == 1 && Axis<Real, L>::H == 16;
+}
+
+/// Threads per CTA: 256 where a thread needs more than 128 registers (complex128 with L ≥ 32, and
+/// mixed shapes L1 ≠ L2, whose two axes' working sets the compiler allocates side by side), else 512.
 template <class Real, int L1, int L2>
 constexpr int block_threads() {
-  const bool big_lines = Axis<Real, L1>::Q == register_half<Real>() || Axis<Real, L2>::Q == register_half<Real>();
-  const bool spectrum_global = std::size_t(L1) * L2 * sizeof(Cx<Real>) > spectrum_shared_limit;
-  return big_lines || spectrum_global ? 256 : 512;
+  return (sizeof(Real) == 8 && (L1 >= 32 || L2 >= 32)) || L1 != L2 ? 256 : 512;
 }
 
 /// Column of buf holding frequency parity ε, k_b, k_a of the row transform: bijective onto [0, L),
@@ -143,9 +152,13 @@ constexpr int twiddle_row(int l) {
   const AxisShape s = axis_shape<Real>(l);
   return s.e * s.q + vector_width<Real>(s.e * s.q);
 }
+/// Shared-memory table of an axis: the team twiddles, or for paired parities the twist W_L^j, j < H;
+/// an even count, so that the next table stays aligned for 16-byte reads.
 template <class Real>
 constexpr int twiddle_table_size(int l) {
-  return axis_shape<Real>(l).a > 1 ? axis_shape<Real>(l).a * twiddle_row<Real>(l) : 0;
+  const AxisShape s = axis_shape<Real>(l);
+  const int size = s.a > 1 ? s.a * twiddle_row<Real>(l) : s.a == 1 && s.h == 16 ? s.h : 0;
+  return (size + 1) / 2 * 2;
 }
 
 // ---- compile-time twiddles and small DFTs in registers -------------------------------------------
@@ -256,11 +269,10 @@ __device__ __forceinline__ void load_twiddles(Cx<Real>* w, const Cx<Real>* row) 
 
 /// Forward half transform of parity Eps: thread j_a = lane holds x_{j_a + A j_b} (j_b < Q); returns in
 /// u[s·A + k_a] the frequency κ = k_b + Q k_a, k_b = lane·KB + s, i.e. X(E κ + Eps). slots: the team's
-/// H exchange slots, Stride elements apart, touched only by an active team; w: the thread's twiddles
-/// of parity Eps (teams only).
+/// H exchange slots, Stride elements apart; w: the thread's twiddles of parity Eps (teams only).
 template <class Real, int L, int Eps, int Stride>
 __device__ __forceinline__ void forward_half(const Cx<Real>* x, Cx<Real>* u, Cx<Real>* slots, const Cx<Real>* w,
-                                             int lane, bool active) {
+                                             int lane) {
   using X = Axis<Real, L>;
   constexpr AxisShape shape = X::shape;
   Cx<Real> v[X::Q];
@@ -273,12 +285,10 @@ __device__ __forceinline__ void forward_half(const Cx<Real>* x, Cx<Real>* u, Cx<
       if constexpr (Eps != 0 || decltype(k)::value != 0) v[k] = v[k] * w[k];
     });
     team_sync<X::A>();
-    if (active) static_for<X::Q>([&](auto k) { slots[exchange_slot(shape, lane, k) * Stride] = v[k]; });
+    static_for<X::Q>([&](auto k) { slots[exchange_slot(shape, lane, k) * Stride] = v[k]; });
     team_sync<X::A>();
     static_for<X::KB>([&](auto s) {
-      static_for<X::A>([&](auto a) {
-        u[s * X::A + a] = active ? slots[exchange_slot(shape, a, lane * X::KB + s) * Stride] : Cx<Real>{0, 0};
-      });
+      static_for<X::A>([&](auto a) { u[s * X::A + a] = slots[exchange_slot(shape, a, lane * X::KB + s) * Stride]; });
       dft<X::A, false>(u + s * X::A);
     });
   }
@@ -287,8 +297,7 @@ __device__ __forceinline__ void forward_half(const Cx<Real>* x, Cx<Real>* u, Cx<
 /// Inverse of forward_half (unnormalised) for parity Eps: y[j_b] = (or += with Accumulate) the output
 /// at j = lane + A j_b. u is overwritten.
 template <class Real, int L, int Eps, int Stride, bool Accumulate>
-__device__ __forceinline__ void inverse_half(Cx<Real>* u, Cx<Real>* y, Cx<Real>* slots, const Cx<Real>* w, int lane,
-                                             bool active) {
+__device__ __forceinline__ void inverse_half(Cx<Real>* u, Cx<Real>* y, Cx<Real>* slots, const Cx<Real>* w, int lane) {
   using X = Axis<Real, L>;
   constexpr AxisShape shape = X::shape;
   Cx<Real> v[X::Q];
@@ -297,13 +306,12 @@ __device__ __forceinline__ void inverse_half(Cx<Real>* u, Cx<Real>* y, Cx<Real>*
   } else {
     static_for<X::KB>([&](auto s) { dft<X::A, true>(u + s * X::A); });
     team_sync<X::A>();
-    if (active)
-      static_for<X::KB>([&](auto s) {
-        static_for<X::A>([&](auto a) { slots[exchange_slot(shape, a, lane * X::KB + s) * Stride] = u[s * X::A + a]; });
-      });
+    static_for<X::KB>([&](auto s) {
+      static_for<X::A>([&](auto a) { slots[exchange_slot(shape, a, lane * X::KB + s) * Stride] = u[s * X::A + a]; });
+    });
     team_sync<X::A>();
     static_for<X::Q>([&](auto k) {
-      v[k] = active ? slots[exchange_slot(shape, lane, k) * Stride] : Cx<Real>{0, 0};
+      v[k] = slots[exchange_slot(shape, lane, k) * Stride];
       if constexpr (Eps != 0 || decltype(k)::value != 0) v[k] = mul_conj(v[k], w[k]);
     });
   }
@@ -326,14 +334,63 @@ __device__ __forceinline__ int spread(int i, int n) {
 }
 
 /// Runs body(i, lane) for items i = team, team + teams, … < n, with teams of A threads. The loop is
-/// uniform across each warp (a team past the end gets i ≥ n and must not touch memory), so that
-/// team_sync may synchronise the whole warp.
+/// uniform across each warp (a team past the end gets i ≥ n), so that team_sync may synchronise the
+/// whole warp: a team without an item calls skip_item, which meets the warp's syncs of that item.
+/// (On sm_70 and later, __syncwarp calls at different places pair up.)
 template <int A, class Body>
 __device__ __forceinline__ void for_each_item(int n, Body&& body) {
   constexpr int per_warp = 32 / A;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % A, teams = blockDim.x / A;
   const int in_warp = (threadIdx.x % 32) / A;
+#pragma unroll 1
   for (int first = warp * per_warp; first < n; first += teams) body(first + in_warp, lane);
+}
+
+/// Runs body(line, parity) for lines line = 16·warp + lane mod 16, + 16·warps, … (possibly ≥ n), with
+/// lanes 0–15 on parity 0 and lanes 16–31 on parity 1 of the same 16 lines: the two partial results
+/// of a line meet by a shuffle within the warp. The parity is a run-time value, so that both share
+/// one copy of the code (two compile-time copies made the compiler allocate registers for both).
+template <class Body>
+__device__ __forceinline__ void for_each_line(int n, Body&& body) {
+  const int warp = threadIdx.x / 32, warps = blockDim.x / 32, lane = threadIdx.x % 32;
+#pragma unroll 1
+  for (int first = 16 * warp; first < n; first += 16 * warps) body(first + lane % 16, lane / 16);
+}
+
+/// A whole half transform in one thread (A = 1) for parity eps known at run time: u = DFT_H(x · W_L^{eps j}).
+/// twist[j] = W_L^j (j < H) from shared memory.
+template <class Real, int L>
+__device__ __forceinline__ void forward_line(const Cx<Real>* x, Cx<Real>* u, int eps, const Cx<Real>* twist) {
+  constexpr int Q = Axis<Real, L>::Q;
+  static_for<Q>([&](auto j) { u[j] = x[j]; });
+  if (eps) static_for<Q - 1>([&](auto j) { u[j + 1] = u[j + 1] * twist[j + 1]; });
+  dft<Q, false>(u);
+}
+/// Its inverse (unnormalised): y_j = W_L^{−eps j} IDFT_H(u)_j; u is overwritten.
+template <class Real, int L>
+__device__ __forceinline__ void inverse_line(Cx<Real>* u, Cx<Real>* y, int eps, const Cx<Real>* twist) {
+  constexpr int Q = Axis<Real, L>::Q;
+  dft<Q, true>(u);
+  static_for<Q>([&](auto j) { y[j] = u[j]; });
+  if (eps) static_for<Q - 1>([&](auto j) { y[j + 1] = mul_conj(y[j + 1], twist[j + 1]); });
+}
+template <int A, int Syncs>
+__device__ __forceinline__ void skip_item() {
+  static_for<Syncs>([&](auto) { team_sync<A>(); });
+}
+/// team_sync calls per item of each phase (teams only): 2 per half transform, and one more before the
+/// row FFTs store their last parity and before a column is written back.
+template <class Real, int L>
+constexpr int row_forward_syncs() {
+  return Axis<Real, L>::A > 1 ? 2 * Axis<Real, L>::E + 1 : 0;
+}
+template <class Real, int L>
+constexpr int column_syncs() {
+  return Axis<Real, L>::A > 1 ? 4 * Axis<Real, L>::E + 1 : 0;
+}
+template <class Real, int L>
+constexpr int row_inverse_syncs() {
+  return Axis<Real, L>::A > 1 ? 2 * Axis<Real, L>::E : 0;
 }
 
 template <class Real, int L>
@@ -342,10 +399,10 @@ __device__ void fill_twiddles(Cx<Real>* table) {
   constexpr int row = twiddle_row<Real>(L);
   for (int i = threadIdx.x; i < twiddle_table_size<Real>(L); i += blockDim.x) {
     const int j_a = i / row, index = i % row, eps = index / X::Q, k_b = index % X::Q;
-    const int m = (j_a * (X::E * k_b + eps)) % L;
+    const int m = X::A > 1 ? (j_a * (X::E * k_b + eps)) % L : i;  // teams, or the twist W_L^i
     double s, c;
     sincospi(2.0 * m / L, &s, &c);
-    table[i] = index < X::E * X::Q ? Cx<Real>{Real(c), Real(-s)} : Cx<Real>{0, 0};
+    table[i] = X::A == 1 || index < X::E * X::Q ? Cx<Real>{Real(c), Real(-s)} : Cx<Real>{0, 0};
   }
 }
 
@@ -431,33 +488,52 @@ __global__ void __launch_bounds__(block_threads<Real, L1, L2>()) fused_convoluti
     else copy_async_wait<0>();
     __syncthreads();
 
-    // 1. Row FFTs of the N1 non-zero rows into buf.
-    {
-      const C* const src = p.stage ? stage : in + f0 * field_size;
+    // 1. Row FFTs of the N1 non-zero rows into buf. Called once per source so that the compiler knows
+    // which memory the rows are read from.
+    const auto row_ffts = [&](const C* src) {
       const int items = nf * X1::H;
-      for_each_item<X2::A>(items, [&](int i, int lane) {
-        const int item = spread<X2::A, group>(i, items), f = item / X1::H, r = item % X1::H;
-        const bool active = i < items && r < n1;
+      // One parity of row `item` (f, r), or both where Parities = E.
+      const auto transform = [&]<int First, int Parities>(int item, int lane) {
+        const int f = item / X1::H, r = item % X1::H;
         const C* const x_row = src + f * field_size + r * n2;
-        C* const row = active ? buf + f * field_buf + r * S : buf;  // inactive: a valid place, never written
+        C* const row = buf + f * field_buf + r * S;
         C x[X2::Q];
         static_for<X2::Q>([&](auto j) {
           const int col = lane + X2::A * j;
-          x[j] = active && col < n2 ? x_row[col] : C{0, 0};
+          x[j] = col < n2 ? x_row[col] : C{0, 0};
         });
-        static_for<X2::E>([&](auto e) {
-          constexpr int eps = decltype(e)::value;
+        static_for<Parities>([&](auto e) {
+          constexpr int eps = First + decltype(e)::value;
           C u[X2::Q], w[X2::A > 1 ? X2::Q : 1];
           if constexpr (X2::A > 1) load_twiddles<Real, L2, eps>(w, twiddles2 + lane * twiddle_row<Real>(L2));
-          forward_half<Real, L2, eps, 1>(x, u, row, w, lane, active);
+          forward_half<Real, L2, eps, 1>(x, u, row, w, lane);
           if constexpr (eps == X2::E - 1) team_sync<X2::A>();  // its columns are the exchange slots
-          if (active)
-            static_for<X2::KB>([&](auto s) {
-              static_for<X2::A>([&](auto a) { row[buf_column(X2::shape, eps, lane * X2::KB + s, a)] = u[s * X2::A + a]; });
-            });
+          static_for<X2::KB>([&](auto s) {
+            static_for<X2::A>([&](auto a) { row[buf_column(X2::shape, eps, lane * X2::KB + s, a)] = u[s * X2::A + a]; });
+          });
         });
-      });
-    }
+      };
+      if constexpr (paired_parities<Real, L2>()) {
+        for_each_line(items, [&](int item, int eps) {
+          const int f = item / X1::H, r = item % X1::H;
+          if (item >= items || r >= n1) return;
+          const C* const x_row = src + f * field_size + r * n2;
+          C* const row = buf + f * field_buf + r * S + buf_column(X2::shape, eps, 0, 0);
+          C x[X2::Q], u[X2::Q];
+          static_for<X2::Q>([&](auto j) { x[j] = j < n2 ? x_row[j] : C{0, 0}; });
+          forward_line<Real, L2>(x, u, eps, twiddles2);
+          static_for<X2::Q>([&](auto k) { row[k] = u[k]; });
+        });
+      } else {
+        for_each_item<X2::A>(items, [&](int i, int lane) {
+          const int item = spread<X2::A, group>(i, items);
+          if (i >= items || item % X1::H >= n1) return skip_item<X2::A, row_forward_syncs<Real, L2>()>();
+          transform.template operator()<0, X2::E>(item, lane);
+        });
+      }
+    };
+    if (p.stage) row_ffts(stage);
+    else row_ffts(in + f0 * field_size);
     __syncthreads();
     if (p.stage && f0 + F < count) stage_fields(stage, in + (f0 + F) * field_size, min(F, count - f0 - F) * field_size);
     copy_async_commit();
@@ -469,72 +545,140 @@ __global__ void __launch_bounds__(block_threads<Real, L1, L2>()) fused_convoluti
     // 2. Per column: FFT, multiply by Ŝ, IFFT, keep rows j1 < N1; in place in buf.
     {
       const int items = nf * L2;
-      for_each_item<X1::A>(items, [&](int i, int lane) {
-        const int item = spread<X1::A, group>(i, items), f = item / L2, col = item % L2;
-        const bool active = i < items;
-        C* const column = active ? buf + f * field_buf + col : buf;  // inactive: a valid place, never written
+      // Parities [First, First + Parities) of column `item` (f, col); their outputs in y (summed).
+      const auto transform = [&]<int First, int Parities>(int item, int lane, C* y) {
+        const int f = item / L2, col = item % L2;
+        C* const column = buf + f * field_buf + col;
         const C* const s_col =
             (spectrum_shared ? spectrum_smem : spectrum_global) + col * column_stride + lane * width;
-        const auto load_column = [&](C* x) {
-          static_for<X1::Q>([&](auto j) {
-            const int r = lane + X1::A * j;
-            x[j] = active && r < n1 ? column[r * S] : C{0, 0};
-          });
-        };
-        C x[X1::Q], y[X1::Q];
-        if constexpr (X1::A > 1) load_column(x);  // the exchanges overwrite the column: keep it
-        static_for<X1::E>([&](auto e) {
-          constexpr int eps = decltype(e)::value;
+        C x[X1::Q];
+        static_for<X1::Q>([&](auto j) {
+          const int r = lane + X1::A * j;
+          x[j] = r < n1 ? column[r * S] : C{0, 0};
+        });
+        static_for<Parities>([&](auto e) {
+          constexpr int eps = First + decltype(e)::value;
           const auto factor = [&](auto v) {
             constexpr int value = eps * X1::Q + decltype(v)::value;
             return s_col[(value / width) * X1::A * width + value % width];
           };
-          C u[X1::Q], w[X1::A > 1 ? X1::Q : 1], f_global[spectrum_shared ? 1 : X1::Q];
+          C u[X1::Q], w[X1::A > 1 ? X1::Q : 1];
+          [[maybe_unused]] C f_global[spectrum_shared ? 1 : X1::Q];
           // From L2, the Ŝ values are loaded before the FFT so that the read overlaps it.
-          if constexpr (!spectrum_shared) static_for<X1::Q>([&](auto v) { f_global[v] = active ? factor(v) : C{0, 0}; });
+          if constexpr (!spectrum_shared) static_for<X1::Q>([&](auto v) { f_global[v] = factor(v); });
           if constexpr (X1::A > 1) load_twiddles<Real, L1, eps>(w, twiddles1 + lane * twiddle_row<Real>(L1));
-          else load_column(x);  // reloaded per parity rather than held: fewer registers
-          forward_half<Real, L1, eps, S>(x, u, column, w, lane, active);
+          forward_half<Real, L1, eps, S>(x, u, column, w, lane);
+          // Keeps the compiler from hoisting the Ŝ reads from shared memory above the FFT, which
+          // would hold all of them in registers at once.
+          if constexpr (spectrum_shared) asm volatile("" ::: "memory");
           static_for<X1::Q>([&](auto v) {
             if constexpr (spectrum_shared) u[v] = u[v] * factor(v);
             else u[v] = u[v] * f_global[v];
           });
-          inverse_half<Real, L1, eps, S, (eps > 0)>(u, y, column, w, lane, active);
+          inverse_half<Real, L1, eps, S, (decltype(e)::value > 0)>(u, y, column, w, lane);
         });
-        team_sync<X1::A>();
-        static_for<X1::Q>([&](auto j) {
-          const int r = lane + X1::A * j;
-          if (active && r < n1) column[r * S] = y[j];
+        return column;
+      };
+      if constexpr (paired_parities<Real, L1>()) {
+        for_each_line(items, [&](int item, int eps) {
+          const bool valid = item < items;
+          const int f = item / L2, col = item % L2;
+          C* const column = buf + f * field_buf + col;
+          // Ŝ at frequencies 2κ + eps: values eps·H + κ of the column (A = 1).
+          const C* const s_col = (spectrum_shared ? spectrum_smem : spectrum_global) + col * column_stride + eps * X1::Q;
+          C u[X1::Q], y[X1::Q] = {};
+          if (valid) {
+            static_for<X1::Q>([&](auto j) { y[j] = j < n1 ? column[j * S] : C{0, 0}; });
+            forward_line<Real, L1>(y, u, eps, twiddles1);
+            if constexpr (spectrum_shared) asm volatile("" ::: "memory");  // Ŝ reads stay after the FFT
+            static_for<X1::Q>([&](auto v) { u[v] = u[v] * s_col[v]; });
+            inverse_line<Real, L1>(u, y, eps, twiddles1);
+          }
+          // Parity 1 (lane + 16) hands its partial column to parity 0, which writes the sum.
+          static_for<X1::Q>([&](auto j) {
+            u[j] = {__shfl_down_sync(0xffffffffu, y[j].re, 16), __shfl_down_sync(0xffffffffu, y[j].im, 16)};
+          });
+          __syncwarp();  // both parities have read the column
+          if (valid && eps == 0)
+            static_for<X1::Q>([&](auto j) {
+              if (j < n1) column[j * S] = y[j] + u[j];
+            });
         });
-      });
+      } else {
+        for_each_item<X1::A>(items, [&](int i, int lane) {
+          if (i >= items) return skip_item<X1::A, column_syncs<Real, L1>()>();
+          C y[X1::Q];
+          C* const column = transform.template operator()<0, X1::E>(spread<X1::A, group>(i, items), lane, y);
+          team_sync<X1::A>();
+          static_for<X1::Q>([&](auto j) {
+            const int r = lane + X1::A * j;
+            if (r < n1) column[r * S] = y[j];
+          });
+        });
+      }
     }
     __syncthreads();
 
-    // 3. Row IFFTs of the N1 kept rows, the N2 kept outputs to global memory.
+    // 3. Row IFFTs of the N1 kept rows, the N2 kept outputs to global memory: by teams A consecutive
+    // elements at a time, by single threads each its row; paired parities leave their two partial
+    // rows in buf, from where they are summed and copied out whole rows at a time (coalesced).
     {
       const int items = nf * X1::H;
-      for_each_item<X2::A>(items, [&](int i, int lane) {
-        const int item = spread<X2::A, group>(i, items), f = item / X1::H, r = item % X1::H;
-        const bool active = i < items && r < n1;
-        C* const row = active ? buf + f * field_buf + r * S : buf;  // inactive: a valid place, never written
-        C y[X2::Q];
-        static_for<X2::E>([&](auto e) {
-          constexpr int eps = X2::E - 1 - decltype(e)::value;  // the parity in the exchange slots first
+      // Parities [First, First + Parities) of row `item` (f, r), the parity in the exchange slots
+      // first; their outputs in y (summed).
+      const auto transform = [&]<int First, int Parities>(int item, int lane, C* y) {
+        const int f = item / X1::H, r = item % X1::H;
+        C* const row = buf + f * field_buf + r * S;
+        static_for<Parities>([&](auto e) {
+          constexpr int eps = First + Parities - 1 - decltype(e)::value;
           C u[X2::Q], w[X2::A > 1 ? X2::Q : 1];
           static_for<X2::KB>([&](auto s) {
-            static_for<X2::A>([&](auto a) {
-              u[s * X2::A + a] = active ? row[buf_column(X2::shape, eps, lane * X2::KB + s, a)] : C{0, 0};
-            });
+            static_for<X2::A>([&](auto a) { u[s * X2::A + a] = row[buf_column(X2::shape, eps, lane * X2::KB + s, a)]; });
           });
           if constexpr (X2::A > 1) load_twiddles<Real, L2, eps>(w, twiddles2 + lane * twiddle_row<Real>(L2));
-          inverse_half<Real, L2, eps, 1, (decltype(e)::value > 0)>(u, y, row, w, lane, active);
+          inverse_half<Real, L2, eps, 1, (decltype(e)::value > 0)>(u, y, row, w, lane);
         });
-        C* const y_row = out + (f0 + f) * field_size + r * n2;
-        static_for<X2::Q>([&](auto j) {
-          const int c = lane + X2::A * j;
-          if (active && c < n2) y_row[c] = y[j];
+        return row;
+      };
+      if constexpr (paired_parities<Real, L2>()) {
+        // Each parity's partial outputs go where its inputs were (half eps of the row): no pair sync.
+        for_each_line(items, [&](int item, int eps) {
+          const int f = item / X1::H, r = item % X1::H;
+          if (item >= items || r >= n1) return;
+          C* const half = buf + f * field_buf + r * S + buf_column(X2::shape, eps, 0, 0);
+          C u[X2::Q], y[X2::Q];
+          static_for<X2::Q>([&](auto k) { u[k] = half[k]; });
+          inverse_line<Real, L2>(u, y, eps, twiddles2);
+          static_for<X2::Q>([&](auto j) {
+            if (j < n2) half[j] = y[j];
+          });
         });
-      });
+      } else {
+        for_each_item<X2::A>(items, [&](int i, int lane) {
+          const int item = spread<X2::A, group>(i, items), f = item / X1::H, r = item % X1::H;
+          if (i >= items || r >= n1) return skip_item<X2::A, row_inverse_syncs<Real, L2>()>();
+          C y[X2::Q];
+          transform.template operator()<0, X2::E>(item, lane, y);
+          C* const y_row = out + (f0 + f) * field_size + r * n2;
+          static_for<X2::Q>([&](auto j) {
+            const int c = lane + X2::A * j;
+            if (c < n2) y_row[c] = y[j];
+          });
+        });
+      }
+      if constexpr (paired_parities<Real, L2>()) {
+        // Rows (f, r) of the round in order, several per warp where they are short.
+        __syncthreads();
+        constexpr int lanes_per_row = X2::H < 32 ? X2::H : 32, rows_per_pass = 32 / lanes_per_row;
+        const int step = blockDim.x / 32 * rows_per_pass;
+        const int first_row = threadIdx.x / 32 * rows_per_pass + threadIdx.x % 32 / lanes_per_row;
+        int f = first_row / n1, r = first_row % n1;
+        while (f < nf) {
+          for (int c = threadIdx.x % lanes_per_row; c < n2; c += lanes_per_row)
+            out[(f0 + f) * field_size + r * n2 + c] = buf[f * field_buf + r * S + c] + buf[f * field_buf + r * S + X2::H + c];
+          for (r += step; r >= n1; r -= n1) ++f;
+        }
+      }
     }
   }
 }
@@ -719,7 +863,9 @@ class GpuFused final : public Convolution<Real> {
 
     // Fields per round: two columns per team (then the N1 ≈ L1/2 rows give one row per team), within
     // the shared memory.
-    const int column_threads = g.l2 * a1.a;
+    // Threads on one column: a team, or two (one per parity).
+    const bool paired = a1.a == 1 && a1.h == 16;
+    const int column_threads = g.l2 * (paired ? 2 : a1.a);
     int fields = std::clamp(2 * choice.threads / column_threads, 1, g.per_slice);
     FusedParams<Real> p = layout(fields, true);
     while (fields > 1 && layout_bytes(p, g.l1, g.l2) > std::size_t(shared_max)) p = layout(--fields, true);
@@ -739,11 +885,14 @@ class GpuFused final : public Convolution<Real> {
                              std::to_string(shared_bytes_) + " bytes of shared memory fits on this device");
 
     // Rounds per CTA: fewest waves × rounds, each CTA costing about half a round to load its spectrum.
+    // A spectrum read from L2 is shared by at least 4 CTAs of its slice running side by side, so that
+    // the slices in flight keep their spectra in the L2 cache (one per CTA would not fit).
     const int rounds_total = (g.per_slice + fields - 1) / fields;
     const long slots = long(sms) * per_sm;
-    int best_rounds = rounds_total;
+    const int max_rounds = spectrum_in_shared<Real>(g.l1, g.l2) ? rounds_total : std::max(1, rounds_total / 4);
+    int best_rounds = max_rounds;
     double best_cost = 1e300;
-    for (int rounds = rounds_total; rounds >= 1; --rounds) {
+    for (int rounds = max_rounds; rounds >= 1; --rounds) {
       const long ctas = long(g.slices) * ((rounds_total + rounds - 1) / rounds);
       const double cost = double((ctas + slots - 1) / slots) * (rounds + 0.5);
       if (cost < best_cost) best_cost = cost, best_rounds = rounds;
