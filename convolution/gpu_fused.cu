@@ -29,7 +29,7 @@
 //              rows/columns to teams keep every access free of bank conflicts; the exchanges of a
 //              column's (row's) transform go through that column's (row's) own storage
 //   stage      the next round's input fields, copied with cp.async while the current round computes
-//   twiddles   W_L^{j_a (2 k_b + ε)} for both axes (teams only), a padded row of them per j_a
+//   twiddles   per axis: W_L^{j_a (2 k_b + ε)} for teams (a padded row per j_a), W_L^j for paired lines
 // The column order of buf (and of Ŝ) is the order in which the row-FFT threads own the frequencies.
 //
 // Limits: L1, L2 powers of two ≤ 128 (templates), and the shared memory of one round of one field.
@@ -641,7 +641,8 @@ __global__ void __launch_bounds__(block_threads<Real, L1, L2>()) fused_convoluti
         return row;
       };
       if constexpr (paired_parities<Real, L2>()) {
-        // Each parity's partial outputs go where its inputs were (half eps of the row): no pair sync.
+        // Each parity's partial outputs go where its inputs were (half eps of the row), so the two
+        // threads of a row need no synchronisation; the copy-out below sums them.
         for_each_line(items, [&](int item, int eps) {
           const int f = item / X1::H, r = item % X1::H;
           if (item >= items || r >= n1) return;
