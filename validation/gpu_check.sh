@@ -18,7 +18,8 @@ step() {  # step NAME COMMAND...: runs, logs to OUTDIR/NAME.log, records failure
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem --format=csv >"$out/device.txt" 2>&1
 step configure cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRATINGSIM_CUDA=ON
-step build cmake --build build-gpu -j16
+step build cmake --build build-gpu -j16 -- -k 0
+[ $status -eq 0 ] || { echo 'build failed: nothing to test'; exit 1; }
 step ctest ctest --test-dir build-gpu --output-on-failure --timeout 300
 # Sanitizers are slow: each run is capped at 5 minutes (a cap that strikes counts as a failure).
 for exe in build-gpu/validation/convolution.gpu_* build-gpu/validation/physics.gpu_*; do

@@ -1,7 +1,15 @@
 #pragma once
-// Catch2 v2 (Debian 12) and v3 (Ubuntu 24.04) behind one include.
+// Catch2 v2 (Debian 12) and v3 (Ubuntu 24.04) behind one include. Tests use the v2 spelling of the
+// substring matcher, Catch::Contains; under v3 it forwards to Catch::Matchers::ContainsSubstring.
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
+#include <string>
+namespace Catch {
+inline Matchers::StringContainsMatcher Contains(const std::string& text,
+                                                CaseSensitive sensitivity = CaseSensitive::Yes) {
+  return Matchers::ContainsSubstring(text, sensitivity);
+}
+}  // namespace Catch
 #else
 #include <catch2/catch.hpp>
 #endif
