@@ -877,7 +877,8 @@ class GpuFused final : public Convolution<Real> {
                  std::to_string(g.l1) + ", L2 = " + std::to_string(g.l2) + " in " +
                  (sizeof(Real) == 4 ? "single" : "double") + " precision; the device allows " +
                  std::to_string(shared_max));
-    threads_ = std::min(choice.threads, (fields * column_threads / 2 + 31) / 32 * 32);
+    // Half a column's threads per field, in whole warps: at least one warp (a lone 1x1 field too).
+    threads_ = std::min(choice.threads, std::max(32, (fields * column_threads / 2 + 31) / 32 * 32));
     shared_bytes_ = bytes;
     CUDA_TRY(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max));
     int per_sm = 0;

@@ -32,6 +32,8 @@ inline const std::vector<NamedGeometry>& backend_test_geometries() {
       {"1D grating (21 x 1)", {.n1 = 21, .n2 = 1, .slices = 5, .per_slice = 6}},
       {"1D grating (63 x 1)", {.n1 = 63, .n2 = 1, .slices = 2, .per_slice = 3}},
       {"N = 1", {.n1 = 1, .n2 = 1, .slices = 3, .per_slice = 4}},
+      {"N = 1, one field per slice", {.n1 = 1, .n2 = 1, .slices = 2, .per_slice = 1}},
+      {"1D, one field per slice (3 x 1)", {.n1 = 3, .n2 = 1, .slices = 1, .per_slice = 1}},
       {"N1 = 1 (1 x 9)", {.n1 = 1, .n2 = 9, .slices = 2, .per_slice = 3}},
       {"non-minimal L (5 -> 16)", {.n1 = 5, .n2 = 5, .l1 = 16, .l2 = 16, .slices = 2, .per_slice = 3}},
   };
