@@ -1,7 +1,4 @@
 // The gratingsim executable as a user runs it: help, version, errors, and a small verified benchmark.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -11,32 +8,17 @@
 #include <string>
 #include <vector>
 
+#include "validation/app/executable.hpp"
 #include "validation/support/catch.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int status = -1;
-  std::string output;  ///< stdout and stderr together
-};
+using Result = gratingsim::test::Execution;
 
-/// Runs `gratingsim <arguments>` through the shell. FFTW plans by estimate and keeps no wisdom files,
-/// and `auto` would use a cache under the temporary directory: the test leaves nothing behind.
-Result gratingsim(const std::string& arguments) {
-  setenv("GRATINGSIM_FFTW_PLANNING", "estimate", 1);
-  setenv("GRATINGSIM_FFTW_WISDOM", "", 1);
-  const std::string command = std::string("'") + GRATINGSIM_EXECUTABLE + "' " + arguments + " 2>&1";
-  Result r;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+/// Runs `gratingsim <arguments>`, leaving no FFTW wisdom or backend cache behind (executable.hpp).
+Result cli(const std::string& arguments) { return gratingsim::test::run_gratingsim(arguments); }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -51,14 +33,14 @@ std::vector<std::string> split(const std::string& line, char separator) {
 }  // namespace
 
 TEST_CASE("--help and --version succeed with text", "[cli]") {
-  const Result help = gratingsim("--help");
+  const Result help = cli("--help");
   INFO(help.output);
   CHECK(help.status == 0);
   CHECK(contains(help.output, "usage: gratingsim"));
   CHECK(contains(help.output, "bench"));
   CHECK(contains(help.output, "info"));
 
-  const Result version = gratingsim("--version");
+  const Result version = cli("--version");
   INFO(version.output);
   CHECK(version.status == 0);
   CHECK(version.output.rfind("gratingsim ", 0) == 0);
@@ -68,7 +50,7 @@ TEST_CASE("--help and --version succeed with text", "[cli]") {
   CHECK(contains(help.output, "validate"));
 
   for (const char* sub : {"info --help", "bench --help", "bench conv --help", "run --help", "validate --help"}) {
-    const Result r = gratingsim(sub);
+    const Result r = cli(sub);
     INFO(sub << ": " << r.output);
     CHECK(r.status == 0);
     CHECK(contains(r.output, "usage: gratingsim"));
@@ -76,7 +58,7 @@ TEST_CASE("--help and --version succeed with text", "[cli]") {
 }
 
 TEST_CASE("info lists the build, devices, backends and libraries", "[cli]") {
-  const Result r = gratingsim("info");
+  const Result r = cli("info");
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(contains(r.output, "CUDA devices:"));
@@ -104,7 +86,7 @@ TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
       {"--version extra", "takes no arguments"},
   };
   for (auto [arguments, message] : cases) {
-    const Result r = gratingsim(arguments);
+    const Result r = cli(arguments);
     INFO("gratingsim " << arguments << "\n" << r.output);
     CHECK(r.status == 2);
     CHECK(contains(r.output, message));
@@ -117,7 +99,7 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   const fs::path csv = dir / "bench.csv";
   std::ofstream(csv) << "poison: not written by this run\n";
 
-  const Result r = gratingsim("bench conv --case 1 --backend cpu-direct,cpu-fftw --repeats 3 --csv '" +
+  const Result r = cli("bench conv --case 1 --backend cpu-direct,cpu-fftw --repeats 3 --csv '" +
                               csv.string() + "'");
   INFO(r.output);
   REQUIRE(r.status == 0);
