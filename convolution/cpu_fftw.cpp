@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "convolution/backends.hpp"
+#include "convolution/devices.hpp"
 #include "convolution/error.hpp"
 
 namespace gratingsim::conv {
@@ -419,5 +420,7 @@ Plan<Real> make_cpu_fftw(const Geometry& g, Kernels kernels) {
 template Plan<float> make_cpu_fftw<float>(const Geometry&, Kernels);
 template Plan<double> make_cpu_fftw<double>(const Geometry&, Kernels);
 }  // namespace detail
+
+std::string fftw_version() { return ::fftw_version; }
 
 }  // namespace gratingsim::conv

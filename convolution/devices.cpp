@@ -8,10 +8,6 @@
 #include "convolution/cuda_check.hpp"
 #endif
 
-// libfftw3 exports its version as a documented global (fftw3.h: `const char fftw_version[]`);
-// declared here so that only cpu_fftw.cpp includes fftw3.h.
-extern "C" const char fftw_version[];
-
 namespace gratingsim::conv {
 
 #ifdef GRATINGSIM_HAVE_CUDA
@@ -87,8 +83,6 @@ std::string cufft_version() { return {}; }
 std::string format_cuda_version(int version) {
   return std::to_string(version / 1000) + '.' + std::to_string(version % 1000 / 10);
 }
-
-std::string fftw_version() { return ::fftw_version; }
 
 HostCpu host_cpu() {
   HostCpu cpu{"unknown CPU", omp_get_max_threads()};

@@ -37,7 +37,7 @@ std::optional<CudaDevice> current_cuda_device();
 /// 13000 → "13.0", 12040 → "12.4".
 std::string format_cuda_version(int version);
 
-/// libfftw3's own version string, e.g. "fftw-3.3.10-sse2-avx".
+/// libfftw3's own version string, e.g. "fftw-3.3.10-sse2-avx" (defined in cpu_fftw.cpp, beside fftw3.h).
 std::string fftw_version();
 
 /// cuFFT's version, e.g. "12.0.0"; empty when built without CUDA.
