@@ -40,6 +40,32 @@ inline const std::vector<NamedGeometry>& backend_test_geometries() {
   return cases;
 }
 
+/// Kernels χ_p = δ(n − s) in every slice: the convolution then shifts each field by s.
+inline std::vector<std::complex<double>> delta_kernels(const conv::Geometry& g, int s1, int s2) {
+  std::vector<std::complex<double>> k(g.kernels_total(), 0.0);
+  const int k2 = 2 * g.n2 - 1;
+  for (int p = 0; p < g.slices; ++p) k[p * g.kernel_size() + (s1 + g.n1 - 1) * k2 + (s2 + g.n2 - 1)] = 1.0;
+  return k;
+}
+
+/// The exact result of delta_kernels(g, s1, s2), independent of every backend: out(m) = in(m − s)
+/// inside the block, 0 where m − s leaves it.
+template <class Real>
+std::vector<std::complex<Real>> shifted_fields(const conv::Geometry& g, const std::vector<std::complex<Real>>& in,
+                                               int s1, int s2) {
+  const int m1 = g.n1 / 2, m2 = g.n2 / 2;
+  std::vector<std::complex<Real>> out(in.size());
+  for (std::size_t b = 0; b < g.batch(); ++b)
+    for (int i1 = -m1; i1 <= m1; ++i1)
+      for (int i2 = -m2; i2 <= m2; ++i2) {
+        const int j1 = i1 - s1, j2 = i2 - s2;
+        const bool inside = j1 >= -m1 && j1 <= m1 && j2 >= -m2 && j2 <= m2;
+        out[b * g.field_size() + (i1 + m1) * g.n2 + (i2 + m2)] =
+            inside ? in[b * g.field_size() + (j1 + m1) * g.n2 + (j2 + m2)] : std::complex<Real>{};
+      }
+  return out;
+}
+
 /// Relative tolerance by precision (‖out − ref‖₂/‖ref‖₂ per field block).
 template <class Real>
 constexpr double backend_tolerance() {

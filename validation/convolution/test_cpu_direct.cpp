@@ -5,6 +5,7 @@
 
 #include "convolution/convolution.hpp"
 #include "convolution/error.hpp"
+#include "validation/convolution/backend_cases.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
 #include "validation/support/random.hpp"
@@ -14,32 +15,15 @@ using namespace gratingsim;
 using conv::Backend;
 using conv::Geometry;
 
-namespace {
-// χ with a single unit coefficient at (s1, s2): out(m) = in(m − s), zero where m − s leaves the block.
-std::vector<std::complex<double>> delta_kernel(const Geometry& g, int s1, int s2) {
-  std::vector<std::complex<double>> k(g.kernels_total(), 0.0);
-  const int k2 = 2 * g.n2 - 1;
-  for (int p = 0; p < g.slices; ++p) k[p * g.kernel_size() + (s1 + g.n1 - 1) * k2 + (s2 + g.n2 - 1)] = 1.0;
-  return k;
-}
-}  // namespace
-
 TEMPLATE_TEST_CASE("cpu-direct shifts a field by a delta kernel", "[convolution][cpu-direct]", float, double) {
   const Geometry g{.n1 = 7, .n2 = 5, .slices = 2, .per_slice = 3};
-  const int m1 = 3, m2 = 2;
   for (auto [s1, s2] : {std::pair{0, 0}, {1, 0}, {0, -2}, {-3, 4}, {6, -4}}) {
-    auto plan = conv::make_convolution<TestType>(Backend::cpu_direct, g, delta_kernel(g, s1, s2));
+    auto plan = conv::make_convolution<TestType>(Backend::cpu_direct, g, test::delta_kernels(g, s1, s2));
     const auto in = test::random_complex<TestType>(g.fields_total());
     std::vector<std::complex<TestType>> out;
     test::run_on_host(*plan, in, out);
-    for (std::size_t b = 0; b < g.batch(); ++b)
-      for (int i1 = -m1; i1 <= m1; ++i1)
-        for (int i2 = -m2; i2 <= m2; ++i2) {
-          const int j1 = i1 - s1, j2 = i2 - s2;
-          const bool inside = j1 >= -m1 && j1 <= m1 && j2 >= -m2 && j2 <= m2;
-          const auto expect = inside ? in[b * g.field_size() + (j1 + m1) * g.n2 + (j2 + m2)] : std::complex<TestType>{};
-          REQUIRE(out[b * g.field_size() + (i1 + m1) * g.n2 + (i2 + m2)] == expect);
-        }
+    const auto expect = test::shifted_fields(g, in, s1, s2);
+    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == expect[i]);
   }
 }
 

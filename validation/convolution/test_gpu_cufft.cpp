@@ -79,24 +79,14 @@ TEMPLATE_TEST_CASE("gpu-cufft on shapes beyond the harness", "[convolution][gpu-
 TEMPLATE_TEST_CASE("gpu-cufft shifts a field by a delta kernel", "[convolution][gpu-cufft]", float, double) {
   // χ = δ(n − s): out(m) = in(m − s) inside the block, 0 where m − s leaves it. Independent of cpu-direct.
   const Geometry g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 3};
-  const int m1 = 4, m2 = 3, k2 = 2 * g.n2 - 1;
   const double tolerance = 10 * test::backend_tolerance<TestType>();
   for (auto [s1, s2] : {std::pair{0, 0}, {2, -1}, {-8, 6}, {5, 0}}) {
-    std::vector<std::complex<double>> kernels(g.kernels_total(), 0.0);
-    for (int p = 0; p < g.slices; ++p) kernels[p * g.kernel_size() + (s1 + g.n1 - 1) * k2 + (s2 + g.n2 - 1)] = 1.0;
-    auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, kernels);
+    auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, test::delta_kernels(g, s1, s2));
     const auto in = test::random_complex<TestType>(g.fields_total());
     std::vector<std::complex<TestType>> out;
     test::run_on_host(*plan, in, out);
-    for (std::size_t b = 0; b < g.batch(); ++b)
-      for (int i1 = -m1; i1 <= m1; ++i1)
-        for (int i2 = -m2; i2 <= m2; ++i2) {
-          const int j1 = i1 - s1, j2 = i2 - s2;
-          const bool inside = j1 >= -m1 && j1 <= m1 && j2 >= -m2 && j2 <= m2;
-          const std::complex<TestType> expect =
-              inside ? in[b * g.field_size() + (j1 + m1) * g.n2 + (j2 + m2)] : std::complex<TestType>{};
-          REQUIRE(std::abs(out[b * g.field_size() + (i1 + m1) * g.n2 + (i2 + m2)] - expect) <= tolerance);
-        }
+    const auto expect = test::shifted_fields(g, in, s1, s2);
+    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(std::abs(out[i] - expect[i]) <= tolerance);
   }
 }
 
