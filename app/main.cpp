@@ -1,11 +1,13 @@
 // gratingsim: the command-line entry point. Commands come from dispatch tables; only main() turns an
 // error into an exit status: 2 for a wrong command line, 1 for a failure while running (a case-file
-// error is printed as it is: "FILE:LINE:COLUMN: error: ..."). A command returns its own status.
+// error is printed as it is: "FILE:LINE:COLUMN: error: ..."). A command returns its own status. Of
+// the ranks of an MPI run, rank 0 alone prints an error that all of them met.
 #include <exception>
 #include <iostream>
 #include <vector>
 
 #include "app/commands.hpp"
+#include "app/ranks.hpp"
 #include "io/case.hpp"
 
 namespace gratingsim::app {
@@ -46,6 +48,8 @@ int main(int argc, char* argv[]) {
   const std::vector<std::string_view> args(argv + 1, argv + argc);
   try {
     return gratingsim::app::run(args);
+  } catch (const gratingsim::app::ReportedElsewhere&) {
+    return 1;  // one of several MPI ranks: rank 0 prints the error
   } catch (const gratingsim::app::UsageError& e) {
     std::cerr << e.what() << '\n';
     return 2;

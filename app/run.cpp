@@ -1,5 +1,6 @@
 // gratingsim run: solves every sweep point of a case file and writes the result file of io/SCHEMA.md,
-// point by point (OUT.h5.partial, renamed to OUT.h5 when complete), then prints a summary.
+// point by point (OUT.h5.partial, renamed to OUT.h5 when complete), then prints a summary. Launched
+// by mpirun, the ranks share the sweep (distributed_sweep.hpp) and rank 0 writes the one file.
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,10 +15,14 @@
 #include <string>
 #include <vector>
 
+#include "app/cli.hpp"
 #include "app/commands.hpp"
+#include "app/distributed_sweep.hpp"
 #include "app/progress.hpp"
+#include "app/ranks.hpp"
 #include "app/solving.hpp"
 #include "app/table.hpp"
+#include "convolution/devices.hpp"
 #include "io/problem.hpp"
 #include "io/results.hpp"
 
@@ -36,7 +41,7 @@ constexpr double single_tolerance_floor = 1e-6;
 /// unconverged one.
 constexpr std::size_t summary_rows = 40, summary_sample = 20;
 
-// The last option is for the tests only and not shown in the help.
+// The last two options are for the tests only and not shown in the help.
 constexpr OptionSpec run_options[] = {
     {"output", "OUT.h5", "the result file (default: the case file's name with .h5, next to it)", 'o'},
     {"backend", "NAME|auto",
@@ -51,8 +56,9 @@ constexpr OptionSpec run_options[] = {
     {"quiet", "", "no progress line, no summary (warnings and errors still go to stderr)"},
     {"help", "", "show this help"},
     {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)"},
+    {"fail-on-rank", "R", "MPI rank R fails its first unit of work (tests)"},
 };
-constexpr std::size_t shown_options = std::size(run_options) - 1;
+constexpr std::size_t shown_options = std::size(run_options) - 2;
 
 struct Settings {
   std::string case_path, output;
@@ -60,6 +66,7 @@ struct Settings {
   std::optional<conv::Precision> precision;
   bool resume = false, quiet = false;
   std::optional<std::size_t> stop_after;
+  std::optional<int> fail_on_rank;
 };
 
 Settings parse_settings(const Options& o) {
@@ -86,6 +93,7 @@ Settings parse_settings(const Options& o) {
   s.resume = o.flag("resume");
   s.quiet = o.flag("quiet");
   if (const auto v = o.value("stop-after")) s.stop_after = std::size_t(parse_int("stop-after", *v, 1, 1 << 30));
+  if (const auto v = o.value("fail-on-rank")) s.fail_on_rank = parse_int("fail-on-rank", *v, 0, 1 << 24);
   return s;
 }
 
@@ -182,7 +190,7 @@ void print_orders(const io::ResultLayout& l, const io::PointResult& r) {
 
 /// The summary, from the finished file (so that points of an earlier, resumed run are included).
 /// Returns whether every solve converged.
-bool print_summary(const Settings& s, const io::Problem& problem, std::size_t solved, double seconds) {
+bool print_summary(const Settings& s, const io::Problem& problem, std::size_t solved, double seconds, int ranks) {
   const io::ResultReader reader(s.output);
   const io::ResultLayout& l = reader.layout();
   const io::RunInfo& info = reader.info();
@@ -210,6 +218,7 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
               problem.solver.richardson ? " (and twice as many: Richardson)" : "", info.backend.c_str(),
               info.precision.c_str(), info.device.c_str());
   std::printf("  %zu point(s) solved in %s", solved, format_duration(seconds).c_str());
+  if (ranks > 1) std::printf(" by %d MPI ranks", ranks);
   if (solved < l.points()) std::printf(", %zu kept from the resumed partial file", l.points() - solved);
   std::printf("\n\n");
 
@@ -277,63 +286,42 @@ class Warnings {
 
 std::string format_wavelength(double nm) { return "λ = " + number("%g", nm) + " nm"; }
 
-}  // namespace
-
-int run_run(Args args) {
-  const Options options("gratingsim run", run_options, args, 1);
-  if (options.flag("help")) {
-    std::cout << format_help(
-        "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] [--quiet]",
-        "Solves every sweep point of the case (wavelengths × θ × φ; the points of one wavelength in one batched "
-        "solve) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
-        "finished point flushed to disk, renamed to OUT.h5 when every point is done. A sweep shows its progress "
-        "on stderr when that is a terminal; at the end a summary table lists per point the propagating orders, R, "
-        "T, the energy balance, the solver's iterations and residual, and the time. Errors in the case file are "
-        "reported at their line and column before anything is written. Exit status: 0 done; 1 an error (nothing "
-        "written for an invalid case; an interrupted sweep leaves OUT.h5.partial for --resume); 2 a wrong command "
-        "line; 3 done, but some solve did not reach its tolerance: every point is written, the unconverged ones "
-        "marked in the summary and stored with solver/converged = 0.",
-        std::span(run_options).first(shown_options));
-    return 0;
+/// The device string of the result file for an MPI run: each kind of device with the number of
+/// ranks on it, "2 × NVIDIA H100 80GB HBM3".
+std::string describe_devices(const std::vector<std::string>& per_rank) {
+  std::vector<std::pair<std::string, int>> kinds;
+  for (const std::string& d : per_rank) {
+    const auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == d; });
+    if (it == kinds.end())
+      kinds.emplace_back(d, 1);
+    else
+      ++it->second;
   }
-  const Settings s = [&] {
-    try {
-      return parse_settings(options);
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("gratingsim run: ") + e.what() + " (see 'gratingsim run --help')");
-    }
-  }();
-  const auto start = std::chrono::steady_clock::now();
+  std::string text;
+  for (const auto& [device, count] : kinds) text += (text.empty() ? "" : ", ") + std::to_string(count) + " × " + device;
+  return text;
+}
 
-  // The case is read and checked completely before any file is touched.
-  io::Problem problem = io::load_problem(s.case_path);
-  for (const std::string& warning : problem.source.warnings) std::cerr << warning << '\n';
-  if (s.precision) problem.solver.precision = *s.precision;
-  if (problem.solver.precision == conv::Precision::single && problem.solver.tolerance < single_tolerance_floor) {
-    std::cerr << "gratingsim run: warning: single precision: solver tolerance raised from " << problem.solver.tolerance
-              << " to " << single_tolerance_floor << " (complex64 arithmetic reaches no smaller relative residual)\n";
-    problem.solver.tolerance = single_tolerance_floor;
-  }
-  const std::string partial = io::partial_path(s.output);
-  const bool resuming = s.resume && fs::exists(partial);
-  if (s.resume && !resuming) std::cerr << "gratingsim run: no " << partial << " to resume; starting a new run\n";
-  if (!s.resume && fs::exists(partial))
-    std::cerr << "gratingsim run: replacing " << partial << " left by an earlier run (--resume continues it)\n";
+/// Every rank takes its own GPU: the local rank's index among this host's devices (modulo their
+/// number, with a warning from rank 0 when ranks must share). -1 on a host without CUDA devices.
+int bind_device(Ranks& ranks) {
+  const conv::CudaReport cuda = conv::cuda_report();
+  if (cuda.devices.empty()) return -1;
+  const int count = int(cuda.devices.size());
+  const int device = ranks.local_rank() % count;
+  conv::use_cuda_device(device);
+  if (ranks.local_size() > count && ranks.local_rank() == 0)
+    std::cerr << "gratingsim run: warning: " << ranks.local_size() << " ranks share " << count
+              << " CUDA device(s) on " << ranks.host() << '\n';
+  return device;
+}
 
-  problem.solver.backend = choose_backend(s, problem, resuming);
-  const conv::Backend backend = problem.solver.backend;
-  const conv::Precision precision = problem.solver.precision;
-  if (const std::string why = physics_unavailable(backend, precision); !why.empty())
-    throw Unsupported("backend " + std::string(conv::to_string(backend)) + " cannot run the solver here: " + why);
-  const io::RunInfo info =
-      io::run_info(problem, conv::to_string(backend), conv::to_string(precision), device_of(backend));
-
-  io::ResultWriter writer = resuming ? io::ResultWriter::resume(s.output, problem.layout, info)
-                                     : io::ResultWriter::create(s.output, problem.layout, info);
+/// The sweep in one process: one batched solve per wavelength, each point written as it comes.
+SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, Progress& progress, Warnings& warnings,
+                         std::optional<std::size_t> stop_after) {
+  SweepOutcome outcome;
   const io::ResultLayout& layout = problem.layout;
-  std::size_t done = writer.points_done(), solved = 0;
-  Progress progress(layout.points(), done, !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
-  Warnings warnings;
+  std::size_t done = writer.points_done();
   for (std::size_t iw = 0; iw < layout.wavelength_nm.size(); ++iw) {
     std::vector<std::size_t> points = io::points_at_wavelength(problem, iw);
     std::erase_if(points, [&](std::size_t point) { return writer.done(point); });
@@ -345,22 +333,172 @@ int run_run(Args args) {
     for (std::size_t j = 0; j < points.size(); ++j) {
       writer.write(points[j], io::to_point_result(problem, points[j], batch.result.incidences[j], batch.seconds));
       ++done;
-      if (++solved == s.stop_after) {
-        progress.clear();
-        std::cerr << "gratingsim run: stopped after " << solved << " points as asked (--stop-after); " << partial
-                  << " keeps them for --resume\n";
-        return 1;
+      if (++outcome.solved == stop_after) {
+        outcome.stopped = true;
+        return outcome;
       }
     }
     progress.update(done, "solved " + format_wavelength(layout.wavelength_nm[iw]));
   }
-  progress.clear();
-  warnings.print_repeated();
-  writer.finish();
+  return outcome;
+}
 
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const bool converged = s.quiet ? !any_unconverged(s.output) : print_summary(s, problem, solved, seconds);
-  return converged ? 0 : exit_unconverged;
+int run_command(const Options& options, const Launch& launch) {
+  const Settings s = [&] {
+    try {
+      return parse_settings(options);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("gratingsim run: ") + e.what() + " (see 'gratingsim run --help')");
+    }
+  }();
+  const auto start = std::chrono::steady_clock::now();
+  // Several processes: every step below that can fail is settled (every rank agrees, rank 0 tells).
+  const std::unique_ptr<Ranks> ranks = launch.size > 1 ? Ranks::join() : nullptr;
+  Ranks* const all = ranks.get();
+  const bool root = !ranks || ranks->rank() == 0;
+  const int rank_count = ranks ? ranks->size() : 1;
+
+  // The case is read and checked completely (by every rank) before any file is touched.
+  io::Problem problem;
+  settle(all, [&] { problem = io::load_problem(s.case_path); });
+  if (root)
+    for (const std::string& warning : problem.source.warnings) std::cerr << warning << '\n';
+  if (s.precision) problem.solver.precision = *s.precision;
+  if (problem.solver.precision == conv::Precision::single && problem.solver.tolerance < single_tolerance_floor) {
+    if (root)
+      std::cerr << "gratingsim run: warning: single precision: solver tolerance raised from "
+                << problem.solver.tolerance << " to " << single_tolerance_floor
+                << " (complex64 arithmetic reaches no smaller relative residual)\n";
+    problem.solver.tolerance = single_tolerance_floor;
+  }
+  RankOptions rank_options;
+  rank_options.fail_on_rank = s.fail_on_rank;
+  if (ranks) settle(all, [&] { rank_options.cuda_device = bind_device(*ranks); });
+
+  // Rank 0 decides the backend (an `auto` measurement, the partial file being resumed) for all.
+  const std::string partial = io::partial_path(s.output);
+  bool resuming = false;
+  std::string backend_name;
+  settle(all, [&] {
+    if (!root) return;
+    resuming = s.resume && fs::exists(partial);
+    if (s.resume && !resuming) std::cerr << "gratingsim run: no " << partial << " to resume; starting a new run\n";
+    if (!s.resume && fs::exists(partial))
+      std::cerr << "gratingsim run: replacing " << partial << " left by an earlier run (--resume continues it)\n";
+    backend_name = std::string(conv::to_string(choose_backend(s, problem, resuming)));
+  });
+  if (ranks) backend_name = ranks->broadcast(backend_name);
+  problem.solver.backend = conv::parse_backend(backend_name);
+  const conv::Backend backend = problem.solver.backend;
+  const conv::Precision precision = problem.solver.precision;
+  settle(all, [&] {
+    if (const std::string why = physics_unavailable(backend, precision); !why.empty())
+      throw Unsupported("backend " + backend_name + " cannot run the solver here: " + why);
+  });
+  std::string device = device_of(backend);
+  std::vector<std::string> rank_names{"rank 0"};
+  if (ranks) {
+    const std::vector<std::string> devices = ranks->gather(device);
+    const std::vector<std::string> hosts = ranks->gather(ranks->host());
+    device = describe_devices(devices);
+    for (std::size_t r = 0; r < devices.size(); ++r)
+      rank_names.push_back("rank " + std::to_string(r) + " (" + hosts[r] + ", " + devices[r] + ")");
+    rank_names.erase(rank_names.begin());
+  }
+
+  std::optional<io::ResultWriter> writer;
+  settle(all, [&] {
+    if (!root) return;
+    const io::RunInfo info = io::run_info(problem, backend_name, conv::to_string(precision), device);
+    writer.emplace(resuming ? io::ResultWriter::resume(s.output, problem.layout, info)
+                            : io::ResultWriter::create(s.output, problem.layout, info));
+  });
+
+  if (!root) {  // solve what rank 0 sends, then return the status it decides
+    serve_sweep(*ranks, problem, rank_options);
+    return std::stoi(ranks->broadcast(""));
+  }
+  const auto conclude = [&]() -> int {
+    const io::ResultLayout& layout = problem.layout;
+    Progress progress(layout.points(), writer->points_done(),
+                      !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
+    Warnings warnings;
+    SweepOutcome outcome;
+    if (ranks) {
+      SweepReport report{progress, [&](const std::string& w) { progress.clear(), warnings.report(w); }, rank_names};
+      outcome = coordinate_sweep(*ranks, problem, *writer, plan_units(problem, *writer, ranks->size()), rank_options,
+                                 report, s.stop_after);
+    } else {
+      outcome = sweep_alone(problem, *writer, progress, warnings, s.stop_after);
+    }
+    progress.clear();
+    warnings.print_repeated();
+    if (outcome.stopped) {
+      std::cerr << "gratingsim run: stopped after " << outcome.solved << " points as asked (--stop-after); "
+                << partial << " keeps them for --resume\n";
+      return 1;
+    }
+    if (const std::size_t missing = layout.points() - writer->points_done(); missing > 0) {
+      std::string why;
+      for (const std::string& f : outcome.failures) why += "\n  " + f;
+      throw Error(std::to_string(missing) + " point(s) not solved:" + why + "\n  the " +
+                  std::to_string(writer->points_done()) + " solved point(s) are kept in " + partial +
+                  "; 'gratingsim run --resume' solves the rest");
+    }
+    writer->finish();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const bool converged =
+        s.quiet ? !any_unconverged(s.output) : print_summary(s, problem, outcome.solved, seconds, rank_count);
+    return converged ? 0 : exit_unconverged;
+  };
+  int status = 1;
+  try {
+    status = conclude();
+  } catch (...) {
+    if (ranks) {
+      (void)ranks->broadcast("1");
+      ranks->agree_to_stop();
+    }
+    throw;
+  }
+  if (ranks) (void)ranks->broadcast(std::to_string(status));
+  return status;
+}
+
+}  // namespace
+
+int run_run(Args args) {
+  const Launch launch = detect_launch();  // before MPI starts: only rank 0 talks to the user
+  try {
+    const Options options("gratingsim run", run_options, args, 1);
+    if (options.flag("help")) {
+      if (launch.rank == 0)
+        std::cout << format_help(
+            "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] "
+            "[--quiet]\n       mpirun -n K gratingsim run CASE.yaml ...",
+            "Solves every sweep point of the case (wavelengths × θ × φ; the points of one wavelength in one batched "
+            "solve) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
+            "finished point flushed to disk, renamed to OUT.h5 when every point is done. A sweep shows its "
+            "progress on stderr when that is a terminal; at the end a summary table lists per point the "
+            "propagating orders, R, T, the energy balance, the solver's iterations and residual, and the time. "
+            "Errors in the case file are reported at their line and column before anything is written. Launched "
+            "by mpirun (a build with MPI), the K ranks share the sweep: each takes its own GPU on a host with "
+            "several, asks rank 0 for the next wavelength's points when it is done with the last, and rank 0 "
+            "writes the one result file, the same as a one-process run's; every rank must see the case file. "
+            "A rank that fails is reported with its points; the others' results are kept for --resume, which "
+            "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "
+            "case; an interrupted sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
+            "some solve did not reach its tolerance: every point is written, the unconverged ones marked in the "
+            "summary and stored with solver/converged = 0.",
+            std::span(run_options).first(shown_options));
+      return 0;
+    }
+    return run_command(options, launch);
+  } catch (const Error& e) {
+    // Before MPI starts (a wrong command line, a build without MPI) every process fails alike: one says so.
+    if (launch.rank != 0 && !dynamic_cast<const ReportedElsewhere*>(&e)) throw ReportedElsewhere(e.what());
+    throw;
+  }
 }
 
 }  // namespace gratingsim::app

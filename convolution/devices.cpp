@@ -3,6 +3,9 @@
 #include <omp.h>
 
 #include <fstream>
+#include <string>
+
+#include "convolution/error.hpp"
 
 #ifdef GRATINGSIM_HAVE_CUDA
 #include "convolution/cuda_check.hpp"
@@ -65,6 +68,14 @@ std::optional<CudaDevice> current_cuda_device() {
   return query_device(index);
 }
 
+void use_cuda_device(int index) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) cudaGetLastError();
+  EXPECTS(index >= 0 && index < count,
+          "CUDA device " + std::to_string(index) + " does not exist (" + std::to_string(count) + " visible)");
+  CUDA_TRY(cudaSetDevice(index));
+}
+
 std::string cufft_version() {
   int v = 0;
   CUFFT_TRY(cufftGetVersion(&v));  // encoded 1000·major + 100·minor + patch
@@ -77,6 +88,7 @@ CudaReport cuda_report() {
   return r;
 }
 std::optional<CudaDevice> current_cuda_device() { return std::nullopt; }
+void use_cuda_device(int) { SUPPORTS(false, "CUDA devices: this build has no CUDA backends"); }
 std::string cufft_version() { return {}; }
 #endif
 

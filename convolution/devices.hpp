@@ -34,6 +34,12 @@ CudaReport cuda_report();
 /// The device the GPU backends run on (the calling thread's current device); nullopt without one.
 std::optional<CudaDevice> current_cuda_device();
 
+/// Makes device `index` (0-based, among the devices CUDA_VISIBLE_DEVICES leaves visible) the calling
+/// thread's current device, on which the GPU backends then plan and run (cudaSetDevice: per thread,
+/// so a thread that solves on another device calls it first). InvalidArgument for an index out of
+/// range; Unsupported in a build without CUDA.
+void use_cuda_device(int index);
+
 /// 13000 → "13.0", 12040 → "12.4".
 std::string format_cuda_version(int version);
 

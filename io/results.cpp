@@ -496,7 +496,6 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
     return "the field output";
   if (ai.backend != bi.backend) return "the backend ('" + ai.backend + "' there, '" + bi.backend + "' now)";
   if (ai.precision != bi.precision) return "the precision ('" + ai.precision + "' there, '" + bi.precision + "' now)";
-  if (ai.device != bi.device) return "the device ('" + ai.device + "' there, '" + bi.device + "' now)";
   if (ai.input_units != bi.input_units) return "the input units";
   if (ai.case_path != bi.case_path) return "the case path";
   return "";
@@ -603,6 +602,13 @@ ResultWriter ResultWriter::resume(const std::string& path, const ResultLayout& l
   if (const std::string what = difference(stored, stored_info, layout, info); !what.empty())
     throw OutputError("cannot resume: " + partial + " was written for a different run (" + what +
                       " differs); remove it or run without --resume");
+  // Another device (another GPU model, more MPI ranks) continues the same computation, to solver
+  // tolerance: allowed, and recorded, so that the file says where its points were solved.
+  const std::string resumed_on = "; resumed on " + info.device;
+  if (stored_info.device != info.device && !stored_info.device.ends_with(resumed_on)) {
+    h5::check(H5Adelete(s->file, "device"), "replace attribute device");
+    write_string_attribute(s->file, "device", stored_info.device + resumed_on);
+  }
   s->datasets = open_point_datasets(s->file, layout);
   s->done = read_done(s->file);
   return ResultWriter(std::move(s));

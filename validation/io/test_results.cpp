@@ -374,3 +374,26 @@ TEST_CASE("a file that is not a result file is reported", "[io][results]") {
   CHECK_THROWS_AS(io::ResultReader(path), io::OutputError);
   CHECK_THROWS_AS(io::ResultReader(dir.file("absent.h5")), io::OutputError);
 }
+
+TEST_CASE("another device may resume; the file records both", "[io][results]") {
+  const TempDir dir("other_device");
+  const io::ResultLayout l = test::full_layout();
+  const std::string path = dir.file("out.h5");
+  const io::PointResult first = random_point(l);
+  {
+    auto writer = io::ResultWriter::create(path, l, test::run_info());
+    writer.write(0, first);
+  }
+  io::RunInfo elsewhere = test::run_info();
+  elsewhere.device = "2 × GPU (test)";
+  for (int attempt = 0; attempt < 2; ++attempt) {  // a second resume on the same device adds nothing
+    auto writer = io::ResultWriter::resume(path, l, elsewhere);
+    CHECK(writer.points_done() == 1);
+  }
+  auto writer = io::ResultWriter::resume(path, l, elsewhere);
+  for (std::size_t p = 1; p < l.points(); ++p) writer.write(p, random_point(l));
+  writer.finish();
+  const io::ResultReader reader(path);
+  CHECK(reader.info().device == "CPU (test); resumed on 2 × GPU (test)");
+  CHECK(reader.read(0) == first);
+}

@@ -1,0 +1,113 @@
+#include "io/point_codec.hpp"
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <type_traits>
+
+namespace gratingsim::io {
+namespace {
+
+// Layout: each vector as a 64-bit element count followed by its elements; scalars as they are;
+// field maps as a count of maps, then each map as a vector.
+
+template <class T>
+void put_value(const T& value, std::vector<std::byte>& bytes) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  const std::size_t at = bytes.size();
+  bytes.resize(at + sizeof(T));
+  std::memcpy(bytes.data() + at, &value, sizeof(T));
+}
+
+template <class T>
+void put_vector(const std::vector<T>& values, std::vector<std::byte>& bytes) {
+  put_value(std::uint64_t(values.size()), bytes);
+  const std::size_t at = bytes.size();
+  bytes.resize(at + values.size() * sizeof(T));
+  if (!values.empty()) std::memcpy(bytes.data() + at, values.data(), values.size() * sizeof(T));
+}
+
+class Reader {
+ public:
+  Reader(std::span<const std::byte> bytes, std::size_t& offset) : bytes_(bytes), offset_(offset) {}
+
+  template <class T>
+  T value() {
+    T v;
+    std::memcpy(&v, take(sizeof(T)), sizeof(T));
+    return v;
+  }
+
+  template <class T>
+  std::vector<T> vector() {
+    const auto count = value<std::uint64_t>();
+    EXPECTS(count <= (bytes_.size() - offset_) / sizeof(T),
+            "encoded point: a vector of " + std::to_string(count) + " elements runs past the end of the bytes");
+    std::vector<T> v(count);
+    if (count) std::memcpy(v.data(), take(count * sizeof(T)), count * sizeof(T));
+    return v;
+  }
+
+ private:
+  const std::byte* take(std::size_t n) {
+    EXPECTS(offset_ <= bytes_.size() && n <= bytes_.size() - offset_, "encoded point: the bytes end early");
+    const std::byte* p = bytes_.data() + offset_;
+    offset_ += n;
+    return p;
+  }
+
+  std::span<const std::byte> bytes_;
+  std::size_t& offset_;
+};
+
+}  // namespace
+
+void encode_point(const PointResult& r, std::vector<std::byte>& bytes) {
+  put_vector(r.reflectance, bytes);
+  put_vector(r.transmittance, bytes);
+  put_vector(r.jones_r, bytes);
+  put_vector(r.jones_t, bytes);
+  put_vector(r.reflected_direction, bytes);
+  put_vector(r.transmitted_direction, bytes);
+  put_value(r.psi_deg, bytes);
+  put_value(r.delta_deg, bytes);
+  put_value(r.mueller, bytes);
+  put_vector(r.absorption, bytes);
+  put_vector(r.energy_balance_error, bytes);
+  put_vector(r.iterations, bytes);
+  put_vector(r.matvecs, bytes);
+  put_vector(r.residual, bytes);
+  put_vector(r.converged, bytes);
+  put_value(r.solve_seconds, bytes);
+  put_vector(r.field_harmonics, bytes);
+  put_value(std::uint64_t(r.field_maps.size()), bytes);
+  for (const auto& map : r.field_maps) put_vector(map, bytes);
+}
+
+PointResult decode_point(std::span<const std::byte> bytes, std::size_t& offset) {
+  Reader in(bytes, offset);
+  PointResult r;
+  r.reflectance = in.vector<double>();
+  r.transmittance = in.vector<double>();
+  r.jones_r = in.vector<std::complex<double>>();
+  r.jones_t = in.vector<std::complex<double>>();
+  r.reflected_direction = in.vector<double>();
+  r.transmitted_direction = in.vector<double>();
+  r.psi_deg = in.value<double>();
+  r.delta_deg = in.value<double>();
+  r.mueller = in.value<std::array<double, 16>>();
+  r.absorption = in.vector<double>();
+  r.energy_balance_error = in.vector<double>();
+  r.iterations = in.vector<std::int32_t>();
+  r.matvecs = in.vector<std::int32_t>();
+  r.residual = in.vector<double>();
+  r.converged = in.vector<std::uint8_t>();
+  r.solve_seconds = in.value<double>();
+  r.field_harmonics = in.vector<std::complex<double>>();
+  const auto maps = in.value<std::uint64_t>();
+  EXPECTS(maps <= bytes.size(), "encoded point: impossible field-map count " + std::to_string(maps));
+  for (std::uint64_t k = 0; k < maps; ++k) r.field_maps.push_back(in.vector<std::complex<double>>());
+  return r;
+}
+
+}  // namespace gratingsim::io
