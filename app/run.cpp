@@ -190,7 +190,14 @@ void print_orders(const io::ResultLayout& l, const io::PointResult& r) {
 
 /// The summary, from the finished file (so that points of an earlier, resumed run are included).
 /// Returns whether every solve converged.
-bool print_summary(const Settings& s, const io::Problem& problem, std::size_t solved, double seconds, int ranks) {
+/// Timing of a run for the summary: from the start of the command, and of the sweep alone (from the
+/// first unit handed out to the last point written), whose points per second is the throughput.
+struct RunTimes {
+  double total = 0, sweep = 0;
+  int ranks = 1;
+};
+
+bool print_summary(const Settings& s, const io::Problem& problem, std::size_t solved, const RunTimes& times) {
   const io::ResultReader reader(s.output);
   const io::ResultLayout& l = reader.layout();
   const io::RunInfo& info = reader.info();
@@ -217,8 +224,10 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
               problem.solver.m2, problem.source.total_slices(),
               problem.solver.richardson ? " (and twice as many: Richardson)" : "", info.backend.c_str(),
               info.precision.c_str(), info.device.c_str());
-  std::printf("  %zu point(s) solved in %s", solved, format_duration(seconds).c_str());
-  if (ranks > 1) std::printf(" by %d MPI ranks", ranks);
+  std::printf("  %zu point(s) solved in %s", solved, format_duration(times.total).c_str());
+  if (times.ranks > 1) std::printf(" by %d MPI ranks", times.ranks);
+  if (solved > 0 && times.sweep > 0)
+    std::printf(" (sweep %s: %.3g points/s)", format_duration(times.sweep).c_str(), double(solved) / times.sweep);
   if (solved < l.points()) std::printf(", %zu kept from the resumed partial file", l.points() - solved);
   std::printf("\n\n");
 
@@ -424,6 +433,7 @@ int run_command(const Options& options, const Launch& launch) {
                       !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
     Warnings warnings;
     SweepOutcome outcome;
+    const auto sweep_start = std::chrono::steady_clock::now();
     if (ranks) {
       SweepReport report{progress, [&](const std::string& w) { progress.clear(), warnings.report(w); }, rank_names};
       outcome = coordinate_sweep(*ranks, problem, *writer, plan_units(problem, *writer, ranks->size()), rank_options,
@@ -431,6 +441,7 @@ int run_command(const Options& options, const Launch& launch) {
     } else {
       outcome = sweep_alone(problem, *writer, progress, warnings, s.stop_after);
     }
+    const auto sweep_end = std::chrono::steady_clock::now();
     progress.clear();
     warnings.print_repeated();
     if (outcome.stopped) {
@@ -446,9 +457,9 @@ int run_command(const Options& options, const Launch& launch) {
                   "; 'gratingsim run --resume' solves the rest");
     }
     writer->finish();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const bool converged =
-        s.quiet ? !any_unconverged(s.output) : print_summary(s, problem, outcome.solved, seconds, rank_count);
+    const RunTimes times{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                         std::chrono::duration<double>(sweep_end - sweep_start).count(), rank_count};
+    const bool converged = s.quiet ? !any_unconverged(s.output) : print_summary(s, problem, outcome.solved, times);
     return converged ? 0 : exit_unconverged;
   };
   int status = 1;

@@ -45,10 +45,12 @@ class ScratchDirectory {
   std::filesystem::path path_;
 };
 
-/// Runs `gratingsim <arguments>` through the shell (arguments quoted by the caller). FFTW plans by
-/// estimate and keeps no wisdom; `auto` keeps its measurements in `backend_cache` (default: a file
-/// under the temporary directory), so a test leaves nothing in the user's cache.
-inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "") {
+/// Runs `[launcher] gratingsim <arguments>` through the shell (arguments quoted by the caller;
+/// `launcher` e.g. "mpirun -n 2"). FFTW plans by estimate and keeps no wisdom; `auto` keeps its
+/// measurements in `backend_cache` (default: a file under the temporary directory), so a test
+/// leaves nothing in the user's cache.
+inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "",
+                                const std::string& launcher = "") {
   setenv("GRATINGSIM_FFTW_PLANNING", "estimate", 1);
   setenv("GRATINGSIM_FFTW_WISDOM", "", 1);
   const std::string cache = backend_cache.empty() ? (std::filesystem::temp_directory_path() /
@@ -56,7 +58,7 @@ inline Execution run_gratingsim(const std::string& arguments, const std::string&
                                                         .string()
                                                   : backend_cache;
   setenv("GRATINGSIM_BACKEND_CACHE", cache.c_str(), 1);
-  const std::string command = std::string("'") + GRATINGSIM_EXECUTABLE + "' " + arguments + " 2>&1";
+  const std::string command = launcher + (launcher.empty() ? "'" : " '") + GRATINGSIM_EXECUTABLE + "' " + arguments + " 2>&1";
   Execution r;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);

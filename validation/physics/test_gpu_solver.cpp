@@ -13,6 +13,7 @@
 #include "physics/device.hpp"
 #include "physics/problem.hpp"
 #include "physics/solver.hpp"
+#include "validation/physics/batch_independence.hpp"
 #include "validation/physics/grating_cases.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
@@ -197,6 +198,14 @@ TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields",
 
 TEST_CASE("GPU solves equal the CPU solve, complex128", "[physics][gpu]") { check_backends_equal_cpu<double>(); }
 TEST_CASE("GPU solves equal the CPU solve, complex64", "[physics][gpu]") { check_backends_equal_cpu<float>(); }
+
+TEST_CASE("a GPU result does not depend on the batch it was solved in, bit for bit", "[physics][gpu]") {
+  for (conv::Backend backend : gpu_backends)
+    for (conv::Precision precision : {conv::Precision::double_, conv::Precision::single}) {
+      INFO(conv::to_string(backend) << ", " << conv::to_string(precision));
+      test::check_batch_independence(backend, precision);
+    }
+}
 
 TEST_CASE("GPU GMRES and BiCGStab equal the dense LU reference to the solver tolerance", "[physics][gpu]") {
   const GratingCase c{"crossed", test::crossed(4), 1, 1, {{0.93, 25, 35}, {0.93, 0, 0}}};

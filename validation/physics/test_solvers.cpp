@@ -1,10 +1,12 @@
 // The solvers: batched GMRES and BiCGStab equal the dense LU of the same discrete system to the
-// solver tolerance; complex64 agrees with complex128; batching right-hand sides changes nothing;
+// solver tolerance; complex64 agrees with complex128; batching right-hand sides changes nothing
+// (bit for bit on the host backends);
 // backends agree; non-convergence is never silent.
 #include <cmath>
 
 #include "physics/problem.hpp"
 #include "physics/solver.hpp"
+#include "validation/physics/batch_independence.hpp"
 #include "validation/physics/grating_cases.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
@@ -121,6 +123,14 @@ TEST_CASE("batched right-hand sides give the results of separate solves", "[phys
     CHECK(together.incidences[i].incidence.theta_deg == inc[i].theta_deg);
     CHECK(max_difference(together.incidences[i], alone.incidences[0]) < 1e-8);
   }
+}
+
+TEST_CASE("a result does not depend on the batch it was solved in, bit for bit (host backends)", "[physics][solver]") {
+  for (conv::Backend backend : {conv::Backend::cpu_direct, conv::Backend::cpu_fftw})
+    for (conv::Precision precision : {conv::Precision::double_, conv::Precision::single}) {
+      INFO(conv::to_string(backend) << ", " << conv::to_string(precision));
+      test::check_batch_independence(backend, precision);
+    }
 }
 
 TEST_CASE("host backends agree: cpu-fftw equals cpu-direct", "[physics][solver]") {

@@ -1,0 +1,217 @@
+// gratingsim run under mpirun (app/distributed_sweep.cpp): K ranks write the file one process
+// writes, bit for bit (solve times and the device attribute aside), with CPU ranks and, where this
+// machine has CUDA devices, GPU ranks; a failing rank reports its points, the others' are kept and
+// a resume with another number of ranks completes the file; an invalid case is reported once; the
+// exit status of unconverged solves reaches the shell. A build without MPI refuses an MPI launch.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "convolution/devices.hpp"
+#include "io/results.hpp"
+#include "validation/app/executable.hpp"
+#include "validation/support/catch.hpp"
+
+namespace fs = std::filesystem;
+using namespace gratingsim;
+using test::contains;
+using test::quoted;
+using test::run_gratingsim;
+
+namespace {
+
+// Three wavelengths × two angles: fewer wavelengths than 4 units per rank, so the distributed run
+// splits each wavelength's batch; the one-process run solves each wavelength as one batch.
+constexpr const char* sweep_case = R"(wavelength: [500, 650, 750]
+incidence: {theta_deg: [0, 30]}
+lattice: {period_x: 600}
+substrate: SiO2
+layers:
+  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
+numerics: {harmonics: 4}
+)";
+
+// Crossed, conical, with field harmonics and a field map: every part of a point travels between ranks.
+constexpr const char* fields_case = R"(wavelength: [600, 700]
+incidence: {theta_deg: [0, 20], phi_deg: 30}
+lattice: {period_x: 400, period_y: 350}
+substrate: SiO2
+layers:
+  - {name: pillars, thickness: 100, slices: 2, shapes: [{type: circle, material: Si3N4, diameter: 180}]}
+numerics: {harmonics: [2, 2]}
+output: {fields: true, planes: [{plane: xz, at: 0, points: 9}]}
+)";
+
+/// Every point equal bit for bit, the wall time of its solve aside.
+void check_same_file(const fs::path& distributed, const fs::path& alone) {
+  const io::ResultReader a(distributed.string()), b(alone.string());
+  CHECK(a.layout() == b.layout());
+  io::RunInfo info = a.info();
+  info.device = b.info().device;
+  CHECK(info == b.info());
+  for (std::size_t p = 0; p < b.layout().points(); ++p) {
+    INFO("point " << p);
+    REQUIRE(a.done(p));
+    io::PointResult x = a.read(p), y = b.read(p);
+    CHECK(x.solve_seconds > 0);
+    x.solve_seconds = y.solve_seconds = 0;
+    CHECK(x == y);
+  }
+}
+
+#if GRATINGSIM_EXECUTABLE_MPI
+/// "mpirun -n K", allowed to run as root (CI containers) and on fewer cores than ranks.
+std::string mpirun(int ranks) {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  return std::string("'") + GRATINGSIM_MPIEXEC + "' --oversubscribe -n " + std::to_string(ranks);
+}
+
+/// The points of "failed on points 1, 2 (λ …)" / "failed on point 1 (λ …)" in a run's output.
+std::vector<std::size_t> failed_points(const std::string& output) {
+  std::smatch m;
+  std::vector<std::size_t> points;
+  if (!std::regex_search(output, m, std::regex(R"(failed on points? ([0-9, ]+) \()"))) return points;
+  const std::string list = m[1];
+  const std::regex number("[0-9]+");
+  for (std::sregex_iterator it(list.begin(), list.end(), number), end; it != end; ++it)
+    points.push_back(std::stoul(it->str()));
+  return points;
+}
+#endif
+
+}  // namespace
+
+#if GRATINGSIM_EXECUTABLE_MPI
+
+TEST_CASE("mpirun -n 2 writes the file one process writes, bit for bit", "[app][mpi]") {
+  const test::ScratchDirectory dir("mpi_same");
+  std::vector<std::string> backends{"cpu-fftw"};
+  if (!conv::cuda_report().devices.empty()) backends.push_back("gpu-fused");  // GPU ranks too, where there are GPUs
+  for (const auto& [name, text] : {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}})
+    for (const std::string& backend : backends)
+      for (const char* precision : {"double", "single"}) {
+        const std::string tag = std::string(name) + "_" + backend + "_" + precision;
+        INFO(tag);
+        const fs::path config = dir / (tag + ".yaml"), alone = dir / (tag + "_alone.h5"),
+                       distributed = dir / (tag + "_mpi.h5");
+        std::ofstream(config) << text;
+        const std::string options = " --backend " + backend + " --precision " + precision;
+        const test::Execution one = run_gratingsim("run " + quoted(config) + " -o " + quoted(alone) + options);
+        INFO(one.output);
+        REQUIRE(one.status == 0);
+        const test::Execution two =
+            run_gratingsim("run " + quoted(config) + " -o " + quoted(distributed) + options, "", mpirun(2));
+        INFO(two.output);
+        REQUIRE(two.status == 0);
+        CHECK(contains(two.output, "by 2 MPI ranks"));
+        CHECK(!fs::exists(io::partial_path(distributed.string())));
+        check_same_file(distributed, alone);
+        CHECK(io::ResultReader(distributed.string()).info().device.starts_with("2 × "));
+      }
+}
+
+TEST_CASE("a failing rank reports its points, the others are kept, a resume on 3 ranks completes the file",
+          "[app][mpi]") {
+  const test::ScratchDirectory dir("mpi_failure");
+  const fs::path config = dir / "sweep.yaml", alone = dir / "alone.h5", out = dir / "out.h5";
+  std::ofstream(config) << sweep_case;
+  const std::string partial = io::partial_path(out.string());
+  REQUIRE(run_gratingsim("run " + quoted(config) + " -o " + quoted(alone) + " --backend cpu-fftw --quiet").status == 0);
+
+  const test::Execution failed = run_gratingsim(
+      "run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --fail-on-rank 1", "", mpirun(2));
+  INFO(failed.output);
+  CHECK(failed.status != 0);
+  CHECK(contains(failed.output, "rank 1 ("));
+  CHECK(contains(failed.output, "injected failure"));
+  CHECK(contains(failed.output, "'gratingsim run --resume' solves the rest"));
+  CHECK(!fs::exists(out));
+  REQUIRE(fs::exists(partial));
+  const std::vector<std::size_t> lost = failed_points(failed.output);
+  REQUIRE(!lost.empty());
+  std::vector<io::PointResult> kept(6);
+  {
+    const io::ResultReader reader(partial);
+    for (std::size_t p = 0; p < 6; ++p) {
+      INFO("point " << p);
+      const bool reported = std::find(lost.begin(), lost.end(), p) != lost.end();
+      CHECK(reader.done(p) == !reported);  // exactly the reported points are missing
+      if (!reported) kept[p] = reader.read(p);
+    }
+  }
+  CHECK(contains(failed.output, std::to_string(lost.size()) + " point(s) not solved"));
+
+  const test::Execution resumed =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume", "", mpirun(3));
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  CHECK(contains(resumed.output, std::to_string(lost.size()) + " point(s) solved"));
+  CHECK(!fs::exists(partial));
+  check_same_file(out, alone);
+  const io::ResultReader reader(out.string());
+  CHECK(contains(reader.info().device, "; resumed on 3 × "));
+  for (std::size_t p = 0; p < 6; ++p)
+    if (std::find(lost.begin(), lost.end(), p) == lost.end()) {
+      INFO("point " << p);
+      CHECK(reader.read(p) == kept[p]);  // bitwise, solve time included: not recomputed
+    }
+}
+
+TEST_CASE("under mpirun an invalid case is reported once and nothing is written", "[app][mpi]") {
+  const test::ScratchDirectory dir("mpi_invalid");
+  const fs::path config = dir / "broken.yaml", out = dir / "broken.h5";
+  std::ofstream(config) << std::regex_replace(std::string(sweep_case), std::regex("period_x: 600"), "period_x: -600");
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out), "", mpirun(2));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  const std::regex located("broken\\.yaml:[0-9]+:[0-9]+: error");
+  CHECK(std::distance(std::sregex_iterator(r.output.begin(), r.output.end(), located), std::sregex_iterator()) == 1);
+  CHECK(!fs::exists(out));
+  CHECK(!fs::exists(io::partial_path(out.string())));
+}
+
+TEST_CASE("under mpirun unconverged solves give exit status 3", "[app][mpi]") {
+  const test::ScratchDirectory dir("mpi_unconverged");
+  const fs::path config = dir / "hard.yaml", out = dir / "hard.h5";
+  std::ofstream(config) << std::regex_replace(std::string(sweep_case), std::regex("numerics: \\{harmonics: 4\\}"),
+                                              "numerics: {harmonics: 4, solver: {max_iterations: 2}}");
+  const test::Execution r =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct", "", mpirun(2));
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(contains(r.output, "did NOT converge"));
+  CHECK(fs::exists(out));
+}
+
+#else
+
+TEST_CASE("a build without MPI refuses an MPI launch and writes nothing", "[app][mpi]") {
+  const test::ScratchDirectory dir("no_mpi");
+  const fs::path config = dir / "sweep.yaml", out = dir / "out.h5";
+  std::ofstream(config) << sweep_case;
+  // What mpirun -n 2 sets for the first and the second process.
+  for (const char* rank : {"0", "1"}) {
+    INFO("rank " << rank);
+    const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out), "",
+                                             std::string("OMPI_COMM_WORLD_SIZE=2 OMPI_COMM_WORLD_RANK=") + rank);
+    INFO(r.output);
+    CHECK(r.status == 1);
+    if (std::string(rank) == "0")
+      CHECK(contains(r.output, "built without MPI"));
+    else
+      CHECK(r.output.empty());  // one message for the launch, from rank 0
+    CHECK(!fs::exists(out));
+    CHECK(!fs::exists(io::partial_path(out.string())));
+  }
+  // Launched as one process, it runs.
+  CHECK(run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --quiet", "",
+                       "OMPI_COMM_WORLD_SIZE=1 OMPI_COMM_WORLD_RANK=0")
+            .status == 0);
+  CHECK(fs::exists(out));
+}
+
+#endif
