@@ -2,8 +2,8 @@
 // random data; whole solves on every GPU backend equal the CPU solve (cpu-fftw, same precision) on a
 // 1D grating and a crossed grating at oblique and conical incidence: efficiencies to 1e-5 (complex64)
 // / 1e-10 (complex128) of the largest efficiency, Jones amplitudes to the same fraction of the largest
-// |Jones|; GPU GMRES and BiCGStab equal the dense LU reference; a problem larger than the device is
-// refused with the memory it needs.
+// |Jones|; a result is bit for bit the same in any batch; GPU GMRES and BiCGStab equal the dense LU
+// reference; a problem larger than the device is refused with the memory it needs.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
