@@ -227,7 +227,7 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
   std::printf("  %zu point(s) solved in %s", solved, format_duration(times.total).c_str());
   if (times.ranks > 1) std::printf(" by %d MPI ranks", times.ranks);
   if (solved > 0 && times.sweep > 0)
-    std::printf(" (sweep %s: %.3g points/s)", format_duration(times.sweep).c_str(), double(solved) / times.sweep);
+    std::printf(" (the sweep itself %.2f s: %.3g points/s)", times.sweep, double(solved) / times.sweep);
   if (solved < l.points()) std::printf(", %zu kept from the resumed partial file", l.points() - solved);
   std::printf("\n\n");
 
