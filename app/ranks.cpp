@@ -23,19 +23,15 @@ std::optional<int> integer_variable(const char* name) {
 }  // namespace
 
 Launch detect_launch() {
-  Launch launch;
-  // OpenMPI's mpirun sets OMPI_COMM_WORLD_*; Slurm's srun and other PMI launchers set PMI_*.
-  for (const auto& [size, rank] : {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"},
-                                   std::pair{"PMI_SIZE", "PMI_RANK"}, std::pair{"PMIX_SIZE", "PMIX_RANK"}}) {
+  for (const auto& [size, rank] :
+       {std::pair{"OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_RANK"}, std::pair{"PMI_SIZE", "PMI_RANK"}}) {
     const auto s = integer_variable(size), r = integer_variable(rank);
     if (s && r && *s >= 1 && *r < *s) return {*s, *r};
   }
-  return launch;
+  return {};
 }
 
 #ifndef GRATINGSIM_HAVE_MPI
-bool mpi_built() { return false; }
-
 std::unique_ptr<Ranks> Ranks::join() {
   throw Unsupported(
       "launched as one of several MPI processes, but this gratingsim was built without MPI: install OpenMPI "

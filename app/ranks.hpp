@@ -18,16 +18,13 @@
 namespace gratingsim::app {
 
 /// This process's place in a launch, read from the launcher's environment before MPI starts:
-/// OpenMPI (OMPI_COMM_WORLD_SIZE/RANK/LOCAL_RANK), PMIx (PMIX_RANK with OMPI or PMI size) or
-/// PMI-2/Slurm (PMI_SIZE/PMI_RANK). size = 1, rank = 0 when not launched by an MPI launcher.
+/// OpenMPI's mpirun (OMPI_COMM_WORLD_SIZE/RANK) or a PMI launcher such as MPICH's mpiexec or
+/// Slurm's srun --mpi=pmi2 (PMI_SIZE/PMI_RANK). size = 1, rank = 0 when not launched by one.
 struct Launch {
   int size = 1;
   int rank = 0;
 };
 Launch detect_launch();
-
-/// Whether this build can join a launch of several processes.
-bool mpi_built();
 
 /// Kinds of point-to-point message; the payload's meaning belongs to the caller.
 enum class Tag : int { ready = 1, work, stop, result, failed };

@@ -132,8 +132,6 @@ class MpiRanks final : public Ranks {
 
 }  // namespace
 
-bool mpi_built() { return true; }
-
 std::unique_ptr<Ranks> Ranks::join() { return std::make_unique<MpiRanks>(); }
 
 }  // namespace gratingsim::app
