@@ -320,8 +320,8 @@ int bind_device(Ranks& ranks) {
   const int device = ranks.local_rank() % count;
   conv::use_cuda_device(device);
   if (ranks.local_size() > count && ranks.local_rank() == 0)
-    std::cerr << "gratingsim run: warning: " << ranks.local_size() << " ranks share " << count
-              << " CUDA device(s) on " << ranks.host() << '\n';
+    std::cerr << "gratingsim run: warning: " << ranks.local_size() << " ranks share " << count << " CUDA device(s) on "
+              << ranks.host() << '\n';
   return device;
 }
 
@@ -380,11 +380,8 @@ int run_command(const Options& options, const Launch& launch) {
                 << " (complex64 arithmetic reaches no smaller relative residual)\n";
     problem.solver.tolerance = single_tolerance_floor;
   }
-  RankOptions rank_options;
-  rank_options.fail_on_rank = s.fail_on_rank;
-  if (ranks) settle(all, [&] { rank_options.cuda_device = bind_device(*ranks); });
-
-  // Rank 0 decides the backend (an `auto` measurement, the partial file being resumed) for all.
+  // Rank 0 decides the backend (an `auto` measurement on its device, the partial file being
+  // resumed) for all; then ranks running a GPU backend take their GPUs.
   const std::string partial = io::partial_path(s.output);
   bool resuming = false;
   std::string backend_name;
@@ -400,19 +397,22 @@ int run_command(const Options& options, const Launch& launch) {
   problem.solver.backend = conv::parse_backend(backend_name);
   const conv::Backend backend = problem.solver.backend;
   const conv::Precision precision = problem.solver.precision;
+  RankOptions rank_options;
+  rank_options.fail_on_rank = s.fail_on_rank;
+  if (ranks && conv::memory_of(backend) == conv::Memory::device)
+    settle(all, [&] { rank_options.cuda_device = bind_device(*ranks); });
   settle(all, [&] {
     if (const std::string why = physics_unavailable(backend, precision); !why.empty())
       throw Unsupported("backend " + backend_name + " cannot run the solver here: " + why);
   });
   std::string device = device_of(backend);
-  std::vector<std::string> rank_names{"rank 0"};
+  std::vector<std::string> rank_names{"rank 0"};  // for messages about a rank (rank 0's list)
   if (ranks) {
-    const std::vector<std::string> devices = ranks->gather(device);
-    const std::vector<std::string> hosts = ranks->gather(ranks->host());
+    const std::vector<std::string> devices = ranks->gather(device), hosts = ranks->gather(ranks->host());
     device = describe_devices(devices);
+    rank_names.clear();
     for (std::size_t r = 0; r < devices.size(); ++r)
       rank_names.push_back("rank " + std::to_string(r) + " (" + hosts[r] + ", " + devices[r] + ")");
-    rank_names.erase(rank_names.begin());
   }
 
   std::optional<io::ResultWriter> writer;
@@ -429,8 +429,7 @@ int run_command(const Options& options, const Launch& launch) {
   }
   const auto conclude = [&]() -> int {
     const io::ResultLayout& layout = problem.layout;
-    Progress progress(layout.points(), writer->points_done(),
-                      !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
+    Progress progress(layout.points(), writer->points_done(), !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
     Warnings warnings;
     SweepOutcome outcome;
     const auto sweep_start = std::chrono::steady_clock::now();
@@ -445,8 +444,8 @@ int run_command(const Options& options, const Launch& launch) {
     progress.clear();
     warnings.print_repeated();
     if (outcome.stopped) {
-      std::cerr << "gratingsim run: stopped after " << outcome.solved << " points as asked (--stop-after); "
-                << partial << " keeps them for --resume\n";
+      std::cerr << "gratingsim run: stopped after " << outcome.solved << " points as asked (--stop-after); " << partial
+                << " keeps them for --resume\n";
       return 1;
     }
     if (const std::size_t missing = layout.points() - writer->points_done(); missing > 0) {

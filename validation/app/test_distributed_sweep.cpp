@@ -1,8 +1,9 @@
 // gratingsim run under mpirun (app/distributed_sweep.cpp): K ranks write the file one process
 // writes, bit for bit (solve times and the device attribute aside), with CPU ranks and, where this
 // machine has CUDA devices, GPU ranks; a failing rank reports its points, the others' are kept and
-// a resume with another number of ranks completes the file; an invalid case is reported once; the
-// exit status of unconverged solves reaches the shell. A build without MPI refuses an MPI launch.
+// a resume with another number of ranks completes the file; --stop-after stops every rank; an
+// invalid case is reported once; the exit status of unconverged solves reaches the shell. A build without MPI refuses
+// an MPI launch.
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
@@ -159,6 +160,22 @@ TEST_CASE("a failing rank reports its points, the others are kept, a resume on 3
       INFO("point " << p);
       CHECK(reader.read(p) == kept[p]);  // bitwise, solve time included: not recomputed
     }
+}
+
+TEST_CASE("under mpirun --stop-after stops every rank and keeps exactly the points written", "[app][mpi]") {
+  const test::ScratchDirectory dir("mpi_stop");
+  const fs::path config = dir / "sweep.yaml", out = dir / "out.h5";
+  std::ofstream(config) << sweep_case;
+  const test::Execution r = run_gratingsim(
+      "run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --stop-after 2", "", mpirun(2));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(contains(r.output, "stopped after 2 points"));
+  CHECK(!fs::exists(out));
+  const io::ResultReader reader(io::partial_path(out.string()));
+  std::size_t done = 0;
+  for (std::size_t p = 0; p < reader.layout().points(); ++p) done += reader.done(p) ? 1 : 0;
+  CHECK(done == 2);
 }
 
 TEST_CASE("under mpirun an invalid case is reported once and nothing is written", "[app][mpi]") {

@@ -28,8 +28,7 @@ inline void check_batch_independence(conv::Backend backend, conv::Precision prec
   o.tolerance = precision == conv::Precision::single ? 1e-5 : 1e-10;
   o.on_unconverged = OnUnconverged::mark;
   const std::vector<Incidence> all{{0.93, 0, 0}, {0.93, 25, 35}, {0.93, 50, 75}, {0.93, 10, 5}};
-  const std::vector<std::vector<std::size_t>> groupings[] = {
-      {{0}, {1}, {2}, {3}}, {{0, 2}, {1, 3}}, {{3, 1, 0}, {2}}};
+  const std::vector<std::vector<std::size_t>> groupings[] = {{{0}, {1}, {2}, {3}}, {{0, 2}, {1, 3}}, {{3, 1, 0}, {2}}};
   const SolveResult together = solve(crossed(3), all, o);
   for (const auto& grouping : groupings)
     for (const auto& group : grouping) {
