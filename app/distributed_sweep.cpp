@@ -199,13 +199,18 @@ std::string describe_points(const io::Problem& problem, const Unit& unit) {
 
 }  // namespace
 
-std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int ranks) {
+std::vector<Unit> pending_by_wavelength(const io::Problem& problem, const io::ResultWriter& writer) {
   std::vector<Unit> wavelengths;
   for (std::size_t iw = 0; iw < problem.layout.wavelength_nm.size(); ++iw) {
     Unit points = io::points_at_wavelength(problem, iw);
     std::erase_if(points, [&](std::size_t p) { return writer.done(p); });
     if (!points.empty()) wavelengths.push_back(std::move(points));
   }
+  return wavelengths;
+}
+
+std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int ranks) {
+  const std::vector<Unit> wavelengths = pending_by_wavelength(problem, writer);
   const std::size_t wanted = units_per_rank * std::size_t(std::max(ranks, 1));
   if (wavelengths.empty() || wavelengths.size() >= wanted) return wavelengths;
   const std::size_t pieces = (wanted + wavelengths.size() - 1) / wavelengths.size();

@@ -25,8 +25,13 @@ namespace gratingsim::app {
 /// Points of one wavelength solved together, in point order.
 using Unit = std::vector<std::size_t>;
 
-/// The units of the points not yet done: one per wavelength while there are at least 4 per rank,
-/// else each wavelength's points cut into near-equal units until there are (or every unit is one point).
+/// The points not yet done, one unit per wavelength (wavelengths with none left out): how one
+/// process batches a sweep.
+std::vector<Unit> pending_by_wavelength(const io::Problem& problem, const io::ResultWriter& writer);
+
+/// The units of the points not yet done for `ranks` ranks: one per wavelength while there are at
+/// least 4 per rank, else each wavelength's points cut into near-equal units until there are (or
+/// every unit is one point).
 std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int ranks);
 
 struct RankOptions {

@@ -329,13 +329,10 @@ int bind_device(Ranks& ranks) {
 SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, Progress& progress, Warnings& warnings,
                          std::optional<std::size_t> stop_after) {
   SweepOutcome outcome;
-  const io::ResultLayout& layout = problem.layout;
   std::size_t done = writer.points_done();
-  for (std::size_t iw = 0; iw < layout.wavelength_nm.size(); ++iw) {
-    std::vector<std::size_t> points = io::points_at_wavelength(problem, iw);
-    std::erase_if(points, [&](std::size_t point) { return writer.done(point); });
-    if (points.empty()) continue;
-    progress.update(done, "solving " + format_wavelength(layout.wavelength_nm[iw]));
+  for (const Unit& points : pending_by_wavelength(problem, writer)) {
+    const double wavelength = io::incidence_of(problem, points[0]).wavelength;
+    progress.update(done, "solving " + format_wavelength(wavelength));
     const BatchSolve batch = solve_points(problem, points);
     if (!batch.result.warnings.empty()) progress.clear();
     for (const std::string& warning : batch.result.warnings) warnings.report(warning);
@@ -347,7 +344,7 @@ SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, P
         return outcome;
       }
     }
-    progress.update(done, "solved " + format_wavelength(layout.wavelength_nm[iw]));
+    progress.update(done, "solved " + format_wavelength(wavelength));
   }
   return outcome;
 }
