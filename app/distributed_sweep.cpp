@@ -277,6 +277,15 @@ SweepOutcome coordinate_sweep(Ranks& ranks, const io::Problem& problem, io::Resu
     }
   };
 
+  // Every other rank gets its first unit before this rank's own thread starts taking units, so
+  // that none waits while the local thread takes the head of the queue. (The ranks have just met
+  // in the collectives of the set-up: their ready messages come at once.)
+  for (int waiting = remote_running; waiting > 0; --waiting) {
+    const Message m = ranks.receive();
+    EXPECTS(m.tag == Tag::ready, "unexpected message (tag " + std::to_string(int(m.tag)) + ") from rank " +
+                                     std::to_string(m.source) + " before its first unit");
+    hand_out(m.source);
+  }
   {
     LocalSolver local(problem, queue, options);
     bool local_finished = false;
@@ -286,9 +295,6 @@ SweepOutcome coordinate_sweep(Ranks& ranks, const io::Problem& problem, io::Resu
         while (std::optional<Message> m = ranks.poll()) {
           arrived = true;
           switch (m->tag) {
-            case Tag::ready:
-              hand_out(m->source);
-              break;
             case Tag::result:
               accept(m->source, decode_solved(m->bytes));
               hand_out(m->source);
