@@ -4,7 +4,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
-#include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
@@ -28,48 +27,18 @@ constexpr std::size_t units_per_rank = 4;
 /// from the solvers (a blocking MPI receive busy-polls). Small against any solve.
 constexpr auto idle_wait = std::chrono::microseconds(500);
 
-// --- message payloads: 64-bit counts and sizes, native byte order (both ends run this build) ---
-
-void put_u64(std::uint64_t v, std::vector<std::byte>& bytes) {
-  const std::size_t at = bytes.size();
-  bytes.resize(at + sizeof v);
-  std::memcpy(bytes.data() + at, &v, sizeof v);
-}
-
-std::uint64_t get_u64(std::span<const std::byte> bytes, std::size_t& offset) {
-  EXPECTS(offset + sizeof(std::uint64_t) <= bytes.size(), "a message from another rank ends early");
-  std::uint64_t v;
-  std::memcpy(&v, bytes.data() + offset, sizeof v);
-  offset += sizeof v;
-  return v;
-}
-
-void put_text(const std::string& text, std::vector<std::byte>& bytes) {
-  put_u64(text.size(), bytes);
-  const auto* p = reinterpret_cast<const std::byte*>(text.data());
-  bytes.insert(bytes.end(), p, p + text.size());
-}
-
-std::string get_text(std::span<const std::byte> bytes, std::size_t& offset) {
-  const std::uint64_t n = get_u64(bytes, offset);
-  EXPECTS(n <= bytes.size() - offset, "a message from another rank ends early");
-  std::string text(reinterpret_cast<const char*>(bytes.data() + offset), n);
-  offset += n;
-  return text;
-}
+// Message payloads, through io/point_codec.hpp's byte primitives: a unit is its point indices; a
+// solved unit its points with their results, then the warnings.
 
 std::vector<std::byte> encode_unit(const Unit& unit) {
   std::vector<std::byte> bytes;
-  put_u64(unit.size(), bytes);
-  for (std::size_t p : unit) put_u64(p, bytes);
+  io::put_vector(unit, bytes);
   return bytes;
 }
 
 Unit decode_unit(std::span<const std::byte> bytes) {
   std::size_t offset = 0;
-  Unit unit(get_u64(bytes, offset));
-  for (auto& p : unit) p = get_u64(bytes, offset);
-  return unit;
+  return io::ByteReader(bytes, offset).vector<std::size_t>();
 }
 
 /// A unit's outcome: its points' results and the solver's warnings, or why it failed.
@@ -82,26 +51,21 @@ struct Solved {
 
 std::vector<std::byte> encode_solved(const Solved& s) {
   std::vector<std::byte> bytes;
-  put_u64(s.points.size(), bytes);
-  for (std::size_t j = 0; j < s.points.size(); ++j) {
-    put_u64(s.points[j], bytes);
-    io::encode_point(s.results[j], bytes);
-  }
-  put_u64(s.warnings.size(), bytes);
-  for (const auto& w : s.warnings) put_text(w, bytes);
+  io::put_vector(s.points, bytes);
+  for (const io::PointResult& result : s.results) io::encode_point(result, bytes);
+  io::put_value(std::uint64_t(s.warnings.size()), bytes);
+  for (const std::string& w : s.warnings) io::put_vector(std::span<const char>(w), bytes);
   return bytes;
 }
 
 Solved decode_solved(std::span<const std::byte> bytes) {
   Solved s;
   std::size_t offset = 0;
-  const std::uint64_t n = get_u64(bytes, offset);
-  for (std::uint64_t j = 0; j < n; ++j) {
-    s.points.push_back(get_u64(bytes, offset));
-    s.results.push_back(io::decode_point(bytes, offset));
-  }
-  const std::uint64_t warnings = get_u64(bytes, offset);
-  for (std::uint64_t k = 0; k < warnings; ++k) s.warnings.push_back(get_text(bytes, offset));
+  io::ByteReader in(bytes, offset);
+  s.points = in.vector<std::size_t>();
+  for (std::size_t j = 0; j < s.points.size(); ++j) s.results.push_back(io::decode_point(bytes, offset));
+  const auto warnings = in.value<std::uint64_t>();
+  for (std::uint64_t k = 0; k < warnings; ++k) s.warnings.push_back(in.text());
   return s;
 }
 

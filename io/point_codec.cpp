@@ -1,66 +1,9 @@
 #include "io/point_codec.hpp"
 
-#include <cstdint>
-#include <cstring>
-#include <string>
-#include <type_traits>
-
 namespace gratingsim::io {
-namespace {
 
-// Layout: each vector as a 64-bit element count followed by its elements; scalars as they are;
-// field maps as a count of maps, then each map as a vector.
-
-template <class T>
-void put_value(const T& value, std::vector<std::byte>& bytes) {
-  static_assert(std::is_trivially_copyable_v<T>);
-  const std::size_t at = bytes.size();
-  bytes.resize(at + sizeof(T));
-  std::memcpy(bytes.data() + at, &value, sizeof(T));
-}
-
-template <class T>
-void put_vector(const std::vector<T>& values, std::vector<std::byte>& bytes) {
-  put_value(std::uint64_t(values.size()), bytes);
-  const std::size_t at = bytes.size();
-  bytes.resize(at + values.size() * sizeof(T));
-  if (!values.empty()) std::memcpy(bytes.data() + at, values.data(), values.size() * sizeof(T));
-}
-
-class Reader {
- public:
-  Reader(std::span<const std::byte> bytes, std::size_t& offset) : bytes_(bytes), offset_(offset) {}
-
-  template <class T>
-  T value() {
-    T v;
-    std::memcpy(&v, take(sizeof(T)), sizeof(T));
-    return v;
-  }
-
-  template <class T>
-  std::vector<T> vector() {
-    const auto count = value<std::uint64_t>();
-    EXPECTS(count <= (bytes_.size() - offset_) / sizeof(T),
-            "encoded point: a vector of " + std::to_string(count) + " elements runs past the end of the bytes");
-    std::vector<T> v(count);
-    if (count) std::memcpy(v.data(), take(count * sizeof(T)), count * sizeof(T));
-    return v;
-  }
-
- private:
-  const std::byte* take(std::size_t n) {
-    EXPECTS(offset_ <= bytes_.size() && n <= bytes_.size() - offset_, "encoded point: the bytes end early");
-    const std::byte* p = bytes_.data() + offset_;
-    offset_ += n;
-    return p;
-  }
-
-  std::span<const std::byte> bytes_;
-  std::size_t& offset_;
-};
-
-}  // namespace
+// Layout: the fields in declaration order, vectors by put_vector, scalars by put_value; field maps
+// as a count of maps, then each map as a vector.
 
 void encode_point(const PointResult& r, std::vector<std::byte>& bytes) {
   put_vector(r.reflectance, bytes);
@@ -85,7 +28,7 @@ void encode_point(const PointResult& r, std::vector<std::byte>& bytes) {
 }
 
 PointResult decode_point(std::span<const std::byte> bytes, std::size_t& offset) {
-  Reader in(bytes, offset);
+  ByteReader in(bytes, offset);
   PointResult r;
   r.reflectance = in.vector<double>();
   r.transmittance = in.vector<double>();

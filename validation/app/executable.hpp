@@ -77,6 +77,18 @@ inline std::string quoted(const std::filesystem::path& p) {
   return text;
 }
 
+/// The run tests' small sweep: a 1D grating at three wavelengths and two angles, 6 points, 2 per
+/// wavelength's batch (a distributed run with 2 ranks splits each wavelength: fewer than 4 per rank).
+inline constexpr const char* sweep_case = R"(# a 1D grating swept over three wavelengths and two angles (6 points, 2 per batch)
+wavelength: [500, 650, 750]
+incidence: {theta_deg: [0, 30]}
+lattice: {period_x: 600}
+substrate: SiO2
+layers:
+  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
+numerics: {harmonics: 4}
+)";
+
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 inline std::string read_text(const std::filesystem::path& file) {

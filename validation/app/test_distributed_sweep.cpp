@@ -21,19 +21,9 @@ using namespace gratingsim;
 using test::contains;
 using test::quoted;
 using test::run_gratingsim;
+using test::sweep_case;
 
 namespace {
-
-// Three wavelengths × two angles: fewer wavelengths than 4 units per rank, so the distributed run
-// splits each wavelength's batch; the one-process run solves each wavelength as one batch.
-constexpr const char* sweep_case = R"(wavelength: [500, 650, 750]
-incidence: {theta_deg: [0, 30]}
-lattice: {period_x: 600}
-substrate: SiO2
-layers:
-  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
-numerics: {harmonics: 4}
-)";
 
 // Crossed, conical, with field harmonics and a field map: every part of a point travels between ranks.
 constexpr const char* fields_case = R"(wavelength: [600, 700]

@@ -21,6 +21,7 @@ using namespace gratingsim;
 using test::contains;
 using test::quoted;
 using test::run_gratingsim;
+using test::sweep_case;
 
 namespace {
 
@@ -108,16 +109,6 @@ std::string python_for_plots() {
       return python;
   return "";
 }
-
-constexpr const char* sweep_case = R"(# a 1D grating swept over three wavelengths and two angles (6 points, 2 per batch)
-wavelength: [500, 650, 750]
-incidence: {theta_deg: [0, 30]}
-lattice: {period_x: 600}
-substrate: SiO2
-layers:
-  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
-numerics: {harmonics: 4}
-)";
 
 }  // namespace
 
