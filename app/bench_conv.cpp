@@ -23,16 +23,16 @@ namespace gratingsim::app {
 namespace {
 
 using conv::Backend;
-using conv::Geometry;
+using conv::Problem;
 using conv::Precision;
 
 /// Table 1: 8 angles × 3 field components = 24 convolutions share each slice's spectrum; the batch is
 /// the table's (99, 195, 387, 771 convolutions per angle) × 8, i.e. 33, 65, 129, 257 slices.
 struct ProblemCase {
   int number;
-  Geometry geometry;
+  Problem geometry;
 };
-constexpr ProblemCase problem_cases[] = {
+const ProblemCase problem_cases[] = {
     {1, {.n1 = 7, .n2 = 7, .l1 = 16, .l2 = 16, .slices = 33, .per_slice = 24}},
     {2, {.n1 = 15, .n2 = 15, .l1 = 32, .l2 = 32, .slices = 65, .per_slice = 24}},
     {3, {.n1 = 31, .n2 = 31, .l1 = 64, .l2 = 64, .slices = 129, .per_slice = 24}},
@@ -60,8 +60,8 @@ std::string_view name_of(Variant v) {
 
 /// Complex multiply-adds of one cpu-direct execution, batch·N1²·N2²: case 1 1.9e6, case 2 7.9e7,
 /// case 3 2.9e9, case 4 9.7e10. The cpu-direct row declines cases above direct_limit.
-double direct_multiply_adds(const Geometry& g) {
-  return double(g.batch()) * double(g.field_size()) * double(g.field_size());
+double direct_multiply_adds(const Problem& g) {
+  return double(g.input_blocks()) * double(g.field_size()) * double(g.field_size());
 }
 constexpr double direct_limit = 1e9;
 
@@ -111,9 +111,9 @@ struct Row {
 
 /// The fewest bytes the batch must move, s·(2·N1·N2 + L1·L2/per_slice)·batch (read inputs, write
 /// outputs, read each spectrum once per slice), at `bandwidth` bytes/s; in µs.
-double floor_us(const Geometry& g, Precision p, double bandwidth) {
+double floor_us(const Problem& g, Precision p, double bandwidth) {
   const double s = p == Precision::single ? 8 : 16;
-  const double bytes = s * (2.0 * double(g.field_size()) + double(g.l1) * g.l2 / g.per_slice) * double(g.batch());
+  const double bytes = s * (2.0 * double(g.field_size()) + double(g.l1) * g.l2 / g.per_slice) * double(g.input_blocks());
   return 1e6 * bytes / bandwidth;
 }
 
@@ -132,10 +132,10 @@ struct CaseData {
 constexpr double direct_reference_limit = 1e8;
 
 template <class Real>
-CaseData<Real> make_case_data(const Geometry& g, std::uint64_t seed) {
+CaseData<Real> make_case_data(const Problem& g, std::uint64_t seed) {
   CaseData<Real> d;
   d.kernels = conv::random_complex<Real>(g.kernels_total(), seed);
-  const auto wide = conv::random_complex<Real>(g.fields_total(), seed + 1);
+  const auto wide = conv::random_complex<Real>(g.input_size(), seed + 1);
   d.in.assign(wide.begin(), wide.end());
   std::unique_ptr<conv::Convolution<double>> reference;
   if (direct_multiply_adds(g) <= direct_reference_limit) {
@@ -150,13 +150,13 @@ CaseData<Real> make_case_data(const Geometry& g, std::uint64_t seed) {
       return d;
     }
   }
-  d.expect.assign(g.fields_total(), {});
+  d.expect.assign(g.input_size(), {});
   reference->execute(wide.data(), d.expect.data());
   return d;
 }
 
 template <class Real>
-std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Geometry& g, const CaseData<Real>& d,
+std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Problem& g, const CaseData<Real>& d,
                                                    Backend& chosen) {
   switch (v) {
     case Variant::cpu_fftw_unpruned:
@@ -178,7 +178,7 @@ std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Geometry& g,
 
 template <class Real>
 Row measure(Variant v, const ProblemCase& c, const CaseData<Real>& d, const Settings& s) {
-  const Geometry& g = c.geometry;
+  const Problem& g = c.geometry;
   Row row;
   row.case_number = c.number;
   row.backend = std::string(name_of(v));
@@ -222,7 +222,7 @@ Row measure(Variant v, const ProblemCase& c, const CaseData<Real>& d, const Sett
     std::vector<std::complex<Real>> out(d.in.size());
     for (int set = 0; set < written; ++set) {
       buffers.read_output(set, out);
-      for (std::size_t b = 0; b < g.batch(); ++b) {
+      for (std::size_t b = 0; b < g.input_blocks(); ++b) {
         double diff = 0, ref = 0;
         for (std::size_t i = b * n; i < (b + 1) * n; ++i) {
           diff += std::norm(std::complex<double>(out[i]) - d.expect[i]);
@@ -301,13 +301,13 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
 
 template <class Real>
 std::vector<Row> bench_case(const ProblemCase& c, const Settings& s) {
-  const Geometry& g = c.geometry;
+  const Problem& g = c.geometry;
   const Precision p = conv::precision_of<Real>();
   const CaseData<Real> data = make_case_data<Real>(g, s.seed + 2 * std::uint64_t(2 * c.number + int(p)));
   std::printf("\ncase %d, %s: N %dx%d, L %dx%d, %d slices x %d fields = %zu convolutions; floor %.2f us; "
               "reference %s\n",
               c.number, std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
-              g.batch(), floor_us(g, p, s.bandwidth), data.reference.c_str());
+              g.input_blocks(), floor_us(g, p, s.bandwidth), data.reference.c_str());
   print_header_row();
   std::vector<Row> rows;
   for (Variant v : s.variants) rows.push_back(measure(v, c, data, s));

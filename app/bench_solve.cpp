@@ -109,7 +109,7 @@ double now_us() {
 ///   vector ops   Arnoldi step j of modified Gram–Schmidt: (j+1) dots (2F each) + (j+1) axpys (3F)
 ///                + norm (F) + scale (2F), plus its axpy of the solution update (3F); averaged over the
 ///                timed steps j = 1..W−1, i.e. 5F·(W+2)/2 + 6F.
-double floor_bytes(const physics::BatchLayout& l, const conv::Geometry& g, std::size_t real_bytes, int window) {
+double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::size_t real_bytes, int window) {
   const double F = double(l.size()) * 2.0 * double(real_bytes);
   const double spectra = double(g.slices) * g.l1 * g.l2 * 2.0 * double(real_bytes);
   const double orders = double(l.block) / 3, incidences = double(l.rhs) / 2;
@@ -145,7 +145,7 @@ Row measure(const BenchCase& c, Backend backend, const Settings& s, Reference& r
       row.device = conv::describe(conv::host_cpu());
     }
     const physics::BatchLayout& l = problem.layout();
-    row.floor_bytes = floor_bytes(l, problem.convolution().geometry(), sizeof(Real), s.window);
+    row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), s.window);
     row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
 
     // Verification: A·x on fresh random x against the complex128 reference on the same (rounded) x.

@@ -19,7 +19,7 @@ constexpr OptionSpec info_options[] = {{"help", "", "show this help"}};
 std::string availability(conv::Backend backend) {
   const std::vector<std::complex<double>> kernel{{1.0, 0.0}};
   try {
-    conv::make_convolution<float>(backend, conv::Geometry{}, kernel);
+    conv::make_convolution<float>(backend, conv::Problem{}, kernel);
     return "available";
   } catch (const Error& e) {
     return "unavailable: " + user_message(e);

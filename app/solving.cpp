@@ -42,9 +42,9 @@ std::string physics_unavailable(conv::Backend backend, conv::Precision precision
   return {};
 }
 
-conv::Geometry convolution_geometry(const io::Problem& problem) {
+conv::Problem convolution_geometry(const io::Problem& problem) {
   const io::Case& c = problem.source;
-  conv::Geometry g;
+  conv::Problem g;
   g.n1 = 2 * problem.solver.m1 + 1;
   g.n2 = 2 * problem.solver.m2 + 1;
   g.slices = c.total_slices() * (c.numerics.richardson ? 2 : 1);

@@ -31,7 +31,7 @@ conv::Backend automatic_backend(const io::Problem& problem);
 
 /// The convolution shape of one wavelength's solve: N_i = 2M_i + 1, the finest slicing, and
 /// 3 components × 2 polarisations × every (θ, φ) of the sweep per slice.
-conv::Geometry convolution_geometry(const io::Problem& problem);
+conv::Problem convolution_geometry(const io::Problem& problem);
 
 /// Points of one wavelength solved together.
 struct BatchSolve {

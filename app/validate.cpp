@@ -82,8 +82,8 @@ constexpr int minimum_iterations_allowed = 2000;
 /// cpu-direct is the reference where its products are affordable: batch · (N1·N2)² complex
 /// multiply-adds per product (about a second on a few cores at the limit).
 constexpr double direct_limit = 1e9;
-double direct_multiply_adds(const conv::Geometry& g) {
-  return double(g.batch()) * double(g.field_size()) * double(g.field_size());
+double direct_multiply_adds(const conv::Problem& g) {
+  return double(g.input_blocks()) * double(g.field_size()) * double(g.field_size());
 }
 
 constexpr OptionSpec validate_options[] = {{"help", "", "show this help"}};
@@ -209,12 +209,12 @@ void print_row(Backend backend, Precision precision, const Solve* s, const Diffe
 /// Validates one case; returns the number of failed comparisons.
 int validate_case(const Subject& subject, const std::vector<std::pair<Backend, Precision>>& runnable) {
   const io::Problem& problem = subject.problem;
-  const conv::Geometry g = convolution_geometry(problem);
+  const conv::Problem g = convolution_geometry(problem);
   const bool direct_affordable = direct_multiply_adds(g) <= direct_limit;
   const Backend reference_backend = direct_affordable ? Backend::cpu_direct : Backend::cpu_fftw;
   std::printf("\n%s: %zu point(s), harmonics M1 = %d, M2 = %d, %d slices, %d convolutions per product%s\n",
               subject.name.c_str(), problem.layout.points(), problem.solver.m1, problem.solver.m2, g.slices,
-              int(g.batch()), problem.source.description.empty() ? "" : ("\n  " + problem.source.description).c_str());
+              int(g.input_blocks()), problem.source.description.empty() ? "" : ("\n  " + problem.source.description).c_str());
   std::printf("%s\n", format_header(table).c_str());
 
   const auto has = [&](Backend b, Precision p) {

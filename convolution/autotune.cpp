@@ -30,19 +30,19 @@ constexpr double direct_measure_limit = 1e8;
 const TimingOptions autotune_timing{.warmup = 2, .repeats = 7};
 
 struct CacheKey {
-  Geometry geometry;  // resolved
+  Problem geometry;  // resolved
   Precision precision;
   std::string machine;
 
   [[nodiscard]] bool operator==(const CacheKey& o) const {
-    const Geometry &a = geometry, &b = o.geometry;
+    const Problem &a = geometry, &b = o.geometry;
     return a.n1 == b.n1 && a.n2 == b.n2 && a.l1 == b.l1 && a.l2 == b.l2 && a.slices == b.slices &&
            a.per_slice == b.per_slice && precision == o.precision && machine == o.machine;
   }
 };
 
 std::string format_line(const CacheKey& key, Backend backend) {
-  const Geometry& g = key.geometry;
+  const Problem& g = key.geometry;
   std::ostringstream os;
   os << g.n1 << ' ' << g.n2 << ' ' << g.l1 << ' ' << g.l2 << ' ' << g.slices << ' ' << g.per_slice << ' '
      << to_string(key.precision) << ' ' << key.machine << ' ' << to_string(backend) << '\n';
@@ -134,10 +134,10 @@ void append(const fs::path& file, const std::string& line) {
 
 /// Median time of one backend on random data; nullopt when it cannot plan the shape here.
 template <class Real>
-std::optional<double> measure(Backend backend, const Geometry& g, std::uint64_t seed) {
+std::optional<double> measure(Backend backend, const Problem& g, std::uint64_t seed) {
   if (!backend_available(backend)) return std::nullopt;
   if (backend == Backend::cpu_direct &&
-      double(g.batch()) * double(g.field_size()) * double(g.field_size()) > direct_measure_limit)
+      double(g.input_blocks()) * double(g.field_size()) * double(g.field_size()) > direct_measure_limit)
     return std::nullopt;
   const auto kernels = random_complex<Real>(g.kernels_total(), seed);
   std::unique_ptr<Convolution<Real>> plan;
@@ -146,7 +146,7 @@ std::optional<double> measure(Backend backend, const Geometry& g, std::uint64_t 
   } catch (const Unsupported&) {
     return std::nullopt;
   }
-  const auto wide = random_complex<Real>(g.fields_total(), seed + 1);
+  const auto wide = random_complex<Real>(g.input_size(), seed + 1);
   const std::vector<std::complex<Real>> in(wide.begin(), wide.end());
   BufferSets<Real> buffers(plan->memory(), in.size(),
                            rotation_count(plan->memory(), 2 * in.size() * sizeof(std::complex<Real>)));
@@ -155,7 +155,7 @@ std::optional<double> measure(Backend backend, const Geometry& g, std::uint64_t 
 }
 
 template <class Real>
-Backend measure_fastest(const Geometry& g) {
+Backend measure_fastest(const Problem& g) {
   const std::uint64_t seed = std::random_device{}();
   std::optional<Backend> best;
   double best_us = std::numeric_limits<double>::infinity();
@@ -165,7 +165,7 @@ Backend measure_fastest(const Geometry& g) {
       best_us = *us;
     }
   SUPPORTS(best.has_value(), "no backend could be measured for this shape (N " + std::to_string(g.n1) + "x" +
-                                 std::to_string(g.n2) + ", batch " + std::to_string(g.batch()) + ")");
+                                 std::to_string(g.n2) + ", batch " + std::to_string(g.input_blocks()) + ")");
   return *best;
 }
 
@@ -194,7 +194,7 @@ std::string machine_key() {
                         't');
 }
 
-Backend select_backend(const Geometry& geometry, Precision precision, const fs::path& cache_file) {
+Backend select_backend(const Problem& geometry, Precision precision, const fs::path& cache_file) {
   const CacheKey key{resolve(geometry), precision, machine_key()};
   if (const auto cached = look_up(cache_file, key)) {
     if (backend_available(*cached)) return *cached;
@@ -207,7 +207,7 @@ Backend select_backend(const Geometry& geometry, Precision precision, const fs::
   return best;
 }
 
-Backend backend_by_name(std::string_view name, const Geometry& geometry, Precision precision) {
+Backend backend_by_name(std::string_view name, const Problem& geometry, Precision precision) {
   if (name == "auto") return select_backend(geometry, precision, default_backend_cache());
   return parse_backend(name);
 }

@@ -29,10 +29,10 @@ std::string machine_key();
 /// cost per block is small) and the fastest median wins; the choice is appended to the cache by
 /// writing a temporary file and renaming it over the cache (concurrent writers may drop each other's
 /// line, never corrupt the file). A cache that cannot be written costs only a warning.
-Backend select_backend(const Geometry& geometry, Precision precision, const std::filesystem::path& cache_file);
+Backend select_backend(const Problem& geometry, Precision precision, const std::filesystem::path& cache_file);
 
 /// "auto" → select_backend(geometry, precision, default_backend_cache()); any other name →
 /// parse_backend(name).
-Backend backend_by_name(std::string_view name, const Geometry& geometry, Precision precision);
+Backend backend_by_name(std::string_view name, const Problem& geometry, Precision precision);
 
 }  // namespace gratingsim::conv

@@ -1,5 +1,6 @@
 #pragma once
-// Internal: one factory per backend, each defined in that backend's own file.
+// Internal: per backend, its factory, its can_implement and its workspace_bytes, each defined in that
+// backend's own file; convolution.cpp gathers them into the backend table.
 #include "convolution/convolution.hpp"
 
 namespace gratingsim::conv::detail {
@@ -8,16 +9,26 @@ template <class Real>
 using Plan = std::unique_ptr<Convolution<Real>>;
 using Kernels = std::span<const std::complex<double>>;
 
-template <class Real> Plan<Real> make_cpu_direct(const Geometry&, Kernels);
-template <class Real> Plan<Real> make_cpu_fftw(const Geometry&, Kernels);
+#define GRATINGSIM_DECLARE_BACKEND(name)                             \
+  template <class Real> Plan<Real> make_##name(const Problem&, Kernels); \
+  Support can_implement_##name(const Problem&, Precision);           \
+  std::size_t workspace_##name(const Problem&, Precision);
+
+GRATINGSIM_DECLARE_BACKEND(cpu_direct)
+GRATINGSIM_DECLARE_BACKEND(cpu_fftw)
 #ifdef GRATINGSIM_HAVE_CUDA
-template <class Real> Plan<Real> make_gpu_cufft(const Geometry&, Kernels);
-template <class Real> Plan<Real> make_gpu_fused(const Geometry&, Kernels);
-template <class Real> Plan<Real> make_gpu_direct(const Geometry&, Kernels);
+GRATINGSIM_DECLARE_BACKEND(gpu_cufft)
+GRATINGSIM_DECLARE_BACKEND(gpu_fused)
+GRATINGSIM_DECLARE_BACKEND(gpu_direct)
+/// Whether a CUDA device is present (cached after the first call).
 bool cuda_device_present();
 #endif
+#undef GRATINGSIM_DECLARE_BACKEND
 
-/// Checks the kernel span against the geometry (slices · K1·K2 elements).
-void check_kernels(const Geometry& geometry, Kernels kernels);
+/// Checks the kernel span against the problem (slices · K · K1·K2 elements).
+void check_kernels(const Problem& problem, Kernels kernels);
+
+/// A refusal with its reason.
+Support unsupported(std::string reason);
 
 }  // namespace gratingsim::conv::detail

@@ -49,7 +49,16 @@ int minimal_fft_length(int n) {
   return l;
 }
 
-Geometry resolve(Geometry g) {
+Problem scalar_problem(int n1, int n2, int slices, int blocks_per_slice) {
+  Problem p;
+  p.n1 = n1;
+  p.n2 = n2;
+  p.slices = slices;
+  p.per_slice = blocks_per_slice;
+  return p;
+}
+
+Problem resolve(Problem g) {
   const auto check_axis = [](int n, int& l, const char* axis) {
     EXPECTS(n >= 1 && n % 2 == 1,
             std::string("harmonic count N") + axis + " must be odd and positive, got " + std::to_string(n));
@@ -61,18 +70,70 @@ Geometry resolve(Geometry g) {
   check_axis(g.n1, g.l1, "1");
   check_axis(g.n2, g.l2, "2");
   EXPECTS(g.slices >= 1, "slice count must be positive, got " + std::to_string(g.slices));
-  EXPECTS(g.per_slice >= 1, "fields per slice must be positive, got " + std::to_string(g.per_slice));
+  EXPECTS(g.per_slice >= 1, "groups per slice must be positive, got " + std::to_string(g.per_slice));
+  EXPECTS(g.kernels >= 1 && g.inputs >= 1 && g.outputs >= 1,
+          "kernel, input and output counts must be positive, got K = " + std::to_string(g.kernels) +
+              ", Q = " + std::to_string(g.inputs) + ", P = " + std::to_string(g.outputs));
+  std::vector<char> seen(std::size_t(g.outputs) * g.inputs, 0), reached(std::size_t(g.outputs), 0);
+  for (const Term& t : g.pattern) {
+    const std::string term = "pattern term (output " + std::to_string(t.output) + ", input " +
+                             std::to_string(t.input) + ", kernel " + std::to_string(t.kernel) + ")";
+    EXPECTS(t.output >= 0 && t.output < g.outputs && t.input >= 0 && t.input < g.inputs && t.kernel >= 0 &&
+                t.kernel < g.kernels,
+            term + " is out of range (P = " + std::to_string(g.outputs) + ", Q = " + std::to_string(g.inputs) +
+                ", K = " + std::to_string(g.kernels) + ")");
+    char& s = seen[std::size_t(t.output) * g.inputs + t.input];
+    EXPECTS(!s, term + " repeats its (output, input) pair");
+    s = 1;
+    reached[t.output] = 1;
+  }
+  for (int o = 0; o < g.outputs; ++o)
+    EXPECTS(reached[o], "output " + std::to_string(o) + " has no term in the pattern");
   return g;
 }
 
 namespace detail {
-void check_kernels(const Geometry& g, Kernels kernels) {
+void check_kernels(const Problem& g, Kernels kernels) {
   EXPECTS(kernels.size() == g.kernels_total(),
           "expected " + std::to_string(g.kernels_total()) + " kernel coefficients (" + std::to_string(g.slices) +
-              " slices of " + std::to_string(2 * g.n1 - 1) + "x" + std::to_string(2 * g.n2 - 1) + "), got " +
-              std::to_string(kernels.size()));
+              " slices × " + std::to_string(g.kernels) + " kernels of " + std::to_string(2 * g.n1 - 1) + "x" +
+              std::to_string(2 * g.n2 - 1) + "), got " + std::to_string(kernels.size()));
 }
+
+Support unsupported(std::string reason) { return Support{false, std::move(reason)}; }
+
+#ifndef GRATINGSIM_HAVE_CUDA
+namespace {
+Support no_cuda(const Problem&, Precision) { return unsupported("this build has no CUDA backends"); }
+std::size_t no_workspace(const Problem&, Precision) { return 0; }
+}  // namespace
+#endif
 }  // namespace detail
+
+namespace {
+constexpr BackendTraits table[] = {
+    {Backend::cpu_direct, "cpu-direct", Memory::host, detail::can_implement_cpu_direct, detail::workspace_cpu_direct},
+    {Backend::cpu_fftw, "cpu-fftw", Memory::host, detail::can_implement_cpu_fftw, detail::workspace_cpu_fftw},
+#ifdef GRATINGSIM_HAVE_CUDA
+    {Backend::gpu_cufft, "gpu-cufft", Memory::device, detail::can_implement_gpu_cufft, detail::workspace_gpu_cufft},
+    {Backend::gpu_fused, "gpu-fused", Memory::device, detail::can_implement_gpu_fused, detail::workspace_gpu_fused},
+    {Backend::gpu_direct, "gpu-direct", Memory::device, detail::can_implement_gpu_direct, detail::workspace_gpu_direct},
+#else
+    {Backend::gpu_cufft, "gpu-cufft", Memory::device, detail::no_cuda, detail::no_workspace},
+    {Backend::gpu_fused, "gpu-fused", Memory::device, detail::no_cuda, detail::no_workspace},
+    {Backend::gpu_direct, "gpu-direct", Memory::device, detail::no_cuda, detail::no_workspace},
+#endif
+};
+static_assert(std::size(table) == std::size(all_backends));
+}  // namespace
+
+std::span<const BackendTraits> backend_table() { return table; }
+
+const BackendTraits& traits(Backend backend) {
+  for (const BackendTraits& t : table)
+    if (t.backend == backend) return t;
+  EXPECTS(false, "unknown backend");
+}
 
 bool backend_available(Backend backend) {
   if (memory_of(backend) == Memory::host) return true;
@@ -84,30 +145,27 @@ bool backend_available(Backend backend) {
 }
 
 template <class Real>
-std::unique_ptr<Convolution<Real>> make_convolution(Backend backend, const Geometry& geometry,
+std::unique_ptr<Convolution<Real>> make_convolution(Backend backend, const Problem& problem,
                                                     std::span<const std::complex<double>> kernels) {
-  const Geometry g = resolve(geometry);
+  const Problem g = resolve(problem);
   detail::check_kernels(g, kernels);
+  const Support support = traits(backend).can_implement(g, precision_of<Real>());
+  SUPPORTS(support.ok, "backend " + std::string(to_string(backend)) + ": " + support.reason);
   switch (backend) {
     case Backend::cpu_direct: return detail::make_cpu_direct<Real>(g, kernels);
     case Backend::cpu_fftw: return detail::make_cpu_fftw<Real>(g, kernels);
-    default: break;
-  }
 #ifdef GRATINGSIM_HAVE_CUDA
-  SUPPORTS(detail::cuda_device_present(),
-           "backend " + std::string(to_string(backend)) + " needs a CUDA device, and none is present");
-  switch (backend) {
     case Backend::gpu_cufft: return detail::make_gpu_cufft<Real>(g, kernels);
     case Backend::gpu_fused: return detail::make_gpu_fused<Real>(g, kernels);
     case Backend::gpu_direct: return detail::make_gpu_direct<Real>(g, kernels);
+#endif
     default: break;
   }
-#endif
-  SUPPORTS(false, "backend " + std::string(to_string(backend)) + " is not in this build (built without CUDA)");
+  SUPPORTS(false, "backend " + std::string(to_string(backend)) + " is not in this build");
 }
 
-template std::unique_ptr<Convolution<float>> make_convolution<float>(Backend, const Geometry&,
+template std::unique_ptr<Convolution<float>> make_convolution<float>(Backend, const Problem&,
                                                                      std::span<const std::complex<double>>);
-template std::unique_ptr<Convolution<double>> make_convolution<double>(Backend, const Geometry&,
+template std::unique_ptr<Convolution<double>> make_convolution<double>(Backend, const Problem&,
                                                                        std::span<const std::complex<double>>);
 }  // namespace gratingsim::conv

@@ -222,13 +222,13 @@ class FftwConvolution final : public Convolution<Real> {
   using typename Convolution<Real>::Complex;
   using Lib = Fftw<Real>;
 
-  FftwConvolution(const Geometry& geometry, Kernels kernels, const FftwOptions& options)
+  FftwConvolution(const Problem& geometry, Kernels kernels, const FftwOptions& options)
       : Convolution<Real>(geometry),
         prune_(options.prune_zero_rows),
-        rows_(std::min(this->geometry_.l1, this->geometry_.n1 + this->geometry_.n1 % 2)),
-        area_(std::size_t(this->geometry_.l1) * this->geometry_.l2),
-        spectra_(this->geometry_.slices * area_) {
-    const std::size_t staging = prune_ ? std::size_t(rows_) * this->geometry_.l2 : 0;
+        rows_(std::min(this->problem_.l1, this->problem_.n1 + this->problem_.n1 % 2)),
+        area_(std::size_t(this->problem_.l1) * this->problem_.l2),
+        spectra_(this->problem_.slices * area_) {
+    const std::size_t staging = prune_ ? std::size_t(rows_) * this->problem_.l2 : 0;
     const int threads = std::max(1, omp_get_max_threads());
     for (int t = 0; t < threads; ++t)
       buffers_.push_back({Buffer<Real>(staging), Buffer<Real>(area_), Buffer<Real>(staging)});
@@ -239,7 +239,7 @@ class FftwConvolution final : public Convolution<Real> {
   }
 
   void set_kernels(Kernels kernels) override {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     check_kernels(g, kernels);
     const int k1 = 2 * g.n1 - 1, k2 = 2 * g.n2 - 1;
     const Real scale = Real(1.0 / double(area_));
@@ -263,10 +263,10 @@ class FftwConvolution final : public Convolution<Real> {
   }
 
   void execute(const Complex* in, Complex* out, Stream) override {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     const int n1 = g.n1, n2 = g.n2;
     const std::size_t l1 = g.l1, l2 = g.l2, field = g.field_size();
-    const auto batch = static_cast<std::ptrdiff_t>(g.batch());
+    const auto batch = static_cast<std::ptrdiff_t>(g.input_blocks());
     // The team is capped at the buffer count, in case the caller raised the thread count since planning.
 #pragma omp parallel for schedule(static) num_threads(static_cast<int>(buffers_.size()))
     for (std::ptrdiff_t b = 0; b < batch; ++b) {
@@ -314,7 +314,7 @@ class FftwConvolution final : public Convolution<Real> {
   };
 
   void make_plans(FftwPlanning planning) {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     const unsigned flags = planner_flags(planning);
     const std::filesystem::path wisdom_file = fftw_wisdom_file(precision_of<Real>());
     const auto fftw = [](const Buffer<Real>& b) { return reinterpret_cast<typename Lib::Complex*>(b.get()); };
@@ -398,27 +398,40 @@ std::filesystem::path fftw_wisdom_file(Precision precision) {
 }
 
 template <class Real>
-std::unique_ptr<Convolution<Real>> make_fftw_convolution(const Geometry& geometry,
+std::unique_ptr<Convolution<Real>> make_fftw_convolution(const Problem& geometry,
                                                          std::span<const std::complex<double>> kernels,
                                                          FftwOptions options) {
-  const Geometry g = resolve(geometry);
+  const Problem g = resolve(geometry);
   detail::check_kernels(g, kernels);
+  const Support support = detail::can_implement_cpu_fftw(g, precision_of<Real>());
+  SUPPORTS(support.ok, "backend cpu-fftw: " + support.reason);
   return std::make_unique<FftwConvolution<Real>>(g, kernels, options);
 }
-template std::unique_ptr<Convolution<float>> make_fftw_convolution<float>(const Geometry&,
+template std::unique_ptr<Convolution<float>> make_fftw_convolution<float>(const Problem&,
                                                                           std::span<const std::complex<double>>,
                                                                           FftwOptions);
-template std::unique_ptr<Convolution<double>> make_fftw_convolution<double>(const Geometry&,
+template std::unique_ptr<Convolution<double>> make_fftw_convolution<double>(const Problem&,
                                                                             std::span<const std::complex<double>>,
                                                                             FftwOptions);
 
 namespace detail {
+// Until cpu-fftw transforms each input once for a whole pattern, it serves scalar problems only.
+Support can_implement_cpu_fftw(const Problem& g, Precision) {
+  if (!g.scalar()) return unsupported("serves scalar problems only (K = P = Q = 1)");
+  return {};
+}
+std::size_t workspace_cpu_fftw(const Problem& g, Precision precision) {
+  const std::size_t c = precision == Precision::single ? 8 : 16;
+  const std::size_t area = std::size_t(g.l1) * g.l2, threads = std::size_t(std::max(1, omp_get_max_threads()));
+  return g.slices * g.kernels * area * c + threads * 3 * area * c;
+}
+
 template <class Real>
-Plan<Real> make_cpu_fftw(const Geometry& g, Kernels kernels) {
+Plan<Real> make_cpu_fftw(const Problem& g, Kernels kernels) {
   return make_fftw_convolution<Real>(g, kernels, FftwOptions{});
 }
-template Plan<float> make_cpu_fftw<float>(const Geometry&, Kernels);
-template Plan<double> make_cpu_fftw<double>(const Geometry&, Kernels);
+template Plan<float> make_cpu_fftw<float>(const Problem&, Kernels);
+template Plan<double> make_cpu_fftw<double>(const Problem&, Kernels);
 }  // namespace detail
 
 std::string fftw_version() { return ::fftw_version; }

@@ -53,7 +53,7 @@ std::filesystem::path fftw_wisdom_file(Precision precision);
 /// The cpu-fftw pipeline with explicit options (make_convolution(Backend::cpu_fftw, ...) equals
 /// make_fftw_convolution(..., {}) ). Throws Unsupported when wisdom_only finds no wisdom for a shape.
 template <class Real>
-std::unique_ptr<Convolution<Real>> make_fftw_convolution(const Geometry& geometry,
+std::unique_ptr<Convolution<Real>> make_fftw_convolution(const Problem& geometry,
                                                          std::span<const std::complex<double>> kernels,
                                                          FftwOptions options);
 

@@ -154,14 +154,14 @@ class GpuCufft final : public Convolution<Real> {
   using typename Convolution<Real>::Complex;
   using DeviceComplex = typename Cufft<Real>::Complex;
 
-  GpuCufft(const Geometry& g, Kernels kernels)
+  GpuCufft(const Problem& g, Kernels kernels)
       : Convolution<Real>(g),
         spectrum_size_(std::size_t(g.l1) * g.l2),
-        work_(g.batch() * spectrum_size_),
+        work_(g.input_blocks() * spectrum_size_),
         spectra_(std::size_t(g.slices) * spectrum_size_),
         kernels_device_(g.kernels_total()),
         kernels_host_(g.kernels_total()),
-        fields_plan_(g.l1, g.l2, g.batch(), Cufft<Real>::type),
+        fields_plan_(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type),
         kernels_plan_(g.l1, g.l2, std::size_t(g.slices), Cufft<Real>::type) {
     set_kernels(kernels);
   }
@@ -169,7 +169,7 @@ class GpuCufft final : public Convolution<Real> {
   /// Synchronises with the whole device before and after: no execute still in flight on any stream
   /// reads the spectra being replaced, and they are complete on return. Runs on the legacy stream.
   void set_kernels(Kernels kernels) override {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     check_kernels(g, kernels);
     for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
     CUDA_TRY(cudaDeviceSynchronize());
@@ -186,10 +186,10 @@ class GpuCufft final : public Convolution<Real> {
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
-    const Geometry& g = this->geometry_;
-    const std::size_t batch = g.batch();
+    const Problem& g = this->problem_;
+    const std::size_t batch = g.input_blocks();
     EXPECTS(in != nullptr && out != nullptr, "gpu-cufft execute: null buffer");
-    const auto bytes = g.fields_total() * sizeof(Complex);
+    const auto bytes = g.input_size() * sizeof(Complex);
     const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
     EXPECTS(in_address + bytes <= out_address || out_address + bytes <= in_address,
             "gpu-cufft execute: input and output buffers overlap");
@@ -230,10 +230,22 @@ class GpuCufft final : public Convolution<Real> {
 
 }  // namespace
 
+// Until gpu-cufft transforms each input once for a whole pattern, it serves scalar problems only.
+Support can_implement_gpu_cufft(const Problem& g, Precision) {
+  if (!cuda_device_present()) return unsupported("needs a CUDA device, and none is present");
+  if (!g.scalar()) return unsupported("serves scalar problems only (K = P = Q = 1)");
+  return {};
+}
+std::size_t workspace_gpu_cufft(const Problem& g, Precision precision) {
+  const std::size_t c = precision == Precision::single ? 8 : 16, area = std::size_t(g.l1) * g.l2;
+  // work area of every block, spectra, kernels (the cuFFT plans' own work areas are not counted)
+  return g.input_blocks() * area * c + g.slices * g.kernels * area * c + g.kernels_total() * c;
+}
+
 template <class Real>
-Plan<Real> make_gpu_cufft(const Geometry& g, Kernels kernels) {
+Plan<Real> make_gpu_cufft(const Problem& g, Kernels kernels) {
   return std::make_unique<GpuCufft<Real>>(g, kernels);
 }
-template Plan<float> make_gpu_cufft<float>(const Geometry&, Kernels);
-template Plan<double> make_gpu_cufft<double>(const Geometry&, Kernels);
+template Plan<float> make_gpu_cufft<float>(const Problem&, Kernels);
+template Plan<double> make_gpu_cufft<double>(const Problem&, Kernels);
 }  // namespace gratingsim::conv::detail

@@ -234,7 +234,7 @@ class GpuDirect final : public Convolution<Real> {
   using C = Complex2<Real>;
   using KernelFunction = void (*)(const C*, C*, const C*, DirectParams);
 
-  GpuDirect(const Geometry& g, Kernels kernels, DirectTiling tiling)
+  GpuDirect(const Problem& g, Kernels kernels, DirectTiling tiling)
       : Convolution<Real>(g), kernels_device_(g.kernels_total()), kernels_host_(g.kernels_total()) {
     const DeviceLimits limits = current_device_limits();
     params_ = DirectParams{.n1 = g.n1, .n2 = g.n2, .k1 = 2 * g.n1 - 1, .k2 = 2 * g.n2 - 1,
@@ -257,7 +257,7 @@ class GpuDirect final : public Convolution<Real> {
   }
 
   void set_kernels(Kernels kernels) override {
-    check_kernels(this->geometry_, kernels);
+    check_kernels(this->problem_, kernels);
     for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
     CUDA_TRY(cudaDeviceSynchronize());
     kernels_device_.upload(kernels_host_);
@@ -266,7 +266,7 @@ class GpuDirect final : public Convolution<Real> {
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
     EXPECTS(in != nullptr && out != nullptr, "gpu-direct execute: null buffer");
-    const auto bytes = this->geometry_.fields_total() * sizeof(Complex);
+    const auto bytes = this->problem_.input_size() * sizeof(Complex);
     const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
     EXPECTS(in_address + bytes <= out_address || out_address + bytes <= in_address,
             "gpu-direct execute: input and output buffers overlap");
@@ -282,7 +282,7 @@ class GpuDirect final : public Convolution<Real> {
   static constexpr std::size_t direct_sum_field_bytes = 32 * 1024;
 
   std::size_t plan_direct_sum(int r, const DeviceLimits& limits) {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     switch (r) {
       case 1: kernel_ = direct_sum_kernel<C, 1>; break;
       case 2: kernel_ = direct_sum_kernel<C, 2>; break;
@@ -307,7 +307,7 @@ class GpuDirect final : public Convolution<Real> {
   }
 
   std::size_t plan_toeplitz_product(int tm, const DeviceLimits& limits) {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     switch (tm) {
       case 1: kernel_ = toeplitz_product_kernel<C, 1>; break;
       case 2: kernel_ = toeplitz_product_kernel<C, 2>; break;
@@ -343,12 +343,12 @@ class GpuDirect final : public Convolution<Real> {
 
 }  // namespace
 
-DirectTiling choose_direct_tiling(const Geometry& geometry) {
-  const Geometry g = resolve(geometry);
+DirectTiling choose_direct_tiling(const Problem& geometry) {
+  const Problem g = resolve(geometry);
   const std::size_t target = parallelism_target(current_device_limits());
   for (int r : {8, 4, 2}) {
     const bool little_padding = 4 * round_up(g.n2, r) <= 5 * g.n2;
-    if (little_padding && g.batch() * g.n1 * ceil_div(g.n2, r) >= target) return {DirectForm::direct_sum, r};
+    if (little_padding && g.input_blocks() * g.n1 * ceil_div(g.n2, r) >= target) return {DirectForm::direct_sum, r};
   }
   if (g.per_slice >= fields_per_thread) {
     const std::size_t field_size = std::size_t(g.n1) * g.n2;
@@ -360,9 +360,23 @@ DirectTiling choose_direct_tiling(const Geometry& geometry) {
   return {DirectForm::direct_sum, 1};
 }
 
+// Until gpu-direct sums a whole pattern per group, it serves scalar problems only.
+Support can_implement_gpu_direct(const Problem& g, Precision) {
+  if (!cuda_device_present()) return unsupported("needs a CUDA device, and none is present");
+  if (!g.scalar()) return unsupported("serves scalar problems only (K = P = Q = 1)");
+  if (g.field_size() > std::size_t(gpu_direct_max_field_size))
+    return unsupported("serves N1*N2 <= " + std::to_string(gpu_direct_max_field_size) + " (N = 31 square), got " +
+                       std::to_string(g.n1) + "*" + std::to_string(g.n2) + " = " + std::to_string(g.field_size()) +
+                       "; use an FFT backend");
+  return {};
+}
+std::size_t workspace_gpu_direct(const Problem& g, Precision precision) {
+  return g.kernels_total() * (precision == Precision::single ? 8 : 16);
+}
+
 template <class Real>
-Plan<Real> make_gpu_direct(const Geometry& geometry, Kernels kernels, DirectTiling tiling) {
-  const Geometry g = resolve(geometry);
+Plan<Real> make_gpu_direct(const Problem& geometry, Kernels kernels, DirectTiling tiling) {
+  const Problem g = resolve(geometry);
   check_kernels(g, kernels);
   SUPPORTS(g.field_size() <= std::size_t(gpu_direct_max_field_size),
            "gpu-direct serves N1*N2 <= " + std::to_string(gpu_direct_max_field_size) + " (N = 31 square), got " +
@@ -372,12 +386,12 @@ Plan<Real> make_gpu_direct(const Geometry& geometry, Kernels kernels, DirectTili
 }
 
 template <class Real>
-Plan<Real> make_gpu_direct(const Geometry& g, Kernels kernels) {
+Plan<Real> make_gpu_direct(const Problem& g, Kernels kernels) {
   return make_gpu_direct<Real>(g, kernels, choose_direct_tiling(g));
 }
 
-template Plan<float> make_gpu_direct<float>(const Geometry&, Kernels, DirectTiling);
-template Plan<double> make_gpu_direct<double>(const Geometry&, Kernels, DirectTiling);
-template Plan<float> make_gpu_direct<float>(const Geometry&, Kernels);
-template Plan<double> make_gpu_direct<double>(const Geometry&, Kernels);
+template Plan<float> make_gpu_direct<float>(const Problem&, Kernels, DirectTiling);
+template Plan<double> make_gpu_direct<double>(const Problem&, Kernels, DirectTiling);
+template Plan<float> make_gpu_direct<float>(const Problem&, Kernels);
+template Plan<double> make_gpu_direct<double>(const Problem&, Kernels);
 }  // namespace gratingsim::conv::detail

@@ -24,12 +24,12 @@ struct DirectTiling {
 };
 
 /// The rule gpu-direct uses for a shape on the current device (documented in gpu_direct.cu).
-DirectTiling choose_direct_tiling(const Geometry& geometry);
+DirectTiling choose_direct_tiling(const Problem& geometry);
 
 /// gpu-direct with a given form and tile (make_gpu_direct uses choose_direct_tiling). Throws
 /// Unsupported where N1·N2 > gpu_direct_max_field_size or the shared memory does not fit, and
 /// InvalidArgument for a tile outside the lists above.
 template <class Real>
-Plan<Real> make_gpu_direct(const Geometry& geometry, Kernels kernels, DirectTiling tiling);
+Plan<Real> make_gpu_direct(const Problem& geometry, Kernels kernels, DirectTiling tiling);
 
 }  // namespace gratingsim::conv::detail

@@ -783,8 +783,8 @@ class GpuFused final : public Convolution<Real> {
   using typename Convolution<Real>::Complex;
   using C = Cx<Real>;
 
-  GpuFused(const Geometry& geometry, Kernels kernels) : Convolution<Real>(geometry) {
-    const Geometry& g = this->geometry_;
+  GpuFused(const Problem& geometry, Kernels kernels) : Convolution<Real>(geometry) {
+    const Problem& g = this->problem_;
     for (auto [l, axis] : {std::pair{g.l1, "L1"}, std::pair{g.l2, "L2"}}) {
       SUPPORTS(power_of_two(l) && l <= max_fft_length,
                std::string("gpu-fused needs FFT lengths that are powers of two up to ") +
@@ -799,7 +799,7 @@ class GpuFused final : public Convolution<Real> {
   /// Synchronises with the device before (no execute in flight still reads the old spectra) and after
   /// (the new spectra are complete on return). Runs on the legacy default stream.
   void set_kernels(Kernels kernels) override {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     check_kernels(g, kernels);
     CUDA_TRY(cudaDeviceSynchronize());
     static_assert(sizeof(double2) == sizeof(std::complex<double>));
@@ -812,9 +812,9 @@ class GpuFused final : public Convolution<Real> {
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     EXPECTS(in != nullptr && out != nullptr, "gpu-fused execute: null buffer");
-    const auto bytes = g.fields_total() * sizeof(Complex);
+    const auto bytes = g.input_size() * sizeof(Complex);
     const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
     EXPECTS(in_address + bytes <= out_address || out_address + bytes <= in_address,
             "gpu-fused execute: input and output buffers overlap");
@@ -831,7 +831,7 @@ class GpuFused final : public Convolution<Real> {
  private:
   /// Shared memory of a CTA running `fields` fields per round, with or without input staging.
   [[nodiscard]] FusedParams<Real> layout(int fields, bool stage) const {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     const AxisShape a1 = axis_shape<Real>(g.l1);
     const int width = spectrum_width<Real>(g.l1);
     const std::size_t spectrum =
@@ -854,7 +854,7 @@ class GpuFused final : public Convolution<Real> {
 
   /// Fields per round, threads, fields per CTA and grid; the shared-memory attribute of the kernel.
   void plan_launch(KernelChoice<Real> choice) {
-    const Geometry& g = this->geometry_;
+    const Problem& g = this->problem_;
     const AxisShape a1 = axis_shape<Real>(g.l1);
     kernel_ = choice.kernel;
     int device = 0, sms = 0, shared_max = 0;
@@ -921,10 +921,25 @@ class GpuFused final : public Convolution<Real> {
 
 }  // namespace
 
+// Until gpu-fused serves a whole pattern in one kernel, it serves scalar problems only.
+Support can_implement_gpu_fused(const Problem& g, Precision) {
+  if (!cuda_device_present()) return unsupported("needs a CUDA device, and none is present");
+  if (!g.scalar()) return unsupported("serves scalar problems only (K = P = Q = 1)");
+  for (int l : {g.l1, g.l2})
+    if (!power_of_two(l) || l > max_fft_length)
+      return unsupported("needs FFT lengths that are powers of two up to " + std::to_string(max_fft_length) +
+                         ", got L1 = " + std::to_string(g.l1) + ", L2 = " + std::to_string(g.l2));
+  return {};
+}
+std::size_t workspace_gpu_fused(const Problem& g, Precision precision) {
+  const std::size_t c = precision == Precision::single ? 8 : 16;
+  return g.kernels_total() * 16 + g.slices * g.kernels * std::size_t(g.l1) * g.l2 * c;
+}
+
 template <class Real>
-Plan<Real> make_gpu_fused(const Geometry& g, Kernels kernels) {
+Plan<Real> make_gpu_fused(const Problem& g, Kernels kernels) {
   return std::make_unique<GpuFused<Real>>(g, kernels);
 }
-template Plan<float> make_gpu_fused<float>(const Geometry&, Kernels);
-template Plan<double> make_gpu_fused<double>(const Geometry&, Kernels);
+template Plan<float> make_gpu_fused<float>(const Problem&, Kernels);
+template Plan<double> make_gpu_fused<double>(const Problem&, Kernels);
 }  // namespace gratingsim::conv::detail

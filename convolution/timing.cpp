@@ -191,9 +191,9 @@ Timing time_execute(Convolution<Real>& plan, BufferSets<Real>& buffers, const Ti
           "timing needs repeats >= 1 and warmup >= 0, got " + std::to_string(options.repeats) + " and " +
               std::to_string(options.warmup));
   EXPECTS(buffers.memory() == plan.memory(), "buffer sets are not in the memory the plan executes on");
-  EXPECTS(buffers.elements() == plan.geometry().fields_total(),
+  EXPECTS(buffers.elements() == plan.problem().input_size(),
           "buffer sets hold " + std::to_string(buffers.elements()) + " elements, the plan needs " +
-              std::to_string(plan.geometry().fields_total()));
+              std::to_string(plan.problem().input_size()));
   if (plan.memory() == Memory::host) return time_on_host(plan, buffers, options);
 #ifdef GRATINGSIM_HAVE_CUDA
   return time_on_device(plan, buffers, options);

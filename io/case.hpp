@@ -46,7 +46,7 @@ enum class LengthUnit { nm, um, m };
 std::string_view to_string(LengthUnit unit);  ///< "nm", "um", "m"
 double nanometres_per(LengthUnit unit);       ///< 1, 1e3, 1e9
 
-// --- Geometry --------------------------------------------------------------------------------
+// --- Problem --------------------------------------------------------------------------------
 /// Shape coordinates are in the unit cell [−Λx/2, Λx/2) × [−Λy/2, Λy/2), centred on the origin.
 /// Lines running along y (spanning the period Λy), centred at x = center. Their width goes linearly
 /// from bottom_width at the layer's bottom to top_width at its top (equal for `line`; different for

@@ -42,7 +42,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
     std::copy(per_content[d.content_of_slice[p]].begin(), per_content[d.content_of_slice[p]].end(),
               kernels_.begin() + std::ptrdiff_t(p * kernel_size));
 
-  conv::Geometry geometry;
+  conv::Problem geometry;
   geometry.n1 = n1;
   geometry.n2 = n2;
   geometry.slices = nz;

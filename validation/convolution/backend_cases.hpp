@@ -17,7 +17,7 @@ namespace gratingsim::test {
 
 struct NamedGeometry {
   const char* name;
-  conv::Geometry geometry;
+  conv::Problem geometry;
 };
 
 inline const std::vector<NamedGeometry>& backend_test_geometries() {
@@ -41,7 +41,7 @@ inline const std::vector<NamedGeometry>& backend_test_geometries() {
 }
 
 /// Kernels χ_p = δ(n − s) in every slice: the convolution then shifts each field by s.
-inline std::vector<std::complex<double>> delta_kernels(const conv::Geometry& g, int s1, int s2) {
+inline std::vector<std::complex<double>> delta_kernels(const conv::Problem& g, int s1, int s2) {
   std::vector<std::complex<double>> k(g.kernels_total(), 0.0);
   const int k2 = 2 * g.n2 - 1;
   for (int p = 0; p < g.slices; ++p) k[p * g.kernel_size() + (s1 + g.n1 - 1) * k2 + (s2 + g.n2 - 1)] = 1.0;
@@ -51,11 +51,11 @@ inline std::vector<std::complex<double>> delta_kernels(const conv::Geometry& g, 
 /// The exact result of delta_kernels(g, s1, s2), independent of every backend: out(m) = in(m − s)
 /// inside the block, 0 where m − s leaves it.
 template <class Real>
-std::vector<std::complex<Real>> shifted_fields(const conv::Geometry& g, const std::vector<std::complex<Real>>& in,
+std::vector<std::complex<Real>> shifted_fields(const conv::Problem& g, const std::vector<std::complex<Real>>& in,
                                                int s1, int s2) {
   const int m1 = g.n1 / 2, m2 = g.n2 / 2;
   std::vector<std::complex<Real>> out(in.size());
-  for (std::size_t b = 0; b < g.batch(); ++b)
+  for (std::size_t b = 0; b < g.input_blocks(); ++b)
     for (int i1 = -m1; i1 <= m1; ++i1)
       for (int i2 = -m2; i2 <= m2; ++i2) {
         const int j1 = i1 - s1, j2 = i2 - s2;
@@ -78,13 +78,13 @@ constexpr double backend_tolerance() {
 template <class Real>
 void check_backend_against_direct(conv::Backend backend, const NamedGeometry& c) {
   using Complex = std::complex<Real>;
-  const conv::Geometry& g = c.geometry;
+  const conv::Problem& g = c.geometry;
   INFO(std::string(conv::to_string(backend)) << " " << conv::to_string(conv::precision_of<Real>()) << ", "
                                              << c.name);
   // Kernels rounded to Real, so the complex128 reference sees exactly what the backend sees.
   const auto rounded = random_complex<Real>(g.kernels_total());
   const std::vector<std::complex<double>> kernels(rounded.begin(), rounded.end());
-  const std::vector<Complex> in = random_complex<Real>(g.fields_total());
+  const std::vector<Complex> in = random_complex<Real>(g.input_size());
   const std::vector<std::complex<double>> in_wide(in.begin(), in.end());
 
   std::unique_ptr<conv::Convolution<Real>> plan;
@@ -104,7 +104,7 @@ void check_backend_against_direct(conv::Backend backend, const NamedGeometry& c)
     run_on_host(*plan, in, out);
     REQUIRE(l2_norm<Real>(out) > 0);
     double worst = 0;
-    for (std::size_t b = 0; b < g.batch(); ++b) {
+    for (std::size_t b = 0; b < g.input_blocks(); ++b) {
       const auto n = g.field_size();
       worst = std::max(worst, relative_l2<Real, double>(std::span(out).subspan(b * n, n),
                                                         std::span(expect).subspan(b * n, n)));

@@ -18,7 +18,7 @@ namespace gratingsim::test {
 
 /// Fresh random kernels, rounded to Real so that the complex128 reference sees what the backend sees.
 template <class Real>
-std::vector<std::complex<double>> random_kernels(const conv::Geometry& g) {
+std::vector<std::complex<double>> random_kernels(const conv::Problem& g) {
   const auto rounded = random_complex<Real>(g.kernels_total());
   return {rounded.begin(), rounded.end()};
 }
@@ -39,7 +39,7 @@ std::vector<std::complex<Real>> run_on_stream(conv::Convolution<Real>& plan, con
 
 /// The worst block-relative L2 error of `out` against cpu-direct on (kernels, in); fails on a zero output.
 template <class Real>
-double worst_error_against_direct(const conv::Geometry& g, std::span<const std::complex<double>> kernels,
+double worst_error_against_direct(const conv::Problem& g, std::span<const std::complex<double>> kernels,
                                   const std::vector<std::complex<Real>>& in, const std::vector<std::complex<Real>>& out) {
   REQUIRE(l2_norm<Real>(out) > 0);
   auto reference = conv::make_convolution<double>(conv::Backend::cpu_direct, g, kernels);
@@ -48,7 +48,7 @@ double worst_error_against_direct(const conv::Geometry& g, std::span<const std::
   run_on_host(*reference, in_wide, expect);
   const std::size_t n = g.field_size();
   double worst = 0;
-  for (std::size_t b = 0; b < g.batch(); ++b)
+  for (std::size_t b = 0; b < g.input_blocks(); ++b)
     worst = std::max(worst, relative_l2<Real, double>(std::span(out).subspan(b * n, n),
                                                       std::span(expect).subspan(b * n, n)));
   return worst;

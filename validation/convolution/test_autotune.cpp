@@ -43,8 +43,8 @@ std::vector<std::string> cache_entries(const fs::path& file) {
   return lines;
 }
 
-std::string key_of(const conv::Geometry& g, conv::Precision p) {
-  const conv::Geometry r = conv::resolve(g);
+std::string key_of(const conv::Problem& g, conv::Precision p) {
+  const conv::Problem r = conv::resolve(g);
   std::ostringstream os;
   os << r.n1 << ' ' << r.n2 << ' ' << r.l1 << ' ' << r.l2 << ' ' << r.slices << ' ' << r.per_slice << ' '
      << conv::to_string(p) << ' ' << conv::machine_key();
@@ -63,7 +63,7 @@ struct CaptureStderr {
 TEST_CASE("a cache miss measures, returns an available backend and writes the cache", "[autotune]") {
   TempDir dir;
   const fs::path cache = dir.path / "sub" / "backends.txt";  // the directory does not exist yet
-  const conv::Geometry g{.n1 = 7, .n2 = 5, .slices = 2, .per_slice = 3};
+  const conv::Problem g{.n1 = 7, .n2 = 5, .slices = 2, .per_slice = 3};
 
   const conv::Backend chosen = conv::select_backend(g, conv::Precision::single, cache);
   CHECK(conv::backend_available(chosen));
@@ -88,7 +88,7 @@ TEST_CASE("a cache hit returns the cached choice without measuring", "[autotune]
   const fs::path cache = dir.path / "backends.txt";
   // 2·63⁴·50 ≈ 1.6e9 multiply-adds per execution: far above what autotune would ever time cpu-direct
   // for, so cpu-direct can only come from the cache, and returning it shows nothing was measured.
-  const conv::Geometry g{.n1 = 63, .n2 = 63, .slices = 2, .per_slice = 50};
+  const conv::Problem g{.n1 = 63, .n2 = 63, .slices = 2, .per_slice = 50};
   {
     std::ofstream out(cache);
     out << "# a comment\n" << key_of(g, conv::Precision::double_) << " cpu-direct\n";
@@ -106,7 +106,7 @@ TEST_CASE("a cache hit returns the cached choice without measuring", "[autotune]
 TEST_CASE("corrupt cache lines are ignored with a warning", "[autotune]") {
   TempDir dir;
   const fs::path cache = dir.path / "backends.txt";
-  const conv::Geometry g{.n1 = 5, .n2 = 5, .slices = 3, .per_slice = 4};
+  const conv::Problem g{.n1 = 5, .n2 = 5, .slices = 3, .per_slice = 4};
   const std::string key = key_of(g, conv::Precision::single);
   {
     std::ofstream out(cache);
@@ -150,9 +150,9 @@ TEST_CASE("default cache path follows GRATINGSIM_BACKEND_CACHE, then XDG_CACHE_H
 }
 
 TEST_CASE("time_execute rotates buffer sets and every written output is the convolution", "[timing]") {
-  const conv::Geometry g{.n1 = 5, .n2 = 3, .slices = 3, .per_slice = 4};
+  const conv::Problem g{.n1 = 5, .n2 = 3, .slices = 3, .per_slice = 4};
   const auto kernels = conv::random_complex<double>(g.kernels_total(), test::rng()());
-  const auto in = conv::random_complex<double>(g.fields_total(), test::rng()());
+  const auto in = conv::random_complex<double>(g.input_size(), test::rng()());
   auto plan = conv::make_convolution<double>(conv::Backend::cpu_direct, g, kernels);
   std::vector<std::complex<double>> expect(in.size());
   plan->execute(in.data(), expect.data());

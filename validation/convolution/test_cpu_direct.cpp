@@ -13,13 +13,13 @@
 
 using namespace gratingsim;
 using conv::Backend;
-using conv::Geometry;
+using conv::Problem;
 
 TEMPLATE_TEST_CASE("cpu-direct shifts a field by a delta kernel", "[convolution][cpu-direct]", float, double) {
-  const Geometry g{.n1 = 7, .n2 = 5, .slices = 2, .per_slice = 3};
+  const Problem g{.n1 = 7, .n2 = 5, .slices = 2, .per_slice = 3};
   for (auto [s1, s2] : {std::pair{0, 0}, {1, 0}, {0, -2}, {-3, 4}, {6, -4}}) {
     auto plan = conv::make_convolution<TestType>(Backend::cpu_direct, g, test::delta_kernels(g, s1, s2));
-    const auto in = test::random_complex<TestType>(g.fields_total());
+    const auto in = test::random_complex<TestType>(g.input_size());
     std::vector<std::complex<TestType>> out;
     test::run_on_host(*plan, in, out);
     const auto expect = test::shifted_fields(g, in, s1, s2);
@@ -28,10 +28,10 @@ TEMPLATE_TEST_CASE("cpu-direct shifts a field by a delta kernel", "[convolution]
 }
 
 TEST_CASE("cpu-direct equals the convolution sum in harmonic indices", "[convolution][cpu-direct]") {
-  const Geometry g{.n1 = 5, .n2 = 3, .slices = 3, .per_slice = 2};
+  const Problem g{.n1 = 5, .n2 = 3, .slices = 3, .per_slice = 2};
   const int m1 = 2, m2 = 1, k2 = 2 * g.n2 - 1;
   const auto kernels = test::random_complex<double>(g.kernels_total());
-  const auto in = test::random_complex<double>(g.fields_total());
+  const auto in = test::random_complex<double>(g.input_size());
   auto plan = conv::make_convolution<double>(Backend::cpu_direct, g, kernels);
   std::vector<std::complex<double>> out;
   test::run_on_host(*plan, in, out);
@@ -53,12 +53,12 @@ TEST_CASE("cpu-direct equals the convolution sum in harmonic indices", "[convolu
 
 TEST_CASE("geometry errors name the offending value", "[convolution]") {
   const std::vector<std::complex<double>> k(1);
-  CHECK_THROWS_AS(conv::resolve(Geometry{.n1 = 4}), InvalidArgument);
-  CHECK_THROWS_AS(conv::resolve(Geometry{.n1 = 7, .l1 = 8}), InvalidArgument);
-  CHECK_THROWS_AS(conv::resolve(Geometry{.slices = 0}), InvalidArgument);
-  CHECK_THROWS_AS(conv::make_convolution<double>(Backend::cpu_direct, Geometry{.n1 = 3}, k), InvalidArgument);
+  CHECK_THROWS_AS(conv::resolve(Problem{.n1 = 4}), InvalidArgument);
+  CHECK_THROWS_AS(conv::resolve(Problem{.n1 = 7, .l1 = 8}), InvalidArgument);
+  CHECK_THROWS_AS(conv::resolve(Problem{.slices = 0}), InvalidArgument);
+  CHECK_THROWS_AS(conv::make_convolution<double>(Backend::cpu_direct, Problem{.n1 = 3}, k), InvalidArgument);
   CHECK_THROWS_AS(conv::parse_backend("gpu-fast"), InvalidArgument);
-  CHECK(conv::resolve(Geometry{.n1 = 63, .n2 = 1}).l1 == 128);
-  CHECK(conv::resolve(Geometry{.n1 = 63, .n2 = 1}).l2 == 1);
-  CHECK(conv::resolve(Geometry{.n1 = 7, .n2 = 15}).l2 == 32);
+  CHECK(conv::resolve(Problem{.n1 = 63, .n2 = 1}).l1 == 128);
+  CHECK(conv::resolve(Problem{.n1 = 63, .n2 = 1}).l2 == 1);
+  CHECK(conv::resolve(Problem{.n1 = 7, .n2 = 15}).l2 == 32);
 }

@@ -19,7 +19,7 @@
 using namespace gratingsim;
 using conv::FftwOptions;
 using conv::FftwPlanning;
-using conv::Geometry;
+using conv::Problem;
 
 namespace {
 
@@ -28,7 +28,7 @@ constexpr FftwOptions unpruned{.prune_zero_rows = false, .planning = FftwPlannin
 
 /// Random kernels already rounded to Real, so the complex128 reference sees what the backend sees.
 template <class Real>
-std::vector<std::complex<double>> random_kernels(const Geometry& g) {
+std::vector<std::complex<double>> random_kernels(const Problem& g) {
   const auto rounded = test::random_complex<Real>(g.kernels_total());
   return {rounded.begin(), rounded.end()};
 }
@@ -41,8 +41,8 @@ struct DirectReference {
 };
 
 template <class Real>
-DirectReference<Real> direct_reference(const Geometry& g, const std::vector<std::complex<double>>& kernels) {
-  DirectReference<Real> r{test::random_complex<Real>(g.fields_total()), {}};
+DirectReference<Real> direct_reference(const Problem& g, const std::vector<std::complex<double>>& kernels) {
+  DirectReference<Real> r{test::random_complex<Real>(g.input_size()), {}};
   const std::vector<std::complex<double>> in_wide(r.in.begin(), r.in.end());
   auto direct = conv::make_convolution<double>(conv::Backend::cpu_direct, g, kernels);
   test::run_on_host(*direct, in_wide, r.expect);
@@ -52,13 +52,13 @@ DirectReference<Real> direct_reference(const Geometry& g, const std::vector<std:
 /// Runs `plan` on the reference's fields and returns the worst per-block relative error.
 template <class Real>
 double worst_error(conv::Convolution<Real>& plan, const DirectReference<Real>& reference) {
-  const Geometry& g = plan.geometry();
+  const Problem& g = plan.problem();
   std::vector<std::complex<Real>> out;
   test::run_on_host(plan, reference.in, out);
   REQUIRE(test::l2_norm<Real>(out) > 0);
   double worst = 0;
   const auto n = g.field_size();
-  for (std::size_t b = 0; b < g.batch(); ++b)
+  for (std::size_t b = 0; b < g.input_blocks(); ++b)
     worst = std::max(worst, test::relative_l2<Real, double>(std::span(out).subspan(b * n, n),
                                                             std::span(reference.expect).subspan(b * n, n)));
   return worst;
@@ -67,7 +67,7 @@ double worst_error(conv::Convolution<Real>& plan, const DirectReference<Real>& r
 /// The same on fresh random fields.
 template <class Real>
 double worst_error_against_direct(conv::Convolution<Real>& plan, const std::vector<std::complex<double>>& kernels) {
-  return worst_error(plan, direct_reference<Real>(plan.geometry(), kernels));
+  return worst_error(plan, direct_reference<Real>(plan.problem(), kernels));
 }
 
 /// Shapes beyond the shared harness: non-power-of-two and odd L, many slices of one field each.
@@ -109,7 +109,7 @@ std::string read_text(const std::filesystem::path& file) {
 }
 
 /// The geometry the wisdom round trip plans (and the child process re-plans from wisdom alone).
-const Geometry wisdom_geometry{.n1 = 5, .n2 = 3, .slices = 2, .per_slice = 3};
+const Problem wisdom_geometry{.n1 = 5, .n2 = 3, .slices = 2, .per_slice = 3};
 
 }  // namespace
 
@@ -129,7 +129,7 @@ TEMPLATE_TEST_CASE("cpu-fftw pruned and unpruned equal cpu-direct", "[convolutio
 }
 
 TEMPLATE_TEST_CASE("cpu-fftw repeated execute and set_kernels", "[convolution][cpu-fftw]", float, double) {
-  const Geometry g{.n1 = 15, .n2 = 7, .slices = 3, .per_slice = 5};
+  const Problem g{.n1 = 15, .n2 = 7, .slices = 3, .per_slice = 5};
   for (const auto& options : {pruned, unpruned}) {
     INFO((options.prune_zero_rows ? "pruned" : "unpruned"));
     const auto first = random_kernels<TestType>(g);
@@ -148,7 +148,7 @@ TEMPLATE_TEST_CASE("cpu-fftw repeated execute and set_kernels", "[convolution][c
 
 TEST_CASE("cpu-fftw keeps to its per-thread arrays when the OpenMP team grows after planning",
           "[convolution][cpu-fftw]") {
-  const Geometry g{.n1 = 7, .n2 = 5, .slices = 4, .per_slice = 6};
+  const Problem g{.n1 = 7, .n2 = 5, .slices = 4, .per_slice = 6};
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
   const auto kernels = random_kernels<double>(g);
@@ -165,7 +165,7 @@ TEST_CASE("cpu-fftw planning effort from the environment", "[convolution][cpu-ff
   CHECK_THROWS_AS(conv::parse_fftw_planning("patient"), InvalidArgument);
 
   // Odd lengths no other test plans, so no wisdom in this process covers them.
-  const Geometry g{.n1 = 3, .n2 = 5, .l1 = 11, .l2 = 13, .slices = 1, .per_slice = 2};
+  const Problem g{.n1 = 3, .n2 = 5, .l1 = 11, .l2 = 13, .slices = 1, .per_slice = 2};
   const auto kernels = random_kernels<double>(g);
   const ScopedEnvironment no_wisdom_files("GRATINGSIM_FFTW_WISDOM", "");
   CHECK(conv::fftw_wisdom_file(conv::Precision::double_).empty());
@@ -220,7 +220,7 @@ TEST_CASE("cpu-fftw wisdom file round trip", "[convolution][cpu-fftw][wisdom]") 
   // An unwritable wisdom location is no error either.
   {
     const ScopedEnvironment unwritable("GRATINGSIM_FFTW_WISDOM", (single_file / "below-a-file").string());
-    const Geometry g{.n1 = 3, .n2 = 3, .l1 = 6, .l2 = 10, .slices = 2, .per_slice = 2};
+    const Problem g{.n1 = 3, .n2 = 3, .l1 = 6, .l2 = 10, .slices = 2, .per_slice = 2};
     const auto other_kernels = random_kernels<double>(g);
     auto plan = conv::make_fftw_convolution<double>(g, other_kernels, measure);
     CHECK(worst_error_against_direct(*plan, other_kernels) <= test::backend_tolerance<double>());
@@ -239,7 +239,7 @@ TEST_CASE("cpu-fftw plans from a wisdom file alone", "[.wisdom-child]") {
   CHECK(worst_error_against_direct(*double_, kernels) <= test::backend_tolerance<double>());
   // A shape the file does not hold fails: wisdom_only really plans from the file.
   const ScopedEnvironment no_wisdom_files("GRATINGSIM_FFTW_WISDOM", "");
-  const Geometry unseen{.n1 = 5, .n2 = 3, .l1 = 17, .l2 = 19, .slices = 1, .per_slice = 1};
+  const Problem unseen{.n1 = 5, .n2 = 3, .l1 = 17, .l2 = 19, .slices = 1, .per_slice = 1};
   CHECK_THROWS_AS(conv::make_fftw_convolution<double>(unseen, random_kernels<double>(unseen), wisdom_only),
                   Unsupported);
 }

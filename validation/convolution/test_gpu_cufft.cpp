@@ -10,7 +10,7 @@
 
 using namespace gratingsim;
 using conv::Backend;
-using conv::Geometry;
+using conv::Problem;
 
 TEMPLATE_TEST_CASE("gpu-cufft equals cpu-direct on every harness geometry", "[convolution][gpu-cufft]", float, double) {
   // The shared harness runs all GPU backends in one test case; this one does not depend on the others.
@@ -19,13 +19,13 @@ TEMPLATE_TEST_CASE("gpu-cufft equals cpu-direct on every harness geometry", "[co
 
 TEMPLATE_TEST_CASE("gpu-cufft runs on a non-blocking stream, twice back to back", "[convolution][gpu-cufft]", float,
                    double) {
-  const Geometry g{.n1 = 15, .n2 = 15, .slices = 3, .per_slice = 6};
+  const Problem g{.n1 = 15, .n2 = 15, .slices = 3, .per_slice = 6};
   const auto kernels = test::random_kernels<TestType>(g);
   auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, kernels);
   const test::TestStream stream;
   // Two executes queued without a host wait between them share the workspace: stream order must hold.
-  const auto in_a = test::random_complex<TestType>(g.fields_total());
-  const auto in_b = test::random_complex<TestType>(g.fields_total());
+  const auto in_a = test::random_complex<TestType>(g.input_size());
+  const auto in_b = test::random_complex<TestType>(g.input_size());
   std::vector<std::complex<TestType>> out_a(in_a.size(), test::poison<TestType>()), out_b = out_a;
   conv::DeviceBuffer<std::complex<TestType>> d_in_a(in_a.size()), d_in_b(in_b.size()), d_out_a(in_a.size()),
       d_out_b(in_b.size());
@@ -43,11 +43,11 @@ TEMPLATE_TEST_CASE("gpu-cufft runs on a non-blocking stream, twice back to back"
 }
 
 TEMPLATE_TEST_CASE("gpu-cufft set_kernels replaces the spectra", "[convolution][gpu-cufft]", float, double) {
-  const Geometry g{.n1 = 7, .n2 = 9, .slices = 4, .per_slice = 3};
+  const Problem g{.n1 = 7, .n2 = 9, .slices = 4, .per_slice = 3};
   const auto first = test::random_kernels<TestType>(g), second = test::random_kernels<TestType>(g);
   auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, first);
   const test::TestStream stream;
-  const auto in = test::random_complex<TestType>(g.fields_total());
+  const auto in = test::random_complex<TestType>(g.input_size());
   const auto out_first = test::run_on_stream(*plan, in, stream.get());
   CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_first) <= test::backend_tolerance<TestType>());
   plan->set_kernels(second);
@@ -68,7 +68,7 @@ TEMPLATE_TEST_CASE("gpu-cufft on shapes beyond the harness", "[convolution][gpu-
     INFO(c.name);
     const auto kernels = test::random_kernels<TestType>(c.geometry);
     auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, c.geometry, kernels);
-    const auto in = test::random_complex<TestType>(c.geometry.fields_total());
+    const auto in = test::random_complex<TestType>(c.geometry.input_size());
     std::vector<std::complex<TestType>> out;
     test::run_on_host(*plan, in, out);
     CHECK(test::worst_error_against_direct<TestType>(c.geometry, kernels, in, out) <=
@@ -78,11 +78,11 @@ TEMPLATE_TEST_CASE("gpu-cufft on shapes beyond the harness", "[convolution][gpu-
 
 TEMPLATE_TEST_CASE("gpu-cufft shifts a field by a delta kernel", "[convolution][gpu-cufft]", float, double) {
   // χ = δ(n − s): out(m) = in(m − s) inside the block, 0 where m − s leaves it. Independent of cpu-direct.
-  const Geometry g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 3};
+  const Problem g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 3};
   const double tolerance = 10 * test::backend_tolerance<TestType>();
   for (auto [s1, s2] : {std::pair{0, 0}, {2, -1}, {-8, 6}, {5, 0}}) {
     auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, test::delta_kernels(g, s1, s2));
-    const auto in = test::random_complex<TestType>(g.fields_total());
+    const auto in = test::random_complex<TestType>(g.input_size());
     std::vector<std::complex<TestType>> out;
     test::run_on_host(*plan, in, out);
     const auto expect = test::shifted_fields(g, in, s1, s2);
@@ -91,13 +91,13 @@ TEMPLATE_TEST_CASE("gpu-cufft shifts a field by a delta kernel", "[convolution][
 }
 
 TEST_CASE("gpu-cufft rejects bad arguments", "[convolution][gpu-cufft]") {
-  const Geometry g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
+  const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
   auto plan = conv::make_convolution<float>(Backend::gpu_cufft, g, test::random_kernels<float>(g));
-  conv::DeviceBuffer<std::complex<float>> buffer(2 * g.fields_total());
+  conv::DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
   buffer.upload(test::random_complex<float>(buffer.size()));
   CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
-  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.fields_total() / 2), InvalidArgument);  // overlap
+  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
   CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() - 1)), InvalidArgument);
-  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.fields_total()));
+  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
   CUDA_TRY(cudaDeviceSynchronize());
 }

@@ -12,7 +12,7 @@
 
 using namespace gratingsim;
 using conv::Backend;
-using conv::Geometry;
+using conv::Problem;
 using conv::detail::DirectForm;
 using conv::detail::DirectTiling;
 
@@ -32,7 +32,7 @@ std::string describe(DirectTiling t) {
 // χ row with 14 zeros): that plan is declined and skipped. The rule's own choice is never declined
 // below the limit (the harness and the limit test check that through make_convolution).
 template <class Real>
-std::unique_ptr<conv::Convolution<Real>> make_or_decline(const Geometry& g, const std::vector<std::complex<double>>& kernels,
+std::unique_ptr<conv::Convolution<Real>> make_or_decline(const Problem& g, const std::vector<std::complex<double>>& kernels,
                                                          DirectTiling tiling) {
   try {
     return conv::detail::make_gpu_direct<Real>(g, kernels, tiling);
@@ -53,7 +53,7 @@ TEMPLATE_TEST_CASE("gpu-direct: every form and tile equals cpu-direct", "[convol
   for (const auto& c : test::backend_test_geometries()) {
     if (c.geometry.field_size() > std::size_t(conv::detail::gpu_direct_max_field_size)) continue;  // declined below
     const auto kernels = test::random_kernels<TestType>(c.geometry);
-    const auto in = test::random_complex<TestType>(c.geometry.fields_total());
+    const auto in = test::random_complex<TestType>(c.geometry.input_size());
     for (const auto tiling : all_tilings) {
       INFO(c.name << ", " << describe(tiling));
       auto plan = make_or_decline<TestType>(c.geometry, kernels, tiling);
@@ -68,7 +68,7 @@ TEMPLATE_TEST_CASE("gpu-direct: every form and tile equals cpu-direct", "[convol
 
 TEST_CASE("gpu-direct declines N1*N2 above its limit, naming it", "[convolution][gpu-direct]") {
   const std::string limit = std::to_string(conv::detail::gpu_direct_max_field_size);
-  for (const Geometry g : {Geometry{.n1 = 63, .n2 = 63}, Geometry{.n1 = 33, .n2 = 31}, Geometry{.n1 = 963, .n2 = 1}}) {
+  for (const Problem g : {Problem{.n1 = 63, .n2 = 63}, Problem{.n1 = 33, .n2 = 31}, Problem{.n1 = 963, .n2 = 1}}) {
     INFO(g.n1 << " x " << g.n2);
     const std::vector<std::complex<double>> kernels(g.kernels_total(), 1.0);
     try {
@@ -80,7 +80,7 @@ TEST_CASE("gpu-direct declines N1*N2 above its limit, naming it", "[convolution]
     }
   }
   // The limit itself is served, square and 1D.
-  for (const Geometry g : {Geometry{.n1 = 31, .n2 = 31}, Geometry{.n1 = 961, .n2 = 1}, Geometry{.n1 = 1, .n2 = 961}}) {
+  for (const Problem g : {Problem{.n1 = 31, .n2 = 31}, Problem{.n1 = 961, .n2 = 1}, Problem{.n1 = 1, .n2 = 961}}) {
     INFO(g.n1 << " x " << g.n2);
     const std::vector<std::complex<double>> kernels(g.kernels_total(), 1.0);
     CHECK_NOTHROW(conv::make_convolution<double>(Backend::gpu_direct, g, kernels));
@@ -107,7 +107,7 @@ TEMPLATE_TEST_CASE("gpu-direct on shapes beyond the harness", "[convolution][gpu
   };
   for (const auto& c : shapes) {
     const auto kernels = test::random_kernels<TestType>(c.geometry);
-    const auto in = test::random_complex<TestType>(c.geometry.fields_total());
+    const auto in = test::random_complex<TestType>(c.geometry.input_size());
     for (const auto tiling : all_tilings) {
       INFO(c.name << ", " << describe(tiling));
       auto plan = make_or_decline<TestType>(c.geometry, kernels, tiling);
@@ -122,10 +122,10 @@ TEMPLATE_TEST_CASE("gpu-direct on shapes beyond the harness", "[convolution][gpu
 
 TEMPLATE_TEST_CASE("gpu-direct on a non-blocking stream, with kernels replaced", "[convolution][gpu-direct]", float,
                    double) {
-  const Geometry g{.n1 = 15, .n2 = 13, .slices = 3, .per_slice = 5};
+  const Problem g{.n1 = 15, .n2 = 13, .slices = 3, .per_slice = 5};
   const auto first = test::random_kernels<TestType>(g), second = test::random_kernels<TestType>(g);
   const test::TestStream stream;
-  const auto in = test::random_complex<TestType>(g.fields_total());
+  const auto in = test::random_complex<TestType>(g.input_size());
   for (const auto tiling : all_tilings) {
     INFO(describe(tiling));
     auto plan = conv::detail::make_gpu_direct<TestType>(g, first, tiling);
@@ -142,10 +142,10 @@ TEMPLATE_TEST_CASE("gpu-direct on a non-blocking stream, with kernels replaced",
 TEMPLATE_TEST_CASE("gpu-direct shifts a field by a delta kernel exactly", "[convolution][gpu-direct]", float, double) {
   // χ = δ(n − s): out(m) = in(m − s) inside the block, 0 where m − s leaves it; a sum of exact zeros and
   // one product by 1, so the result is exact in any precision.
-  const Geometry g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 5};
+  const Problem g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 5};
   for (auto [s1, s2] : {std::pair{0, 0}, {2, -1}, {-8, 6}, {5, 0}}) {
     const auto kernels = test::delta_kernels(g, s1, s2);
-    const auto in = test::random_complex<TestType>(g.fields_total());
+    const auto in = test::random_complex<TestType>(g.input_size());
     const auto expect = test::shifted_fields(g, in, s1, s2);
     for (const auto tiling : all_tilings) {
       INFO(describe(tiling) << ", shift " << s1 << ", " << s2);
@@ -158,16 +158,16 @@ TEMPLATE_TEST_CASE("gpu-direct shifts a field by a delta kernel exactly", "[conv
 }
 
 TEST_CASE("gpu-direct rejects bad arguments", "[convolution][gpu-direct]") {
-  const Geometry g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
+  const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
   const auto kernels = test::random_kernels<float>(g);
   CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::direct_sum, 3}), InvalidArgument);
   CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::toeplitz_product, 8}), InvalidArgument);
   auto plan = conv::make_convolution<float>(Backend::gpu_direct, g, kernels);
-  conv::DeviceBuffer<std::complex<float>> buffer(2 * g.fields_total());
+  conv::DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
   buffer.upload(test::random_complex<float>(buffer.size()));
   CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
-  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.fields_total() / 2), InvalidArgument);  // overlap
+  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
   CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() + 1)), InvalidArgument);
-  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.fields_total()));
+  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
   CUDA_TRY(cudaDeviceSynchronize());
 }

@@ -17,7 +17,7 @@
 
 using namespace gratingsim;
 using conv::Backend;
-using conv::Geometry;
+using conv::Problem;
 
 namespace {
 
@@ -26,7 +26,7 @@ using Complex = std::complex<Real>;
 
 /// Worst per-block ‖out − ref‖/‖ref‖ over blocks [first, first + count) of two batches.
 template <class Real>
-double worst_block_error(const Geometry& g, const std::vector<Complex<Real>>& out,
+double worst_block_error(const Problem& g, const std::vector<Complex<Real>>& out,
                          const std::vector<std::complex<double>>& ref, std::size_t out_first, std::size_t ref_first,
                          std::size_t count) {
   const auto n = g.field_size();
@@ -39,7 +39,7 @@ double worst_block_error(const Geometry& g, const std::vector<Complex<Real>>& ou
 
 /// cpu-direct (complex128) on the same kernels (already rounded to Real) and fields.
 template <class Real>
-std::vector<std::complex<double>> direct(const Geometry& g, const std::vector<std::complex<double>>& kernels,
+std::vector<std::complex<double>> direct(const Problem& g, const std::vector<std::complex<double>>& kernels,
                                          const std::vector<Complex<Real>>& in) {
   auto plan = conv::make_convolution<double>(Backend::cpu_direct, g, kernels);
   const std::vector<std::complex<double>> wide(in.begin(), in.end());
@@ -49,22 +49,22 @@ std::vector<std::complex<double>> direct(const Geometry& g, const std::vector<st
 }
 
 template <class Real>
-std::vector<std::complex<double>> rounded_kernels(const Geometry& g) {
+std::vector<std::complex<double>> rounded_kernels(const Problem& g) {
   const auto k = test::random_complex<Real>(g.kernels_total());
   return {k.begin(), k.end()};
 }
 
 template <class Real>
-void check_against_direct(const Geometry& g) {
+void check_against_direct(const Problem& g) {
   INFO("N " << g.n1 << "x" << g.n2 << ", L " << g.l1 << "x" << g.l2 << ", " << g.slices << " slices x "
             << g.per_slice);
   const auto kernels = rounded_kernels<Real>(g);
-  const auto in = test::random_complex<Real>(g.fields_total());
+  const auto in = test::random_complex<Real>(g.input_size());
   auto plan = conv::make_convolution<Real>(Backend::gpu_fused, g, kernels);
   std::vector<Complex<Real>> out;
   test::run_on_host(*plan, in, out);
   REQUIRE(test::l2_norm<Real>(out) > 0);
-  const double worst = worst_block_error<Real>(g, out, direct<Real>(g, kernels, in), 0, 0, g.batch());
+  const double worst = worst_block_error<Real>(g, out, direct<Real>(g, kernels, in), 0, 0, g.input_blocks());
   INFO("worst block relative error " << worst);
   CHECK(worst <= test::backend_tolerance<Real>());
 }
@@ -78,7 +78,7 @@ int largest_harmonics(int l) {
 }  // namespace
 
 TEST_CASE("gpu-fused declines FFT lengths beyond its templates, naming the limit", "[convolution][gpu-fused]") {
-  const auto expect_unsupported = [](const Geometry& g, const std::string& needle) {
+  const auto expect_unsupported = [](const Problem& g, const std::string& needle) {
     const std::vector<std::complex<double>> kernels(conv::resolve(g).kernels_total(), {0.5, -0.25});
     try {
       (void)conv::make_convolution<float>(Backend::gpu_fused, g, kernels);
@@ -118,9 +118,9 @@ TEMPLATE_TEST_CASE("gpu-fused splits a slice's fields into rounds and CTAs", "[c
 TEMPLATE_TEST_CASE("gpu-fused runs on a non-default stream and follows set_kernels", "[convolution][gpu-fused]",
                    float, double) {
   using Real = TestType;
-  const Geometry g{.n1 = 15, .n2 = 15, .slices = 3, .per_slice = 24};
+  const Problem g{.n1 = 15, .n2 = 15, .slices = 3, .per_slice = 24};
   const auto first = rounded_kernels<Real>(g), second = rounded_kernels<Real>(g);
-  const auto in = test::random_complex<Real>(g.fields_total());
+  const auto in = test::random_complex<Real>(g.input_size());
   auto plan = conv::make_convolution<Real>(Backend::gpu_fused, g, first);
 
   cudaStream_t stream = nullptr;
@@ -141,7 +141,7 @@ TEMPLATE_TEST_CASE("gpu-fused runs on a non-default stream and follows set_kerne
     for (int repeat = 0; repeat < 2; ++repeat) {
       run();
       const double worst =
-          worst_block_error<Real>(g, out, kernels == &first ? expect_first : expect_second, 0, 0, g.batch());
+          worst_block_error<Real>(g, out, kernels == &first ? expect_first : expect_second, 0, 0, g.input_blocks());
       INFO("worst block relative error " << worst);
       CHECK(worst <= test::backend_tolerance<Real>());
     }
@@ -156,17 +156,17 @@ TEMPLATE_TEST_CASE("gpu-fused on the full problem batches, checked on a subset o
     int n, slices, checked_slices;
   };
   for (const Case c : {Case{7, 32, 32}, Case{15, 64, 64}, Case{31, 128, 6}, Case{63, 256, 2}}) {
-    const Geometry g{.n1 = c.n, .n2 = c.n, .slices = c.slices, .per_slice = 24};
+    const Problem g{.n1 = c.n, .n2 = c.n, .slices = c.slices, .per_slice = 24};
     INFO("N " << c.n << ", " << c.slices << " slices x 24");
     const auto kernels = rounded_kernels<Real>(g);
-    const auto in = test::random_complex<Real>(g.fields_total());
+    const auto in = test::random_complex<Real>(g.input_size());
     auto plan = conv::make_convolution<Real>(Backend::gpu_fused, g, kernels);
     std::vector<Complex<Real>> out;
     test::run_on_host(*plan, in, out);
     REQUIRE(std::none_of(out.begin(), out.end(), [](auto z) { return std::isnan(z.real()) || std::isnan(z.imag()); }));
 
     // Slices spread over the batch (first, last and between), each with all its fields.
-    const Geometry sub{.n1 = c.n, .n2 = c.n, .slices = 1, .per_slice = 24};
+    const Problem sub{.n1 = c.n, .n2 = c.n, .slices = 1, .per_slice = 24};
     for (int i = 0; i < c.checked_slices; ++i) {
       const int slice = c.checked_slices == 1 ? 0 : int(std::size_t(i) * (c.slices - 1) / (c.checked_slices - 1));
       const auto k0 = kernels.begin() + std::ptrdiff_t(slice) * g.kernel_size();
