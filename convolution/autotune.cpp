@@ -193,6 +193,20 @@ std::optional<double> measure(Backend backend, const Problem& g, std::uint64_t s
   return time_execute(*plan, buffers, autotune_timing).median_us();
 }
 
+/// Where a backend stands among those of its memory kind by design (lower: the one expected to be
+/// faster where it can serve): gpu-fused, gpu-cufft, gpu-direct; cpu-fftw, cpu-direct. A refusal is worth
+/// a note only from a backend ranked above the choice: the choice is then a fallback.
+int design_rank(Backend backend) {
+  switch (backend) {
+    case Backend::gpu_fused: return 0;
+    case Backend::gpu_cufft: return 1;
+    case Backend::gpu_direct: return 2;
+    case Backend::cpu_fftw: return 0;
+    case Backend::cpu_direct: return 1;
+  }
+  return 0;
+}
+
 /// Appends `sentence` to `note`, separated by a blank.
 void add_note(std::string& note, const std::string& sentence) {
   if (!note.empty()) note += ' ';
@@ -226,9 +240,8 @@ Backend measure_fastest(const Problem& g, Precision precision, std::span<const B
     add_note(note, "auto: no backend could be timed for " + shape + "; using " + std::string(to_string(*best)) +
                        ", which can serve it.");
   }
-  const Memory kind = memory_of(*best);
   for (const auto& [t, reason] : refused)
-    if (t->memory == kind)
+    if (t->memory == memory_of(*best) && design_rank(t->backend) < design_rank(*best))
       add_note(note, "auto: " + std::string(t->name) + " cannot serve " + shape + " (" + reason + "); using " +
                          std::string(to_string(*best)) + ".");
   return *best;
