@@ -205,20 +205,22 @@ __global__ void __launch_bounds__(64 * max_product_field_groups)
 #pragma unroll
     for (int u = 0; u < fields_per_thread; ++u) acc[t][u] = C{0, 0};
 
+  const C* in_groups = in + first_group * p.inputs * field_size;  // input 0 of the chunk's first group
+  const int term_end = p.term_begin[o + 1];
 #pragma unroll 1
-  for (int term = p.term_begin[o]; term < p.term_begin[o + 1]; ++term) {
+  for (int term = p.term_begin[o]; term < term_end; ++term) {
     const int2 qk = p.terms[term];  // (input, kernel)
     __syncthreads();  // the previous term's χ and last chunk have been consumed
     const C* chi_global = kernels + (std::size_t(slice) * p.kernels + qk.y) * kernel_size;
     for (int e = threadIdx.x; e < kernel_size; e += blockDim.x) chi[e] = chi_global[e];
+    const C* in_term = in_groups + std::size_t(qk.x) * field_size;  // input q of the chunk's first group
 
     for (int j_first = 0; j_first < field_size; j_first += product_depth) {
       __syncthreads();  // the previous chunk has been consumed (and, first time, χ is not yet needed)
       for (int e = threadIdx.x; e < product_depth * width; e += blockDim.x) {
         const int f = e / product_depth, jj = e - f * product_depth, j = j_first + jj;  // j fastest: coalesced
-        x_chunk[jj * width + f] = (j < field_size && f < count)
-                                      ? in[((first_group + f) * p.inputs + qk.x) * field_size + j]
-                                      : C{0, 0};
+        x_chunk[jj * width + f] =
+            (j < field_size && f < count) ? in_term[std::size_t(f) * p.inputs * field_size + j] : C{0, 0};
       }
       for (int jj = threadIdx.x; jj < product_depth; jj += blockDim.x) {
         const int j = j_first + jj;  // rows past the end have zero fields; any valid offset will do
