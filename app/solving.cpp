@@ -1,6 +1,8 @@
 #include "app/solving.hpp"
 
 #include <chrono>
+#include <iostream>
+#include <string>
 
 #include "app/cli.hpp"
 #include "convolution/autotune.hpp"
@@ -54,8 +56,10 @@ conv::Problem convolution_geometry(const io::Problem& problem) {
 
 conv::Backend automatic_backend(const io::Problem& problem) {
   const conv::Precision precision = problem.solver.precision;
+  std::string note;
   const conv::Backend fastest =
-      conv::select_backend(convolution_geometry(problem), precision, conv::default_backend_cache());
+      conv::select_backend(convolution_geometry(problem), precision, conv::default_backend_cache(), &note);
+  if (!note.empty()) std::cerr << "gratingsim: " << note << '\n';
   if (physics_unavailable(fastest, precision).empty()) return fastest;
   return conv::backend_available(conv::Backend::cpu_fftw) ? conv::Backend::cpu_fftw : conv::Backend::cpu_direct;
 }

@@ -1,13 +1,21 @@
 // cpu-fftw: the five-step FFT convolution with FFTW3 (fftwf_ for float, fftw_ for double), OpenMP
-// across the slices × fields batch, zero rows never transformed.
+// across the groups (slice, right-hand side) of the batch, zero rows never transformed.
 //
-// Per field block, with R = N1 rounded up to even (at most L1):
+// Per group g of slice p (Q input blocks, P output blocks, the problem's pattern of terms (o, q, k)):
+//   forward   X̂_q = FFT(pad(in_{g,q})) for q = 0..Q−1: each input transformed once (pruned rows, below)
+//   multiply  Ŷ_o = Σ_{terms (o, q, k)} Ŝ_{p,k} · X̂_q pointwise, Ŝ_{p,k} = FFT(χ_{p,k} placed at n mod L) / (L1·L2)
+//   inverse   out_{g,o} = extract(FFT⁻¹(Ŷ_o)) for o = 0..P−1: each output inverse-transformed once
+// so Q forward and P inverse 2D transforms per group, whatever the number of terms. A scalar problem
+// (K = P = Q = 1) multiplies in place in X̂_0 and inverts it, exactly the pipeline below with no extra
+// array; a pattern sums into a separate accumulator Ŷ.
+//
+// One 2D transform, with R = N1 rounded up to even (at most L1):
 //   pad      s(m1 + M1, m2 + M2) = in(m1, m2) in an R×L2 row-major staging array s, zero elsewhere
 //   rows     forward FFTs (length L2) of the R data rows only, out of place from s into the L1×L2
 //            work array w, stored column-major (element (i1, i2) at i1 + i2·L1); rows R..L1−1 of w
 //            are zeroed: a zero row stays zero, so it is never transformed
 //   columns  forward FFTs (length L1) of all L2 columns of w, in place (contiguous)
-//   multiply by Ŝ_p = FFT(χ_p placed at n mod L) / (L1·L2)
+//   (multiply, as above)
 //   columns  inverse FFTs of all L2 columns
 //   rows     inverse FFTs of the R kept rows only, out of place from w into an R×L2 row-major array
 //   extract  out(m1, m2) = that array at (m1 + M1, m2 + M2)
@@ -23,12 +31,12 @@
 // by M; the circular convolution commutes with shifts, so the outputs sit at the same shifted places
 // (L ≥ 2N − 1 keeps them free of aliasing) and the kernel spectrum keeps the m mod L convention. The
 // shift makes the data rows 0..R−1: one plan_many covers them. Forward is e^{−2πi jk/L}
-// (FFTW_FORWARD), inverse e^{+2πi jk/L} unnormalised; 1/(L1·L2) is folded into Ŝ_p.
+// (FFTW_FORWARD), inverse e^{+2πi jk/L} unnormalised; 1/(L1·L2) is folded into Ŝ_{p,k}.
 // Without pruning (FftwOptions::prune_zero_rows = false): pad into a row-major L1×L2 work array,
-// the plain 2D FFT of all of it in place both ways, multiply, extract.
+// the plain 2D FFT of all of it in place both ways, multiply (and sum), extract.
 //
 // Threads: plans are single-threaded (FFTW's own threads are not initialised, though the _omp
-// libraries are linked); parallelism is across the batch, each OpenMP thread running the plans
+// libraries are linked); parallelism is across the groups, each OpenMP thread running the plans
 // through new-array execute on its own arrays. Those are fftw_malloc'd, so each has the alignment
 // the plans were made for; the user's buffers are only touched by the pad and extract copies, so
 // their alignment does not matter.
@@ -40,6 +48,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -216,6 +225,23 @@ GRATINGSIM_AVX2_CLONE void multiply(Real* __restrict w, const Real* __restrict s
   }
 }
 
+/// y ← x · s (first term of an output) or y ← y + x · s (every further term), elementwise, as above.
+template <class Real, bool accumulate>
+GRATINGSIM_AVX2_CLONE void multiply_into(Real* __restrict y, const Real* __restrict x, const Real* __restrict s,
+                                         std::size_t count) {
+  for (std::size_t k = 0; k < 2 * count; k += 2) {
+    const Real re = x[k] * s[k] - x[k + 1] * s[k + 1];
+    const Real im = x[k] * s[k + 1] + x[k + 1] * s[k];
+    if constexpr (accumulate) {
+      y[k] += re;
+      y[k + 1] += im;
+    } else {
+      y[k] = re;
+      y[k + 1] = im;
+    }
+  }
+}
+
 template <class Real>
 class FftwConvolution final : public Convolution<Real> {
  public:
@@ -227,11 +253,22 @@ class FftwConvolution final : public Convolution<Real> {
         prune_(options.prune_zero_rows),
         rows_(std::min(this->problem_.l1, this->problem_.n1 + this->problem_.n1 % 2)),
         area_(std::size_t(this->problem_.l1) * this->problem_.l2),
-        spectra_(this->problem_.slices * area_) {
-    const std::size_t staging = prune_ ? std::size_t(rows_) * this->problem_.l2 : 0;
+        spectra_(std::size_t(this->problem_.slices) * this->problem_.kernels * area_) {
+    const Problem& g = this->problem_;
+    // The pattern grouped by output: terms_[term_begin_[o] .. term_begin_[o + 1]) are output o's.
+    for (int o = 0; o < g.outputs; ++o) {
+      term_begin_.push_back(terms_.size());
+      for (const Term& t : g.pattern)
+        if (t.output == o) terms_.push_back(t);
+    }
+    term_begin_.push_back(terms_.size());
+    const std::size_t staging = prune_ ? std::size_t(rows_) * g.l2 : 0;
     const int threads = std::max(1, omp_get_max_threads());
-    for (int t = 0; t < threads; ++t)
-      buffers_.push_back({Buffer<Real>(staging), Buffer<Real>(area_), Buffer<Real>(staging)});
+    for (int t = 0; t < threads; ++t) {
+      ThreadBuffers& b = buffers_.emplace_back(Buffer<Real>(staging), Buffer<Real>(g.scalar() ? 0 : area_),
+                                               Buffer<Real>(staging));
+      for (int q = 0; q < g.inputs; ++q) b.inputs.emplace_back(area_);
+    }
     make_plans(options.planning ? *options.planning : planning_from_environment());
     // Planning scribbles on the buffers; the pad then writes only the data, the rest stays zero.
     for (auto& b : buffers_) std::fill_n(b.staging_in.get(), staging, Complex{});
@@ -243,8 +280,8 @@ class FftwConvolution final : public Convolution<Real> {
     check_kernels(g, kernels);
     const int k1 = 2 * g.n1 - 1, k2 = 2 * g.n2 - 1;
     const Real scale = Real(1.0 / double(area_));
-    Complex* w = buffers_.front().work.get();
-    for (int p = 0; p < g.slices; ++p) {
+    Complex* w = buffers_.front().inputs.front().get();
+    for (std::size_t p = 0; p < std::size_t(g.slices) * g.kernels; ++p) {  // kernel k of slice s at p = s·K + k
       const auto* chi = kernels.data() + p * g.kernel_size();
       std::fill(w, w + area_, Complex{});
       // χ(n1, n2), n ∈ [−2M, 2M], at FFT index n mod L, in the work layout; rounded to Real as every
@@ -264,38 +301,32 @@ class FftwConvolution final : public Convolution<Real> {
 
   void execute(const Complex* in, Complex* out, Stream) override {
     const Problem& g = this->problem_;
-    const int n1 = g.n1, n2 = g.n2;
-    const std::size_t l1 = g.l1, l2 = g.l2, field = g.field_size();
-    const auto batch = static_cast<std::ptrdiff_t>(g.input_blocks());
+    const std::size_t field = g.field_size();
+    const auto groups = static_cast<std::ptrdiff_t>(g.groups());
+    const bool scalar = g.scalar();
     // The team is capped at the buffer count, in case the caller raised the thread count since planning.
 #pragma omp parallel for schedule(static) num_threads(static_cast<int>(buffers_.size()))
-    for (std::ptrdiff_t b = 0; b < batch; ++b) {
+    for (std::ptrdiff_t group = 0; group < groups; ++group) {
       const ThreadBuffers& t = buffers_[omp_get_thread_num()];
-      Complex* w = t.work.get();
-      const Complex* x = in + b * field;
-      Complex* y = out + b * field;
-      const Complex* spectrum = spectra_.data() + (b / g.per_slice) * area_;
-      if (prune_) {
-        Complex* s = t.staging_in.get();
-        for (int i1 = 0; i1 < n1; ++i1) std::copy_n(x + i1 * n2, n2, s + i1 * l2);
-        for (std::size_t i2 = 0; i2 < l2; ++i2) std::fill(w + i2 * l1 + rows_, w + (i2 + 1) * l1, Complex{});
-        rows_forward_(s, w);
-        columns_forward_(w, w);
-        multiply<Real>(reinterpret_cast<Real*>(w), reinterpret_cast<const Real*>(spectrum), area_);
-        columns_inverse_(w, w);
-        Complex* o = t.staging_out.get();
-        rows_inverse_(w, o);
-        for (int i1 = 0; i1 < n1; ++i1) std::copy_n(o + i1 * l2, n2, y + i1 * n2);
-      } else {
-        for (int i1 = 0; i1 < n1; ++i1) {
-          std::copy_n(x + i1 * n2, n2, w + i1 * l2);
-          std::fill(w + i1 * l2 + n2, w + (i1 + 1) * l2, Complex{});
+      const Complex* spectra = spectra_.data() + std::size_t(group / g.per_slice) * g.kernels * area_;
+      for (int q = 0; q < g.inputs; ++q) forward(t, in + (group * g.inputs + q) * field, t.inputs[q].get());
+      for (int o = 0; o < g.outputs; ++o) {
+        Complex* y = t.sum.get();
+        if (scalar) {
+          y = t.inputs.front().get();
+          multiply<Real>(reinterpret_cast<Real*>(y), reinterpret_cast<const Real*>(spectra), area_);
+        } else {
+          for (std::size_t i = term_begin_[o]; i < term_begin_[o + 1]; ++i) {
+            const Term& term = terms_[i];
+            const auto* x = reinterpret_cast<const Real*>(t.inputs[term.input].get());
+            const auto* s = reinterpret_cast<const Real*>(spectra + term.kernel * area_);
+            if (i == term_begin_[o])
+              multiply_into<Real, false>(reinterpret_cast<Real*>(y), x, s, area_);
+            else
+              multiply_into<Real, true>(reinterpret_cast<Real*>(y), x, s, area_);
+          }
         }
-        std::fill(w + n1 * l2, w + area_, Complex{});
-        forward_2d_(w, w);
-        multiply<Real>(reinterpret_cast<Real*>(w), reinterpret_cast<const Real*>(spectrum), area_);
-        inverse_2d_(w, w);
-        for (int i1 = 0; i1 < n1; ++i1) std::copy_n(w + i1 * l2, n2, y + i1 * n2);
+        inverse(t, y, out + (group * g.outputs + o) * field);
       }
     }
   }
@@ -306,12 +337,53 @@ class FftwConvolution final : public Convolution<Real> {
   // One OpenMP thread's arrays.
   //   pruned:   staging_in  R×L2 row-major: the pad target; zero outside the data, and kept so (the
   //                         forward row FFTs read it out of place, which FFTW guarantees not to modify)
-  //             work        L1×L2 column-major: the row FFTs write it transposed, columns run in place
+  //             inputs      Q arrays L1×L2 column-major, X̂_q: the row FFTs write them transposed,
+  //                         columns run in place
+  //             sum         L1×L2 column-major, Ŷ_o (empty for a scalar problem, which multiplies X̂_0
+  //                         in place); the inverse columns run in place
   //             staging_out R×L2 row-major: the inverse row FFTs write it transposed back; extract reads it
-  //   unpruned: work        L1×L2 row-major, everything in place (the staging arrays are empty)
+  //   unpruned: inputs and sum L1×L2 row-major, everything in place (the staging arrays are empty)
   struct ThreadBuffers {
-    Buffer<Real> staging_in, work, staging_out;
+    Buffer<Real> staging_in, sum, staging_out;
+    std::vector<Buffer<Real>> inputs;
   };
+
+  /// w ← the 2D spectrum of the padded field block x (N1×N2 row-major), in the work layout.
+  void forward(const ThreadBuffers& t, const Complex* x, Complex* w) const {
+    const Problem& g = this->problem_;
+    const int n1 = g.n1, n2 = g.n2;
+    const std::size_t l1 = g.l1, l2 = g.l2;
+    if (prune_) {
+      Complex* s = t.staging_in.get();
+      for (int i1 = 0; i1 < n1; ++i1) std::copy_n(x + i1 * n2, n2, s + i1 * l2);
+      for (std::size_t i2 = 0; i2 < l2; ++i2) std::fill(w + i2 * l1 + rows_, w + (i2 + 1) * l1, Complex{});
+      rows_forward_(s, w);
+      columns_forward_(w, w);
+    } else {
+      for (int i1 = 0; i1 < n1; ++i1) {
+        std::copy_n(x + i1 * n2, n2, w + i1 * l2);
+        std::fill(w + i1 * l2 + n2, w + (i1 + 1) * l2, Complex{});
+      }
+      std::fill(w + n1 * l2, w + area_, Complex{});
+      forward_2d_(w, w);
+    }
+  }
+
+  /// y (N1×N2 row-major) ← the kept outputs of the inverse 2D transform of the spectrum w (destroyed).
+  void inverse(const ThreadBuffers& t, Complex* w, Complex* y) const {
+    const Problem& g = this->problem_;
+    const int n1 = g.n1, n2 = g.n2;
+    const std::size_t l2 = g.l2;
+    if (prune_) {
+      columns_inverse_(w, w);
+      Complex* o = t.staging_out.get();
+      rows_inverse_(w, o);
+      for (int i1 = 0; i1 < n1; ++i1) std::copy_n(o + i1 * l2, n2, y + i1 * n2);
+    } else {
+      inverse_2d_(w, w);
+      for (int i1 = 0; i1 < n1; ++i1) std::copy_n(w + i1 * l2, n2, y + i1 * n2);
+    }
+  }
 
   void make_plans(FftwPlanning planning) {
     const Problem& g = this->problem_;
@@ -319,9 +391,8 @@ class FftwConvolution final : public Convolution<Real> {
     const std::filesystem::path wisdom_file = fftw_wisdom_file(precision_of<Real>());
     const auto fftw = [](const Buffer<Real>& b) { return reinterpret_cast<typename Lib::Complex*>(b.get()); };
     auto* s = fftw(buffers_.front().staging_in);
-    auto* w = fftw(buffers_.front().work);
+    auto* w = fftw(buffers_.front().inputs.front());
     auto* o = fftw(buffers_.front().staging_out);
-
     std::lock_guard lock(fftw_mutex());
     const std::string stored = wisdom_file.empty() ? std::string() : read_file(wisdom_file);
     if (!stored.empty()) Lib::import_wisdom(stored);  // unreadable wisdom is ignored: FFTW then just plans
@@ -369,8 +440,10 @@ class FftwConvolution final : public Convolution<Real> {
   bool prune_;
   int rows_;                      // R: the rows transformed along axis 2 when pruning (N1 rounded up to even)
   std::size_t area_;              // L1·L2
-  std::vector<Complex> spectra_;  // Ŝ_p, slices blocks of L1×L2 in the work layout, 1/(L1·L2) folded in
-  std::vector<ThreadBuffers> buffers_;  // one set per OpenMP thread
+  std::vector<Complex> spectra_;  // Ŝ_{p,k}, slices·K blocks of L1×L2 in the work layout, 1/(L1·L2) folded in
+  std::vector<Term> terms_;                // the pattern, sorted by output
+  std::vector<std::size_t> term_begin_;    // P + 1 offsets into terms_
+  std::vector<ThreadBuffers> buffers_;     // one set per OpenMP thread
   FftPlan<Real> forward_2d_, inverse_2d_;
   FftPlan<Real> rows_forward_, columns_forward_, columns_inverse_, rows_inverse_;
 };
@@ -415,15 +488,23 @@ template std::unique_ptr<Convolution<double>> make_fftw_convolution<double>(cons
                                                                             FftwOptions);
 
 namespace detail {
-// Until cpu-fftw transforms each input once for a whole pattern, it serves scalar problems only.
+// Any valid problem: any N, any L ≥ 2N − 1 FFTW can plan (every length), any pattern. The limits are
+// memory (below) and int sizes: FFTW's plan_many takes int lengths, strides and distances (L1·L2 < 2^31).
 Support can_implement_cpu_fftw(const Problem& g, Precision) {
-  if (!g.scalar()) return unsupported("serves scalar problems only (K = P = Q = 1)");
+  if (std::size_t(g.l1) * g.l2 > std::size_t(INT32_MAX))
+    return unsupported("needs L1*L2 < 2^31 (FFTW's int strides), got " + std::to_string(g.l1) + "*" +
+                       std::to_string(g.l2));
   return {};
 }
+// The plan of make_convolution (rows pruned): the kernel spectra, slices·K arrays of L1·L2, and per
+// OpenMP thread the Q input spectra X̂_q, the sum Ŷ (not for a scalar problem) and the two R×L2
+// staging arrays. FFTW's plans themselves (twiddle tables, a few kB) are not counted.
 std::size_t workspace_cpu_fftw(const Problem& g, Precision precision) {
   const std::size_t c = precision == Precision::single ? 8 : 16;
   const std::size_t area = std::size_t(g.l1) * g.l2, threads = std::size_t(std::max(1, omp_get_max_threads()));
-  return g.slices * g.kernels * area * c + threads * 3 * area * c;
+  const std::size_t rows = std::size_t(std::min(g.l1, g.n1 + g.n1 % 2));
+  const std::size_t per_thread = (g.inputs + (g.scalar() ? 0 : 1)) * area + 2 * rows * g.l2;
+  return (std::size_t(g.slices) * g.kernels * area + threads * per_thread) * c;
 }
 
 template <class Real>

@@ -1,23 +1,33 @@
 // gpu-cufft: the unfused five-step FFT convolution written the way a cuFFT user would write it, the
-// baseline every GPU speed-up is quoted against (see ../shared/design/convolution.md).
+// baseline every GPU speed-up is quoted against (see ../shared/design/convolution.md), for any pattern.
 //
-// Per field block b of slice p = b / per_slice, in an L1×L2 workspace w_b (row-major, axis 2 fast):
-//   pad       w_b[m mod L] = in_b(m) for m ∈ [−M1, M1] × [−M2, M2], zero elsewhere   (pad kernel)
-//   forward   w_b ← FFT₂(w_b), e^{−2πi jk/L}, all blocks in one batched cuFFT plan, in place
-//   multiply  w_b ← w_b · Ŝ_p, Ŝ_p = FFT₂(χ_p placed at n mod L) / (L1·L2)    (multiply kernel)
-//   inverse   w_b ← FFT₂⁻¹(w_b), e^{+2πi jk/L}, unnormalised (the 1/(L1·L2) is in Ŝ_p)
-//   extract   out_b(m) = w_b[m mod L]                                             (extract kernel)
-// L ≥ 2N − 1 keeps the kept outputs free of circular aliasing. Ŝ_p is made once per set_kernels with
-// the same pad kernel (half-widths 2M, the scale folded in) and a slices-batched cuFFT plan.
+// Input block b = group·Q + q, output block b' = group·P + o, slice p = group / per_slice; L1×L2
+// workspaces (row-major, axis 2 fast):
+//   pad       x_b[m mod L] = in_b(m) for m ∈ [−M1, M1] × [−M2, M2], zero elsewhere      (pad kernel)
+//   forward   x_b ← FFT₂(x_b), e^{−2πi jk/L}: all Q·groups input blocks in one batched cuFFT plan, in place
+//   multiply  y_{b'} = Σ_{terms (o, q, k)} Ŝ_{p,k} · x_{group·Q+q}, Ŝ_{p,k} = FFT₂(χ_{p,k} placed at n mod L) / (L1·L2)
+//                                                                                     (multiply kernel)
+//   inverse   y_{b'} ← FFT₂⁻¹(y_{b'}), e^{+2πi jk/L}, unnormalised: all P·groups output blocks in one
+//             batched plan, in place (the 1/(L1·L2) is in Ŝ)
+//   extract   out_{b'}(m) = y_{b'}[m mod L]                                          (extract kernel)
+// so each input is transformed once and each output once, whatever the number of terms. A scalar
+// problem (K = P = Q = 1) multiplies in place (y = x) and runs both directions on one plan: the
+// pipeline as before patterns, no extra memory.
+// L ≥ 2N − 1 keeps the kept outputs free of circular aliasing. The Ŝ_{p,k} are made once per
+// set_kernels with the same pad kernel (half-widths 2M, the scale folded in) and a (slices·K)-batched
+// cuFFT plan.
 //
 // Axes of length 1 (N = 1 on that axis, L = 1) are left out of the cuFFT plans: the length-1 DFT is the
 // identity, and dropping the axis makes 1D gratings (L2 = 1) plain batched 1D transforms of length L1.
-// With L1 = L2 = 1 no transform is made at all (the convolution is out = χ(0)·in).
+// With L1 = L2 = 1 no transform is made at all (the convolution is out = Σ χ(0)·in).
 //
-// Memory: the workspace holds the whole batch (batch·L1·L2 complex), the spectra slices·L1·L2; both
-// and the cuFFT plans (with their own work areas) are made in the constructor. execute() allocates
+// Memory: the input workspace holds all input blocks (Q·groups·L1·L2 complex), the output workspace
+// all output blocks (P·groups·L1·L2; none for a scalar problem), the spectra slices·K·L1·L2; those and
+// the cuFFT plans (with their own work areas) are made in the constructor. execute() allocates
 // nothing; it enqueues five steps on the caller's stream (cufftSetStream) and does not synchronise.
-// One execute per plan at a time: concurrent calls on different streams would share the workspace.
+// One execute per plan at a time: concurrent calls on different streams would share the workspaces.
+// Limits: cuFFT's 64-bit plan interface takes any batch; the multiply kernel indexes an L1·L2 spectrum
+// with int (L1·L2 < 2^31) and grid x covers L1·L2 / 256 blocks.
 #include <cufft.h>
 
 #include <algorithm>
@@ -55,12 +65,13 @@ struct Cufft<double> {
 class CufftPlan {
  public:
   CufftPlan() = default;
-  /// In-place batched C2C (Z2Z) transforms of the `batch` contiguous L1×L2 blocks, length-1 axes dropped.
+  /// In-place batched C2C (Z2Z) transforms of the `batch` contiguous L1×L2 blocks, length-1 axes dropped;
+  /// empty for batch 0.
   CufftPlan(int l1, int l2, std::size_t batch, cufftType type) {
     std::vector<long long> lengths;
     if (l1 > 1) lengths.push_back(l1);
     if (l2 > 1) lengths.push_back(l2);
-    if (lengths.empty()) return;
+    if (lengths.empty() || batch == 0) return;
     CUFFT_TRY(cufftCreate(&handle_));
     owned_ = true;
     const long long distance = static_cast<long long>(l1) * l2;
@@ -123,7 +134,7 @@ __global__ void pad_kernel(const C* __restrict__ src, C* __restrict__ work, int 
   }
 }
 
-/// work_b ← work_b · Ŝ_{b / per_slice}, elementwise over the L1·L2 spectrum.
+/// work_b ← work_b · Ŝ_{b / per_slice}, elementwise over the L1·L2 spectrum: the scalar problem, in place.
 template <class C>
 __global__ void multiply_kernel(C* __restrict__ work, const C* __restrict__ spectra, int spectrum_size,
                                 int per_slice, std::size_t batch) {
@@ -132,6 +143,35 @@ __global__ void multiply_kernel(C* __restrict__ work, const C* __restrict__ spec
   for (std::size_t b = blockIdx.y; b < batch; b += gridDim.y) {
     C& w = work[b * spectrum_size + k];
     w = complex_multiply(w, spectra[(b / per_slice) * spectrum_size + k]);
+  }
+}
+
+/// The pattern's sizes and terms for the multiply kernel: terms sorted by output, (input q, kernel k)
+/// of output o at terms[term_begin[o] .. term_begin[o + 1]).
+struct PatternView {
+  const int2* terms;
+  const int* term_begin;
+  int kernels, inputs, outputs, per_slice;
+};
+
+/// y_{b'} = Σ_{terms (o, q, k)} Ŝ_{p,k} · x_{group·Q + q} elementwise, b' = group·P + o, p = group / per_slice.
+template <class C>
+__global__ void pattern_multiply_kernel(const C* __restrict__ x, const C* __restrict__ spectra, C* __restrict__ y,
+                                        PatternView pattern, int spectrum_size, std::size_t output_blocks) {
+  const int k = blockIdx.x * blockDim.x + threadIdx.x;
+  if (k >= spectrum_size) return;
+  for (std::size_t b = blockIdx.y; b < output_blocks; b += gridDim.y) {
+    const std::size_t group = b / pattern.outputs, slice = group / pattern.per_slice;
+    const int o = static_cast<int>(b - group * pattern.outputs);
+    C sum{0, 0};
+    for (int t = pattern.term_begin[o]; t < pattern.term_begin[o + 1]; ++t) {
+      const int2 term = pattern.terms[t];  // (input, kernel)
+      const C product = complex_multiply(x[(group * pattern.inputs + term.x) * spectrum_size + k],
+                                         spectra[(slice * pattern.kernels + term.y) * spectrum_size + k]);
+      sum.x += product.x;
+      sum.y += product.y;
+    }
+    y[b * spectrum_size + k] = sum;
   }
 }
 
@@ -148,6 +188,23 @@ __global__ void extract_kernel(const C* __restrict__ work, C* __restrict__ out, 
   for (std::size_t b = blockIdx.y; b < batch; b += gridDim.y) out[b * field_size + i] = work[b * work_size + k];
 }
 
+/// The pattern sorted by output: (input, kernel) pairs and the P + 1 offsets of each output's terms.
+struct SortedPattern {
+  std::vector<int2> terms;
+  std::vector<int> term_begin;
+};
+
+SortedPattern sort_by_output(const Problem& g) {
+  SortedPattern s;
+  for (int o = 0; o < g.outputs; ++o) {
+    s.term_begin.push_back(static_cast<int>(s.terms.size()));
+    for (const Term& t : g.pattern)
+      if (t.output == o) s.terms.push_back(int2{t.input, t.kernel});
+  }
+  s.term_begin.push_back(static_cast<int>(s.terms.size()));
+  return s;
+}
+
 template <class Real>
 class GpuCufft final : public Convolution<Real> {
  public:
@@ -157,12 +214,21 @@ class GpuCufft final : public Convolution<Real> {
   GpuCufft(const Problem& g, Kernels kernels)
       : Convolution<Real>(g),
         spectrum_size_(std::size_t(g.l1) * g.l2),
-        work_(g.input_blocks() * spectrum_size_),
-        spectra_(std::size_t(g.slices) * spectrum_size_),
+        inputs_(g.input_blocks() * spectrum_size_),
+        outputs_(g.scalar() ? 0 : g.output_blocks() * spectrum_size_),
+        spectra_(std::size_t(g.slices) * g.kernels * spectrum_size_),
         kernels_device_(g.kernels_total()),
         kernels_host_(g.kernels_total()),
-        fields_plan_(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type),
-        kernels_plan_(g.l1, g.l2, std::size_t(g.slices), Cufft<Real>::type) {
+        forward_plan_(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type),
+        inverse_plan_(g.l1, g.l2, g.scalar() ? 0 : g.output_blocks(), Cufft<Real>::type),
+        kernels_plan_(g.l1, g.l2, std::size_t(g.slices) * g.kernels, Cufft<Real>::type) {
+    if (!g.scalar()) {
+      const SortedPattern sorted = sort_by_output(g);
+      terms_ = DeviceBuffer<int2>(sorted.terms.size());
+      term_begin_ = DeviceBuffer<int>(sorted.term_begin.size());
+      terms_.upload(sorted.terms);
+      term_begin_.upload(sorted.term_begin);
+    }
     set_kernels(kernels);
   }
 
@@ -174,8 +240,9 @@ class GpuCufft final : public Convolution<Real> {
     for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
     CUDA_TRY(cudaDeviceSynchronize());
     kernels_device_.upload(kernels_host_);
-    pad_kernel<<<grid_for(spectrum_size_, g.slices), threads_per_block>>>(
-        device(kernels_device_.data()), spectra_.data(), g.n1 - 1, g.n2 - 1, g.l1, g.l2, std::size_t(g.slices),
+    const std::size_t count = std::size_t(g.slices) * g.kernels;  // kernel k of slice p is block p·K + k
+    pad_kernel<<<grid_for(spectrum_size_, count), threads_per_block>>>(
+        device(kernels_device_.data()), spectra_.data(), g.n1 - 1, g.n2 - 1, g.l1, g.l2, count,
         Real(1) / Real(spectrum_size_));
     CUDA_CHECK_LAUNCH();
     if (!kernels_plan_.empty()) {
@@ -187,23 +254,33 @@ class GpuCufft final : public Convolution<Real> {
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
     const Problem& g = this->problem_;
-    const std::size_t batch = g.input_blocks();
     EXPECTS(in != nullptr && out != nullptr, "gpu-cufft execute: null buffer");
-    const auto bytes = g.input_size() * sizeof(Complex);
     const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    EXPECTS(in_address + bytes <= out_address || out_address + bytes <= in_address,
+    EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
+                out_address + g.output_size() * sizeof(Complex) <= in_address,
             "gpu-cufft execute: input and output buffers overlap");
 
-    pad_kernel<<<grid_for(spectrum_size_, batch), threads_per_block, 0, stream>>>(
-        device(in), work_.data(), g.n1 / 2, g.n2 / 2, g.l1, g.l2, batch, Real(1));
+    const std::size_t input_blocks = g.input_blocks(), output_blocks = g.output_blocks();
+    pad_kernel<<<grid_for(spectrum_size_, input_blocks), threads_per_block, 0, stream>>>(
+        device(in), inputs_.data(), g.n1 / 2, g.n2 / 2, g.l1, g.l2, input_blocks, Real(1));
     CUDA_CHECK_LAUNCH();
-    transform(stream, CUFFT_FORWARD);
-    multiply_kernel<<<grid_for(spectrum_size_, batch), threads_per_block, 0, stream>>>(
-        work_.data(), spectra_.data(), static_cast<int>(spectrum_size_), g.per_slice, batch);
-    CUDA_CHECK_LAUNCH();
-    transform(stream, CUFFT_INVERSE);
-    extract_kernel<<<grid_for(g.field_size(), batch), threads_per_block, 0, stream>>>(
-        work_.data(), device(out), g.n1, g.n2, g.l1, g.l2, batch);
+    transform(forward_plan_, inputs_.data(), stream, CUFFT_FORWARD);
+    DeviceComplex* y = inputs_.data();
+    if (g.scalar()) {
+      multiply_kernel<<<grid_for(spectrum_size_, input_blocks), threads_per_block, 0, stream>>>(
+          inputs_.data(), spectra_.data(), static_cast<int>(spectrum_size_), g.per_slice, input_blocks);
+      CUDA_CHECK_LAUNCH();
+      transform(forward_plan_, y, stream, CUFFT_INVERSE);
+    } else {
+      y = outputs_.data();
+      const PatternView pattern{terms_.data(), term_begin_.data(), g.kernels, g.inputs, g.outputs, g.per_slice};
+      pattern_multiply_kernel<<<grid_for(spectrum_size_, output_blocks), threads_per_block, 0, stream>>>(
+          inputs_.data(), spectra_.data(), y, pattern, static_cast<int>(spectrum_size_), output_blocks);
+      CUDA_CHECK_LAUNCH();
+      transform(inverse_plan_, y, stream, CUFFT_INVERSE);
+    }
+    extract_kernel<<<grid_for(g.field_size(), output_blocks), threads_per_block, 0, stream>>>(
+        y, device(out), g.n1, g.n2, g.l1, g.l2, output_blocks);
     CUDA_CHECK_LAUNCH();
   }
 
@@ -213,33 +290,66 @@ class GpuCufft final : public Convolution<Real> {
   static const DeviceComplex* device(const Complex* p) { return reinterpret_cast<const DeviceComplex*>(p); }
   static DeviceComplex* device(Complex* p) { return reinterpret_cast<DeviceComplex*>(p); }
 
-  void transform(Stream stream, int direction) {
-    if (fields_plan_.empty()) return;
-    CUFFT_TRY(cufftSetStream(fields_plan_.get(), stream));
-    CUFFT_TRY(Cufft<Real>::exec(fields_plan_.get(), work_.data(), direction));
+  static void transform(const CufftPlan& plan, DeviceComplex* data, Stream stream, int direction) {
+    if (plan.empty()) return;
+    CUFFT_TRY(cufftSetStream(plan.get(), stream));
+    CUFFT_TRY(Cufft<Real>::exec(plan.get(), data, direction));
   }
 
-  std::size_t spectrum_size_;                   // L1·L2
-  DeviceBuffer<DeviceComplex> work_;            // batch × L1×L2, padded fields and their spectra, in place
-  DeviceBuffer<DeviceComplex> spectra_;         // slices × L1×L2, Ŝ_p with 1/(L1·L2) folded in
-  DeviceBuffer<Complex> kernels_device_;        // slices × K1×K2, χ_p rounded to Real, input of the spectra
-  std::vector<Complex> kernels_host_;           // staging for the rounding, so set_kernels allocates nothing
-  CufftPlan fields_plan_;                       // batch transforms of the workspace, both directions
-  CufftPlan kernels_plan_;                      // slices transforms of the spectra, forward
+  std::size_t spectrum_size_;             // L1·L2
+  DeviceBuffer<DeviceComplex> inputs_;    // input blocks × L1×L2: padded inputs, their spectra in place
+                                          // (a scalar problem's product and inverse too)
+  DeviceBuffer<DeviceComplex> outputs_;   // output blocks × L1×L2: output spectra, inverted in place (patterns only)
+  DeviceBuffer<DeviceComplex> spectra_;   // slices·K × L1×L2, Ŝ_{p,k} with 1/(L1·L2) folded in
+  DeviceBuffer<Complex> kernels_device_;  // slices·K × K1×K2, χ_{p,k} rounded to Real, input of the spectra
+  std::vector<Complex> kernels_host_;     // staging for the rounding, so set_kernels allocates nothing
+  DeviceBuffer<int2> terms_;              // the pattern sorted by output (patterns only)
+  DeviceBuffer<int> term_begin_;          // P + 1 offsets into terms_
+  CufftPlan forward_plan_;                // input blocks' transforms (a scalar problem's inverse too)
+  CufftPlan inverse_plan_;                // output blocks' inverse transforms (patterns only)
+  CufftPlan kernels_plan_;                // slices·K transforms of the spectra, forward
 };
 
 }  // namespace
 
-// Until gpu-cufft transforms each input once for a whole pattern, it serves scalar problems only.
+// Any pattern, any N and L ≥ 2N − 1 (cuFFT plans every length); the kernels index a spectrum with int.
 Support can_implement_gpu_cufft(const Problem& g, Precision) {
   if (!cuda_device_present()) return unsupported("needs a CUDA device, and none is present");
-  if (!g.scalar()) return unsupported("serves scalar problems only (K = P = Q = 1)");
+  if (std::size_t(g.l1) * g.l2 > std::size_t(INT32_MAX))
+    return unsupported("needs L1*L2 < 2^31, got " + std::to_string(g.l1) + "*" + std::to_string(g.l2));
   return {};
 }
+
+namespace {
+/// cuFFT's estimate of one plan's work area (cufftEstimateMany, default plan settings); 0 where no
+/// transform is made or the batch exceeds the int the estimate takes.
+std::size_t cufft_work_estimate(int l1, int l2, std::size_t batch, Precision precision) {
+  int lengths[2], rank = 0;
+  if (l1 > 1) lengths[rank++] = l1;
+  if (l2 > 1) lengths[rank++] = l2;
+  if (rank == 0 || batch == 0 || batch > std::size_t(INT32_MAX)) return 0;
+  const int distance = l1 * l2;
+  std::size_t bytes = 0;
+  if (cufftEstimateMany(rank, lengths, nullptr, 1, distance, nullptr, 1, distance,
+                        precision == Precision::single ? CUFFT_C2C : CUFFT_Z2Z, static_cast<int>(batch),
+                        &bytes) != CUFFT_SUCCESS)
+    return 0;
+  return bytes;
+}
+}  // namespace
+
+// Device bytes: the input workspace, the output workspace (patterns), the spectra, the kernels, the
+// pattern's term lists, and cuFFT's estimate of its plans' work areas.
 std::size_t workspace_gpu_cufft(const Problem& g, Precision precision) {
   const std::size_t c = precision == Precision::single ? 8 : 16, area = std::size_t(g.l1) * g.l2;
-  // work area of every block, spectra, kernels (the cuFFT plans' own work areas are not counted)
-  return g.input_blocks() * area * c + g.slices * g.kernels * area * c + g.kernels_total() * c;
+  std::size_t bytes = g.input_blocks() * area * c + std::size_t(g.slices) * g.kernels * area * c + g.kernels_total() * c;
+  bytes += cufft_work_estimate(g.l1, g.l2, g.input_blocks(), precision);
+  bytes += cufft_work_estimate(g.l1, g.l2, std::size_t(g.slices) * g.kernels, precision);
+  if (!g.scalar()) {
+    bytes += g.output_blocks() * area * c + g.pattern.size() * sizeof(int2) + (g.outputs + 1) * sizeof(int);
+    bytes += cufft_work_estimate(g.l1, g.l2, g.output_blocks(), precision);
+  }
+  return bytes;
 }
 
 template <class Real>

@@ -191,9 +191,10 @@ Timing time_execute(Convolution<Real>& plan, BufferSets<Real>& buffers, const Ti
           "timing needs repeats >= 1 and warmup >= 0, got " + std::to_string(options.repeats) + " and " +
               std::to_string(options.warmup));
   EXPECTS(buffers.memory() == plan.memory(), "buffer sets are not in the memory the plan executes on");
-  EXPECTS(buffers.elements() == plan.problem().input_size(),
-          "buffer sets hold " + std::to_string(buffers.elements()) + " elements, the plan needs " +
-              std::to_string(plan.problem().input_size()));
+  // One size for inputs and outputs: a pattern's P output blocks per group may outnumber its Q inputs.
+  const std::size_t needed = std::max(plan.problem().input_size(), plan.problem().output_size());
+  EXPECTS(buffers.elements() >= needed, "buffer sets hold " + std::to_string(buffers.elements()) +
+                                            " elements, the plan needs " + std::to_string(needed));
   if (plan.memory() == Memory::host) return time_on_host(plan, buffers, options);
 #ifdef GRATINGSIM_HAVE_CUDA
   return time_on_device(plan, buffers, options);

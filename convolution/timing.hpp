@@ -65,7 +65,8 @@ class BufferSets {
 /// execution reads inputs evicted since they were last touched (at least 1).
 int rotation_count(Memory memory, std::size_t set_bytes);
 
-/// Times plan.execute(buffers.input(i % k), buffers.output(i % k)) for options.warmup untimed and
+/// Times plan.execute(buffers.input(i % k), buffers.output(i % k)) (buffers of at least the plan's
+/// input and output sizes: a pattern's output may be larger than its input) for options.warmup untimed and
 /// options.repeats timed executions i = 0, 1, ..., k = buffers.count(); so the outputs of sets
 /// 0 .. min(k, warmup + repeats) − 1 are written. Allocates events and a stream for GPU plans, and
 /// waits for all of its device work before returning.

@@ -1,6 +1,7 @@
 // cpu-fftw, pruned and unpruned, against cpu-direct (complex128) on fresh random data; repeated
 // execute; set_kernels; the OpenMP team growing after planning; planning options from the environment;
-// the wisdom file round trip (a child process plans from the saved file alone).
+// the wisdom file round trip (a child process plans from the saved file alone); problems with patterns
+// (the NV patterns and random ones, pruned and unpruned) against cpu-direct.
 #include <omp.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "convolution/cpu_fftw.hpp"
 #include "convolution/error.hpp"
 #include "validation/convolution/backend_cases.hpp"
+#include "validation/convolution/pattern_cases.hpp"
 
 using namespace gratingsim;
 using conv::FftwOptions;
@@ -242,4 +244,29 @@ TEST_CASE("cpu-fftw plans from a wisdom file alone", "[.wisdom-child]") {
   const Problem unseen{.n1 = 5, .n2 = 3, .l1 = 17, .l2 = 19, .slices = 1, .per_slice = 1};
   CHECK_THROWS_AS(conv::make_fftw_convolution<double>(unseen, random_kernels<double>(unseen), wisdom_only),
                   Unsupported);
+}
+
+TEMPLATE_TEST_CASE("cpu-fftw pattern problems equal cpu-direct", "[convolution][cpu-fftw][pattern]", float, double) {
+  test::check_patterns_against_direct<TestType>(conv::Backend::cpu_fftw);  // make_convolution: pruned, planned from the environment
+  for (const test::Pattern& pattern : test::test_patterns())
+    for (const test::NamedGeometry& shape : test::pattern_test_shapes()) {
+      const Problem g = test::with_pattern(shape.geometry, pattern);
+      const auto data = test::pattern_data<TestType>(g);
+      for (const auto& options : {pruned, unpruned}) {
+        INFO(pattern.name << ", " << shape.name << (options.prune_zero_rows ? ", pruned" : ", unpruned"));
+        auto plan = conv::make_fftw_convolution<TestType>(g, data.kernels, options);
+        test::check_plan_against_direct(*plan, data);
+      }
+    }
+}
+
+TEMPLATE_TEST_CASE("cpu-fftw pattern: set_kernels replaces every slice's K spectra", "[convolution][cpu-fftw][pattern]",
+                   float, double) {
+  const Problem g = test::with_pattern({.n1 = 9, .n2 = 5, .slices = 3, .per_slice = 2}, test::normal_vector_pattern());
+  auto first = test::pattern_data<TestType>(g);
+  auto plan = conv::make_convolution<TestType>(conv::Backend::cpu_fftw, g, first.kernels);
+  test::check_plan_against_direct(*plan, first);
+  const auto second = test::pattern_data<TestType>(g);
+  plan->set_kernels(second.kernels);
+  test::check_plan_against_direct(*plan, second);
 }

@@ -1,12 +1,14 @@
 // gpu-cufft beyond the shared harness (test_gpu_backends.cpp): an explicit non-blocking stream, kernels
 // replaced between runs, shapes the harness lacks (non-power-of-two L, a 1D grating with L2 > 1, a batch
-// beyond the grid's y limit of 65535), an analytic shift, and argument errors.
+// beyond the grid's y limit of 65535), an analytic shift, and argument errors; problems with patterns (the
+// NV patterns and random ones on 1D and 2D shapes, on a stream, kernels replaced, a large batch).
 #include <complex>
 #include <string>
 #include <vector>
 
 #include "convolution/error.hpp"
 #include "validation/convolution/gpu_test_support.hpp"
+#include "validation/convolution/pattern_cases.hpp"
 
 using namespace gratingsim;
 using conv::Backend;
@@ -99,5 +101,47 @@ TEST_CASE("gpu-cufft rejects bad arguments", "[convolution][gpu-cufft]") {
   CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
   CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() - 1)), InvalidArgument);
   CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
+  CUDA_TRY(cudaDeviceSynchronize());
+}
+
+TEMPLATE_TEST_CASE("gpu-cufft pattern problems equal cpu-direct", "[convolution][gpu-cufft][pattern]", float, double) {
+  test::check_patterns_against_direct<TestType>(Backend::gpu_cufft);
+}
+
+TEMPLATE_TEST_CASE("gpu-cufft pattern on a non-blocking stream, kernels replaced, shapes beyond the harness",
+                   "[convolution][gpu-cufft][pattern]", float, double) {
+  const std::vector<test::NamedGeometry> shapes{
+      {"9 x 7", {.n1 = 9, .n2 = 7, .slices = 3, .per_slice = 4}},
+      {"non-power-of-two L (5 x 7 -> 11 x 15)", {.n1 = 5, .n2 = 7, .l1 = 11, .l2 = 15, .slices = 2, .per_slice = 3}},
+      {"1D with L2 > 1 (13 x 1 -> 32 x 2)", {.n1 = 13, .n2 = 1, .l1 = 32, .l2 = 2, .slices = 2, .per_slice = 2}},
+      {"output blocks beyond the grid's y limit (3 x 3, 16000 groups)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 8000}},
+  };
+  const test::TestStream stream;
+  for (const test::Pattern& pattern : {test::normal_vector_pattern(), test::normal_vector_1d_pattern(), test::random_pattern()})
+    for (const auto& shape : shapes) {
+      const Problem g = test::with_pattern(shape.geometry, pattern);
+      INFO(pattern.name << ", " << shape.name);
+      const auto first = test::random_kernels<TestType>(g), second = test::random_kernels<TestType>(g);
+      auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, first);
+      const auto in = test::random_complex<TestType>(g.input_size());
+      const auto out_first = test::run_on_stream(*plan, in, stream.get());  // poisoned before the run
+      CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_first) <= test::backend_tolerance<TestType>());
+      plan->set_kernels(second);
+      const auto out_second = test::run_on_stream(*plan, in, stream.get());
+      CHECK(test::worst_error_against_direct<TestType>(g, second, in, out_second) <= test::backend_tolerance<TestType>());
+      CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_second) > 0.1);  // really the new kernels
+    }
+}
+
+TEST_CASE("gpu-cufft pattern: buffers of P and Q blocks, overlap refused", "[convolution][gpu-cufft][pattern]") {
+  const Problem g = test::with_pattern({.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2}, test::normal_vector_pattern());
+  auto plan = conv::make_convolution<float>(Backend::gpu_cufft, g, test::random_kernels<float>(g));
+  conv::DeviceBuffer<std::complex<float>> buffer(g.input_size() + g.output_size());
+  buffer.upload(test::random_complex<float>(buffer.size()));
+  // The output (5 blocks per group) starting inside the input (3 per group) overlaps it, and vice versa.
+  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() - 1), InvalidArgument);
+  CHECK_THROWS_AS(plan->execute(buffer.data() + g.output_size() - 1, buffer.data()), InvalidArgument);
+  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
+  CHECK_NOTHROW(plan->execute(buffer.data() + g.output_size(), buffer.data()));
   CUDA_TRY(cudaDeviceSynchronize());
 }

@@ -1,7 +1,8 @@
 // gpu-direct beyond the shared harness (test_gpu_backends.cpp): both forms with every tile on every
 // harness geometry (the harness only sees the tile the rule picks), the N1·N2 limit declined with an
 // Unsupported naming it, an explicit non-blocking stream, kernels replaced between runs, repeatability,
-// an analytic shift, and argument errors.
+// an analytic shift, and argument errors; problems with patterns (the NV patterns and random ones on 1D
+// and 2D shapes) through the rule's choice and through every form and tile.
 #include <complex>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "convolution/error.hpp"
 #include "convolution/gpu_direct.hpp"
 #include "validation/convolution/gpu_test_support.hpp"
+#include "validation/convolution/pattern_cases.hpp"
 
 using namespace gratingsim;
 using conv::Backend;
@@ -170,4 +172,40 @@ TEST_CASE("gpu-direct rejects bad arguments", "[convolution][gpu-direct]") {
   CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() + 1)), InvalidArgument);
   CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
   CUDA_TRY(cudaDeviceSynchronize());
+}
+
+TEMPLATE_TEST_CASE("gpu-direct pattern problems (its own choice of form) equal cpu-direct",
+                   "[convolution][gpu-direct][pattern]", float, double) {
+  test::check_patterns_against_direct<TestType>(Backend::gpu_direct);
+}
+
+TEMPLATE_TEST_CASE("gpu-direct pattern problems: every form and tile equals cpu-direct",
+                   "[convolution][gpu-direct][pattern]", float, double) {
+  std::vector<test::NamedGeometry> shapes = test::pattern_test_shapes();
+  // Enough groups per slice for full Toeplitz-product field tiles, and the limit with a pattern.
+  shapes.push_back({"9 groups per slice (7 x 5)", {.n1 = 7, .n2 = 5, .slices = 2, .per_slice = 9}});
+  shapes.push_back({"the limit, square (31 x 31)", {.n1 = 31, .n2 = 31, .slices = 1, .per_slice = 2}});
+  for (const test::Pattern& pattern : test::test_patterns())
+    for (const auto& shape : shapes) {
+      const Problem g = test::with_pattern(shape.geometry, pattern);
+      const auto data = test::pattern_data<TestType>(g);
+      for (const auto tiling : all_tilings) {
+        INFO(pattern.name << ", " << shape.name << ", " << describe(tiling));
+        auto plan = make_or_decline<TestType>(g, data.kernels, tiling);
+        if (!plan) continue;
+        test::check_plan_against_direct(*plan, data);
+      }
+    }
+}
+
+TEST_CASE("gpu-direct serves patterns up to its N1*N2 limit", "[convolution][gpu-direct][pattern]") {
+  const Problem at_limit = test::with_pattern({.n1 = 31, .n2 = 31}, test::normal_vector_pattern());
+  const Problem above = test::with_pattern({.n1 = 33, .n2 = 31}, test::normal_vector_pattern());
+  CHECK(conv::traits(Backend::gpu_direct).can_implement(conv::resolve(at_limit), conv::Precision::double_).ok);
+  const auto refused = conv::traits(Backend::gpu_direct).can_implement(conv::resolve(above), conv::Precision::double_);
+  CHECK_FALSE(refused.ok);
+  CHECK_THAT(refused.reason, Catch::Contains(std::to_string(conv::detail::gpu_direct_max_field_size)));
+  CHECK_THROWS_AS(conv::make_convolution<double>(Backend::gpu_direct, above,
+                                                 std::vector<std::complex<double>>(above.kernels_total(), 1.0)),
+                  Unsupported);
 }

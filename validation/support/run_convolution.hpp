@@ -11,11 +11,12 @@
 
 namespace gratingsim::test {
 
-/// out is poisoned (NaN) first, on the host and on the device, so unwritten elements are caught.
+/// out (problem().output_size() elements) is poisoned (NaN) first, on the host and on the device, so
+/// unwritten elements are caught.
 template <class Real>
 void run_on_host(conv::Convolution<Real>& plan, const std::vector<std::complex<Real>>& in,
                  std::vector<std::complex<Real>>& out) {
-  out.assign(in.size(), poison<Real>());
+  out.assign(plan.problem().output_size(), poison<Real>());
   if (plan.memory() == conv::Memory::host) {
     plan.execute(in.data(), out.data());
     return;
