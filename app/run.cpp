@@ -399,7 +399,7 @@ int run_command(const Options& options, const Launch& launch) {
   if (ranks && conv::memory_of(backend) == conv::Memory::device)
     settle(all, [&] { rank_options.cuda_device = bind_device(*ranks); });
   settle(all, [&] {
-    if (const std::string why = physics_unavailable(backend, precision); !why.empty())
+    if (const std::string why = physics_unavailable(backend, precision, problem.solver.formulation); !why.empty())
       throw Unsupported("backend " + backend_name + " cannot run the solver here: " + why);
   });
   std::string device = device_of(backend);

@@ -16,7 +16,7 @@ std::string device_of(conv::Backend backend) {
   return device ? device->name : "no CUDA device";
 }
 
-std::string physics_unavailable(conv::Backend backend, conv::Precision precision) {
+std::string physics_unavailable(conv::Backend backend, conv::Precision precision, physics::Formulation formulation) {
   if (!conv::backend_available(backend))
     return "not in this build, or no CUDA device";
   // A 100 nm film of index 1.5 on it, one slice, M1 = 1: a solve of a few microseconds that goes
@@ -33,6 +33,7 @@ std::string physics_unavailable(conv::Backend backend, conv::Precision precision
   o.m1 = 1;
   o.backend = backend;
   o.precision = precision;
+  o.formulation = formulation;
   o.tolerance = precision == conv::Precision::single ? 1e-5 : 1e-10;
   o.on_unconverged = physics::OnUnconverged::mark;
   const physics::Incidence incidence{633.0, 10.0, 0.0};
@@ -60,8 +61,10 @@ conv::Backend automatic_backend(const io::Problem& problem) {
   const conv::Backend fastest =
       conv::select_backend(convolution_geometry(problem), precision, conv::default_backend_cache(), &note);
   if (!note.empty()) std::cerr << "gratingsim: " << note << '\n';
-  if (physics_unavailable(fastest, precision).empty()) return fastest;
-  return conv::backend_available(conv::Backend::cpu_fftw) ? conv::Backend::cpu_fftw : conv::Backend::cpu_direct;
+  const physics::Formulation formulation = problem.solver.formulation;
+  if (physics_unavailable(fastest, precision, formulation).empty()) return fastest;
+  return physics_unavailable(conv::Backend::cpu_fftw, precision, formulation).empty() ? conv::Backend::cpu_fftw
+                                                                                     : conv::Backend::cpu_direct;
 }
 
 BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t> points) {

@@ -20,13 +20,15 @@ std::string device_of(conv::Backend backend);
 
 /// Why the physics solver cannot run `backend` in `precision` here (the backend is not in this build,
 /// there is no device, or the solver has no path for device memory), found by solving a one-slice
-/// slab with it; empty when it can.
-std::string physics_unavailable(conv::Backend backend, conv::Precision precision);
+/// slab with it in `formulation` (a backend may serve Laurent's scalar convolution but not yet the
+/// normal-vector pattern); empty when it can.
+std::string physics_unavailable(conv::Backend backend, conv::Precision precision,
+                                physics::Formulation formulation = physics::Formulation::normal_vector);
 
 /// The backend a case that says `auto` runs on: the fastest for the case's convolution shape
 /// measured on this machine (conv::select_backend, cached per machine); where that is one the physics
-/// solver cannot run (a GPU backend while the solver has a host path only), cpu-fftw, or cpu-direct
-/// in a build without FFTW.
+/// solver cannot run (a GPU backend while the solver has a host path only, or a backend without the
+/// case's formulation), cpu-fftw if it can, else cpu-direct.
 conv::Backend automatic_backend(const io::Problem& problem);
 
 /// The convolution shape of one wavelength's solve: N_i = 2M_i + 1, the finest slicing, and

@@ -129,7 +129,7 @@ std::size_t estimated_solver_bytes(const Case& c) {
   const std::size_t incidences = c.incidence.theta_deg.size() * c.incidence.phi_deg.size();
   const std::size_t real_bytes = c.numerics.precision == conv::Precision::single ? 4 : 8;
   return physics::estimate_bytes(slices, orders, incidences, c.numerics.harmonics_x, c.numerics.harmonics_y, real_bytes,
-                                 krylov_vectors, solver.method == SolverMethod::direct);
+                                 krylov_vectors, solver.method == SolverMethod::direct, c.numerics.formulation);
 }
 
 namespace {
@@ -670,7 +670,7 @@ class CaseReader {
 
   // --- numerics and output --------------------------------------------------------------------
   void read_numerics(const Node& n) {
-    const Map m(n, {"harmonics", "richardson", "precision", "backend", "solver"});
+    const Map m(n, {"harmonics", "richardson", "precision", "formulation", "backend", "solver"});
     const Node h = m.required("harmonics");
     harmonics_node_ = h;
     constexpr int max_order = 4096;
@@ -691,6 +691,9 @@ class CaseReader {
     if (const auto p = m.optional("precision"))
       c_.numerics.precision =
           p->choice<conv::Precision>({{"single", conv::Precision::single}, {"double", conv::Precision::double_}});
+    if (const auto f = m.optional("formulation"))
+      c_.numerics.formulation = f->choice<physics::Formulation>(
+          {{"normal-vector", physics::Formulation::normal_vector}, {"laurent", physics::Formulation::laurent}});
     if (const auto b = m.optional("backend")) {
       const std::string name = b->string();
       std::vector<std::string> names{"auto"};

@@ -21,6 +21,7 @@
 #include "convolution/convolution.hpp"
 #include "convolution/error.hpp"
 #include "physics/materials.hpp"
+#include "physics/normal_field.hpp"
 
 namespace gratingsim::io {
 
@@ -124,6 +125,8 @@ struct Numerics {
   bool richardson = false;               ///< also solve at twice the slices and extrapolate (formulation.md §6)
   conv::Precision precision = conv::Precision::double_;
   std::optional<conv::Backend> backend;  ///< nullopt: "auto", the application picks
+  /// normal-vector (normal-vector.md, the default) or laurent (J = χ ⊛ E)
+  physics::Formulation formulation = physics::Formulation::normal_vector;
   SolverOptions solver;
 };
 

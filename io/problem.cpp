@@ -174,6 +174,7 @@ Problem make_problem(Case c) {
   o.richardson = c.numerics.richardson;
   if (c.numerics.backend) o.backend = *c.numerics.backend;
   o.precision = c.numerics.precision;
+  o.formulation = c.numerics.formulation;
   o.on_unconverged = physics::OnUnconverged::mark;
   o.keep_fields = c.output.fields;
   o.memory_limit_bytes = physical_memory_bytes();
@@ -357,6 +358,7 @@ RunInfo run_info(const Problem& problem, std::string_view backend, std::string_v
   RunInfo info;
   info.backend = std::string(backend);
   info.precision = std::string(precision);
+  info.formulation = std::string(physics::to_string(problem.solver.formulation));
   info.device = std::move(device);
   info.input_units = std::string(to_string(problem.source.input_units));
   info.case_path = problem.source.path;

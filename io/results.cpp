@@ -379,6 +379,7 @@ void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
   write_string_attribute(file, "input_units", info.input_units);
   write_string_attribute(file, "backend", info.backend);
   write_string_attribute(file, "precision", info.precision);
+  write_string_attribute(file, "formulation", info.formulation);
   write_string_attribute(file, "device", info.device);
   write_string_attribute(file, "polarization", std::string(to_string(l.polarization)));
 
@@ -437,6 +438,8 @@ RunInfo read_info(hid_t file) {
   info.input_units = read_string_attribute(file, "input_units");
   info.backend = read_string_attribute(file, "backend");
   info.precision = read_string_attribute(file, "precision");
+  // Files written before the option existed were computed with Laurent's rule.
+  info.formulation = H5Aexists(file, "formulation") > 0 ? read_string_attribute(file, "formulation") : "laurent";
   info.device = read_string_attribute(file, "device");
   const Handle set = h5::dataset(H5Dopen2(file, "input/case", H5P_DEFAULT), "open dataset input/case");
   const Handle type = string_type();
@@ -496,6 +499,8 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
     return "the field output";
   if (ai.backend != bi.backend) return "the backend ('" + ai.backend + "' there, '" + bi.backend + "' now)";
   if (ai.precision != bi.precision) return "the precision ('" + ai.precision + "' there, '" + bi.precision + "' now)";
+  if (ai.formulation != bi.formulation)
+    return "the formulation ('" + ai.formulation + "' there, '" + bi.formulation + "' now)";
   if (ai.input_units != bi.input_units) return "the input units";
   if (ai.case_path != bi.case_path) return "the case path";
   return "";

@@ -64,6 +64,7 @@ struct ResultLayout {
 struct RunInfo {
   std::string backend;    ///< e.g. "cpu-fftw"
   std::string precision;  ///< "single" or "double"
+  std::string formulation;  ///< "normal-vector" or "laurent" (files without the attribute read "laurent")
   std::string device;     ///< e.g. "CPU (16 threads)" or "NVIDIA H100 80GB HBM3"
   std::string input_units;
   std::string case_path;

@@ -49,10 +49,11 @@ std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& l
 /// The z-operator of z_operator.hpp on the device: one thread per (rhs, order) runs the upward and
 /// downward sweeps over the slices in complex128 arithmetic exactly as the host version; the
 /// coefficients are uploaded once here, transposed to [incidence][slice][order] so that the threads
-/// of a warp (consecutive orders) read consecutive addresses.
+/// of a warp (consecutive orders) read consecutive addresses. source_components as for
+/// make_host_z_operator.
 template <class Real>
 std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
-                                                        std::vector<int> rhs_incidence);
+                                                        std::vector<int> rhs_incidence, int source_components = 3);
 
 }  // namespace gratingsim::physics
 #endif

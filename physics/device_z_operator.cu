@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(64) z_sweeps(const typename Vec2<Real>::type* 
                                                const typename Vec2<Real>::type* __restrict__ c,
                                                typename Vec2<Real>::type* y, Coefficients g,
                                                const int* __restrict__ rhs_incidence, int nr, int nm, int nz,
-                                               double k1) {
+                                               int sc, double k1) {
   using V = typename Vec2<Real>::type;
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= nr * nm) return;
@@ -78,6 +78,9 @@ __global__ void __launch_bounds__(64) z_sweeps(const typename Vec2<Real>::type* 
   const Cx kz2 = kz * kz;
   // Element (p, r, component, m) of the batched layout; coefficient (a, p, m).
   const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m; };
+  // Element (p, r, component, m) of the convolution output c: sc (3, 4 or 5) components per block,
+  // 0..2 the source, 3 and 4 (where present) D_x, D_y added to y (z_operator.hpp).
+  const auto c_at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m; };
   const auto coef = [&](int p) { return (std::size_t(a) * nz + p) * nm + m; };
   struct Projections {
     Cx e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
@@ -96,13 +99,17 @@ __global__ void __launch_bounds__(64) z_sweeps(const typename Vec2<Real>::type* 
     const Cx out[3] = {widen(v[0]) - vx, widen(v[1]) - vy, widen(v[2]) - az};
     for (int comp = 0; comp < 3; ++comp) y[at(p, comp)] = V{Real(out[comp].re), Real(out[comp].im)};
   };
-  // `from` is x in the upward sweep (which writes y = x − ...) and y in the downward one, which does
-  // not need the self coefficient.
+  // `from` is x in the upward sweep (which writes y = x + D − ..., so D is added to v there) and y
+  // in the downward one, which needs neither D nor the self coefficient.
   const auto fetch = [&](int p, const V* from, bool with_self) {
     Slice s;
     for (int comp = 0; comp < 3; ++comp) {
-      s.c[comp] = c[at(p, comp)];
+      s.c[comp] = c[c_at(p, comp)];
       s.v[comp] = from[at(p, comp)];
+      if (with_self && comp + 3 < sc) {
+        const V d = c[c_at(p, comp + 3)];
+        s.v[comp] = V{Real(double(s.v[comp].x) + double(d.x)), Real(double(s.v[comp].y) + double(d.y))};
+      }
     }
     const std::size_t i = coef(p);
     s.step = g.step[i];
@@ -172,8 +179,9 @@ class DeviceZOperator final : public ZOperator<Real> {
   using typename ZOperator<Real>::Complex;
   using V = typename Vec2<Real>::type;
 
-  DeviceZOperator(const GreenCoefficients& g, std::vector<int> rhs_incidence)
+  DeviceZOperator(const GreenCoefficients& g, std::vector<int> rhs_incidence, int source_components)
       : k1_(g.k1),
+        sc_(source_components),
         nr_(int(rhs_incidence.size())),
         nm_(g.orders),
         nz_(g.slices),
@@ -184,6 +192,7 @@ class DeviceZOperator final : public ZOperator<Real> {
         step_(per_slice_), weight_(per_slice_), self_(per_slice_), depth_(per_slice_),
         rhs_incidence_(rhs_incidence.size()) {
     EXPECTS(nr_ >= 1, "z-operator: no right-hand side");
+    EXPECTS(sc_ >= 3 && sc_ <= 5, "z-operator: the source has 3, 4 or 5 components per block");
     for (int a : rhs_incidence) EXPECTS(a >= 0 && a < g.incidences, "z-operator: rhs names an unknown incidence");
     EXPECTS(std::size_t(nr_) * std::size_t(nm_) < std::size_t(1) << 31, "z-operator: too many (rhs, order) pairs");
     const auto as_double2 = [](const std::vector<std::complex<double>>& v) {
@@ -226,12 +235,13 @@ class DeviceZOperator final : public ZOperator<Real> {
     const int pairs = nr_ * nm_;
     z_sweeps<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
         reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), g,
-        rhs_incidence_.data(), nr_, nm_, nz_, k1_);
+        rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_);
     CUDA_CHECK_LAUNCH();
   }
 
  private:
   double k1_;
+  int sc_;
   int nr_, nm_, nz_;
   std::size_t per_order_, per_slice_;
   conv::DeviceBuffer<double2> kz_, rs_, rp_;
@@ -244,10 +254,12 @@ class DeviceZOperator final : public ZOperator<Real> {
 
 template <class Real>
 std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
-                                                        std::vector<int> rhs_incidence) {
-  return std::make_unique<DeviceZOperator<Real>>(coefficients, std::move(rhs_incidence));
+                                                        std::vector<int> rhs_incidence, int source_components) {
+  return std::make_unique<DeviceZOperator<Real>>(coefficients, std::move(rhs_incidence), source_components);
 }
-template std::unique_ptr<ZOperator<float>> make_device_z_operator<float>(const GreenCoefficients&, std::vector<int>);
-template std::unique_ptr<ZOperator<double>> make_device_z_operator<double>(const GreenCoefficients&, std::vector<int>);
+template std::unique_ptr<ZOperator<float>> make_device_z_operator<float>(const GreenCoefficients&, std::vector<int>,
+                                                                         int);
+template std::unique_ptr<ZOperator<double>> make_device_z_operator<double>(const GreenCoefficients&, std::vector<int>,
+                                                                           int);
 
 }  // namespace gratingsim::physics

@@ -13,7 +13,7 @@ template <class Real>
 DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences,
                                        const ProblemSettings& settings, int slice_factor,
                                        std::vector<std::string>& warnings)
-    : discretisation_(discretise(structure, slice_factor)) {
+    : formulation_(settings.formulation), discretisation_(discretise(structure, slice_factor)) {
   using C = std::complex<double>;
   EXPECTS(!incidences.empty(), "no incidence to solve");
   EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
@@ -31,22 +31,44 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   const std::size_t nm = orders_[0].orders.size(), nr = 2 * incidences.size();
   layout_ = {std::size_t(nz), nr, 3 * nm};
 
-  // Shape functions χ̂_p, computed once per distinct slice geometry.
+  // The convolution problem: Laurent's scalar one (3 components per rhs, kernel χ), or the
+  // normal-vector pattern (one group of F_x, F_y, F_z per rhs; normal_field.hpp).
+  const bool normal_vector = formulation_ == Formulation::normal_vector;
   const int n1 = 2 * settings.m1 + 1, n2 = 2 * settings.m2 + 1;
-  const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
-  std::vector<std::vector<C>> per_content;
-  for (const SliceContent& c : d.contents)
-    per_content.push_back(contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1, settings.m2));
-  kernels_.resize(std::size_t(nz) * kernel_size);
-  for (int p = 0; p < nz; ++p)
-    std::copy(per_content[d.content_of_slice[p]].begin(), per_content[d.content_of_slice[p]].end(),
-              kernels_.begin() + std::ptrdiff_t(p * kernel_size));
-
-  conv::Problem geometry;
+  conv::Problem geometry = normal_vector ? normal_vector_problem(structure.lattice.one_dimensional()) : conv::Problem{};
   geometry.n1 = n1;
   geometry.n2 = n2;
   geometry.slices = nz;
-  geometry.per_slice = int(3 * nr);
+  geometry.per_slice = normal_vector ? int(nr) : int(3 * nr);
+  sources_per_block_ = normal_vector ? geometry.outputs : 3;
+  if (normal_vector) {
+    const conv::Precision precision = conv::precision_of<Real>();
+    const conv::BackendTraits& traits = conv::traits(settings.backend);
+    const conv::Support pattern = traits.can_implement(conv::resolve(geometry), precision);
+    const conv::Support scalar =
+        traits.can_implement(conv::resolve(conv::scalar_problem(n1, n2, nz, int(3 * nr))), precision);
+    SUPPORTS(pattern.ok || !scalar.ok,
+             "backend " + std::string(traits.name) + " cannot serve the normal-vector formulation's convolution (" +
+                 std::to_string(geometry.kernels) + " kernels, 3 inputs → " + std::to_string(geometry.outputs) +
+                 " outputs per right-hand side): " + pattern.reason +
+                 "; choose numerics.formulation: laurent, or a backend that serves it (cpu-direct)");
+  }
+
+  // Kernels per slice (χ̂, or the normal-vector kernels), computed once per distinct slice geometry.
+  const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
+  const std::size_t slice_kernels = std::size_t(geometry.kernels) * kernel_size;
+  std::vector<std::vector<C>> per_content;
+  for (const SliceContent& c : d.contents)
+    per_content.push_back(normal_vector ? normal_vector_kernels(structure.lattice, c, wavelength, eps1, settings.m1,
+                                                                settings.m2, settings.normal_field_resolution)
+                                        : contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1,
+                                                             settings.m2));
+  kernels_.resize(std::size_t(nz) * slice_kernels);
+  for (int p = 0; p < nz; ++p) {
+    const std::vector<C>& k = per_content[d.content_of_slice[p]];
+    EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
+    std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t(p * slice_kernels));
+  }
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
 
   std::vector<int> rhs_incidence;
@@ -55,15 +77,17 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
 #ifdef GRATINGSIM_HAVE_CUDA
     device_stream_ = std::make_unique<DeviceStream>();
     stream_ = device_stream_->get();
-    z_operator_ = make_device_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence));
+    z_operator_ =
+        make_device_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence), sources_per_block_);
 #else
     SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
                         " keeps its buffers on the device, and this build has no CUDA");
 #endif
   } else {
-    z_operator_ = make_host_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence));
+    z_operator_ =
+        make_host_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence), sources_per_block_);
   }
-  work_ = make_space(1);
+  work_ = make_output_space(1);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
   background_.assign(layout_.size(), Complex(0));
@@ -95,6 +119,15 @@ std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_space(int count) 
 }
 
 template <class Real>
+std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_output_space(int count) const {
+  const BatchLayout output{layout_.slices, layout_.rhs, layout_.block / 3 * std::size_t(sources_per_block_)};
+#ifdef GRATINGSIM_HAVE_CUDA
+  if (convolution_->memory() == conv::Memory::device) return make_device_vector_space<Real>(output, count, stream_);
+#endif
+  return make_host_vector_space<Real>(output, count);
+}
+
+template <class Real>
 void DiscreteProblem<Real>::apply(const Complex* x, Complex* y) {
   apply_convolution(x);
   apply_z_operator(x, y);
@@ -118,25 +151,41 @@ void DiscreteProblem<Real>::synchronize() const {
 }
 
 template <class Real>
-std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> field) {
-  using C = std::complex<double>;
-  EXPECTS(field.size() == layout_.size(), "far_field: field size does not match the problem");
-  const Complex* c = nullptr;
-  std::vector<Complex> c_host;
+std::vector<std::complex<Real>> DiscreteProblem<Real>::convolve_on_host(std::span<const Complex> solution) {
+  EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
+  std::vector<Complex> c(layout_.size() / 3 * std::size_t(sources_per_block_));
   if (convolution_->memory() == conv::Memory::device) {
-    auto space = make_space(2);
-    space->upload(field, 0);
-    convolution_->execute(space->data(0), space->data(1), stream_);
-    c_host.resize(layout_.size());
-    space->download(1, c_host);  // waits for the stream
-    c = c_host.data();
+    auto in = make_space(1);
+    auto out = make_output_space(1);
+    in->upload(solution, 0);
+    convolution_->execute(in->data(0), out->data(0), stream_);
+    out->download(0, c);  // waits for the stream
   } else {
-    convolution_->execute(field.data(), work_->data(0));
-    c = work_->data(0);
+    convolution_->execute(solution.data(), c.data());
   }
+  return c;
+}
+
+template <class Real>
+std::vector<std::complex<Real>> DiscreteProblem<Real>::physical_field(std::span<const Complex> solution) {
+  std::vector<Complex> e(solution.begin(), solution.end());
+  if (formulation_ == Formulation::laurent) return e;
+  const std::vector<Complex> c = convolve_on_host(solution);  // E = F + D, D = (D_x, D_y, 0)
+  const std::size_t blocks = layout_.slices * layout_.rhs, nm = layout_.block / 3, sc = std::size_t(sources_per_block_);
+  for (std::size_t b = 0; b < blocks; ++b)
+    for (std::size_t comp = 0; comp + 3 < sc; ++comp)
+      for (std::size_t m = 0; m < nm; ++m) e[b * 3 * nm + comp * nm + m] += c[b * sc * nm + (comp + 3) * nm + m];
+  return e;
+}
+
+template <class Real>
+std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> solution) {
+  using C = std::complex<double>;
+  const std::vector<Complex> source = convolve_on_host(solution);
+  const Complex* c = source.data();
   const ZGrid& grid = discretisation_.grid;
   const int nz = grid.slices();
-  const std::size_t nr = layout_.rhs, nm = layout_.block / 3;
+  const std::size_t nr = layout_.rhs, nm = layout_.block / 3, sc = std::size_t(sources_per_block_);
   std::vector<FarField> out(nr);
   for (std::size_t r = 0; r < nr; ++r) {
     const FloquetOrders& f = orders_[r / 2];
@@ -154,7 +203,7 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
       const bool up = o.propagates_up();
       C ue = 0, upp = 0, de = 0, dp = 0;
       for (int p = 0; p < nz; ++p) {
-        const auto at = [&](int comp) { return (std::size_t(p) * nr + r) * 3 * nm + comp * nm + m; };
+        const auto at = [&](int comp) { return (std::size_t(p) * nr + r) * sc * nm + comp * nm + m; };
         const C sx = k1sq * C(c[at(0)]), sy = k1sq * C(c[at(1)]), sz = k1sq * C(c[at(2)]);
         const C se = ex * sx + ey * sy, st = o.tx * sx + o.ty * sy;
         const C s_plus = pt * st + pz * sz, s_minus = -pt * st + pz * sz;
@@ -183,14 +232,18 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
 }
 
 std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
-                           std::size_t real_bytes, int krylov_vectors, bool dense) {
+                           std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation) {
+  const bool normal_vector = formulation == Formulation::normal_vector;
   const std::size_t rhs = 2 * incidences;
   const std::size_t field = slices * rhs * 3 * orders * 2 * real_bytes;  // one batched vector
+  const std::size_t output = field / 3 * (normal_vector ? 5 : 3);         // the convolution output c
+  const std::size_t per_slice = normal_vector ? 7 : 1;                    // kernels per slice
   const std::size_t l1 = std::size_t(conv::minimal_fft_length(2 * m1 + 1)),
                     l2 = std::size_t(conv::minimal_fft_length(2 * m2 + 1));
-  const std::size_t kernels = slices * (std::size_t(4 * m1 + 1) * (4 * m2 + 1) * 16 + l1 * l2 * 2 * real_bytes);
+  const std::size_t kernels =
+      slices * per_slice * (std::size_t(4 * m1 + 1) * (4 * m2 + 1) * 16 + l1 * l2 * 2 * real_bytes);
   const std::size_t green = incidences * orders * slices * 4 * 16;
-  std::size_t total = field * (std::size_t(krylov_vectors) + 3) + kernels + green;  // + b, x on the host, c
+  std::size_t total = field * (std::size_t(krylov_vectors) + 2) + output + kernels + green;  // + b, x on the host
   if (dense) {
     const std::size_t n = slices * 3 * orders;
     total += rhs * n * n * 16;

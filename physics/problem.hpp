@@ -1,8 +1,12 @@
 #pragma once
-// The discrete problem of one wavelength (formulation.md §5–8): A e = e_b with
-// A = I − K·(k1² χ ⊛ ·), for every right-hand side r = 2·incidence + polarisation (0 = s, 1 = p)
-// of the incidences that share this wavelength. One convolution plan serves them all
-// (per_slice = 3·n_rhs: b = slice·per_slice + rhs·3 + component), then the z-operator.
+// The discrete problem of one wavelength (formulation.md §5–8) for every right-hand side
+// r = 2·incidence + polarisation (0 = s, 1 = p) of the incidences that share this wavelength:
+//   normal-vector (normal-vector.md, the default): A F = e_b, A F = F + D − K·(k1² J), J = C ⊛ F,
+//     D = (γ n nᵀ) ⊛ F; the unknown is F and the physical field is E = M F = F + D (physical_field());
+//     one convolution plan of the pattern of normal_field.hpp, per_slice = n_rhs groups of Q = 3;
+//   laurent: A e = e_b with A = I − K·(k1² χ ⊛ ·), the scalar plan with per_slice = 3·n_rhs.
+// Either way the unknown's layout is (slice, rhs, component·Nm + m), exactly the engine's input
+// layout; then the z-operator.
 #include <complex>
 #include <memory>
 #include <span>
@@ -14,6 +18,7 @@
 #include "physics/discretisation.hpp"
 #include "physics/floquet.hpp"
 #include "physics/krylov.hpp"
+#include "physics/normal_field.hpp"
 #include "physics/z_operator.hpp"
 
 namespace gratingsim::physics {
@@ -22,6 +27,8 @@ struct ProblemSettings {
   int m1 = 0, m2 = 0;  ///< harmonics: orders m ∈ [−M1, M1] × [−M2, M2]
   conv::Backend backend = conv::Backend::cpu_direct;
   double rayleigh_tolerance = 1e-6;
+  Formulation formulation = Formulation::normal_vector;
+  int normal_field_resolution = 0;  ///< raster pixels per axis of 2D normal fields; 0: the default
 };
 
 /// Far-field amplitudes of one right-hand side, per order (the engine's harmonic layout), phase
@@ -50,8 +57,9 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] const BatchLayout& layout() const override { return layout_; }
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_space(int count) const override;
   void apply(const Complex* x, Complex* y) override;
-  /// The two stages of apply(), separately (for timing): c ← χ ⊛ x into the problem's own buffer,
-  /// then y ← x − K (k1² c). Same memory and stream rules as apply().
+  /// The two stages of apply(), separately (for timing): c ← the convolution of x into the problem's
+  /// own buffer (Laurent: χ ⊛ x; normal-vector: J and D), then y ← x + D − K (k1² J). Same memory and
+  /// stream rules as apply().
   void apply_convolution(const Complex* x);
   void apply_z_operator(const Complex* x, Complex* y);
   /// Where the vectors live, and the stream products are enqueued on (nullptr for host problems).
@@ -68,12 +76,26 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] const std::vector<std::complex<double>>& kernels() const { return kernels_; }
   [[nodiscard]] int rhs() const { return int(layout_.rhs); }
 
-  /// Far-field amplitudes for every rhs from the total field e at the slice centres (host). A device
-  /// problem uploads e, convolves it on the device and downloads χ ⊛ e (it allocates two device
-  /// vectors for that, after the solve has released its own); the projections run on the host.
-  [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> field);
+  [[nodiscard]] Formulation formulation() const { return formulation_; }
+
+  /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
+  /// the slice centres (host), with the source s = k1² J. A device problem uploads x, convolves it on
+  /// the device and downloads the output (it allocates device vectors for that, after the solve has
+  /// released its own); the projections run on the host.
+  [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> solution);
+
+  /// The physical field E = M F = F + D at the slice centres from the solution (host, batched
+  /// layout); Laurent's unknown is E itself.
+  [[nodiscard]] std::vector<Complex> physical_field(std::span<const Complex> solution);
 
  private:
+  /// The convolution output of a host solution x (host, sources_per_block_ components per block).
+  std::vector<Complex> convolve_on_host(std::span<const Complex> solution);
+  /// Vectors of the convolution output's layout, in memory().
+  [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_output_space(int count) const;
+
+  Formulation formulation_;
+  int sources_per_block_ = 3;  // components of the convolution output per (slice, rhs): 3, 4 or 5
   Discretisation discretisation_;
   std::vector<FloquetOrders> orders_;
   BatchLayout layout_;
@@ -84,14 +106,16 @@ class DiscreteProblem final : public LinearOperator<Real> {
   std::vector<std::complex<double>> kernels_;
   std::unique_ptr<conv::Convolution<Real>> convolution_;
   std::unique_ptr<ZOperator<Real>> z_operator_;
-  std::unique_ptr<VectorSpace<Real>> work_;  // the convolution's output c = χ ⊛ x
+  std::unique_ptr<VectorSpace<Real>> work_;  // the convolution's output (sources_per_block_ components)
   std::vector<Complex> background_;
 };
 
 /// Bytes the solve of one wavelength needs (Krylov vectors, right-hand sides, convolution output,
 /// Green coefficients, kernels and their FFT spectra; a backend's private scratch is not counted;
 /// the dense reference adds n²·16 per rhs). krylov_vectors: GMRES restart + 4, BiCGStab 8, dense 3.
+/// The normal-vector formulation is counted as the 2D pattern (5 output components per block, 7
+/// kernels per slice), an upper bound for 1D gratings (4 and 3).
 std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
-                           std::size_t real_bytes, int krylov_vectors, bool dense);
+                           std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation);
 
 }  // namespace gratingsim::physics

@@ -582,23 +582,23 @@ std::vector<Complex> raster_harmonics(const Lattice& lattice, const Raster& rast
   return out;
 }
 
-std::vector<Complex> contrast_harmonics(const Lattice& lattice, const SliceContent& slice, double wavelength,
-                                        Complex superstrate_permittivity, int m1, int m2) {
-  EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
-  EXPECTS(!lattice.one_dimensional() || m2 == 0, "a 1D lattice (period_y = 0) needs M2 = 0, got " + std::to_string(m2));
-  const auto contrast = [&](const Material& m) { return m.permittivity(wavelength) / superstrate_permittivity - 1.0; };
-  const Complex background = contrast(slice.background);
-  const int n1 = 2 * m1, n2 = 2 * m2;
+std::vector<Complex> material_harmonics(const Lattice& lattice, const SliceContent& slice, double wavelength,
+                                        const std::function<Complex(Complex)>& f, int n1_max, int n2_max) {
+  EXPECTS(n1_max >= 0 && n2_max >= 0, "harmonic ranges must be ≥ 0");
+  EXPECTS(!lattice.one_dimensional() || n2_max == 0,
+          "a 1D lattice (period_y = 0) has no y-harmonics, got a range of " + std::to_string(n2_max));
+  const auto value = [&](const Material& m) { return f(m.permittivity(wavelength)); };
+  const Complex background = value(slice.background);
   if (slice.shapes.empty()) {
-    std::vector<Complex> out(std::size_t(2 * n1 + 1) * (2 * n2 + 1), 0.0);
-    out[std::size_t(n1) * (2 * n2 + 1) + n2] = background;
+    std::vector<Complex> out(std::size_t(2 * n1_max + 1) * (2 * n2_max + 1), 0.0);
+    out[std::size_t(n1_max) * (2 * n2_max + 1) + n2_max] = background;
     return out;
   }
   if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
     EXPECTS(slice.shapes.size() == 1, "a raster must be the only shape of its slice");
     std::vector<Complex> values;
-    for (const Material& m : raster->materials) values.push_back(contrast(m));
-    return raster_harmonics(lattice, *raster, background, values, n1, n2);
+    for (const Material& m : raster->materials) values.push_back(value(m));
+    return raster_harmonics(lattice, *raster, background, values, n1_max, n2_max);
   }
   std::vector<Complex> values;
   for (const PlanarShape& s : slice.shapes)
@@ -608,11 +608,19 @@ std::vector<Complex> contrast_harmonics(const Lattice& lattice, const SliceConte
           if constexpr (std::is_same_v<T, Raster>) {
             EXPECTS(false, "a raster must be the only shape of its slice");
           } else {
-            values.push_back(contrast(shape.material));
+            values.push_back(value(shape.material));
           }
         },
         s);
-  return PaintedCell(lattice, slice.shapes).harmonics(background, values, n1, n2);
+  return PaintedCell(lattice, slice.shapes).harmonics(background, values, n1_max, n2_max);
+}
+
+std::vector<Complex> contrast_harmonics(const Lattice& lattice, const SliceContent& slice, double wavelength,
+                                        Complex superstrate_permittivity, int m1, int m2) {
+  EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
+  EXPECTS(!lattice.one_dimensional() || m2 == 0, "a 1D lattice (period_y = 0) needs M2 = 0, got " + std::to_string(m2));
+  return material_harmonics(
+      lattice, slice, wavelength, [&](Complex eps) { return eps / superstrate_permittivity - 1.0; }, 2 * m1, 2 * m2);
 }
 
 }  // namespace gratingsim::physics

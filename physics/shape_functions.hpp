@@ -23,6 +23,7 @@
 // A shape without overlaps therefore reproduces the textbook closed forms: the rectangle's sinc
 // product, the ellipse's Bessel form and the polygon's edge sum.
 #include <complex>
+#include <functional>
 #include <span>
 #include <variant>
 #include <vector>
@@ -86,6 +87,12 @@ class PaintedCell {
 /// values[i] is the value of materials[i]; pixels with index −1 take `background`.
 std::vector<Complex> raster_harmonics(const Lattice& lattice, const Raster& raster, Complex background,
                                       std::span<const Complex> values, int n1_max, int n2_max);
+
+/// The harmonics of the piecewise-constant map f(ε(x, y)) of a slice at `wavelength`: the same
+/// exact transforms with each region's value f(ε_region), for |n_i| ≤ n_i_max (layout of
+/// PaintedCell::harmonics). Rasters must be alone in their slice.
+std::vector<Complex> material_harmonics(const Lattice& lattice, const SliceContent& slice, double wavelength,
+                                        const std::function<Complex(Complex)>& f, int n1_max, int n2_max);
 
 /// The contrast harmonics χ̂ = FT[ε/ε1 − 1] of a slice at `wavelength` in the kernel layout above
 /// (n_max = 2M). Rasters must be alone in their slice.

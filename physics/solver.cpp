@@ -67,7 +67,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
                       : options.method == Method::bicgstab ? 8 : 3;
   const std::size_t need = estimate_bytes(std::size_t(slices), nm, group.size(), options.m1, options.m2, sizeof(Real),
-                                          vectors, options.method == Method::dense_lu);
+                                          vectors, options.method == Method::dense_lu, options.formulation);
   const std::string what = "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) +
                            " orders × " + std::to_string(2 * group.size()) + " right-hand sides needs about " +
                            format_bytes(need);
@@ -95,10 +95,12 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   settings.m2 = options.m2;
   settings.backend = options.backend;
   settings.rayleigh_tolerance = options.rayleigh_tolerance;
+  settings.formulation = options.formulation;
+  settings.normal_field_resolution = options.normal_field_resolution;
   DiscreteProblem<Real> problem(structure, group, settings, slice_factor, warnings);
 
   const std::vector<std::complex<Real>>& b = problem.background_field();
-  std::vector<std::complex<Real>> x = b;  // initial guess e_b
+  std::vector<std::complex<Real>> x = b;  // the unknown (F, or e for Laurent); initial guess e_b
   KrylovSettings ks;
   ks.method = options.method;
   ks.restart = options.gmres_restart;
@@ -123,6 +125,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   out.orders = problem.orders();
   out.grid = problem.discretisation().grid;
   if (options.keep_fields) {
+    const std::vector<std::complex<Real>> e = problem.physical_field(x);  // E = M F
     const BatchLayout& l = problem.layout();
     out.fields.resize(group.size());
     for (std::size_t a = 0; a < group.size(); ++a)
@@ -131,7 +134,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
         f.resize(l.per_rhs());
         for (std::size_t p = 0; p < l.slices; ++p)
           for (std::size_t j = 0; j < l.block; ++j)
-            f[p * l.block + j] = Complex(x[(p * l.rhs + 2 * a + pol) * l.block + j]);
+            f[p * l.block + j] = Complex(e[(p * l.rhs + 2 * a + pol) * l.block + j]);
       }
   }
   return out;

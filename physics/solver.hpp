@@ -20,6 +20,7 @@
 #include "convolution/convolution.hpp"
 #include "convolution/error.hpp"
 #include "physics/krylov.hpp"
+#include "physics/normal_field.hpp"
 #include "physics/structure.hpp"
 
 namespace gratingsim::physics {
@@ -45,6 +46,12 @@ struct SolverOptions {
   /// amplitude (O(Δz⁴) instead of O(Δz²)); Ψ, Δ, Mueller follow from the extrapolated Jones matrix.
   bool richardson = false;
   conv::Backend backend = conv::Backend::cpu_direct;
+  /// normal_vector (normal-vector.md: the unknown F, E = M F; fast convergence in harmonics for p,
+  /// crossed gratings and metals) or laurent (J = χ ⊛ E, the scalar convolution).
+  Formulation formulation = Formulation::normal_vector;
+  /// Raster pixels per axis on which 2D normal fields are built (a power of two); 0: the default,
+  /// default_normal_field_resolution(M1, M2).
+  int normal_field_resolution = 0;
   conv::Precision precision = conv::Precision::double_;
   OnUnconverged on_unconverged = OnUnconverged::throw_error;
   bool keep_fields = false;           ///< return the field harmonics per slice
@@ -87,7 +94,8 @@ struct Ellipsometry {
 };
 Ellipsometry ellipsometry(const Jones& reflection);
 
-/// Total field harmonics at the slice centres, per incident polarisation, laid out
+/// Total field harmonics (the physical field E; in the normal-vector formulation E = M F, not the
+/// unknown F) at the slice centres, per incident polarisation, laid out
 /// [slice][component x,y,z][order] (orders in the engine's harmonic layout).
 struct Fields {
   std::vector<double> z, thickness;

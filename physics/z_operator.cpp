@@ -1,6 +1,7 @@
 #include "physics/z_operator.hpp"
 
 #include <cmath>
+#include <string>
 
 #include "convolution/error.hpp"
 
@@ -70,15 +71,18 @@ template <class Real>
 class HostZOperator final : public ZOperator<Real> {
  public:
   using typename ZOperator<Real>::Complex;
-  HostZOperator(GreenCoefficients g, std::vector<int> rhs_incidence) : g_(std::move(g)), rhs_(std::move(rhs_incidence)) {
+  HostZOperator(GreenCoefficients g, std::vector<int> rhs_incidence, int source_components)
+      : g_(std::move(g)), rhs_(std::move(rhs_incidence)), source_components_(source_components) {
     for (int a : rhs_) EXPECTS(a >= 0 && a < g_.incidences, "z-operator: rhs names an unknown incidence");
+    EXPECTS(source_components >= 3 && source_components <= 5,
+            "z-operator: the source has 3, 4 or 5 components per block, got " + std::to_string(source_components));
   }
 
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
 
   void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream) override {
     using C = std::complex<double>;
-    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size());
+    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
     const double k1 = g_.k1, k1sq = k1 * k1;
     const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
 #pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
@@ -97,11 +101,13 @@ class HostZOperator final : public ZOperator<Real> {
       const C* depth = &g_.depth[io * nz];
       // Element (p, r, component, m) of the batched layout.
       const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m; };
+      // Element (p, r, component, m) of the convolution output c (sc components per block).
+      const auto c_at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m; };
       struct Projections {
         C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
       };
       const auto load = [&](int p) {
-        const C sx = k1sq * C(c[at(p, 0)]), sy = k1sq * C(c[at(p, 1)]), sz = k1sq * C(c[at(p, 2)]);
+        const C sx = k1sq * C(c[c_at(p, 0)]), sy = k1sq * C(c[c_at(p, 1)]), sz = k1sq * C(c[c_at(p, 2)]);
         return Projections{ex * sx + ey * sy, tx * sx + ty * sy, sz};
       };
       // Field of amplitudes (ae along ê, at along t̂, az along ẑ) subtracted from y_p.
@@ -111,9 +117,13 @@ class HostZOperator final : public ZOperator<Real> {
         y[at(p, 1)] = Complex(C(y[at(p, 1)]) - vy);
         y[at(p, 2)] = Complex(C(y[at(p, 2)]) - az);
       };
-      if (static_cast<const void*>(x) != static_cast<const void*>(y))
-        for (int p = 0; p < nz; ++p)
-          for (int comp = 0; comp < 3; ++comp) y[at(p, comp)] = x[at(p, comp)];
+      // y ← x + D (D_x, D_y: components 3, 4 of c where present).
+      for (int p = 0; p < nz; ++p)
+        for (int comp = 0; comp < 3; ++comp) {
+          C v = x[at(p, comp)];
+          if (comp + 3 < sc) v += C(c[c_at(p, comp + 3)]);
+          y[at(p, comp)] = Complex(v);
+        }
 
       // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p); also the
       // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term.
@@ -154,15 +164,17 @@ class HostZOperator final : public ZOperator<Real> {
  private:
   GreenCoefficients g_;
   std::vector<int> rhs_;
+  int source_components_;
 };
 
 }  // namespace
 
 template <class Real>
-std::unique_ptr<ZOperator<Real>> make_host_z_operator(GreenCoefficients coefficients, std::vector<int> rhs_incidence) {
-  return std::make_unique<HostZOperator<Real>>(std::move(coefficients), std::move(rhs_incidence));
+std::unique_ptr<ZOperator<Real>> make_host_z_operator(GreenCoefficients coefficients, std::vector<int> rhs_incidence,
+                                                      int source_components) {
+  return std::make_unique<HostZOperator<Real>>(std::move(coefficients), std::move(rhs_incidence), source_components);
 }
-template std::unique_ptr<ZOperator<float>> make_host_z_operator<float>(GreenCoefficients, std::vector<int>);
-template std::unique_ptr<ZOperator<double>> make_host_z_operator<double>(GreenCoefficients, std::vector<int>);
+template std::unique_ptr<ZOperator<float>> make_host_z_operator<float>(GreenCoefficients, std::vector<int>, int);
+template std::unique_ptr<ZOperator<double>> make_host_z_operator<double>(GreenCoefficients, std::vector<int>, int);
 
 }  // namespace gratingsim::physics

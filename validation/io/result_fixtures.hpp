@@ -46,6 +46,7 @@ inline io::RunInfo run_info() {
   io::RunInfo info;
   info.backend = "cpu-fftw";
   info.precision = "double";
+  info.formulation = "normal-vector";
   info.device = "CPU (test)";
   info.input_units = "nm";
   info.case_path = "cases/example.yaml";

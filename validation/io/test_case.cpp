@@ -44,6 +44,7 @@ layers:
 numerics:
   harmonics: [7, 9]
   precision: single
+  formulation: laurent
   backend: cpu-fftw
   solver: {method: gmres, restart: 30, tolerance: 1e-6, max_iterations: 200}
 output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane: yz, at: -0.1}]}
@@ -102,6 +103,7 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(c.numerics.harmonics_y == 9);
   CHECK(c.numerics.precision == conv::Precision::single);
   CHECK(c.numerics.backend == conv::Backend::cpu_fftw);
+  CHECK(c.numerics.formulation == physics::Formulation::laurent);
   CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
   CHECK(c.numerics.solver.restart == 30);
   CHECK(c.numerics.solver.tolerance == 1e-6);
@@ -149,6 +151,7 @@ numerics: {harmonics: 10}
   CHECK(c.numerics.harmonics_y == 0);  // a 1D lattice has no y-harmonics
   CHECK(c.numerics.precision == conv::Precision::double_);
   CHECK_FALSE(c.numerics.backend.has_value());
+  CHECK(c.numerics.formulation == physics::Formulation::normal_vector);
   CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
   CHECK(c.numerics.solver.restart == 40);
   CHECK(c.numerics.solver.tolerance == 1e-8);
@@ -217,11 +220,18 @@ TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles 
       "numerics: {harmonics: [3, 2]}\n",
       "memory.yaml");
   // 10 slices, Nm = 7·5 orders, 3 incidences, GMRES(40): 44 Krylov vectors, double precision.
-  CHECK(io::estimated_solver_bytes(c) == physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false));
+  // The default formulation is the normal-vector one; its convolution output is larger than Laurent's.
+  CHECK(c.numerics.formulation == physics::Formulation::normal_vector);
+  CHECK(io::estimated_solver_bytes(c) ==
+        physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::normal_vector));
+  CHECK(physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::normal_vector) >
+        physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent));
   c.numerics.solver.method = io::SolverMethod::direct;
   c.numerics.richardson = true;  // the finer grid: twice the slices
   c.numerics.precision = conv::Precision::single;
-  CHECK(io::estimated_solver_bytes(c) == physics::estimate_bytes(20, 35, 3, 3, 2, 4, 3, true));
+  c.numerics.formulation = physics::Formulation::laurent;
+  CHECK(io::estimated_solver_bytes(c) ==
+        physics::estimate_bytes(20, 35, 3, 3, 2, 4, 3, true, physics::Formulation::laurent));
 }
 
 TEST_CASE("a constant permittivity material (a metal)", "[io][case]") {

@@ -223,6 +223,7 @@ numerics: {harmonics: 3, solver: {method: direct}, backend: cpu-direct}
 )",
                                                         "sweep.yaml"));
   const io::RunInfo info = io::run_info(p, "cpu-direct", "double", "CPU");
+  CHECK(info.formulation == "normal-vector");
   const std::string reference = (dir / "reference.h5").string(), resumed = (dir / "resumed.h5").string();
   {
     auto writer = io::ResultWriter::create(reference, p.layout, info);
@@ -244,4 +245,17 @@ numerics: {harmonics: 3, solver: {method: direct}, backend: cpu-direct}
   CHECK(a.layout() == b.layout());
   for (std::size_t i = 0; i < p.layout.points(); ++i) CHECK(a.read(i) == b.read(i));
   fs::remove_all(dir);
+}
+
+TEST_CASE("numerics.formulation maps onto the solver options (default normal-vector)", "[io][problem]") {
+  const auto formulation_of = [](const std::string& numerics) {
+    return io::make_problem(io::parse_case("wavelength: 500\nlattice: {period_x: 700}\nsubstrate: SiO2\n"
+                                           "layers: [{thickness: 80, material: SiO2, slices: 2}]\nnumerics: " +
+                                               numerics + "\n",
+                                           "formulation.yaml"))
+        .solver.formulation;
+  };
+  CHECK(formulation_of("{harmonics: 2}") == physics::Formulation::normal_vector);
+  CHECK(formulation_of("{harmonics: 2, formulation: normal-vector}") == physics::Formulation::normal_vector);
+  CHECK(formulation_of("{harmonics: 2, formulation: laurent}") == physics::Formulation::laurent);
 }

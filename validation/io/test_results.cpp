@@ -353,6 +353,9 @@ TEST_CASE("resume refuses a partial file from a different run", "[io][results]")
   io::RunInfo other_backend = test::run_info();
   other_backend.backend = "gpu-fused";
   refused(l, other_backend, "the backend");
+  io::RunInfo other_formulation = test::run_info();
+  other_formulation.formulation = "laurent";
+  refused(l, other_formulation, "the formulation");
   io::RunInfo other_case = test::run_info();
   other_case.case_yaml += "# edited\n";
   refused(l, other_case, "the input case text");

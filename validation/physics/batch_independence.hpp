@@ -16,12 +16,13 @@ bool same_bits(const T& a, const T& b) {
   return std::memcmp(&a, &b, sizeof(T)) == 0;
 }
 
-/// Solves four incidences of one wavelength (conical ones included) together, alone, and in two
+/// Solves (in `formulation`) four incidences of one wavelength (conical ones included) together, alone, and in two
 /// other groupings, on a crossed grating; every order's R, T and Jones matrices and every solve's
 /// iterations and residual must be identical bit for bit.
-inline void check_batch_independence(conv::Backend backend, conv::Precision precision) {
+inline void check_batch_independence(conv::Backend backend, conv::Precision precision, physics::Formulation formulation) {
   using namespace physics;
   SolverOptions o;
+  o.formulation = formulation;
   o.m1 = o.m2 = 3;
   o.backend = backend;
   o.precision = precision;

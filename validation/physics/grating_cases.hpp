@@ -1,5 +1,7 @@
 #pragma once
 // Structures shared by the physics tests.
+#include "convolution/convolution.hpp"
+#include "physics/normal_field.hpp"
 #include "physics/solver.hpp"
 
 namespace gratingsim::test {
@@ -55,6 +57,22 @@ inline physics::Structure crossed(int slices) {
   s.layers = {pattern, film};
   return s;
 }
+
+/// Whether `backend` can serve `formulation`'s convolution problem in `precision` in this build (the
+/// engine gains the normal-vector pattern backend by backend; tests skip what it cannot do yet).
+inline bool serves(conv::Backend backend, conv::Precision precision, physics::Formulation formulation,
+                   bool one_dimensional = false) {
+  conv::Problem p = formulation == physics::Formulation::laurent ? conv::scalar_problem(5, 5, 2, 6)
+                                                                 : physics::normal_vector_problem(one_dimensional);
+  p.n1 = 5;
+  p.n2 = one_dimensional ? 1 : 5;
+  p.slices = 2;
+  if (formulation != physics::Formulation::laurent) p.per_slice = 2;
+  return conv::traits(backend).can_implement(conv::resolve(p), precision).ok;
+}
+
+inline constexpr physics::Formulation formulations[] = {physics::Formulation::laurent,
+                                                        physics::Formulation::normal_vector};
 
 inline const physics::DiffractionOrder* find_order(const physics::IncidenceResult& r, int m1, int m2) {
   for (const auto& d : r.orders)

@@ -1,6 +1,7 @@
 // The device path of the solver: the device vector space and z-operator equal their host versions on
-// random data; whole solves on every GPU backend equal the CPU solve (cpu-fftw, same precision) on a
-// 1D grating and a crossed grating at oblique and conical incidence: efficiencies to 1e-5 (complex64)
+// random data (3 and 5 source components); whole solves on every GPU backend equal the CPU solve
+// (cpu-fftw, or cpu-direct where cpu-fftw does not serve the formulation; same precision), in both
+// formulations, on a 1D grating and a crossed grating at oblique and conical incidence: efficiencies to 1e-5 (complex64)
 // / 1e-10 (complex128) of the largest efficiency, Jones amplitudes to the same fraction of the largest
 // |Jones|; a result is bit for bit the same in any batch; GPU GMRES and BiCGStab equal the dense LU
 // reference; a problem larger than the device is refused with the memory it needs.
@@ -79,20 +80,24 @@ template <class Real>
 void check_backends_equal_cpu() {
   constexpr bool single = std::is_same_v<Real, float>;
   const double agreement = single ? 1e-5 : 1e-10;
+  for (Formulation formulation : test::formulations)
   for (const GratingCase& c : grating_cases()) {
     SolverOptions o;
     o.m1 = c.m1;
     o.m2 = c.m2;
+    o.formulation = formulation;
     o.precision = conv::precision_of<Real>();
     o.tolerance = single ? 1e-6 : 1e-12;
     o.on_unconverged = OnUnconverged::mark;  // checked below, for the CPU reference too
-    o.backend = conv::Backend::cpu_fftw;
+    o.backend = test::serves(conv::Backend::cpu_fftw, o.precision, formulation, c.m2 == 0) ? conv::Backend::cpu_fftw
+                                                                                           : conv::Backend::cpu_direct;
     const SolveResult cpu = solve(c.structure, c.incidences, o);
     for (const IncidenceResult& r : cpu.incidences)
       for (const auto& pair : r.solves)
         for (const SolveStats& st : pair) REQUIRE(st.converged);
     for (conv::Backend backend : gpu_backends) {
-      INFO(c.name << ", " << conv::to_string(backend) << ", " << conv::to_string(o.precision));
+      INFO(to_string(formulation) << ", " << c.name << ", " << conv::to_string(backend) << ", "
+                                  << conv::to_string(o.precision));
       o.backend = backend;
       SolveResult gpu;
       const auto start = std::chrono::steady_clock::now();
@@ -174,25 +179,32 @@ TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields",
   const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
   const std::vector<int> rhs_incidence{0, 0, 1, 1};
   const BatchLayout layout = problem.layout();
-  auto host = make_host_z_operator<TestType>(g, rhs_incidence);
-  auto dev = make_device_z_operator<TestType>(g, rhs_incidence);
-  DeviceStream stream;
-  auto space = make_device_vector_space<TestType>(layout, 3, stream.get());
-  const auto x = test::random_complex<TestType>(layout.size()), c = test::random_complex<TestType>(layout.size());
-  std::vector<Complex> expect(layout.size());
-  host->apply(x.data(), c.data(), expect.data(), nullptr);
-  REQUIRE(test::l2_norm<TestType>(expect) > 0);
-  // y distinct from x, then in place (y = x).
-  for (bool in_place : {false, true}) {
-    space->upload(x, 0);
-    space->upload(c, 1);
-    std::vector<Complex> got(layout.size(), test::poison<TestType>());
-    space->upload(got, 2);
-    Complex* y = in_place ? space->data(0) : space->data(2);
-    dev->apply(space->data(0), space->data(1), y, stream.get());
-    space->download(in_place ? 0 : 2, got);
-    INFO((in_place ? "in place" : "out of place"));
-    CHECK(test::relative_l2<TestType, TestType>(got, expect) <= tol);
+  // Laurent's source (3 components per block) and the normal-vector ones (J and D_x; J, D_x and D_y).
+  for (int sources : {3, 4, 5}) {
+    INFO(sources << " source components");
+    auto host = make_host_z_operator<TestType>(g, rhs_incidence, sources);
+    auto dev = make_device_z_operator<TestType>(g, rhs_incidence, sources);
+    DeviceStream stream;
+    const BatchLayout source_layout{layout.slices, layout.rhs, layout.block / 3 * sources};
+    auto space = make_device_vector_space<TestType>(layout, 3, stream.get());
+    auto source_space = make_device_vector_space<TestType>(source_layout, 1, stream.get());
+    const auto x = test::random_complex<TestType>(layout.size()),
+               c = test::random_complex<TestType>(source_layout.size());
+    std::vector<Complex> expect(layout.size());
+    host->apply(x.data(), c.data(), expect.data(), nullptr);
+    REQUIRE(test::l2_norm<TestType>(expect) > 0);
+    // y distinct from x, then in place (y = x).
+    for (bool in_place : {false, true}) {
+      space->upload(x, 0);
+      source_space->upload(c, 0);
+      std::vector<Complex> got(layout.size(), test::poison<TestType>());
+      space->upload(got, 2);
+      Complex* y = in_place ? space->data(0) : space->data(2);
+      dev->apply(space->data(0), source_space->data(0), y, stream.get());
+      space->download(in_place ? 0 : 2, got);
+      INFO((in_place ? "in place" : "out of place"));
+      CHECK(test::relative_l2<TestType, TestType>(got, expect) <= tol);
+    }
   }
 }
 
@@ -200,16 +212,29 @@ TEST_CASE("GPU solves equal the CPU solve, complex128", "[physics][gpu]") { chec
 TEST_CASE("GPU solves equal the CPU solve, complex64", "[physics][gpu]") { check_backends_equal_cpu<float>(); }
 
 TEST_CASE("a GPU result does not depend on the batch it was solved in, bit for bit", "[physics][gpu]") {
-  for (conv::Backend backend : gpu_backends)
-    for (conv::Precision precision : {conv::Precision::double_, conv::Precision::single}) {
-      INFO(conv::to_string(backend) << ", " << conv::to_string(precision));
-      test::check_batch_independence(backend, precision);
-    }
+  for (Formulation formulation : test::formulations)
+    for (conv::Backend backend : gpu_backends)
+      for (conv::Precision precision : {conv::Precision::double_, conv::Precision::single}) {
+        INFO(to_string(formulation) << ", " << conv::to_string(backend) << ", " << conv::to_string(precision));
+        if (!test::serves(backend, precision, formulation)) {
+          WARN(std::string(conv::to_string(backend)) + " does not serve the " + std::string(to_string(formulation)) +
+               " formulation yet: skipped");
+          continue;
+        }
+        test::check_batch_independence(backend, precision, formulation);
+      }
 }
 
 TEST_CASE("GPU GMRES and BiCGStab equal the dense LU reference to the solver tolerance", "[physics][gpu]") {
   const GratingCase c{"crossed", test::crossed(4), 1, 1, {{0.93, 25, 35}, {0.93, 0, 0}}};
+  for (Formulation formulation : test::formulations) {
+  INFO(to_string(formulation));
+  if (!test::serves(conv::Backend::gpu_fused, conv::Precision::double_, formulation)) {
+    WARN("gpu-fused does not serve the " + std::string(to_string(formulation)) + " formulation yet: skipped");
+    continue;
+  }
   SolverOptions o;
+  o.formulation = formulation;
   o.m1 = c.m1;
   o.m2 = c.m2;
   o.method = Method::dense_lu;
@@ -234,6 +259,7 @@ TEST_CASE("GPU GMRES and BiCGStab equal the dense LU reference to the solver tol
     const Difference d = relative_difference(it, dense);
     CHECK(d.efficiency <= 1e-8);
     CHECK(d.jones <= 1e-8);
+  }
   }
 }
 

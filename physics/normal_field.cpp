@@ -1,0 +1,427 @@
+// The normal-vector formulation's kernels (normal_field.hpp).
+//
+// 2D normal fields, built numerically on a raster of the unit cell (one construction for every
+// shape: rectangles, ellipses, polygons, sloped polygons, overlapping shapes where the later one
+// wins, rasters):
+//  1. Raster: R × R pixels over the cell (R a power of two, default_normal_field_resolution(), at
+//     least 8 pixels per shortest period of the 4M+1 kernel harmonics), pixel (ix, iy) centred at
+//     (−Λx/2 + (ix + ½)Λx/R, −Λy/2 + (iy + ½)Λy/R). Area fraction a_r of every region r per pixel:
+//     the painted map (PaintedCell::region_at, or the raster's pixel lookup) at the pixel's corners;
+//     pixels whose corners disagree are supersampled on 8 × 8 sub-pixel centres.
+//  2. Edge orientation: the structure tensor T = Σ_r ∇ã_r ∇ã_rᵀ of the area fractions smoothed by
+//     a Gaussian of width σ = 2 pixels (ã_r = G_σ * a_r, gradients spectral), itself smoothed by
+//     G_ρ + w·G_ρw: ρ = 0.04·min(Λx, Λy) blends orientations near corners and carries them a few ρ
+//     into each region; the far term (ρw = 0.25·min(Λx, Λy), w = 10⁻³) fills the rest of the cell
+//     with the orientation of the nearest edges. All smoothing is spectral (periodic, isotropic in
+//     physical units, so the field is covariant under the lattice's mirror and 90° symmetries).
+//  3. n = the principal eigenvector of T: n nᵀ = ½[[1 + c, s], [s, 1 − c]], (c, s) = (Txx − Tyy,
+//     2Txy)/|(Txx − Tyy, 2Txy)|. Only n nᵀ enters the formulation, so the sign of n is irrelevant
+//     (no orientation is needed). On a straight edge away from corners T ∝ n nᵀ exactly. Where T
+//     vanishes (no edge anywhere) n = x̂.
+//  4. Coefficients: the pixel-exact transforms (sinc per pixel) of a_r n_i n_j per region and
+//     ij ∈ {xx, xy, yy}, by 2D FFT (Eigen's FFT, kissfft backend, header-only), kept for |n_i| ≤ 2M_i.
+//     They depend on geometry only and are cached process-wide; per wavelength the kernels are sums
+//     over regions with β_r = 2 − ε1/ε_r − ε_r/ε1 and γ_r = ε1/ε_r − 1 (both constant per region):
+//     C_ij = χ δ_ij + Σ_r β_r coef_r,ij, γ n_i n_j = Σ_r γ_r coef_r,ij. χ keeps its exact transform.
+// A slice without shapes takes n = x̂ (any constant unit field is exact there).
+// The field converges as R grows (validation/physics/test_normal_field.cpp measures it).
+#include "physics/normal_field.hpp"
+
+#include <unsupported/Eigen/FFT>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <list>
+#include <mutex>
+#include <numbers>
+#include <string>
+#include <utility>
+
+#include "convolution/error.hpp"
+
+namespace gratingsim::physics {
+namespace {
+
+constexpr double pi = std::numbers::pi;
+constexpr Complex I{0.0, 1.0};
+constexpr int supersampling = 8;                  // sub-pixels per axis in pixels crossed by an edge
+constexpr double gradient_smoothing_pixels = 2;   // σ
+constexpr double tensor_smoothing = 0.04;         // ρ / min(Λx, Λy)
+constexpr double far_smoothing = 0.25;            // ρw / min(Λx, Λy)
+constexpr double far_weight = 1e-3;               // w
+constexpr std::size_t cache_entries = 64;
+
+double sinc(double t) { return std::abs(t) < 1e-8 ? 1.0 : std::sin(pi * t) / (pi * t); }
+
+/// In-place 2D DFT of an R × R row-major grid: forward e^{−2πi jk/R} unscaled, inverse scaled by 1/R².
+void fft2(std::vector<Complex>& grid, int r, bool inverse) {
+  Eigen::FFT<double> fft;
+  std::vector<Complex> in(r), out(r);
+  for (int pass = 0; pass < 2; ++pass)
+    for (int line = 0; line < r; ++line) {
+      // pass 0: rows (x fast), pass 1: columns
+      const auto index = [&](int k) { return pass == 0 ? std::size_t(line) * r + k : std::size_t(k) * r + line; };
+      for (int k = 0; k < r; ++k) in[k] = grid[index(k)];
+      if (inverse) {
+        fft.inv(out.data(), in.data(), r);
+      } else {
+        fft.fwd(out.data(), in.data(), r);
+      }
+      for (int k = 0; k < r; ++k) grid[index(k)] = out[k];
+    }
+}
+
+/// Signed frequency of FFT index k; 0 at the Nyquist index where a derivative must stay real.
+int signed_frequency(int k, int r) { return k < r / 2 ? k : k - r; }
+
+struct Regions {
+  int count = 0;
+  std::function<int(Point)> at;  // region 0 background, 1 + k shape (or raster material) k
+};
+
+Regions regions_of(const Lattice& lattice, const SliceContent& slice) {
+  Regions regions;
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  const auto clamp_to_cell = [lx, ly](Point p) {
+    return Point{std::clamp(p.x, -lx / 2, lx / 2), std::clamp(p.y, -ly / 2, ly / 2)};
+  };
+  if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
+    EXPECTS(slice.shapes.size() == 1, "a raster must be the only shape of its slice");
+    EXPECTS(raster->nx > 0 && raster->ny > 0 && raster->pixels.size() == std::size_t(raster->nx) * raster->ny,
+            "raster: needs nx, ny > 0 and nx·ny pixels");
+    regions.count = 1 + int(raster->materials.size());
+    regions.at = [raster, lx, ly](Point p) {
+      const int ix = std::clamp(int(std::floor((p.x / lx + 0.5) * raster->nx)), 0, raster->nx - 1);
+      const int iy = std::clamp(int(std::floor((p.y / ly + 0.5) * raster->ny)), 0, raster->ny - 1);
+      return raster->pixels[std::size_t(iy) * raster->nx + ix] + 1;
+    };
+    return regions;
+  }
+  auto cell = std::make_shared<PaintedCell>(lattice, slice.shapes);
+  regions.count = 1 + int(slice.shapes.size());
+  regions.at = [cell, clamp_to_cell](Point p) { return cell->region_at(clamp_to_cell(p)) + 1; };
+  return regions;
+}
+
+std::vector<Complex> region_permittivities(const SliceContent& slice, double wavelength) {
+  std::vector<Complex> eps{slice.background.permittivity(wavelength)};
+  if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
+    for (const Material& m : raster->materials) eps.push_back(m.permittivity(wavelength));
+    return eps;
+  }
+  for (const PlanarShape& s : slice.shapes)
+    std::visit(
+        [&](const auto& shape) {
+          using T = std::decay_t<decltype(shape)>;
+          if constexpr (!std::is_same_v<T, Raster>) eps.push_back(shape.material.permittivity(wavelength));
+        },
+        s);
+  return eps;
+}
+
+/// Area fractions a_r per pixel, [r][iy·R + ix].
+std::vector<std::vector<double>> area_fractions(const Lattice& lattice, const Regions& regions, int r) {
+  const double lx = lattice.period_x, ly = lattice.period_y, hx = lx / r, hy = ly / r;
+  std::vector<int> corner(std::size_t(r + 1) * (r + 1));
+  for (int iy = 0; iy <= r; ++iy)
+    for (int ix = 0; ix <= r; ++ix) corner[std::size_t(iy) * (r + 1) + ix] = regions.at({-lx / 2 + ix * hx, -ly / 2 + iy * hy});
+  std::vector<std::vector<double>> a(regions.count, std::vector<double>(std::size_t(r) * r, 0.0));
+  constexpr double sub = 1.0 / (supersampling * supersampling);
+  for (int iy = 0; iy < r; ++iy)
+    for (int ix = 0; ix < r; ++ix) {
+      const std::size_t pixel = std::size_t(iy) * r + ix;
+      const int c = corner[std::size_t(iy) * (r + 1) + ix];
+      if (c == corner[std::size_t(iy) * (r + 1) + ix + 1] && c == corner[std::size_t(iy + 1) * (r + 1) + ix] &&
+          c == corner[std::size_t(iy + 1) * (r + 1) + ix + 1]) {
+        a[c][pixel] = 1;
+        continue;
+      }
+      for (int sy = 0; sy < supersampling; ++sy)
+        for (int sx = 0; sx < supersampling; ++sx) {
+          const Point p{-lx / 2 + (ix + (sx + 0.5) / supersampling) * hx, -ly / 2 + (iy + (sy + 0.5) / supersampling) * hy};
+          a[regions.at(p)][pixel] += sub;
+        }
+    }
+  return a;
+}
+
+/// n nᵀ per pixel (steps 2 and 3 of the header comment).
+NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::vector<double>>& a, int r) {
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  const std::size_t n = std::size_t(r) * r;
+  const double sigma = gradient_smoothing_pixels * std::min(lx, ly) / r;
+  const double rho = tensor_smoothing * std::min(lx, ly), rho_far = far_smoothing * std::min(lx, ly);
+  std::vector<double> gx_of(r), gy_of(r), gx_d(r), gy_d(r);  // G components; derivative factors
+  for (int k = 0; k < r; ++k) {
+    gx_of[k] = 2 * pi * signed_frequency(k, r) / lx;
+    gy_of[k] = 2 * pi * signed_frequency(k, r) / ly;
+    gx_d[k] = k == r / 2 ? 0.0 : gx_of[k];
+    gy_d[k] = k == r / 2 ? 0.0 : gy_of[k];
+  }
+  std::vector<double> txx(n, 0.0), txy(n, 0.0), tyy(n, 0.0);
+  std::vector<Complex> grid(n);
+  for (const auto& ar : a) {
+    if (std::all_of(ar.begin(), ar.end(), [&](double v) { return v == ar[0]; })) continue;  // no edge
+    for (std::size_t i = 0; i < n; ++i) grid[i] = ar[i];
+    fft2(grid, r, false);
+    // (∂x + i ∂y)(G_σ * a): both real gradients in one inverse transform.
+    for (int ky = 0; ky < r; ++ky)
+      for (int kx = 0; kx < r; ++kx) {
+        const double g2 = gx_of[kx] * gx_of[kx] + gy_of[ky] * gy_of[ky];
+        grid[std::size_t(ky) * r + kx] *= std::exp(-0.5 * sigma * sigma * g2) * (I * gx_d[kx] - gy_d[ky]);
+      }
+    fft2(grid, r, true);
+    for (std::size_t i = 0; i < n; ++i) {
+      const double gx = grid[i].real(), gy = grid[i].imag();
+      txx[i] += gx * gx;
+      txy[i] += gx * gy;
+      tyy[i] += gy * gy;
+    }
+  }
+  // Tensor smoothing with the real, even filter G_ρ + w G_ρw: (Txx, Tyy) as one complex map, then Txy.
+  const auto smooth = [&](std::vector<Complex>& g) {
+    fft2(g, r, false);
+    for (int ky = 0; ky < r; ++ky)
+      for (int kx = 0; kx < r; ++kx) {
+        const double g2 = gx_of[kx] * gx_of[kx] + gy_of[ky] * gy_of[ky];
+        g[std::size_t(ky) * r + kx] *= std::exp(-0.5 * rho * rho * g2) + far_weight * std::exp(-0.5 * rho_far * rho_far * g2);
+      }
+    fft2(g, r, true);
+  };
+  for (std::size_t i = 0; i < n; ++i) grid[i] = {txx[i], tyy[i]};
+  smooth(grid);
+  std::vector<Complex> cross(txy.begin(), txy.end());
+  smooth(cross);
+  NormalFieldRaster out;
+  out.resolution = r;
+  out.xx.resize(n);
+  out.xy.resize(n);
+  out.yy.resize(n);
+  std::vector<double> h(n);
+  double h_max = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    h[i] = std::hypot(grid[i].real() - grid[i].imag(), 2 * cross[i].real());
+    h_max = std::max(h_max, h[i]);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(h[i] > 1e-12 * h_max)) {  // no edge anywhere (or a degenerate point at rounding level): x̂
+      out.xx[i] = 1;
+      out.xy[i] = out.yy[i] = 0;
+      continue;
+    }
+    const double c = (grid[i].real() - grid[i].imag()) / h[i], s = 2 * cross[i].real() / h[i];
+    out.xx[i] = 0.5 * (1 + c);
+    out.xy[i] = 0.5 * s;
+    out.yy[i] = 0.5 * (1 - c);
+  }
+  return out;
+}
+
+int power_of_two_at_least(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
+
+std::string geometry_key(const Lattice& lattice, const SliceContent& slice, int n1_max, int n2_max, int resolution) {
+  std::string key;
+  const auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  put(lattice.period_x);
+  put(lattice.period_y);
+  put(n1_max);
+  put(n2_max);
+  put(resolution);
+  for (const PlanarShape& s : slice.shapes) {
+    put(int(s.index()));
+    std::visit(
+        [&](const auto& shape) {
+          using T = std::decay_t<decltype(shape)>;
+          if constexpr (std::is_same_v<T, Rectangle>) {
+            put(shape.center);
+            put(shape.width_x);
+            put(shape.width_y);
+          } else if constexpr (std::is_same_v<T, Ellipse>) {
+            put(shape.center);
+            put(shape.semi_axis_x);
+            put(shape.semi_axis_y);
+            put(shape.rotation_deg);
+          } else if constexpr (std::is_same_v<T, Polygon>) {
+            put(shape.vertices.size());
+            for (const Point& p : shape.vertices) put(p);
+          } else {
+            put(shape.nx);
+            put(shape.ny);
+            put(shape.materials.size());
+            for (int v : shape.pixels) put(v);
+          }
+        },
+        s);
+  }
+  return key;
+}
+
+std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(const Lattice& lattice,
+                                                                            const SliceContent& slice, int n1_max,
+                                                                            int n2_max, int r) {
+  const Regions regions = regions_of(lattice, slice);
+  const auto a = area_fractions(lattice, regions, r);
+  const NormalFieldRaster nn = normal_field(lattice, a, r);
+  auto out = std::make_shared<RegionNormalCoefficients>();
+  out->regions = regions.count;
+  out->n1_max = n1_max;
+  out->n2_max = n2_max;
+  out->resolution = r;
+  const std::size_t size = out->size(), n = std::size_t(r) * r;
+  out->values.assign(std::size_t(regions.count) * 3 * size, 0.0);
+  const int k2 = 2 * n2_max + 1;
+  // Pixel-exact transform: ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1 + n2)(1 − 1/R)} DFT[f](n mod R) / R².
+  std::vector<Complex> phase_x(2 * n1_max + 1), phase_y(k2);
+  for (int i = -n1_max; i <= n1_max; ++i)
+    phase_x[i + n1_max] = sinc(double(i) / r) * std::polar(1.0, pi * i * (1 - 1.0 / r)) / double(r);
+  for (int j = -n2_max; j <= n2_max; ++j)
+    phase_y[j + n2_max] = sinc(double(j) / r) * std::polar(1.0, pi * j * (1 - 1.0 / r)) / double(r);
+  const auto wrap = [r](int k) { return std::size_t(((k % r) + r) % r); };
+  std::vector<Complex> both(n), cross(n);
+  for (int reg = 0; reg < regions.count; ++reg) {
+    const auto& ar = a[reg];
+    if (std::all_of(ar.begin(), ar.end(), [](double v) { return v == 0; })) continue;
+    for (std::size_t i = 0; i < n; ++i) {
+      both[i] = {ar[i] * nn.xx[i], ar[i] * nn.yy[i]};
+      cross[i] = ar[i] * nn.xy[i];
+    }
+    fft2(both, r, false);
+    fft2(cross, r, false);
+    for (int i = -n1_max; i <= n1_max; ++i)
+      for (int j = -n2_max; j <= n2_max; ++j) {
+        // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
+        // Y(k) = (H(k) − H(−k)*)/(2i).
+        const Complex h = both[wrap(j) * r + wrap(i)], hm = std::conj(both[wrap(-j) * r + wrap(-i)]);
+        const Complex factor = phase_x[i + n1_max] * phase_y[j + n2_max];
+        const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
+        out->values[(reg * 3 + 0) * size + idx] = factor * 0.5 * (h + hm);
+        out->values[(reg * 3 + 1) * size + idx] = factor * cross[wrap(j) * r + wrap(i)];
+        out->values[(reg * 3 + 2) * size + idx] = factor * (h - hm) / (2.0 * I);
+      }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string_view to_string(Formulation formulation) {
+  return formulation == Formulation::normal_vector ? "normal-vector" : "laurent";
+}
+
+Formulation parse_formulation(std::string_view name) {
+  if (name == "normal-vector") return Formulation::normal_vector;
+  if (name == "laurent") return Formulation::laurent;
+  EXPECTS(false, "unknown formulation '" + std::string(name) + "' (expected normal-vector or laurent)");
+}
+
+conv::Problem normal_vector_problem(bool one_dimensional) {
+  conv::Problem p;
+  p.inputs = 3;
+  if (one_dimensional) {
+    p.kernels = 3;
+    p.outputs = 4;
+    p.pattern = {{0, 0, 1}, {1, 1, 0}, {2, 2, 0}, {3, 0, 2}};
+  } else {
+    p.kernels = 7;
+    p.outputs = 5;
+    p.pattern = {{0, 0, 1}, {0, 1, 2}, {1, 0, 2}, {1, 1, 3}, {2, 2, 0}, {3, 0, 4}, {3, 1, 5}, {4, 0, 5}, {4, 1, 6}};
+  }
+  return p;
+}
+
+int default_normal_field_resolution(int m1, int m2) {
+  return std::max(256, power_of_two_at_least(8 * (4 * std::max(m1, m2) + 1)));
+}
+
+std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const Lattice& lattice,
+                                                                           const SliceContent& slice, int n1_max,
+                                                                           int n2_max, int resolution) {
+  EXPECTS(!lattice.one_dimensional(), "normal fields on a raster are for 2D lattices");
+  EXPECTS(!slice.shapes.empty(), "region_normal_coefficients: the slice has no shape");
+  EXPECTS(resolution >= 8 && std::has_single_bit(unsigned(resolution)),
+          "normal-field raster resolution must be a power of two ≥ 8, got " + std::to_string(resolution));
+  EXPECTS(2 * std::max(n1_max, n2_max) < resolution,
+          "normal-field raster of " + std::to_string(resolution) + " pixels is too coarse for harmonics up to " +
+              std::to_string(std::max(n1_max, n2_max)));
+  static std::mutex mutex;
+  static std::list<std::pair<std::string, std::shared_ptr<const RegionNormalCoefficients>>> cache;
+  const std::string key = geometry_key(lattice, slice, n1_max, n2_max, resolution);
+  {
+    const std::lock_guard lock(mutex);
+    for (const auto& [k, v] : cache)
+      if (k == key) return v;
+  }
+  auto value = compute_region_coefficients(lattice, slice, n1_max, n2_max, resolution);
+  const std::lock_guard lock(mutex);
+  cache.emplace_front(key, value);
+  if (cache.size() > cache_entries) cache.pop_back();
+  return value;
+}
+
+NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution) {
+  EXPECTS(!lattice.one_dimensional() && !slice.shapes.empty(), "normal_field_raster: a 2D slice with shapes");
+  const Regions regions = regions_of(lattice, slice);
+  return normal_field(lattice, area_fractions(lattice, regions, resolution), resolution);
+}
+
+std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength,
+                                           Complex eps1, int m1, int m2, int resolution) {
+  EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
+  const int n1 = 2 * m1, n2 = 2 * m2;
+  const std::size_t size = std::size_t(2 * n1 + 1) * (2 * n2 + 1), zero = std::size_t(n1) * (2 * n2 + 1) + n2;
+  const auto nonzero = [](Complex eps) {
+    EXPECTS(eps != Complex(0), "the normal-vector formulation needs ε ≠ 0 in every material (it uses 1/ε)");
+    return eps;
+  };
+  const auto chi = [&](Complex eps) { return eps / eps1 - 1.0; };
+  const auto beta = [&](Complex eps) { return 2.0 - eps1 / nonzero(eps) - eps / eps1; };
+  const auto gamma = [&](Complex eps) { return eps1 / nonzero(eps) - 1.0; };
+  const auto harmonics = [&](const std::function<Complex(Complex)>& f) {
+    return material_harmonics(lattice, slice, wavelength, f, n1, n2);
+  };
+  std::vector<Complex> out;
+  if (lattice.one_dimensional()) {  // n = x̂: C_xx = χ + β = 1 − ε1/ε, exact transforms
+    for (const auto& f : {std::function<Complex(Complex)>(chi), std::function<Complex(Complex)>([&](Complex eps) {
+                            return 1.0 - eps1 / nonzero(eps);
+                          }),
+                          std::function<Complex(Complex)>(gamma)}) {
+      const auto k = harmonics(f);
+      out.insert(out.end(), k.begin(), k.end());
+    }
+    return out;
+  }
+  const std::vector<Complex> x = harmonics(chi);
+  out.assign(7 * size, 0.0);
+  const auto kernel = [&](int k) { return out.data() + k * size; };
+  std::copy(x.begin(), x.end(), kernel(0));
+  std::copy(x.begin(), x.end(), kernel(1));
+  std::copy(x.begin(), x.end(), kernel(3));
+  if (slice.shapes.empty()) {  // uniform slice: n = x̂
+    const Complex eps = slice.background.permittivity(wavelength);
+    kernel(1)[zero] += beta(eps);
+    kernel(4)[zero] += gamma(eps);
+    return out;
+  }
+  const auto coef = region_normal_coefficients(lattice, slice, n1, n2,
+                                               resolution > 0 ? resolution : default_normal_field_resolution(m1, m2));
+  const std::vector<Complex> eps = region_permittivities(slice, wavelength);
+  EXPECTS(int(eps.size()) == coef->regions, "normal field: region count mismatch");
+  for (int r = 0; r < coef->regions; ++r) {
+    const Complex b = beta(eps[r]), g = gamma(eps[r]);
+    const Complex *xx = coef->at(r, 0), *xy = coef->at(r, 1), *yy = coef->at(r, 2);
+    for (std::size_t i = 0; i < size; ++i) {
+      kernel(1)[i] += b * xx[i];
+      kernel(2)[i] += b * xy[i];
+      kernel(3)[i] += b * yy[i];
+      kernel(4)[i] += g * xx[i];
+      kernel(5)[i] += g * xy[i];
+      kernel(6)[i] += g * yy[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace gratingsim::physics

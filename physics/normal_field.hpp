@@ -1,0 +1,70 @@
+#pragma once
+// The normal-vector-field formulation (shared/design/normal-vector.md): its convolution problem and
+// its kernels per slice.
+//
+// Unknown F (continuous across every edge), background ε1 (the superstrate), unit in-plane field n:
+//     J = C F,  C = χ I + β n nᵀ,  β = 2 − ε1/ε − ε/ε1;     E = M F = F + D,  D = γ n nᵀ F,  γ = ε1/ε − 1.
+// Per slice and right-hand side the convolution engine computes, from the inputs F_x, F_y, F_z:
+//   2D (K = 7: k0 χ, k1 C_xx, k2 C_xy, k3 C_yy, k4 γn_x², k5 γn_xn_y, k6 γn_y²; P = 5):
+//     o0 J_x = C_xx⊛F_x + C_xy⊛F_y, o1 J_y = C_xy⊛F_x + C_yy⊛F_y, o2 J_z = χ⊛F_z,
+//     o3 D_x = γn_x²⊛F_x + γn_xn_y⊛F_y, o4 D_y = γn_xn_y⊛F_x + γn_y²⊛F_y;
+//   1D (n = x̂; K = 3: k0 χ, k1 C_xx = 1 − ε1/ε, k2 γ; P = 4): J_x = C_xx⊛F_x, J_y = χ⊛F_y,
+//     J_z = χ⊛F_z, D_x = γ⊛F_x.
+// Kernels are in the engine's layout (convolution.hpp), |n_i| ≤ 2M_i, block k of a slice = kernel k.
+//
+// 1D gratings: C_xx and γ are piecewise constant in x; their coefficients are the exact transforms
+// of shape_functions.hpp with the region values 1 − ε1/ε_r and ε1/ε_r − 1.
+// 2D gratings: normal_field.cpp builds n on a raster (construction stated there).
+#include <complex>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "physics/shape_functions.hpp"
+
+namespace gratingsim::physics {
+
+/// How the contrast current is computed: the normal-vector field (normal-vector.md, the default) or
+/// Laurent's rule J = χ ⊛ E on the field E itself (formulation.md §5, the scalar convolution).
+enum class Formulation { normal_vector, laurent };
+std::string_view to_string(Formulation formulation);  ///< "normal-vector" / "laurent"
+/// Parses "normal-vector" or "laurent"; throws InvalidArgument otherwise.
+Formulation parse_formulation(std::string_view name);
+
+/// The convolution problem of one slice group: Q = 3 inputs (F_x, F_y, F_z), the pattern above
+/// (1D: K = 3, P = 4; 2D: K = 7, P = 5). Sizes (n1, n2, slices, per_slice = right-hand sides) are
+/// the caller's.
+conv::Problem normal_vector_problem(bool one_dimensional);
+
+/// Pixels per axis of the raster on which 2D normal fields are built when the caller gives none: the
+/// smallest power of two ≥ 8·(4·max(M1, M2) + 1), at least 256.
+int default_normal_field_resolution(int m1, int m2);
+
+/// The K kernels of one slice at `wavelength`, concatenated (kernel k at k·(4M1+1)(4M2+1)).
+/// resolution: raster pixels per axis for 2D slices with shapes (0: the default above); unused in 1D.
+std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength,
+                                           Complex superstrate_permittivity, int m1, int m2, int resolution = 0);
+
+/// The geometry-only part of a 2D slice's normal field: per region r (0 the slice background, 1 + k
+/// shape k, or 1 + k a raster's material k) and ij ∈ {xx, xy, yy}, the coefficients of a_r n_i n_j
+/// (a_r the region's indicator) for |n_i| ≤ n_i_max, at [(r·3 + ij)·size + (n1 + n1_max)(2n2_max+1) +
+/// n2 + n2_max]. Cached process-wide by geometry (shapes, lattice, range, resolution).
+struct RegionNormalCoefficients {
+  int regions = 0, n1_max = 0, n2_max = 0, resolution = 0;
+  std::vector<Complex> values;
+  [[nodiscard]] std::size_t size() const { return std::size_t(2 * n1_max + 1) * (2 * n2_max + 1); }
+  [[nodiscard]] const Complex* at(int region, int ij) const { return values.data() + (region * 3 + ij) * size(); }
+};
+std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const Lattice& lattice, const SliceContent& slice,
+                                                           int n1_max, int n2_max, int resolution);
+
+/// The unit field's n n^T on the raster (for tests and diagnostics): row-major iy slow, pixel centres
+/// (−Λx/2 + (ix + ½)Λx/R, −Λy/2 + (iy + ½)Λy/R), three maps xx, xy, yy.
+struct NormalFieldRaster {
+  int resolution = 0;
+  std::vector<double> xx, xy, yy;
+};
+NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution);
+
+}  // namespace gratingsim::physics

@@ -1,0 +1,302 @@
+// The normal-vector formulation (shared/design/normal-vector.md): its 1D kernels against closed
+// forms, the §9.3 reference in p where it must beat Laurent's rule, slabs on a 2D lattice against
+// Airy, the raster normal field (a unit projector, normal on circle and rectangle edges, region
+// coefficients consistent with the exact shape transforms, convergence as the raster is refined),
+// the energy balance of crossed gratings against the truncation, and the refusal of backends that
+// cannot serve the pattern yet.
+#include <cmath>
+#include <numbers>
+
+#include "physics/discretisation.hpp"
+#include "physics/normal_field.hpp"
+#include "physics/solver.hpp"
+#include "validation/physics/airy.hpp"
+#include "validation/physics/grating_cases.hpp"
+#include "validation/support/catch.hpp"
+
+using namespace gratingsim;
+using namespace gratingsim::physics;
+using C = std::complex<double>;
+
+namespace {
+
+constexpr double pi = std::numbers::pi;
+
+IncidenceResult solve_one(const Structure& s, const Incidence& inc, const SolverOptions& o) {
+  return solve(s, std::vector<Incidence>{inc}, o).incidences.at(0);
+}
+
+/// A square lattice of period 1 with one layer of `shapes` (ε = 4 in air) on a substrate of ε = 2.25.
+Structure pillars(std::vector<Shape> shapes, int slices) {
+  Structure s;
+  s.lattice = {1.0, 1.0};
+  s.superstrate = Material::constant_index(1.0);
+  s.substrate = Material::constant_permittivity(2.25);
+  Layer l;
+  l.thickness = 0.3;
+  l.slices = slices;
+  l.background = Material::constant_index(1.0);
+  l.shapes = std::move(shapes);
+  s.layers = {l};
+  return s;
+}
+
+Ellipse circle(double radius, Point center = {0, 0}) {
+  Ellipse e;
+  e.center = center;
+  e.semi_axis_x = e.semi_axis_y = radius;
+  e.material = Material::constant_permittivity(4.0);
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("1D kernels: the exact transforms of χ, 1 − ε1/ε and ε1/ε − 1", "[physics][normal]") {
+  // A line of width w centred at x0 in a period Λ: f̂(n) = f_bg δ_n0 + (f_line − f_bg) (w/Λ)
+  // sinc(n w/Λ) e^{−2πi n x0/Λ}, sinc t = sin(πt)/(πt), for every piecewise-constant f.
+  const double period = 1.3, width = 0.45, x0 = 0.2;
+  const C eps1 = 1.44, eps_bg = 2.1, eps_line = C(-12.0, 1.7);  // a lossy metal line in a dielectric
+  Rectangle line;
+  line.center = {x0, 0};
+  line.width_x = width;
+  line.material = Material::constant_permittivity(eps_line);
+  SliceContent slice{Material::constant_permittivity(eps_bg), {line}};
+  const int m1 = 4, n_max = 2 * m1, size = 2 * n_max + 1;
+  const std::vector<C> k = normal_vector_kernels({period, 0.0}, slice, 1.0, eps1, m1, 0);
+  REQUIRE(k.size() == std::size_t(3 * size));
+  const auto f_chi = [&](C e) { return e / eps1 - 1.0; };
+  const auto f_cxx = [&](C e) { return 1.0 - eps1 / e; };
+  const auto f_gamma = [&](C e) { return eps1 / e - 1.0; };
+  int kernel = 0;
+  for (const auto& f : {std::function<C(C)>(f_chi), std::function<C(C)>(f_cxx), std::function<C(C)>(f_gamma)}) {
+    for (int n = -n_max; n <= n_max; ++n) {
+      const double t = n * width / period;
+      const double sinc = n == 0 ? 1.0 : std::sin(pi * t) / (pi * t);
+      const C expect = (n == 0 ? f(eps_bg) : C(0)) +
+                       (f(eps_line) - f(eps_bg)) * (width / period) * sinc * std::polar(1.0, -2 * pi * n * x0 / period);
+      INFO("kernel " << kernel << ", n = " << n);
+      CHECK(std::abs(k[std::size_t(kernel) * size + n + n_max] - expect) < 1e-13);
+    }
+    ++kernel;
+  }
+  // C_xx = χ + β n_x² with n = x̂, β = 2 − ε1/ε − ε/ε1: the identity behind kernel 1.
+  CHECK(std::abs(f_chi(eps_line) + (2.0 - eps1 / eps_line - eps_line / eps1) - f_cxx(eps_line)) < 1e-14);
+}
+
+TEST_CASE("§9.3 lamellar, p: within 3e-4 of converged RCWA at M = 10, where Laurent is not", "[physics][normal]") {
+  // cases.md / formulation.md §9.3: converged RCWA (Li's rules, 161 orders), p: R0 = 0.052498,
+  // T0 = 0.062423; s: R0 = 0.004755, T0 = 0.098122. Richardson over 10/20 slices.
+  SolverOptions o;
+  o.m1 = 10;
+  o.richardson = true;
+  const IncidenceResult nv = solve_one(test::lamellar(10), {1.0, 10, 0}, o);
+  o.formulation = Formulation::laurent;
+  const IncidenceResult laurent = solve_one(test::lamellar(10), {1.0, 10, 0}, o);
+  const DiffractionOrder *z = test::find_order(nv, 0, 0), *zl = test::find_order(laurent, 0, 0);
+  REQUIRE(z != nullptr);
+  REQUIRE(zl != nullptr);
+  const double err_r = std::abs(z->R[p_pol] - 0.052498), err_t = std::abs(z->T[p_pol] - 0.062423);
+  const double laurent_r = std::abs(zl->R[p_pol] - 0.052498), laurent_t = std::abs(zl->T[p_pol] - 0.062423);
+  INFO("normal-vector p: R0 error " << err_r << ", T0 error " << err_t << "; Laurent: " << laurent_r << ", "
+                                    << laurent_t << "; iterations " << nv.solves[1][p_pol].iterations << " vs "
+                                    << laurent.solves[1][p_pol].iterations);
+  CHECK(err_r < 3e-4);
+  CHECK(err_t < 3e-4);
+  CHECK(laurent_r > err_r);  // the formulation does something: Laurent is worse at the same M
+  CHECK(laurent_t > 10 * err_t);
+  // s (E = E_y ŷ at φ = 0, tangential to every edge): the formulations coincide (F_y = E_y, J_y = χ⊛F_y)
+  // and s is right to its own convergence in M (cases.md: 0.09802 at M = 20).
+  CHECK(std::abs(z->R[s_pol] - zl->R[s_pol]) < 1e-10);
+  CHECK(std::abs(z->T[s_pol] - zl->T[s_pol]) < 1e-10);
+  CHECK(std::abs(z->R[s_pol] - 0.004755) < 1e-4);
+  CHECK(std::abs(z->T[s_pol] - 0.098122) < 1e-3);
+  CHECK(nv.energy_balance_error[p_pol] < 5e-5);
+}
+
+TEST_CASE("slabs on a 2D lattice: the normal-vector solve equals Airy", "[physics][normal]") {
+  // A film as a layer background (n = x̂) and as a rectangle filling the cell (the raster path with
+  // no edge anywhere): both are exact changes of unknowns of the slab problem.
+  const test::Film film{std::sqrt(C(4, 1)), 0.3};  // cases.md S3: lossy
+  for (bool as_shape : {false, true}) {
+    Structure s;
+    s.lattice = {0.8, 0.6};
+    s.superstrate = Material::constant_index(1.0);
+    s.substrate = Material::constant_index(1.5);
+    Layer l;
+    l.thickness = film.thickness;
+    l.slices = 30;
+    l.background = Material::constant_index(as_shape ? 1.0 : film.index);
+    if (as_shape) {
+      Rectangle r;
+      r.width_x = 0.8;
+      r.width_y = 0.6;
+      r.material = Material::constant_index(film.index);
+      l.shapes = {r};
+    }
+    s.layers = {l};
+    SolverOptions o;
+    o.m1 = o.m2 = 1;
+    o.richardson = true;
+    for (const Incidence inc : {Incidence{1.0, 30, 0}, Incidence{1.0, 30, 40}}) {
+      const IncidenceResult r = solve_one(s, inc, o);
+      INFO((as_shape ? "film as a rectangle filling the cell" : "film as the layer background")
+           << ", φ = " << inc.phi_deg);
+      // Airy for s and p in the plane of incidence: rotating φ changes nothing for an isotropic film.
+      CHECK(std::abs(r.total_R[s_pol] - test::airy_reflectance(1.0, {film}, 1.5, 1.0, 30, false)) < 1e-6);
+      CHECK(std::abs(r.total_R[p_pol] - test::airy_reflectance(1.0, {film}, 1.5, 1.0, 30, true)) < 1e-6);
+      for (const DiffractionOrder& d : r.orders)
+        if (d.m1 != 0 || d.m2 != 0) CHECK(d.R[s_pol] + d.R[p_pol] + d.T[s_pol] + d.T[p_pol] < 1e-20);
+    }
+  }
+}
+
+TEST_CASE("the raster normal field: a unit projector, normal on circle and rectangle edges", "[physics][normal]") {
+  // One shape per slice (a neighbour closer than a few ρ = 0.04 Λ blends into the field, by design).
+  const Lattice lattice{1.0, 1.0};
+  const int r = 256;
+  const double h = 1.0 / r;
+  Rectangle rect;
+  rect.center = {0.2, -0.1};
+  rect.width_x = 0.3;
+  rect.width_y = 0.5;
+  rect.material = Material::constant_permittivity(3.0);
+  int circle_pixels = 0, edge_pixels = 0;
+  for (bool with_circle : {true, false}) {
+    const SliceContent slice{Material::constant_index(1.0),
+                             {with_circle ? PlanarShape(circle(0.22, {-0.2, 0.15})) : PlanarShape(rect)}};
+    const NormalFieldRaster nn = normal_field_raster(lattice, slice, r);
+    REQUIRE(nn.xx.size() == std::size_t(r) * r);
+    for (int iy = 0; iy < r; ++iy)
+      for (int ix = 0; ix < r; ++ix) {
+        const std::size_t i = std::size_t(iy) * r + ix;
+        const double xx = nn.xx[i], xy = nn.xy[i], yy = nn.yy[i];
+        // n nᵀ of a unit vector: trace 1, determinant 0, entries in range.
+        REQUIRE(std::abs(xx + yy - 1) < 1e-12);
+        REQUIRE(std::abs(xx * yy - xy * xy) < 1e-12);
+        REQUIRE((xx >= 0 && yy >= 0));
+        const double x = -0.5 + (ix + 0.5) * h, y = -0.5 + (iy + 0.5) * h;
+        if (with_circle) {  // within 1.5 pixels of the circle: radial
+          const double dx = x + 0.2, dy = y - 0.15, rho = std::hypot(dx, dy);
+          if (std::abs(rho - 0.22) < 1.5 * h) {
+            ++circle_pixels;
+            INFO("circle edge at (" << x << ", " << y << ")");
+            CHECK(std::abs(xx - dx * dx / (rho * rho)) < 1e-3);
+            CHECK(std::abs(xy - dx * dy / (rho * rho)) < 1e-3);
+          }
+          continue;
+        }
+        // The middle third of the rectangle's edges (≥ 2.5ρ from the corners, whose orientations the
+        // field blends over a few ρ): x̂ on the vertical edges, ŷ on the horizontal ones.
+        const bool vertical = std::abs(std::abs(x - 0.2) - 0.15) < 1.5 * h && std::abs(y + 0.1) < 0.25 / 3;
+        const bool horizontal = std::abs(std::abs(y + 0.1) - 0.25) < 1.5 * h && std::abs(x - 0.2) < 0.15 / 3;
+        if (vertical || horizontal) {
+          ++edge_pixels;
+          INFO("rectangle edge at (" << x << ", " << y << ")");
+          CHECK(std::abs(xx - (vertical ? 1.0 : 0.0)) < 5e-3);
+          CHECK(std::abs(xy) < 5e-3);
+        }
+      }
+  }
+  CHECK(circle_pixels > 1000);
+  CHECK(edge_pixels > 50);
+}
+
+TEST_CASE("region coefficients: Σ_i coef_r,ii is the exact transform of the region's indicator", "[physics][normal]") {
+  // n_x² + n_y² = 1, so coef_r,xx + coef_r,yy is the raster transform of a_r; the exact transform
+  // of each shape (PaintedCell, value 1 on that shape) bounds the raster's area-fraction error.
+  const Lattice lattice{1.1, 0.9};
+  Polygon tri;
+  tri.vertices = {{-0.4, -0.3}, {0.35, -0.2}, {0.05, 0.4}};
+  tri.material = Material::constant_permittivity(2.0);
+  const std::vector<PlanarShape> shapes{tri, circle(0.2, {0.45, 0.3})};  // the circle crosses the cell edge
+  const SliceContent slice{Material::constant_index(1.0), shapes};
+  const int n_max = 6;
+  const auto coef = region_normal_coefficients(lattice, slice, n_max, n_max, 512);
+  REQUIRE(coef->regions == 3);
+  const PaintedCell cell(lattice, shapes);
+  double worst = 0;
+  for (int region = 0; region < 3; ++region) {
+    std::vector<C> values(2, 0.0);
+    if (region > 0) values[region - 1] = 1.0;
+    const std::vector<C> exact = cell.harmonics(region == 0 ? 1.0 : 0.0, values, n_max, n_max);
+    for (std::size_t i = 0; i < exact.size(); ++i)
+      worst = std::max(worst, std::abs(coef->at(region, 0)[i] + coef->at(region, 2)[i] - exact[i]));
+  }
+  INFO("largest difference " << worst);
+  CHECK(worst < 2e-4);  // edge pixels supersampled 8 × 8 at 512 pixels per period
+  // The coefficients are real-space real: c(−n) = c(n)*.
+  const int k2 = 2 * n_max + 1;
+  for (int ij = 0; ij < 3; ++ij)
+    for (int i = -n_max; i <= n_max; ++i)
+      for (int j = -n_max; j <= n_max; ++j)
+        CHECK(std::abs(coef->at(1, ij)[std::size_t(i + n_max) * k2 + j + n_max] -
+                       std::conj(coef->at(1, ij)[std::size_t(-i + n_max) * k2 - j + n_max])) < 1e-12);
+}
+
+TEST_CASE("the raster normal field converges as the raster is refined", "[physics][normal]") {
+  // A circular pillar and an overlapping rotated ellipse (a later shape wins); R0 and T0 of p at
+  // R = 64, 128, 256, 512: the change from doubling R shrinks.
+  Ellipse e = circle(0.15, {0.2, 0.1});
+  e.semi_axis_x = 0.25;
+  e.rotation_deg = 35;
+  e.material = Material::constant_permittivity(6.0);
+  const Structure s = pillars({circle(0.3), e}, 3);
+  SolverOptions o;
+  o.m1 = o.m2 = 3;
+  std::vector<double> r0, t0;
+  for (int resolution : {64, 128, 256, 512}) {
+    o.normal_field_resolution = resolution;
+    const IncidenceResult r = solve_one(s, {1.0, 20, 30}, o);
+    r0.push_back(test::find_order(r, 0, 0)->R[p_pol]);
+    t0.push_back(test::find_order(r, 0, 0)->T[p_pol]);
+  }
+  const auto change = [&](int k) { return std::abs(r0[k + 1] - r0[k]) + std::abs(t0[k + 1] - t0[k]); };
+  INFO("changes on doubling R: " << change(0) << ", " << change(1) << ", " << change(2));
+  CHECK(change(2) < change(0));
+  CHECK(change(2) < 2e-3);
+}
+
+TEST_CASE("crossed gratings: the normal-vector energy balance error falls with the harmonics", "[physics][normal]") {
+  // In 2D the truncated [[C]][[M]]⁻¹ is not Hermitian (test_gratings.cpp says why), so the balance
+  // carries a truncation error that must vanish as M grows; Richardson removes most of the z part.
+  SolverOptions o;
+  o.richardson = true;
+  double error[2][2];
+  int k = 0;
+  for (int m : {2, 6}) {
+    o.m1 = o.m2 = m;
+    const IncidenceResult r = solve_one(test::crossed(4), {1.0, 30, 0}, o);
+    REQUIRE(r.lossless);
+    error[k][s_pol] = r.energy_balance_error[s_pol];
+    error[k][p_pol] = r.energy_balance_error[p_pol];
+    ++k;
+  }
+  for (int pol : {s_pol, p_pol}) {
+    INFO((pol == s_pol ? "s" : "p") << ": |1 − ΣR − ΣT| = " << error[0][pol] << " at M = 2, " << error[1][pol]
+                                    << " at M = 6");
+    CHECK(error[1][pol] < error[0][pol] / 5);
+    CHECK(error[1][pol] < 1e-3);
+  }
+}
+
+TEST_CASE("a backend without the normal-vector pattern is refused, naming backend and formulation", "[physics][normal]") {
+  for (conv::Backend backend : conv::all_backends) {
+    if (!conv::backend_available(backend) || conv::memory_of(backend) != conv::Memory::host) continue;
+    if (test::serves(backend, conv::Precision::double_, Formulation::normal_vector, true)) continue;
+    SolverOptions o;
+    o.m1 = 2;
+    o.backend = backend;
+    INFO(conv::to_string(backend));
+    try {
+      (void)solve_one(test::lamellar(2), {1.0, 10, 0}, o);
+      FAIL("expected the backend to be refused");
+    } catch (const Unsupported& e) {
+      const std::string what = e.what();
+      CHECK(what.find(std::string(conv::to_string(backend))) != std::string::npos);
+      CHECK(what.find("normal-vector") != std::string::npos);
+      CHECK(what.find("laurent") != std::string::npos);
+    }
+    o.formulation = Formulation::laurent;  // Laurent's scalar problem still runs there
+    CHECK(solve_one(test::lamellar(2), {1.0, 10, 0}, o).total_R[s_pol] > 0);
+  }
+}
