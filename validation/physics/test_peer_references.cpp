@@ -1,0 +1,129 @@
+// gratingsim against converged values of an independent code: fmmax 1.7.1 (RCWA/FMM, its best
+// formulation per case, converged in its order count), recorded with the exact script in
+// validation/peers/ (README.md there: geometry, conventions checked, convergence table). The test
+// reads validation/peers/references.txt (rows `case polarisation quantity value`) and never needs
+// fmmax. Issue #9's bar: every recorded quantity within 1e-3 absolute at M ≤ 10 (1D: M ≤ 15), in
+// s and p, with Richardson extrapolation in z.
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "physics/solver.hpp"
+#include "validation/support/catch.hpp"
+
+using namespace gratingsim;
+using namespace gratingsim::physics;
+
+namespace {
+
+/// "case pol quantity" → value, from the recorded file.
+std::map<std::string, double> read_references() {
+  std::ifstream in(GRATINGSIM_PEER_REFERENCES);
+  REQUIRE(in.good());
+  std::map<std::string, double> values;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream row(line);
+    std::string name, pol, quantity;
+    double value = 0;
+    REQUIRE(static_cast<bool>(row >> name >> pol >> quantity >> value));
+    values[name + ' ' + pol + ' ' + quantity] = value;
+  }
+  REQUIRE(values.size() == 32);  // 4 cases × 2 polarisations × 4 quantities
+  return values;
+}
+
+/// One patterned layer of `height` in air (`background` ε = 1) on a substrate of ε = 2.25.
+Structure on_glass(Lattice lattice, Shape shape, double height, int slices) {
+  Structure s;
+  s.lattice = lattice;
+  s.superstrate = Material::constant_index(1.0);
+  s.substrate = Material::constant_permittivity(2.25);
+  Layer l;
+  l.thickness = height;
+  l.slices = slices;
+  l.background = Material::constant_index(1.0);
+  l.shapes = {std::move(shape)};
+  s.layers = {l};
+  return s;
+}
+
+struct PeerCase {
+  std::string name;
+  Structure structure;
+  Incidence incidence;
+  int m;  ///< harmonics per axis (M1 = M2 = m on a 2D lattice)
+  /// Largest accepted |error| per polarisation (s, p). Issue #9's bar is 1e-3; where gratingsim does
+  /// not meet it yet the measured level (rounded up) guards against regressions, and the gap is stated.
+  std::array<double, 2> tolerance{1e-3, 1e-3};
+};
+
+std::vector<PeerCase> peer_cases() {
+  // validation/peers/compute_references.py defines the same four structures (λ = 1).
+  Ellipse pillar;
+  pillar.semi_axis_x = pillar.semi_axis_y = 0.25;
+  pillar.material = Material::constant_permittivity(4.0);
+  Rectangle block;
+  block.width_x = 0.6;
+  block.width_y = 0.45;
+  block.material = Material::constant_permittivity(6.0);
+  Rectangle metal_line;
+  metal_line.width_x = 0.4;
+  metal_line.material = Material::constant_permittivity({-20.0, 1.5});
+  Rectangle ridge;
+  ridge.width_x = 0.75;
+  ridge.material = Material::constant_permittivity(4.0);
+  return {
+      {"pillars", on_glass({1.0, 1.0}, pillar, 0.5, 10), {1.0, 30.0, 30.0}, 10},
+      // Not yet at 1e-3: 1.7e-3 (s T00) and 1.3e-3 (p sumT) at M = 10, limited by the raster normal
+      // field at the rectangle's corners (the errors fall with M; pillars, without corners, are at 7e-4).
+      {"rectangles", on_glass({1.2, 0.9}, block, 0.35, 8), {1.0, 20.0, 45.0}, 10, {2e-3, 1.5e-3}},
+      // p not yet at 1e-3: 1.4e-2 on R00 at M = 15 (8/16 slices): the field at the corners of a thin
+      // metal line converges slowly in M and in z (fmmax itself is 4.8e-3 off at 41 orders); s is at 1.5e-4.
+      {"metal_1d", on_glass({0.8, 0.0}, metal_line, 0.08, 8), {1.0, 15.0, 0.0}, 15, {1e-3, 1.5e-2}},
+      {"lamellar", on_glass({1.5, 0.0}, ridge, 0.5, 10), {1.0, 10.0, 0.0}, 15},
+  };
+}
+
+}  // namespace
+
+TEST_CASE("fmmax-converged references at M <= 10 (1D: M <= 15), s and p", "[physics][peers]") {
+  const auto reference = read_references();
+  for (const PeerCase& c : peer_cases()) {
+    SolverOptions o;
+    o.m1 = c.m;
+    o.m2 = c.structure.lattice.one_dimensional() ? 0 : c.m;
+    o.richardson = true;
+    o.backend = conv::Backend::cpu_fftw;
+    o.tolerance = 1e-9;
+    // This test measures accuracy per harmonic, not the Krylov solver: the 1D cases are small enough
+    // for the dense LU reference solve (the thin metal in p needs over 2000 GMRES(300) iterations to
+    // reach 1e-9 without a preconditioner; issue #10).
+    if (c.structure.lattice.one_dimensional()) o.method = Method::dense_lu;
+    const IncidenceResult r = solve(c.structure, std::vector<Incidence>{c.incidence}, o).incidences.at(0);
+    const DiffractionOrder* zeroth = nullptr;
+    for (const DiffractionOrder& d : r.orders)
+      if (d.m1 == 0 && d.m2 == 0) zeroth = &d;
+    REQUIRE(zeroth != nullptr);
+    for (int pol : {s_pol, p_pol}) {
+      const std::string prefix = c.name + (pol == s_pol ? " s " : " p ");
+      double sum_t = 0;
+      for (const DiffractionOrder& d : r.orders) sum_t += d.transmitted ? d.T[pol] : 0.0;
+      const std::pair<const char*, double> quantities[] = {
+          {"R00", zeroth->R[pol]}, {"T00", zeroth->T[pol]}, {"sumR", r.total_R[pol]}, {"sumT", sum_t}};
+      for (const auto& [quantity, value] : quantities) {
+        const double expected = reference.at(prefix + quantity), error = std::abs(value - expected);
+        INFO(prefix << quantity << ": gratingsim " << value << " (M = " << c.m << ", slices "
+                    << r.slice_counts.front() << "/" << r.slice_counts.back() << " Richardson), fmmax " << expected
+                    << ", error " << error);
+        CHECK(error < c.tolerance[pol]);
+        std::printf("%-10s %s %-4s gratingsim %.6f  fmmax %.6f  error %.1e  (M = %d)\n", c.name.c_str(),
+                    pol == s_pol ? "s" : "p", quantity, value, expected, error, c.m);
+      }
+    }
+  }
+}
