@@ -100,8 +100,8 @@ extern __shared__ __align__(16) unsigned char shared_memory[];
 
 // CUDA block (slice, chunk of F groups, output o), blockIdx.x = (slice·chunks + chunk)·P + o. Per term
 // (o, q, k) of the pattern, χ_{p,k} and input q of the F groups pass through shared memory; each thread's
-// tasks (R outputs of a row) are summed in registers and stored for the first term, added to the stored
-// value for every further one (the same thread owns the same outputs for every term: no race).
+// tasks (R outputs of a row) are summed in registers and stored; every further term starts from the
+// stored value (the same thread owns the same outputs for every term: no race).
 template <class C, int R>
 __global__ void __launch_bounds__(max_direct_sum_threads)
     direct_sum_kernel(const C* __restrict__ in, C* __restrict__ out, const C* __restrict__ kernels, DirectParams p) {
@@ -134,9 +134,14 @@ __global__ void __launch_bounds__(max_direct_sum_threads)
     for (int task = threadIdx.x; task < count * p.n1 * tiles; task += blockDim.x) {
       const int f = task / (p.n1 * tiles), rest_task = task - f * p.n1 * tiles;
       const int i1 = rest_task / tiles, i2_first = (rest_task - i1 * tiles) * R;
+      // Every term after the first continues the sum stored by the previous one, so that the products
+      // are added in one sequence (terms in order, then j1, then j2), the sequence of the Toeplitz
+      // product: a result is then bit for bit the same whichever form the batch size selects.
+      C* out_block = out + ((first_group + f) * p.outputs + o) * field_size + i1 * p.n2;
+      const bool first_term = term == p.term_begin[o];
       C acc[R];
 #pragma unroll
-      for (int r = 0; r < R; ++r) acc[r] = C{0, 0};
+      for (int r = 0; r < R; ++r) acc[r] = (!first_term && i2_first + r < p.n2) ? out_block[i2_first + r] : C{0, 0};
       for (int j1 = 0; j1 < p.n1; ++j1) {
         // chi_row[r − j2] = χ(i1 − j1, i2_first + r − j2) in centred indices.
         const C* chi_row = chi + (i1 - j1 + p.n1 - 1) * width + (R - 1) + i2_first + p.n2 - 1;
@@ -155,19 +160,9 @@ __global__ void __launch_bounds__(max_direct_sum_threads)
           }
         }
       }
-      C* out_block = out + ((first_group + f) * p.outputs + o) * field_size + i1 * p.n2;
-      const bool first_term = term == p.term_begin[o];
 #pragma unroll
       for (int r = 0; r < R; ++r)
-        if (i2_first + r < p.n2) {
-          C value = acc[r];
-          if (!first_term) {
-            const C stored = out_block[i2_first + r];
-            value.x += stored.x;
-            value.y += stored.y;
-          }
-          out_block[i2_first + r] = value;
-        }
+        if (i2_first + r < p.n2) out_block[i2_first + r] = acc[r];
     }
   }
 }
