@@ -1,6 +1,7 @@
 // gratingsim run: solves every sweep point of a case file and writes the result file of io/SCHEMA.md,
 // point by point (OUT.h5.partial, renamed to OUT.h5 when complete), then prints a summary. Launched
 // by mpirun, the ranks share the sweep (distributed_sweep.hpp) and rank 0 writes the one file.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -53,6 +54,7 @@ constexpr OptionSpec run_options[] = {
     {"resume", "",
      "continue OUT.h5.partial, left by an interrupted run of the same case: its finished points are kept, not "
      "recomputed (without a partial file: a new run)"},
+    {"overwrite", "", "replace an existing complete OUT.h5 (without it, an existing OUT.h5 is never replaced)"},
     {"quiet", "", "no progress line, no summary (warnings and errors still go to stderr)"},
     {"help", "", "show this help"},
     {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)"},
@@ -64,7 +66,7 @@ struct Settings {
   std::string case_path, output;
   std::optional<std::string_view> backend;  ///< as given: a backend's name or "auto"
   std::optional<conv::Precision> precision;
-  bool resume = false, quiet = false;
+  bool resume = false, quiet = false, overwrite = false;
   std::optional<std::size_t> stop_after;
   std::optional<int> fail_on_rank;
 };
@@ -92,9 +94,35 @@ Settings parse_settings(const Options& o) {
   }
   s.resume = o.flag("resume");
   s.quiet = o.flag("quiet");
+  s.overwrite = o.flag("overwrite");
   if (const auto v = o.value("stop-after")) s.stop_after = std::size_t(parse_int("stop-after", *v, 1, 1 << 30));
   if (const auto v = o.value("fail-on-rank")) s.fail_on_rank = parse_int("fail-on-rank", *v, 0, 1 << 24);
   return s;
+}
+
+/// Refuses, before anything is solved or written, an output that would destroy a file: OUT.h5 or
+/// OUT.h5.partial being a file the case reads (the case file, a material table; compared by device
+/// and inode, so any spelling or link is caught), a directory, or anything not a regular file
+/// (device, FIFO, socket); an existing OUT.h5 without --overwrite; a missing output directory.
+void check_output_path(const Settings& s, const std::vector<std::string>& inputs) {
+  const auto refuse = [&](const std::string& why) { throw Error("refusing output " + s.output + ": " + why); };
+  const std::string partial = io::partial_path(s.output);
+  for (const std::string& path : {s.output, partial}) {
+    struct stat target {};
+    if (::stat(path.c_str(), &target) != 0) continue;  // absent: fine
+    for (const std::string& input : inputs) {
+      struct stat in {};
+      if (::stat(input.c_str(), &in) == 0 && in.st_dev == target.st_dev && in.st_ino == target.st_ino)
+        refuse(path + " is " + input + ", a file the case reads; choose another -o");
+    }
+    if (S_ISDIR(target.st_mode)) refuse(path + " is a directory; give a file name, e.g. -o DIR/out.h5");
+    if (!S_ISREG(target.st_mode))
+      refuse(path + " is not a regular file (a device, FIFO or socket); it is left untouched");
+  }
+  if (fs::exists(s.output) && !s.overwrite)
+    refuse(s.output + " already exists (a finished result is never replaced silently); --overwrite replaces it");
+  const fs::path directory = fs::path(s.output).parent_path().empty() ? fs::path(".") : fs::path(s.output).parent_path();
+  if (!fs::is_directory(directory)) refuse("the directory " + directory.string() + " does not exist");
 }
 
 /// The backend named on the command line, else in the case; for `auto`, the one the partial file
@@ -367,6 +395,9 @@ int run_command(const Options& options, const Launch& launch) {
   // The case is read and checked completely (by every rank) before any file is touched.
   io::Problem problem;
   settle(all, [&] { problem = io::load_problem(s.case_path); });
+  settle(all, [&] {
+    if (root) check_output_path(s, problem.source.inputs);
+  });
   if (root)
     for (const std::string& warning : problem.source.warnings) std::cerr << warning << '\n';
   if (s.precision) problem.solver.precision = *s.precision;

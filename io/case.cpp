@@ -171,6 +171,8 @@ class CaseReader {
   }
 
   Case read() {
+    refuse_non_utf8();
+    refuse_leading_comma();
     const Node root(yaml::parse(c_.yaml, file_), "", file_, YAML::Mark());
     if (root.is_null())
       root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
@@ -324,8 +326,13 @@ class CaseReader {
         LengthUnit unit = c_.input_units;
         if (const auto u = m.optional("units")) unit = length_unit(*u);
         const std::filesystem::path file = std::filesystem::path(base_) / t->string();
-        if (!std::filesystem::is_regular_file(file)) t->fail("index table '" + file.string() + "' not found");
+        std::error_code error;
+        const std::filesystem::file_status status = std::filesystem::status(file, error);
+        if (!std::filesystem::exists(status)) t->fail("index table '" + file.string() + "' not found");
+        if (!std::filesystem::is_regular_file(status))
+          t->fail("index table '" + file.string() + "' is not a regular file (a directory, device, FIFO or socket)");
         IndexTable table = read_index_table(file.string(), unit);
+        c_.inputs.push_back(file.string());
         material =
             physics::Material::tabulated(name, std::move(table.wavelength_nm), std::move(table.n), std::move(table.k));
       } else {
@@ -799,6 +806,50 @@ class CaseReader {
     }
   }
 
+  /// A case is UTF-8 text without NUL bytes (YAML 1.2; the text is stored as a UTF-8 string in the
+  /// result file): anything else is refused at the first offending byte's line and column (1-based,
+  /// counted in bytes). yaml-cpp 0.7 can also spin for minutes on NUL bytes (a fuzzed case did).
+  void refuse_non_utf8() const {
+    const std::string& t = c_.yaml;
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < t.size();) {
+      const auto b = static_cast<unsigned char>(t[i]);
+      std::size_t length = b < 0x80 ? 1 : (b & 0xE0) == 0xC0 ? 2 : (b & 0xF0) == 0xE0 ? 3 : (b & 0xF8) == 0xF0 ? 4 : 0;
+      bool valid = length != 0 && b != 0 && i + length <= t.size();
+      for (std::size_t k = 1; valid && k < length; ++k) valid = (static_cast<unsigned char>(t[i + k]) & 0xC0) == 0x80;
+      if (valid && length == 2) valid = b >= 0xC2;  // no overlong encodings
+      if (!valid)
+        throw CaseError(file_, line, column,
+                        b == 0 ? std::string("a NUL byte: a case file is UTF-8 text")
+                               : "byte 0x" + std::string(1, "0123456789abcdef"[b >> 4]) +
+                                     std::string(1, "0123456789abcdef"[b & 15]) +
+                                     " is not UTF-8: a case file is UTF-8 text (save it as UTF-8, e.g. iconv -f latin1 -t utf-8)");
+      if (b == '\n') ++line, column = 1;
+      else ++column;
+      i += length;
+    }
+  }
+
+  /// yaml-cpp 0.7 never returns (allocating without end) when a document's first token is a flow
+  /// separator ',' (found by the fuzzer: the 3-byte case ",# "); refused here, located.
+  void refuse_leading_comma() const {
+    const std::string& t = c_.yaml;
+    int line = 1, column = 1;
+    for (std::size_t i = 0; i < t.size(); ++i, ++column) {
+      if (t[i] == '#') {
+        while (i < t.size() && t[i] != '\n') ++i;
+        if (i == t.size()) return;
+      }
+      if (t[i] == '\n') {
+        ++line, column = 0;
+        continue;
+      }
+      if (t[i] == ' ' || t[i] == '\t' || t[i] == '\r') continue;
+      if (t[i] == ',') throw CaseError(file_, line, column, "invalid YAML: a case starts with a key, got ','");
+      return;
+    }
+  }
+
   std::string file_, base_;
   Case c_;
   double scale_ = 1;
@@ -820,7 +871,9 @@ Case load_case(const std::string& path) {
   text << in.rdbuf();
   std::string base = std::filesystem::path(path).parent_path().string();
   if (base.empty()) base = ".";
-  return parse_case(text.str(), path, base);
+  Case c = parse_case(text.str(), path, base);
+  c.inputs.insert(c.inputs.begin(), path);
+  return c;
 }
 
 }  // namespace gratingsim::io

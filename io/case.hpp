@@ -162,6 +162,9 @@ struct Case {
   Numerics numerics;
   OutputOptions output;
   std::vector<std::string> warnings;  ///< located, "FILE:LINE:COLUMN: warning: ..."
+  /// Every file the case was read from: the case file (load_case only), then each material table, as
+  /// opened. A run refuses to write its result over any of them.
+  std::vector<std::string> inputs;
 
   /// Sweep points: wavelengths × θ × φ.
   [[nodiscard]] std::size_t points() const;

@@ -2,6 +2,8 @@
 // file compared with the same points solved in this process; a resumed interrupted run equals an
 // uninterrupted one and keeps the finished points; unconverged solves are visible; malformed cases
 // give located errors and no output; the plotting script turns results into PNG files.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -228,11 +230,11 @@ TEST_CASE("resume without a partial file starts afresh; a partial file of anothe
   CHECK(contains(fresh.output, "starting a new run"));
 
   REQUIRE(
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --stop-after 1").status ==
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --stop-after 1 --overwrite").status ==
       1);
   std::ofstream(config, std::ios::app) << "# edited after the interruption\n";
   const test::Execution other =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume");
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume --overwrite");
   INFO(other.output);
   CHECK(other.status == 1);
   CHECK(contains(other.output, "case"));
@@ -260,7 +262,7 @@ TEST_CASE("unconverged solves are stored, shown and give exit status 3", "[app][
   CHECK(unconverged > 0);
 
   const test::Execution quiet =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct --quiet");
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct --quiet --overwrite");
   CHECK(quiet.status == 3);
   CHECK(!contains(quiet.output, "did NOT converge"));  // no summary, but the solver's warning
   CHECK(contains(quiet.output, "did not reach the tolerance"));
@@ -330,4 +332,43 @@ TEST_CASE("run: --help, defaults and wrong command lines", "[app][run][cli]") {
   CHECK(contains(r.output, "solver tolerance raised from 1e-08 to 1e-06"));
   REQUIRE(fs::exists(dir / "sweep.h5"));
   CHECK(io::ResultReader((dir / "sweep.h5").string()).info().precision == "single");
+}
+
+TEST_CASE("run refuses outputs that would destroy a file, before solving", "[app][run][safety]") {
+  using namespace gratingsim::test;
+  const ScratchDirectory dir("output_safety");
+  const auto case_file = dir / "case.yaml";
+  { std::ofstream(case_file) << sweep_case; }
+  const std::string original = read_text(case_file);
+  // the case file itself, by two spellings
+  for (const std::string& out : {case_file.string(), (dir.path() / "." / "case.yaml").string()}) {
+    const Execution r = run_gratingsim("run " + quoted(case_file) + " -o " + quoted(std::filesystem::path(out)) + " --quiet");
+    CHECK(r.status == 1);
+    CHECK(contains(r.output, "a file the case reads"));
+    CHECK(read_text(case_file) == original);
+  }
+  // a device node
+  const Execution null_run = run_gratingsim("run " + quoted(case_file) + " -o /dev/null --quiet");
+  CHECK(null_run.status == 1);
+  CHECK(contains(null_run.output, "not a regular file"));
+  CHECK(std::filesystem::is_character_file("/dev/null"));
+  // a FIFO
+  const auto fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK(run_gratingsim("run " + quoted(case_file) + " -o " + quoted(fifo) + " --quiet").status == 1);
+  CHECK(std::filesystem::is_fifo(fifo));
+  // a directory, a missing directory
+  CHECK(contains(run_gratingsim("run " + quoted(case_file) + " -o " + quoted(dir.path()) + " --quiet").output,
+                 "is a directory"));
+  CHECK(contains(run_gratingsim("run " + quoted(case_file) + " -o " + quoted(dir / "no/out.h5") + " --quiet").output,
+                 "does not exist"));
+  // an existing result: kept without --overwrite, replaced with it
+  const auto out = dir / "out.h5";
+  { std::ofstream(out) << "an earlier result"; }
+  const Execution kept = run_gratingsim("run " + quoted(case_file) + " -o " + quoted(out) + " --quiet");
+  CHECK(kept.status == 1);
+  CHECK(contains(kept.output, "--overwrite"));
+  CHECK(read_text(out) == "an earlier result");
+  CHECK(run_gratingsim("run " + quoted(case_file) + " -o " + quoted(out) + " --quiet --overwrite").status == 0);
+  CHECK(read_text(out) != "an earlier result");
 }
