@@ -46,12 +46,7 @@ double worst_error_against_direct(const conv::Problem& g, std::span<const std::c
   const std::vector<std::complex<double>> in_wide(in.begin(), in.end());
   std::vector<std::complex<double>> expect;
   run_on_host(*reference, in_wide, expect);
-  const std::size_t n = g.field_size();
-  double worst = 0;
-  for (std::size_t b = 0; b < g.output_blocks(); ++b)
-    worst = std::max(worst, relative_l2<Real, double>(std::span(out).subspan(b * n, n),
-                                                      std::span(expect).subspan(b * n, n)));
-  return worst;
+  return worst_block_error(g, out, expect);
 }
 
 /// An explicit non-blocking stream (no implicit synchronisation with the legacy stream), destroyed at scope end.

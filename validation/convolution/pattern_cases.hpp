@@ -120,19 +120,6 @@ inline std::vector<std::complex<double>> sum_of_scalar_convolutions(const conv::
   return out;
 }
 
-/// The worst output-block relative L2 error of `out` against `expect`.
-template <class Real>
-double worst_block_error(const conv::Problem& g, const std::vector<std::complex<Real>>& out,
-                         const std::vector<std::complex<double>>& expect) {
-  REQUIRE(out.size() == g.output_size());
-  REQUIRE(expect.size() == g.output_size());
-  const std::size_t n = g.field_size();
-  double worst = 0;
-  for (std::size_t b = 0; b < g.output_blocks(); ++b)
-    worst = std::max(worst, relative_l2<Real, double>(std::span(out).subspan(b * n, n),
-                                                      std::span(expect).subspan(b * n, n)));
-  return worst;
-}
 
 /// Fresh random kernels and fields (rounded to Real, so that the complex128 reference sees what the
 /// backend sees) and cpu-direct's result on them in complex128.

@@ -3,6 +3,8 @@
 // (app/distributed_sweep.hpp) splits a wavelength's batch over ranks and promises the file of a
 // one-process run bit for bit. Shared by the host and the GPU solver tests.
 #include <cstring>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "physics/solver.hpp"
@@ -54,6 +56,22 @@ inline void check_batch_independence(conv::Backend backend, conv::Precision prec
         }
       }
     }
+}
+
+/// check_batch_independence for every formulation, each of `backends` and both precisions; a
+/// backend that cannot serve a formulation yet is skipped with a warning.
+inline void check_batch_independence_of(std::span<const conv::Backend> backends) {
+  for (physics::Formulation formulation : formulations)
+    for (conv::Backend backend : backends)
+      for (conv::Precision precision : {conv::Precision::double_, conv::Precision::single}) {
+        INFO(to_string(formulation) << ", " << conv::to_string(backend) << ", " << conv::to_string(precision));
+        if (!serves(backend, precision, formulation)) {
+          WARN(std::string(conv::to_string(backend)) + " does not serve the " + std::string(to_string(formulation)) +
+               " formulation yet: skipped");
+          continue;
+        }
+        check_batch_independence(backend, precision, formulation);
+      }
 }
 
 }  // namespace gratingsim::test

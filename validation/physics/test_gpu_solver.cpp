@@ -212,17 +212,7 @@ TEST_CASE("GPU solves equal the CPU solve, complex128", "[physics][gpu]") { chec
 TEST_CASE("GPU solves equal the CPU solve, complex64", "[physics][gpu]") { check_backends_equal_cpu<float>(); }
 
 TEST_CASE("a GPU result does not depend on the batch it was solved in, bit for bit", "[physics][gpu]") {
-  for (Formulation formulation : test::formulations)
-    for (conv::Backend backend : gpu_backends)
-      for (conv::Precision precision : {conv::Precision::double_, conv::Precision::single}) {
-        INFO(to_string(formulation) << ", " << conv::to_string(backend) << ", " << conv::to_string(precision));
-        if (!test::serves(backend, precision, formulation)) {
-          WARN(std::string(conv::to_string(backend)) + " does not serve the " + std::string(to_string(formulation)) +
-               " formulation yet: skipped");
-          continue;
-        }
-        test::check_batch_independence(backend, precision, formulation);
-      }
+  test::check_batch_independence_of(gpu_backends);
 }
 
 TEST_CASE("GPU GMRES and BiCGStab equal the dense LU reference to the solver tolerance", "[physics][gpu]") {

@@ -1,12 +1,15 @@
 #pragma once
 // Runs a planned convolution on host vectors, staging through device memory for GPU backends.
+#include <algorithm>
 #include <complex>
+#include <span>
 #include <vector>
 
 #include "convolution/convolution.hpp"
 #ifdef GRATINGSIM_HAVE_CUDA
 #include "convolution/device_buffer.hpp"
 #endif
+#include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
 
 namespace gratingsim::test {
@@ -29,6 +32,20 @@ void run_on_host(conv::Convolution<Real>& plan, const std::vector<std::complex<R
   CUDA_TRY(cudaDeviceSynchronize());
   d_out.download(out);
 #endif
+}
+
+/// The worst output-block relative L2 error of `out` against `expect`.
+template <class Real>
+double worst_block_error(const conv::Problem& g, const std::vector<std::complex<Real>>& out,
+                         const std::vector<std::complex<double>>& expect) {
+  REQUIRE(out.size() == g.output_size());
+  REQUIRE(expect.size() == g.output_size());
+  const std::size_t n = g.field_size();
+  double worst = 0;
+  for (std::size_t b = 0; b < g.output_blocks(); ++b)
+    worst = std::max(worst, relative_l2<Real, double>(std::span(out).subspan(b * n, n),
+                                                      std::span(expect).subspan(b * n, n)));
+  return worst;
 }
 
 }  // namespace gratingsim::test
