@@ -710,7 +710,7 @@ class CaseReader {
       if (name != "auto") c_.numerics.backend = conv::parse_backend(name);
     }
     if (const auto s = m.optional("solver")) {
-      const Map sm(*s, {"method", "restart", "tolerance", "max_iterations"});
+      const Map sm(*s, {"method", "restart", "tolerance", "max_iterations", "preconditioner"});
       auto& solver = c_.numerics.solver;
       if (const auto method = sm.optional("method"))
         solver.method = method->choice<SolverMethod>(
@@ -728,6 +728,12 @@ class CaseReader {
       if (const auto i = sm.optional("max_iterations")) {
         if (solver.method == SolverMethod::direct) i->fail("max_iterations applies to the iterative methods only");
         solver.max_iterations = integer_in(*i, 1, 10'000'000, "an iteration limit");
+      }
+      if (const auto pc = sm.optional("preconditioner")) {
+        if (solver.method == SolverMethod::direct) pc->fail("preconditioner applies to the iterative methods only");
+        solver.preconditioner = pc->choice<physics::Preconditioning>({{"auto", physics::Preconditioning::automatic},
+                                                                       {"averaged", physics::Preconditioning::averaged},
+                                                                       {"none", physics::Preconditioning::none}});
       }
     }
   }

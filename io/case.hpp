@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "physics/preconditioner.hpp"
 #include "convolution/error.hpp"
 #include "physics/materials.hpp"
 #include "physics/normal_field.hpp"
@@ -118,6 +119,9 @@ struct SolverOptions {
   int restart = 40;         ///< GMRES restart length
   double tolerance = 1e-8;  ///< relative residual at which iterations stop
   int max_iterations = 500;
+  /// auto (the averaged preconditioner when it fits in a quarter of the memory left), averaged, none
+  /// (physics/preconditioner.hpp)
+  physics::Preconditioning preconditioner = physics::Preconditioning::automatic;
 };
 
 struct Numerics {

@@ -171,6 +171,7 @@ Problem make_problem(Case c) {
   o.gmres_restart = c.numerics.solver.restart;
   o.tolerance = c.numerics.solver.tolerance;
   o.max_iterations = c.numerics.solver.max_iterations;
+  o.preconditioner = c.numerics.solver.preconditioner;
   o.richardson = c.numerics.richardson;
   if (c.numerics.backend) o.backend = *c.numerics.backend;
   o.precision = c.numerics.precision;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "physics/preconditioner.hpp"
 #include "physics/vector_space.hpp"
 #include "physics/z_operator.hpp"
 
@@ -54,6 +55,13 @@ std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& l
 template <class Real>
 std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
                                                         std::vector<int> rhs_incidence, int source_components = 3);
+
+/// The averaged preconditioner of preconditioner.hpp on the device (inverses uploaded once, rounded
+/// to Real). The rhs must be grouped by incidence, one or two per incidence (physics' s, p pairs).
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedInverse& averaged,
+                                                                 const LocalInverse& local,
+                                                                 std::vector<int> rhs_incidence);
 
 }  // namespace gratingsim::physics
 #endif

@@ -144,6 +144,26 @@ void DiscreteProblem<Real>::apply_z_operator(const Complex* x, Complex* y) {
 }
 
 template <class Real>
+std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner() const {
+  const conv::Problem& pattern = convolution_->problem();
+  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
+  std::vector<MeanTensors> tensors;
+  for (std::size_t p = 0; p < layout_.slices; ++p)
+    tensors.push_back(mean_tensors(pattern, std::span(kernels_).subspan(p * per_slice, per_slice)));
+  const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
+  const AveragedInverse inverse = averaged_inverse(g, tensors);
+  const LocalInverse local = local_inverse(g, pattern, kernels_, tensors);
+  std::vector<int> rhs_incidence;
+  for (std::size_t r = 0; r < layout_.rhs; ++r) rhs_incidence.push_back(int(r / 2));
+  if (convolution_->memory() == conv::Memory::device) {
+#ifdef GRATINGSIM_HAVE_CUDA
+    return make_device_preconditioner<Real>(inverse, local, std::move(rhs_incidence));
+#endif
+  }
+  return make_host_preconditioner<Real>(inverse, local, std::move(rhs_incidence));
+}
+
+template <class Real>
 void DiscreteProblem<Real>::synchronize() const {
 #ifdef GRATINGSIM_HAVE_CUDA
   if (device_stream_) device_stream_->synchronize();

@@ -19,6 +19,7 @@
 #include "physics/floquet.hpp"
 #include "physics/krylov.hpp"
 #include "physics/normal_field.hpp"
+#include "physics/preconditioner.hpp"
 #include "physics/z_operator.hpp"
 
 namespace gratingsim::physics {
@@ -77,6 +78,11 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] int rhs() const { return int(layout_.rhs); }
 
   [[nodiscard]] Formulation formulation() const { return formulation_; }
+
+  /// The averaged preconditioner (preconditioner.hpp) of this problem, in memory(): builds the
+  /// mean tensors of every slice's kernels and inverts Ā per (incidence, order). Memory
+  /// averaged_inverse_bytes(...) in Real, plus twice that in complex128 on the host while building.
+  [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_preconditioner() const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
   /// the slice centres (host), with the source s = k1² J. A device problem uploads x, convolves it on

@@ -52,6 +52,7 @@ std::string format_bytes(std::size_t bytes) {
 /// Far fields and the solver statistics of one solve of one wavelength group.
 struct GroupSolve {
   int slices = 0;
+  bool preconditioned = false;
   std::vector<FarField> far;                      // per rhs
   std::vector<SolveStats> stats;                  // per rhs
   std::vector<std::array<std::vector<Complex>, 2>> fields;  // per incidence, per polarisation
@@ -66,28 +67,53 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
   const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
                       : options.method == Method::bicgstab ? 8 : 3;
+  const bool dense = options.method == Method::dense_lu;
   const std::size_t need = estimate_bytes(std::size_t(slices), nm, group.size(), options.m1, options.m2, sizeof(Real),
-                                          vectors, options.method == Method::dense_lu, options.formulation);
+                                          vectors, dense, options.formulation);
+  // The preconditioner: its matrices and scratch in Real, and while building, on the host, the same
+  // matrices in complex128.
+  const std::size_t inverses = preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(Real));
+  const std::size_t build = preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(double));
+  const bool on_device = conv::memory_of(options.backend) == conv::Memory::device;
+  std::size_t budget = options.memory_limit_bytes;
+  std::string budget_text = format_bytes(options.memory_limit_bytes) + " (memory_limit_bytes)";
+#ifdef GRATINGSIM_HAVE_CUDA
+  // The device's own capacity is the limit for device backends; 10 % of the free memory is left for
+  // the backend's private scratch (cuFFT work areas), which is not estimated.
+  if (on_device && conv::backend_available(options.backend)) {
+    const DeviceMemoryInfo info = device_memory_info();
+    budget = info.free_bytes / 10 * 9;
+    budget_text = format_bytes(budget) + " of device memory (90 % of the " + format_bytes(info.free_bytes) +
+                  " free of " + format_bytes(info.total_bytes) + ")";
+  } else if (on_device) {
+    budget = std::numeric_limits<std::size_t>::max();  // the backend reports its absence itself
+  }
+#endif
   const std::string what = "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) +
                            " orders × " + std::to_string(2 * group.size()) + " right-hand sides needs about " +
                            format_bytes(need);
-  if (conv::memory_of(options.backend) == conv::Memory::host) {
-    EXPECTS(need <= options.memory_limit_bytes,
-            what + " (limit " + format_bytes(options.memory_limit_bytes) +
-                "); reduce the harmonics, slices or incidences per wavelength, or raise memory_limit_bytes");
-  } else {
-#ifdef GRATINGSIM_HAVE_CUDA
-    // The device's own capacity is the limit (memory_limit_bytes is for host backends); 10 % of the
-    // free memory is left for the backend's private scratch (cuFFT work areas), which is not estimated.
-    if (conv::backend_available(options.backend)) {
-      const DeviceMemoryInfo info = device_memory_info();
-      const std::size_t usable = info.free_bytes / 10 * 9;
-      EXPECTS(need <= usable, what + " of device memory; the device has " + format_bytes(info.free_bytes) +
-                                  " free of " + format_bytes(info.total_bytes) +
-                                  " (90 % usable); reduce the harmonics, slices or incidences per wavelength, "
-                                  "use complex64, or a host backend");
+  EXPECTS(need <= budget, what + "; the limit is " + budget_text +
+                              "; reduce the harmonics, slices or incidences per wavelength" +
+                              (on_device ? ", use complex64, or a host backend" : ", or raise memory_limit_bytes"));
+  bool precondition = !dense && (options.preconditioner == Preconditioning::averaged ||
+                                 (options.preconditioner == Preconditioning::automatic &&
+                                  structure.lattice.one_dimensional() &&
+                                  options.precision == conv::Precision::double_));
+  if (precondition) {
+    const std::size_t host_peak = on_device ? build : build + inverses;
+    const bool fits = need <= budget && inverses <= (budget - need) / 4 &&
+                      (on_device || host_peak <= (budget - need) / 4 * 2);
+    const std::string size_text = "the preconditioner needs " + format_bytes(inverses) + " (" +
+                                  std::to_string(slices) + " slices × " + std::to_string(nm) + " orders × " +
+                                  std::to_string(group.size()) + " incidences)";
+    EXPECTS(fits || options.preconditioner != Preconditioning::averaged,
+            size_text + ", more than a quarter of what is left of " + budget_text +
+                "; choose preconditioner: auto or none");
+    if (!fits) {
+      warnings.push_back(size_text + ", more than a quarter of the memory left: solved without it (λ = " +
+                         std::to_string(group[0].wavelength) + ")");
+      precondition = false;
     }
-#endif
   }
 
   ProblemSettings settings;
@@ -108,7 +134,17 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   ks.max_iterations = options.max_iterations;
   GroupSolve out;
   out.slices = slices;
-  out.stats = physics::solve<Real>(problem, b, x, ks);
+  if (precondition) {
+    // Right preconditioning: A P u = b from u = 0, then x = P u (residuals are those of A x = b).
+    const std::unique_ptr<Preconditioner<Real>> p = problem.make_preconditioner();
+    RightPreconditioned<Real> ap(problem, *p, problem.stream());
+    std::vector<std::complex<Real>> u(x.size(), std::complex<Real>(0));
+    out.stats = physics::solve<Real>(ap, b, u, ks);
+    ap.recover(u, x);
+  } else {
+    out.stats = physics::solve<Real>(problem, b, x, ks);
+  }
+  out.preconditioned = precondition;
   for (std::size_t r = 0; r < out.stats.size(); ++r) {
     const SolveStats& st = out.stats[r];
     if (st.converged) continue;
@@ -286,6 +322,7 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
       for (const GroupSolve& run : runs) {
         res.slice_counts.push_back(run.slices);
         res.solves.push_back({run.stats[2 * a], run.stats[2 * a + 1]});
+        res.preconditioned.push_back(run.preconditioned);
       }
       if (options.keep_fields) res.fields = Fields{last.grid.z, last.grid.thickness, last.fields[a]};
       result.incidences[members[a]] = std::move(res);

@@ -21,6 +21,7 @@
 #include "convolution/error.hpp"
 #include "physics/krylov.hpp"
 #include "physics/normal_field.hpp"
+#include "physics/preconditioner.hpp"
 #include "physics/structure.hpp"
 
 namespace gratingsim::physics {
@@ -40,6 +41,10 @@ struct SolverOptions {
   int m1 = 5, m2 = 0;                 ///< orders m ∈ [−M1, M1] × [−M2, M2] (M2 = 0 for 1D lattices)
   Method method = Method::gmres;      ///< gmres, bicgstab, or dense_lu (the small-problem reference)
   int gmres_restart = 40;
+  /// Right preconditioner of the iterative methods (preconditioner.hpp): automatic uses it for 1D
+  /// lattices in complex128 when its matrices need at most a quarter of the memory left (else none,
+  /// with a warning); averaged requires it (InvalidArgument when it does not fit); none.
+  Preconditioning preconditioner = Preconditioning::automatic;
   double tolerance = 1e-10;           ///< relative residual ‖e_b − A e‖/‖e_b‖ per rhs (≥ 1e-6 in single)
   int max_iterations = 2000;
   /// Solve at Nz and 2Nz slices and report X = (4 X_2N − X_N)/3 for every efficiency and Jones
@@ -114,6 +119,7 @@ struct IncidenceResult {
   Ellipsometry zeroth_order;               ///< from the order-0 reflection
   std::vector<int> slice_counts;           ///< Nz of each solve (two with Richardson: Nz, 2Nz)
   std::vector<std::array<SolveStats, 2>> solves;  ///< per solve, per polarisation
+  std::vector<bool> preconditioned;        ///< per solve: whether the averaged preconditioner was used
   std::optional<Fields> fields;            ///< with keep_fields (finest grid)
 };
 
