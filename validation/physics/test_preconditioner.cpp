@@ -66,7 +66,7 @@ TEST_CASE("preconditioned and unpreconditioned solves agree to the solver tolera
     }
 }
 
-TEST_CASE("auto preconditions 1D lattices in complex128 and leaves the rest alone", "[physics][preconditioner]") {
+TEST_CASE("auto preconditions 1D normal-vector problems in complex128 and leaves the rest alone", "[physics][preconditioner]") {
   SolverOptions o;
   o.m1 = 2;
   o.m2 = 2;
@@ -74,6 +74,9 @@ TEST_CASE("auto preconditions 1D lattices in complex128 and leaves the rest alon
   CHECK(solve(test::crossed(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
   o.m2 = 0;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{true});
+  o.formulation = Formulation::laurent;
+  CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
+  o.formulation = Formulation::normal_vector;
   o.precision = conv::Precision::single;
   o.tolerance = 1e-6;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
