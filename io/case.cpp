@@ -474,9 +474,30 @@ class CaseReader {
         else
           layer.background = c_.superstrate;
         for (const auto& s : shape_items) layer.shapes.push_back(read_shape(s, layer.thickness_nm));
+        refuse_slope_with_taper(shape_items, layer.shapes);
       }
       c_.layers.push_back(std::move(layer));
     }
+  }
+
+  /// A layer holding a tapered circle is solved as one step per slice, every shape cut at the step's
+  /// height (io/problem.hpp); a sloped polygon would lose its slope there, so the pair is refused
+  /// (io/SCHEMA.md §1.6), at the later of the two shapes.
+  static void refuse_slope_with_taper(const std::vector<Node>& items, const std::vector<Shape>& shapes) {
+    std::optional<std::size_t> tapered, sloped;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (const auto* e = std::get_if<EllipseShape>(&shapes[i].geometry);
+          e && (e->bottom_diameter_x_nm != e->top_diameter_x_nm || e->bottom_diameter_y_nm != e->top_diameter_y_nm))
+        tapered = tapered.value_or(i);
+      if (const auto* p = std::get_if<PolygonShape>(&shapes[i].geometry); p && p->sidewall_angle_deg != 90)
+        sloped = sloped.value_or(i);
+    }
+    if (!tapered || !sloped) return;
+    const std::string circle = "shapes[" + std::to_string(*tapered) + "]", polygon = "shapes[" + std::to_string(*sloped) + "]";
+    items[std::max(*tapered, *sloped)].fail(
+        "a layer holding a tapered circle (" + circle + ") may not also hold a sloped polygon (" + polygon +
+        ", sidewall_angle_deg ≠ 90): such a layer is cut into steps where the polygon's slope would be lost; "
+        "give the polygon sidewall_angle_deg: 90, the circle one diameter, or put them in separate layers");
   }
 
   /// A sidewall angle from the substrate plane (90 = vertical, > 90 re-entrant), in (0, 180) degrees.

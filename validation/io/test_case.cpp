@@ -39,7 +39,10 @@ layers:
       - {type: circle, material: air, center: [0.01, -0.02], bottom_diameter: 0.2, top_diameter: 0.25}
       - {type: ellipse, material: glass, diameter_x: 0.1, diameter_y: 0.05, rotation_deg: 30}
       - {type: rectangle, material: oxide, width_x: 0.05, width_y: 0.1}
-      - {type: polygon, material: oxide, vertices: [[0, 0], [0.1, 0], [0.05, 0.08]], sidewall_angle_deg: 80}
+  - name: posts  # a sloped polygon may not share the tapered circle's layer
+    thickness: 0.01
+    slices: 2
+    shapes: [{type: polygon, material: oxide, vertices: [[0, 0], [0.1, 0], [0.05, 0.08]], sidewall_angle_deg: 80}]
   - {name: film, thickness: 0.02, material: oxide, slices: 3}
 numerics:
   harmonics: [7, 9]
@@ -69,13 +72,13 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(c.superstrate == "air");
   CHECK(c.substrate == "SiO2");
 
-  REQUIRE(c.layers.size() == 2);
+  REQUIRE(c.layers.size() == 3);
   const io::Layer& holes = c.layers[0];
   CHECK(holes.name == "holes");
   CHECK_THAT(holes.thickness_nm, WithinRel(120.0, 1e-14));
   CHECK(holes.slices == 24);
   CHECK(holes.background == "resist");
-  REQUIRE(holes.shapes.size() == 4);
+  REQUIRE(holes.shapes.size() == 3);
   const auto& circle = std::get<io::EllipseShape>(holes.shapes[0].geometry);
   CHECK(holes.shapes[0].material == "air");
   CHECK_THAT(circle.center_x_nm, WithinRel(10.0, 1e-14));
@@ -90,14 +93,15 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(ellipse.center_x_nm == 0.0);
   const auto& rectangle = std::get<io::RectangleShape>(holes.shapes[2].geometry);
   CHECK_THAT(rectangle.width_y_nm, WithinRel(100.0, 1e-14));
-  const auto& polygon = std::get<io::PolygonShape>(holes.shapes[3].geometry);
+  CHECK(c.layers[1].background == "air");
+  const auto& polygon = std::get<io::PolygonShape>(c.layers[1].shapes.at(0).geometry);
   REQUIRE(polygon.vertices_nm.size() == 3);
   CHECK_THAT(polygon.vertices_nm[2][1], WithinRel(80.0, 1e-14));
   CHECK(polygon.sidewall_angle_deg == 80.0);
-  CHECK(c.layers[1].background == "oxide");
-  CHECK(c.layers[1].shapes.empty());
-  CHECK_THAT(c.total_thickness_nm(), WithinRel(140.0, 1e-14));
-  CHECK(c.total_slices() == 27);
+  CHECK(c.layers[2].background == "oxide");
+  CHECK(c.layers[2].shapes.empty());
+  CHECK_THAT(c.total_thickness_nm(), WithinRel(150.0, 1e-14));
+  CHECK(c.total_slices() == 29);
 
   CHECK(c.numerics.harmonics_x == 7);
   CHECK(c.numerics.harmonics_y == 9);
