@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numbers>
 #include <set>
 #include <sstream>
@@ -108,9 +110,10 @@ double Case::total_thickness_nm() const {
 }
 
 int Case::total_slices() const {
-  int n = 0;
+  std::int64_t n = 0;  // the reader refuses more than max_total_slices; a Case built otherwise is checked here
   for (const auto& layer : layers) n += layer.slices;
-  return n;
+  EXPECTS(n <= std::numeric_limits<int>::max(), "the layers have " + std::to_string(n) + " slices in all, more than an int holds");
+  return int(n);
 }
 
 const physics::Material& Case::material(std::string_view name) const {
@@ -136,6 +139,14 @@ namespace {
 
 using yaml::Map;
 using yaml::Node;
+
+/// Largest slice count of one layer (given or by default) and of the whole stack (before Richardson's
+/// doubling): far beyond any useful case, and small enough that every count derived from them (twice
+/// the total, slice indices) fits in an int.
+constexpr long long max_layer_slices = 100'000;
+constexpr long long max_total_slices = 1'000'000;
+/// Largest number of sweep points (wavelengths × θ × φ), as for the points of one sweep axis.
+constexpr double max_points = 10'000'000;
 
 std::string format_length(double nm) {
   std::ostringstream os;
@@ -187,6 +198,7 @@ class CaseReader {
                              [](double w) { return w > 0 ? "" : "wavelengths must be > 0"; });
     for (double& w : c_.wavelength_nm) w *= scale_;
     if (const auto i = top.optional("incidence")) read_incidence(*i);
+    check_points(top.optional("incidence").value_or(top.required("wavelength")));
     read_lattice(top.required("lattice"));
 
     if (const auto s = top.optional("superstrate"))
@@ -199,7 +211,7 @@ class CaseReader {
     read_output(top.optional("output"));
 
     check_materials();
-    assign_default_slices();
+    assign_default_slices(top.required("layers"));
     check_structure(top.required("layers"));
     check_memory();
     return std::move(c_);
@@ -435,6 +447,19 @@ class CaseReader {
           pol->choice<Polarization>({{"s", Polarization::s}, {"p", Polarization::p}, {"both", Polarization::both}});
   }
 
+  /// The number of sweep points, in double (three axes of up to 10⁷ values each overflow 64 bits).
+  void check_points(const Node& where) const {
+    const double points = double(c_.wavelength_nm.size()) * double(c_.incidence.theta_deg.size()) *
+                          double(c_.incidence.phi_deg.size());
+    if (points > max_points) {
+      std::ostringstream os;
+      os << "the sweep has " << points << " points (" << c_.wavelength_nm.size() << " wavelengths × "
+         << c_.incidence.theta_deg.size() << " θ × " << c_.incidence.phi_deg.size() << " φ), more than the limit of "
+         << max_points;
+      where.fail(os.str());
+    }
+  }
+
   void read_lattice(const Node& n) {
     const Map m(n, {"period_x", "period_y"});
     c_.lattice.period_x_nm = length(m.required("period_x"));
@@ -457,7 +482,8 @@ class CaseReader {
       }
       layer.thickness_nm = length(m.required("thickness"));
       layer.slices = 0;  // 0: default, assigned once materials are known
-      if (const auto s = m.optional("slices")) layer.slices = integer_in(*s, 1, 100000, "a slice count");
+      if (const auto s = m.optional("slices")) layer.slices = integer_in(*s, 1, max_layer_slices, "a slice count");
+      thickness_nodes_.push_back(m.required("thickness"));
       if (const auto material = m.optional("material")) {
         for (const char* key : {"shapes", "background"})
           if (const auto extra = m.optional(key))
@@ -683,17 +709,35 @@ class CaseReader {
 
   /// Default slice count: Δz ≤ λ/(40 n) in the layer's densest material at every wavelength, i.e. 20
   /// slices per half wavelength in the medium (formulation.md §9: energy balance ~5e-4 there).
-  void assign_default_slices() {
-    for (auto& layer : c_.layers) {
+  /// The count is computed in double (a 1e12 nm film needs ~1e11 slices) and refused, at the layer's
+  /// thickness, above max_layer_slices; then the stack's total is refused above max_total_slices.
+  void assign_default_slices(const Node& layers) {
+    for (std::size_t i = 0; i < c_.layers.size(); ++i) {
+      Layer& layer = c_.layers[i];
       if (layer.slices != 0) continue;
-      double densest = 0;  // max over wavelengths of |n| / λ, per nm
+      double densest = 0, densest_index = 0, densest_wavelength = 0;  // max over wavelengths of |n| / λ, per nm
       for (const double w : c_.wavelength_nm) {
         double n = std::abs(c_.materials.at(layer.background).index(w));
         for (const auto& s : layer.shapes) n = std::max(n, std::abs(c_.materials.at(s.material).index(w)));
-        densest = std::max(densest, n / w);
+        if (n / w > densest) densest = n / w, densest_index = n, densest_wavelength = w;
       }
-      layer.slices = std::max(1, int(std::ceil(40.0 * layer.thickness_nm * densest - 1e-9)));
+      const double slices = std::max(1.0, std::ceil(40.0 * layer.thickness_nm * densest - 1e-9));
+      if (slices > double(max_layer_slices)) {
+        std::ostringstream os;
+        os << "the default slicing (Δz ≤ λ/(40 n), n = " << densest_index << " at λ = " << densest_wavelength
+           << " nm) needs " << slices << " slices for this " << format_length(layer.thickness_nm)
+           << " layer, more than the limit of " << max_layer_slices
+           << " per layer; give 'slices' (at most " << max_layer_slices << ") or a thinner layer";
+        thickness_nodes_[i].fail(os.str());
+      }
+      layer.slices = int(slices);
     }
+    long long total = 0;  // ≤ (layers) × max_layer_slices: no overflow in 64 bits
+    for (const auto& layer : c_.layers) total += layer.slices;
+    if (total > max_total_slices)
+      layers.fail("the " + std::to_string(c_.layers.size()) + " layers have " + std::to_string(total) +
+                  " slices in all, more than the limit of " + std::to_string(max_total_slices) +
+                  "; give fewer or thinner layers, or fewer slices");
   }
 
   // --- numerics and output --------------------------------------------------------------------
@@ -879,8 +923,10 @@ class CaseReader {
 
   std::string file_, base_;
   Case c_;
+  std::string text_;  // c_.yaml as parsed: lone CRs made LF
   double scale_ = 1;
   std::optional<Node> harmonics_node_;
+  std::vector<Node> thickness_nodes_;  // per layer, for counts derived from its thickness
   std::map<std::string, Node> defined_, used_;  // first definition / first use of each material
 };
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numbers>
 
 #include "io/case.hpp"
@@ -248,4 +249,14 @@ TEST_CASE("a constant permittivity material (a metal)", "[io][case]") {
   CHECK(eps.real() == -15.9);
   CHECK(eps.imag() == 1.08);
   CHECK(c.material("silver").index(633).imag() > 3.9);  // n + iκ with κ ≈ √15.9
+}
+
+TEST_CASE("memory estimate: a size past 2^64 bytes saturates instead of wrapping", "[io][case]") {
+  // The dense reference at 10^5 slices and (2·4096 + 1)^2 orders: n = 2·10^13 unknowns, n²·16·2 ≈ 1.3e28 bytes.
+  const std::size_t orders = 8193ull * 8193ull;
+  CHECK(physics::estimate_bytes(100000, orders, 1, 4096, 4096, 8, 3, true, physics::Formulation::laurent) ==
+        std::numeric_limits<std::size_t>::max());
+  // Below the limit the estimate is unchanged: monotone in each count.
+  const std::size_t small = physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent);
+  CHECK(physics::estimate_bytes(20, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent) > small);
 }
