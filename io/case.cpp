@@ -179,12 +179,18 @@ class CaseReader {
       : file_(name), base_(base_directory) {
     c_.path = name;
     c_.yaml = std::string(text);
+    // YAML counts a lone CR (old Mac line endings) as a line break; yaml-cpp 0.7 does not (the whole
+    // file becomes one line, often one comment). The text is read with each lone CR made LF, byte for
+    // byte (so positions are unchanged); c_.yaml, stored in the result, stays verbatim.
+    text_ = c_.yaml;
+    for (std::size_t i = 0; i < text_.size(); ++i)
+      if (text_[i] == '\r' && (i + 1 == text_.size() || text_[i + 1] != '\n')) text_[i] = '\n';
   }
 
   Case read() {
     refuse_non_utf8();
     refuse_leading_comma();
-    const Node root(yaml::parse(c_.yaml, file_), "", file_, YAML::Mark());
+    const Node root(yaml::parse(text_, file_), "", file_, YAML::Mark());
     if (root.is_null())
       root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
     const Map top(root, {"description", "units", "wavelength", "incidence", "lattice", "superstrate", "substrate",
@@ -695,6 +701,13 @@ class CaseReader {
       ymin = std::min(ymin, p[1]);
       ymax = std::max(ymax, p[1]);
     }
+    // A repeated vertex is named as such (the edge test below would call it a crossing).
+    for (std::size_t i = 0; i < count; ++i)
+      for (std::size_t j = i + 1; j < count; ++j)
+        if (v[i] == v[j])
+          n.items()[j].fail("repeated vertex " + std::to_string(i) + " and " + std::to_string(j) + " (both at [" +
+                            format_number(v[i][0] / scale_) + ", " + format_number(v[i][1] / scale_) +
+                            "]); each corner is listed once, and the polygon closes by itself");
     for (std::size_t i = 0; i < count; ++i)
       for (std::size_t j = i + 1; j < count; ++j) {
         const bool adjacent = j == i + 1 || (i == 0 && j == count - 1);
@@ -773,6 +786,8 @@ class CaseReader {
       if (std::find(names.begin(), names.end(), name) == names.end())
         b->fail("unknown backend '" + name + "'" + yaml::suggestion(name, names));
       if (name != "auto") c_.numerics.backend = conv::parse_backend(name);
+      const yaml::Location at = b->location();
+      c_.numerics.backend_location = SourceLocation{at.file, at.line, at.column};
     }
     if (const auto s = m.optional("solver")) {
       const Map sm(*s, {"method", "restart", "tolerance", "max_iterations", "preconditioner"});
@@ -881,7 +896,7 @@ class CaseReader {
   /// result file): anything else is refused at the first offending byte's line and column (1-based,
   /// counted in bytes). yaml-cpp 0.7 can also spin for minutes on NUL bytes (a fuzzed case did).
   void refuse_non_utf8() const {
-    const std::string& t = c_.yaml;
+    const std::string& t = text_;
     int line = 1, column = 1;
     for (std::size_t i = 0; i < t.size();) {
       const auto b = static_cast<unsigned char>(t[i]);
@@ -904,7 +919,7 @@ class CaseReader {
   /// yaml-cpp 0.7 never returns (allocating without end) when a document's first token is a flow
   /// separator ',' (found by the fuzzer: the 3-byte case ",# "); refused here, located.
   void refuse_leading_comma() const {
-    const std::string& t = c_.yaml;
+    const std::string& t = text_;
     int line = 1, column = 1;
     for (std::size_t i = 0; i < t.size(); ++i, ++column) {
       if (t[i] == '#') {

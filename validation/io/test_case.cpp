@@ -260,3 +260,54 @@ TEST_CASE("memory estimate: a size past 2^64 bytes saturates instead of wrapping
   const std::size_t small = physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent);
   CHECK(physics::estimate_bytes(20, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent) > small);
 }
+
+TEST_CASE("line endings: CR only (old Mac) and CRLF read as LF; errors located on the right line", "[io][case]") {
+  const std::string lf =
+      "# a film\nwavelength: [500, 600]\nlattice: {period_x: 400}\nsubstrate: SiO2\n"
+      "layers:\n  - {thickness: 100, material: SiO2, slices: 3}\nnumerics: {harmonics: 2}\n";
+  const auto with = [&](const std::string& ending) {
+    std::string text;
+    for (const char c : lf) text += c == '\n' ? ending : std::string(1, c);
+    return text;
+  };
+  for (const std::string ending : {"\r", "\r\n"}) {
+    const io::Case c = io::parse_case(with(ending), "endings.yaml");
+    CHECK(c.yaml == with(ending));  // stored verbatim
+    CHECK(c.wavelength_nm == std::vector<double>{500, 600});
+    CHECK(c.layers.at(0).slices == 3);
+    CHECK(c.numerics.harmonics_x == 2);
+    std::string bad = with(ending);
+    bad.replace(bad.find("100"), 3, "-100");
+    try {
+      (void)io::parse_case(bad, "endings.yaml");
+      FAIL("accepted a negative thickness");
+    } catch (const io::CaseError& e) {
+      CHECK(e.line() == 6);
+      CHECK(e.column() == 17);
+    }
+  }
+}
+
+TEST_CASE("YAML core tags: !!float and !!int are numbers, !!bool a boolean, !!str text", "[io][case]") {
+  const io::Case c = io::parse_case(
+      "wavelength: !!float 520\nlattice: {period_x: !!int 400}\nsubstrate: SiO2\n"
+      "layers: [{thickness: !!float 1e2, material: !!str SiO2, slices: !!int 2}]\n"
+      "numerics: {harmonics: !!int 1, richardson: !!bool true}\n",
+      "tags.yaml");
+  CHECK(c.wavelength_nm == std::vector<double>{520});
+  CHECK(c.lattice.period_x_nm == 400);
+  CHECK(c.layers.at(0).thickness_nm == 100);
+  CHECK(c.layers.at(0).slices == 2);
+  CHECK(c.numerics.richardson);
+  for (const char* wrong : {"wavelength: !!str 120", "wavelength: \"120\"", "wavelength: !!bool 120"}) {
+    INFO(wrong);
+    try {
+      (void)io::parse_case(std::string(wrong) + "\n", "tags.yaml");
+      FAIL("accepted");
+    } catch (const io::CaseError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("expected a number") != std::string::npos);
+      CHECK((what.find("quoted") != std::string::npos) == (std::string(wrong).find('"') != std::string::npos));
+    }
+  }
+}
