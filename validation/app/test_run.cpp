@@ -107,9 +107,10 @@ std::vector<fs::path> example_cases() {
   return files;
 }
 
-/// The python that has h5py and matplotlib (Debian's), or "".
+/// The python that has h5py and matplotlib (GRATINGSIM_TEST_PYTHON if set, else Debian's), or "".
 std::string python_for_plots() {
-  for (const char* python : {"/usr/bin/python3", "python3"})
+  const char* chosen = std::getenv("GRATINGSIM_TEST_PYTHON");
+  for (const char* python : {chosen ? chosen : "/usr/bin/python3", "python3"})
     if (std::system((std::string(python) + " -c 'import h5py, matplotlib' >/dev/null 2>&1").c_str()) == 0)
       return python;
   return "";
@@ -442,4 +443,34 @@ TEST_CASE("a GPU backend on a machine without a CUDA device: said at numerics.ba
   CHECK(!fs::exists(out));
   // Overridden on the command line, the case's backend is not used.
   CHECK(run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --quiet").status == 0);
+}
+
+TEST_CASE("plot_results.py: Δ in (−180°, 180°] where it wraps along the sweep; titles wrapped to fit", "[app][run]") {
+  const std::string python = python_for_plots();
+  if (python.empty()) {
+    WARN("not run: no Python 3 with h5py and matplotlib");
+    return;
+  }
+  const test::ScratchDirectory dir("plot_delta");
+  const fs::path config = dir / "film.yaml", out = dir / "film.h5";
+  // 250–300 nm of oxide on Si at 70°: Δ passes ±180° several times between 250 and 1000 nm.
+  std::ofstream(config) << "description: " << std::string(3, 'x') << " a title long enough to need wrapping twice "
+                        << "in a figure five inches wide, oxide film on Si at 70°, Ψ/Δ spectrum over the visible\n"
+                        << "wavelength: {start: 250, stop: 1000, count: 40}\nincidence: {theta_deg: 70}\n"
+                           "lattice: {period_x: 500}\nsubstrate: Si\nlayers: [{thickness: "
+                        << 250 + int(std::random_device{}() % 50) << ", slices: 6, material: SiO2}]\n"
+                        << "numerics: {harmonics: 0}\n";
+  const test::Execution r =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct --quiet");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::string command = python + " " + quoted(test::repository_root() / "validation" / "app" / "check_plot_results.py") +
+                              " " + quoted(out) + " " + quoted(dir.path()) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string report;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) report.append(buffer, n);
+  INFO(report);
+  CHECK(pclose(pipe) == 0);
 }
