@@ -79,7 +79,7 @@ def title_of(f):
     return os.path.basename(f.filename)
 
 
-def wrap(text, fig, fontsize=10, fraction=0.85):
+def wrap(text, fig, fontsize=10, fraction=0.9):
     """Text in lines no wider than `fraction` of the figure at `fontsize` points, measured with the
     figure's renderer (a count of characters cuts titles with wide glyphs); a word longer than a
     line gets a line of its own."""
@@ -188,8 +188,9 @@ def plot_ellipsometry(f, out):
         bottom.plot(x, delta[combo], ".", color=line.get_color(), markersize=3)
     top.set_ylabel("Ψ (°)")
     bottom.set_ylabel("Δ (°)")
-    bottom.set_ylim(-190, 190)  # room for a curve at ±180°
-    bottom.set_yticks(np.arange(-180, 181, 90))
+    if np.any(np.isnan(shown) & ~np.isnan(delta)):  # Δ wraps: the whole range, room for a curve at 180°
+        bottom.set_ylim(-190, 190)
+        bottom.set_yticks(np.arange(-180, 181, 90))
     bottom.set_xlabel(AXES[axis][1])
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
