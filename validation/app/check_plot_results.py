@@ -12,6 +12,7 @@ import h5py
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.figure  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
@@ -22,7 +23,8 @@ import plot_results  # noqa: E402
 def main(result_path, directory):
     problems = []
     figures = []
-    plot_results.plt.close = figures.append  # keep the figure for inspection
+    # Keep the figures for inspection (pyplot itself may call close("all")).
+    plot_results.plt.close = lambda fig=None: figures.append(fig) if isinstance(fig, matplotlib.figure.Figure) else None
     with h5py.File(result_path, "r") as f:
         stored = f["results/delta_deg"][()]
         out = plot_results.plot_ellipsometry(f, os.path.join(directory, "wrapped_ellipsometry.png"))
