@@ -219,7 +219,7 @@ class CaseReader {
     check_materials();
     assign_default_slices(top.required("layers"));
     check_structure(top.required("layers"));
-    check_memory();
+    check_memory(top.required("layers"));
     return std::move(c_);
   }
 
@@ -823,7 +823,7 @@ class CaseReader {
     std::optional<Node> planes;
     if (n) {
       const Map m(*n, {"fields", "planes"});
-      if (const auto f = m.optional("fields")) c_.output.fields = f->boolean();
+      if (const auto f = m.optional("fields")) c_.output.fields = f->boolean(), fields_node_ = f;
       planes = m.optional("planes");
       if (planes && !c_.output.fields) planes->fail("planes are field maps: they need fields: true");
     }
@@ -835,6 +835,7 @@ class CaseReader {
     const auto items = planes->items();
     if (items.empty()) planes->fail("an empty list of planes: omit 'planes' for the default xz cut");
     for (const auto& item : items) {
+      plane_nodes_.push_back(item);
       const Map m(item, {"plane", "at", "points"});
       FieldPlane plane;
       plane.kind =
@@ -880,7 +881,7 @@ class CaseReader {
     }
   }
 
-  void check_memory() const {
+  void check_memory(const Node& layers) const {
     const double needed = double(estimated_solver_bytes(c_));
     const double available = physical_memory_bytes();
     if (available > 0 && needed > available) {
@@ -889,6 +890,37 @@ class CaseReader {
          << c_.total_slices() << " slices need about " << format_gib(needed)
          << " to solve one wavelength, more than this machine's " << format_gib(available) << " of memory";
       harmonics_node_->fail(os.str());
+    }
+    // The stored fields of a point: the harmonics, P × Nz × 3 × Nm complex values, and each field map,
+    // P × 3 × N1 × N2 (N2 the slices of an xz or yz cut), synthesised in memory (io::to_point_result)
+    // and written as one HDF5 chunk (io/SCHEMA.md §2.2), which HDF5 limits to 4 GiB. Counted in
+    // double; a map is also refused above a quarter of the memory (the solve's fields are in `needed`).
+    if (!c_.output.fields) return;
+    constexpr double max_chunk = double(4ull << 30) - 1;
+    const double slices = double(c_.total_slices()) * (c_.numerics.richardson ? 2 : 1);
+    const double orders = double(2 * c_.numerics.harmonics_x + 1) * double(2 * c_.numerics.harmonics_y + 1);
+    if (const double bytes = double(c_.polarizations()) * slices * 3 * orders * 16; bytes > max_chunk) {
+      std::ostringstream os;
+      os << "the field harmonics of one sweep point (" << slices << " slices × 3 components × " << orders
+         << " orders × " << c_.polarizations() << " polarisation(s)) take " << format_gib(bytes)
+         << ", more than the 4 GiB HDF5 stores in one chunk; give fields: false, fewer slices or harmonics";
+      (fields_node_ ? *fields_node_ : layers).fail(os.str());
+    }
+    const double map_limit = available > 0 ? std::min(max_chunk, available / 4) : max_chunk;
+    for (std::size_t i = 0; i < c_.output.planes.size(); ++i) {
+      const FieldPlane& plane = c_.output.planes[i];
+      const double second = plane.kind == PlaneKind::xy ? double(plane.points_second) : slices;
+      const double bytes = double(c_.polarizations()) * 3 * double(plane.points_first) * second * 16;
+      if (bytes > map_limit) {
+        std::ostringstream os;
+        os << (i < plane_nodes_.size() ? "this" : "the default") << " field map is " << plane.points_first << " × "
+           << second << " points × 3 components × " << c_.polarizations() << " polarisation(s): " << format_gib(bytes)
+           << " per sweep point, more than " << format_gib(map_limit)
+           << " (the smaller of 4 GiB, HDF5's chunk limit, and a quarter of this machine's " << format_gib(available)
+           << "); give fewer points (or slices)";
+        if (i < plane_nodes_.size()) plane_nodes_[i].fail(os.str());
+        layers.fail(os.str() + ", or output: {fields: false} (the default xz map has the layers' slices)");
+      }
     }
   }
 
@@ -942,6 +974,8 @@ class CaseReader {
   double scale_ = 1;
   std::optional<Node> harmonics_node_;
   std::vector<Node> thickness_nodes_;  // per layer, for counts derived from its thickness
+  std::vector<Node> plane_nodes_;      // per output plane given (none for the default plane)
+  std::optional<Node> fields_node_;    // output.fields, when given
   std::map<std::string, Node> defined_, used_;  // first definition / first use of each material
 };
 
