@@ -2,12 +2,15 @@
 #include <complex>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "app/commands.hpp"
+#include "app/ranks.hpp"
 #include "convolution/convolution.hpp"
 #include "convolution/devices.hpp"
+#include "io/versions.hpp"
 
 namespace gratingsim::app {
 namespace {
@@ -60,6 +63,11 @@ int run_info(Args args) {
   std::cout << '\n';
   const conv::HostCpu cpu = conv::host_cpu();
   std::cout << "host CPU:  " << cpu.model << ", " << cpu.threads << " OpenMP threads\n";
+  const std::optional<std::string> mpi = mpi_library();
+  std::cout << "MPI:       "
+            << (mpi ? std::string("built in: mpirun -n K gratingsim run ... shares a sweep over K ranks")
+                    : std::string("not built in (configure with -DGRATINGSIM_MPI=ON; Debian: libopenmpi-dev)"))
+            << '\n';
 
   std::cout << "\nCUDA devices: " << cuda.devices.size();
   if (!cuda.problem.empty()) std::cout << " (" << cuda.problem << ")";
@@ -78,6 +86,10 @@ int run_info(Args args) {
   std::cout << "  FFTW      " << conv::fftw_version() << '\n';
   if (cuda.built) std::cout << "  cuFFT     " << conv::cufft_version() << '\n';
   std::cout << "  OpenMP    " << _OPENMP << " (specification date)\n";
+  const io::LibraryVersions io_libraries = io::library_versions();
+  std::cout << "  HDF5      " << io_libraries.hdf5 << '\n';
+  std::cout << "  yaml-cpp  " << io_libraries.yaml_cpp << '\n';
+  if (mpi) std::cout << "  MPI       " << *mpi << '\n';
   return 0;
 }
 

@@ -8,7 +8,9 @@ Writes into DIR (default: the result file's directory), named after the result f
                          against the swept quantity (wavelength, θ or φ: the longest sweep axis),
                          one panel per incident polarisation; a bar chart for a single point
   NAME_ellipsometry.png  Ψ and Δ of the order-0 reflection against the swept quantity (files with
-                         both polarisations and more than one point)
+                         both polarisations and more than one point); Δ in its stored range
+                         (−180°, 180°], the curve broken where it wraps
+Titles are wrapped to the figure's width.
   NAME_field_K.png       |E| of field map K of the first sweep point, per incident polarisation
                          (files that store fields)
 Needs Python 3 with h5py and matplotlib (Debian: python3-h5py python3-matplotlib); reads the file
@@ -77,17 +79,40 @@ def title_of(f):
     return os.path.basename(f.filename)
 
 
-def wrap(text, fig):
-    """Text in lines that fit the figure's width at 10 points (about 13 characters per inch)."""
-    width = int(fig.get_figwidth() * 13)
-    words, lines, line = text.split(), [], ""
-    for w in words:
-        if line and len(line) + 1 + len(w) > width:
-            lines.append(line)
-            line = w
-        else:
-            line = (line + " " + w).strip()
-    return "\n".join(lines + [line])
+def wrap(text, fig, fontsize=10, fraction=0.9):
+    """Text in lines no wider than `fraction` of the figure at `fontsize` points, measured with the
+    figure's renderer (a count of characters cuts titles with wide glyphs); a word longer than a
+    line gets a line of its own."""
+    renderer = fig.canvas.get_renderer()
+    limit = fraction * fig.get_figwidth() * fig.dpi
+    probe = fig.text(0, 0, "", fontsize=fontsize)
+
+    def width(line):
+        probe.set_text(line)
+        return probe.get_window_extent(renderer=renderer).width
+
+    lines = []
+    for paragraph in text.split("\n"):
+        line = ""
+        for w in paragraph.split():
+            if line and width(line + " " + w) > limit:
+                lines.append(line)
+                line = w
+            else:
+                line = (line + " " + w).strip()
+        lines.append(line)
+    probe.remove()
+    return "\n".join(lines)
+
+
+def in_range_deg(delta, axis):
+    """Δ as stored, in ellipsometry's (−180°, 180°], with NaN where it wraps between neighbouring sweep
+    points (a jump of more than 180°), so that no line is drawn across the plot there."""
+    delta = np.array(delta, dtype=float)
+    jumps = np.abs(np.diff(delta, axis=axis)) > 180
+    pad = [(0, 0)] * delta.ndim
+    pad[axis] = (1, 0)
+    return np.where(np.pad(jumps, pad), np.nan, delta)
 
 
 def plot_efficiencies(f, out):
@@ -149,17 +174,23 @@ def plot_ellipsometry(f, out):
     if max(lengths) == 1:
         return None
     psi, delta = f["results/psi_deg"][()], f["results/delta_deg"][()]
-    # Δ ∈ (−180°, 180°] jumps by 360° where it crosses ±180°: drawn unwrapped along the sweep.
-    delta = np.degrees(np.unwrap(np.radians(delta), axis=axis))
+    # Δ is shown in its stored range (−180°, 180°] (io/SCHEMA.md), as ellipsometers report it; where
+    # it wraps between two points the curve is broken, not unwrapped beyond the range.
+    shown = in_range_deg(delta, axis)
     x = f["sweep/" + AXES[axis][0]][()]
     combos, total = other_combinations(lengths, axis)
     fig, (top, bottom) = plt.subplots(2, 1, figsize=(7, 5.6), sharex=True)
     for combo in combos:
         label = label_of(f, combo, axis) or None
         top.plot(x, psi[combo], label=label)
-        bottom.plot(x, delta[combo], label=label)
+        line, = bottom.plot(x, shown[combo], label=label)
+        # Points left alone by the breaks (a wrap at both sides) still show, as dots.
+        bottom.plot(x, delta[combo], ".", color=line.get_color(), markersize=3)
     top.set_ylabel("Ψ (°)")
-    bottom.set_ylabel("Δ (°, unwrapped)")
+    bottom.set_ylabel("Δ (°)")
+    if np.any(np.isnan(shown) & ~np.isnan(delta)):  # Δ wraps: the whole range, room for a curve at 180°
+        bottom.set_ylim(-190, 190)
+        bottom.set_yticks(np.arange(-180, 181, 90))
     bottom.set_xlabel(AXES[axis][1])
     for ax in (top, bottom):
         ax.grid(alpha=0.3)
@@ -168,7 +199,7 @@ def plot_ellipsometry(f, out):
     note = fixed_values(f, axis)
     if total > len(combos):
         note += " (first %d of %d curves)" % (len(combos), total)
-    top.set_title(wrap(title_of(f), fig) + ("\n" + note if note else ""), fontsize=10)
+    top.set_title(wrap(title_of(f) + ("\n" + note if note else ""), fig), fontsize=10)
     fig.tight_layout()
     fig.savefig(out, dpi=DPI)
     plt.close(fig)
@@ -200,8 +231,8 @@ def plot_field_maps(f, stem):
             ax.set_title("%s polarisation" % pol)
         where = {"xz": "y = %g nm", "yz": "x = %g nm", "xy": "z = %g nm"}[plane] % position
         w, t, p = (f["sweep/" + a][0] for a in ("wavelength", "theta", "phi"))
-        fig.suptitle(wrap(title_of(f), fig) + "\n|E| on the %s plane at %s; λ = %g nm, θ = %g°, φ = %g°"
-                     % (plane, where, w, t, p), fontsize=10)
+        fig.suptitle(wrap(title_of(f) + "\n|E| on the %s plane at %s; λ = %g nm, θ = %g°, φ = %g°"
+                          % (plane, where, w, t, p), fig), fontsize=10)
         fig.tight_layout()
         out = "%s_field_%s.png" % (stem, key[len("map_"):])
         fig.savefig(out, dpi=DPI)

@@ -32,6 +32,8 @@ Launch detect_launch() {
 }
 
 #ifndef GRATINGSIM_HAVE_MPI
+std::optional<std::string> mpi_library() { return std::nullopt; }
+
 std::unique_ptr<Ranks> Ranks::join() {
   throw Unsupported(
       "launched as one of several MPI processes, but this gratingsim was built without MPI: install OpenMPI "

@@ -26,6 +26,10 @@ struct Launch {
 };
 Launch detect_launch();
 
+/// The MPI library this build uses (the first line of MPI_Get_library_version, callable before MPI
+/// starts), or nullopt in a build without MPI.
+std::optional<std::string> mpi_library();
+
 /// Kinds of point-to-point message; the payload's meaning belongs to the caller.
 enum class Tag : int { ready = 1, work, stop, result, failed };
 

@@ -1,6 +1,7 @@
 // Ranks over MPI (the C API; OpenMPI in Debian). The only file that includes mpi.h.
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <exception>
 
@@ -133,5 +134,14 @@ class MpiRanks final : public Ranks {
 }  // namespace
 
 std::unique_ptr<Ranks> Ranks::join() { return std::make_unique<MpiRanks>(); }
+
+std::optional<std::string> mpi_library() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int length = 0;
+  if (MPI_Get_library_version(text, &length) != MPI_SUCCESS) return "unknown";
+  std::string version(text, std::size_t(std::max(length, 0)));
+  if (const auto end = version.find_first_of("\r\n,"); end != std::string::npos) version.resize(end);
+  return version;
+}
 
 }  // namespace gratingsim::app

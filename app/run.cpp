@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <complex>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -148,6 +149,28 @@ std::string describe_axis(const std::vector<double>& values, const char* unit) {
   return number("%g", *lo) + "–" + number("%g", *hi) + unit + " (" + std::to_string(values.size()) + ")";
 }
 
+/// Whether the substrate absorbs at `wavelength_nm` (ε not real and positive: physics'
+/// FloquetOrders::substrate_lossless is false). No order propagates down into it then: transmitted
+/// efficiencies are undefined (io/SCHEMA.md: results/T 0, results/transmitted_direction NaN).
+bool substrate_absorbs(const io::Case& c, double wavelength_nm) {
+  const std::complex<double> epsilon = c.material(c.substrate).permittivity(wavelength_nm);
+  return !(epsilon.imag() == 0 && epsilon.real() > 0);
+}
+
+/// One note, before the sweep, in place of physics' warning per wavelength that the substrate absorbs
+/// (Warnings drops those).
+void note_absorbing_substrate(const io::Case& c) {
+  std::size_t absorbing = 0;
+  for (const double w : c.wavelength_nm) absorbing += substrate_absorbs(c, w) ? 1 : 0;
+  if (absorbing == 0) return;
+  std::cerr << "gratingsim run: note: the substrate (" << c.substrate << ") absorbs at "
+            << (absorbing == c.wavelength_nm.size() ? std::string("every wavelength")
+                                                    : std::to_string(absorbing) + " of the " +
+                                                          std::to_string(c.wavelength_nm.size()) + " wavelengths")
+            << ": transmitted efficiencies are undefined there (shown as n/a; the file has results/T = 0 and "
+               "results/transmitted_direction NaN), and the absorption 1 - ΣR includes the substrate\n";
+}
+
 /// What the summary needs of a stored point.
 struct PointSummary {
   std::size_t point = 0;
@@ -161,7 +184,9 @@ std::vector<Column> summary_columns() {
 }
 
 /// The summary rows of a point: one per incident polarisation (Ψ, Δ on the first).
-void add_point_rows(const io::ResultLayout& l, const PointSummary& p, std::vector<std::vector<std::string>>& rows) {
+/// ΣT is "n/a" where the substrate absorbs (`absorbing`).
+void add_point_rows(const io::ResultLayout& l, const PointSummary& p, bool absorbing,
+                    std::vector<std::vector<std::string>>& rows) {
   const std::size_t np = std::size_t(l.polarizations()), no = l.orders_count();
   const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
   const double wavelength = l.wavelength_nm[p.point / (ntheta * nphi)];
@@ -183,7 +208,8 @@ void add_point_rows(const io::ResultLayout& l, const PointSummary& p, std::vecto
     }
     const double r0 = zeroth == l.orders.end() ? NAN : r.reflectance[i * no + std::size_t(zeroth - l.orders.begin())];
     rows.push_back({number("%.2f", wavelength), number("%.2f", theta), number("%.2f", phi), pol,
-                    std::to_string(propagating), number("%.5f", r0), number("%.5f", total_r), number("%.5f", total_t),
+                    std::to_string(propagating), number("%.5f", r0), number("%.5f", total_r),
+                    absorbing ? "n/a" : number("%.5f", total_t),
                     number("%.5f", r.absorption[i]), number("%.1e", r.energy_balance_error[i]),
                     std::to_string(r.iterations[i]), number("%.1e", r.residual[i]), r.converged[i] ? "yes" : "NO",
                     number("%.2f", r.solve_seconds), i == 0 ? number("%.3f", r.psi_deg) : "",
@@ -191,8 +217,8 @@ void add_point_rows(const io::ResultLayout& l, const PointSummary& p, std::vecto
   }
 }
 
-/// Efficiencies of every propagating order: for a single-point run.
-void print_orders(const io::ResultLayout& l, const io::PointResult& r) {
+/// Efficiencies of every propagating order: for a single-point run (T "n/a" where the substrate absorbs).
+void print_orders(const io::ResultLayout& l, const io::PointResult& r, bool absorbing) {
   const std::size_t np = std::size_t(l.polarizations()), no = l.orders_count();
   std::vector<Column> columns{{"m1"}, {"m2"}};
   for (std::size_t i = 0; i < np; ++i) {
@@ -205,9 +231,11 @@ void print_orders(const io::ResultLayout& l, const io::PointResult& r) {
     if (std::isnan(r.reflected_direction[3 * o]) && std::isnan(r.transmitted_direction[3 * o])) continue;
     std::vector<std::string> row{std::to_string(l.orders[o][0]), std::to_string(l.orders[o][1])};
     for (std::size_t i = 0; i < np; ++i) {
-      // "-": the order is evanescent on that side (or the substrate absorbs).
+      // "-": the order is evanescent on that side.
       row.push_back(std::isnan(r.reflected_direction[3 * o]) ? "-" : number("%.6f", r.reflectance[i * no + o]));
-      row.push_back(std::isnan(r.transmitted_direction[3 * o]) ? "-" : number("%.6f", r.transmittance[i * no + o]));
+      row.push_back(absorbing                                   ? "n/a"
+                    : std::isnan(r.transmitted_direction[3 * o]) ? "-"
+                                                                 : number("%.6f", r.transmittance[i * no + o]));
     }
     rows.push_back(std::move(row));
   }
@@ -262,7 +290,9 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
   const std::size_t stride = points.size() <= summary_rows ? 1 : (points.size() + summary_sample - 1) / summary_sample;
   std::vector<std::vector<std::string>> rows;
   for (const PointSummary& p : points)
-    if (p.point % stride == 0 || p.point + 1 == points.size() || !p.converged) add_point_rows(l, p, rows);
+    if (p.point % stride == 0 || p.point + 1 == points.size() || !p.converged)
+      add_point_rows(l, p, substrate_absorbs(problem.source, l.wavelength_nm[p.point / (l.theta_deg.size() * l.phi_deg.size())]),
+                     rows);
   std::vector<Column> columns = summary_columns();
   widen(columns, rows);
   std::printf("%s\n", format_header(columns).c_str());
@@ -270,11 +300,15 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
   if (stride > 1)
     std::printf("  (%zu points: one in %zu shown, the last, and every unconverged one; all are in %s)\n", points.size(),
                 stride, s.output.c_str());
-  if (points.size() == 1) print_orders(l, points[0].result);
+  bool any_absorbing = false;
+  for (const double w : l.wavelength_nm) any_absorbing = any_absorbing || substrate_absorbs(problem.source, w);
+  if (points.size() == 1) print_orders(l, points[0].result, any_absorbing);
 
   std::printf(
       "\n  orders: propagating at the point; R0: order (0, 0); absorbed: 1 - ΣR - ΣT (1 - ΣR when the substrate\n"
       "  absorbs); |1-ΣR-ΣT|: lossless structures only; time: the wavelength's batch\n");
+  if (any_absorbing)
+    std::printf("  ΣT, T: n/a where the substrate absorbs (no order propagates in it: transmission is undefined)\n");
   std::printf("  energy balance: %s\n", std::isnan(worst_balance)
                                             ? "not checked (a material absorbs)"
                                             : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
@@ -303,6 +337,7 @@ bool any_unconverged(const std::string& output) {
 class Warnings {
  public:
   void report(const std::string& warning) {
+    if (warning.starts_with("substrate absorbs at")) return;  // said once before the sweep (note_absorbing_substrate)
     std::string kind;
     for (char c : warning)
       if (!std::isdigit(static_cast<unsigned char>(c)) || kind.empty() || kind.back() != '#')
@@ -430,9 +465,17 @@ int run_command(const Options& options, const Launch& launch) {
   if (ranks && conv::memory_of(backend) == conv::Memory::device)
     settle(all, [&] { rank_options.cuda_device = bind_device(*ranks); });
   settle(all, [&] {
-    if (const std::string why = physics_unavailable(backend, precision, problem.solver.formulation); !why.empty())
-      throw Unsupported("backend " + backend_name + " cannot run the solver here: " + why);
+    const std::string why = physics_unavailable(backend, precision, problem.solver.formulation);
+    if (why.empty()) return;
+    // A missing device is said as such, with what to use instead, at the case's numerics.backend
+    // when the backend comes from there.
+    const std::string what = backend_name + (why.starts_with("needs ") ? " " + why + "; use auto or cpu-fftw"
+                                                                       : " cannot run the solver here: " + why);
+    const auto& at = problem.source.numerics.backend_location;
+    if (!s.backend && at) throw io::CaseError(at->file, at->line, at->column, "numerics.backend: backend " + what);
+    throw Unsupported((s.backend ? "--backend " : "backend ") + what);
   });
+  if (root && !s.quiet) note_absorbing_substrate(problem.source);
   std::string device = device_of(backend);
   std::vector<std::string> rank_names{"rank 0"};  // for messages about a rank (rank 0's list)
   if (ranks) {

@@ -17,8 +17,15 @@ std::string device_of(conv::Backend backend) {
 }
 
 std::string physics_unavailable(conv::Backend backend, conv::Precision precision, physics::Formulation formulation) {
-  if (!conv::backend_available(backend))
+  if (!conv::backend_available(backend)) {
+    if (conv::memory_of(backend) == conv::Memory::device) {
+      const conv::CudaReport cuda = conv::cuda_report();
+      if (!cuda.built) return "needs a CUDA device, and this build has no CUDA backends (configured without CUDA)";
+      if (cuda.devices.empty())
+        return "needs a CUDA device; none is present" + (cuda.problem.empty() ? "" : " (" + cuda.problem + ")");
+    }
     return "not in this build, or no CUDA device";
+  }
   // A 100 nm film of index 1.5 on it, one slice, M1 = 1: a solve of a few microseconds that goes
   // through every stage the backend takes part in.
   physics::Structure slab;

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <numbers>
 #include <set>
 #include <sstream>
@@ -108,9 +110,10 @@ double Case::total_thickness_nm() const {
 }
 
 int Case::total_slices() const {
-  int n = 0;
+  std::int64_t n = 0;  // the reader refuses more than max_total_slices; a Case built otherwise is checked here
   for (const auto& layer : layers) n += layer.slices;
-  return n;
+  EXPECTS(n <= std::numeric_limits<int>::max(), "the layers have " + std::to_string(n) + " slices in all, more than an int holds");
+  return int(n);
 }
 
 const physics::Material& Case::material(std::string_view name) const {
@@ -136,6 +139,14 @@ namespace {
 
 using yaml::Map;
 using yaml::Node;
+
+/// Largest slice count of one layer (given or by default) and of the whole stack (before Richardson's
+/// doubling): far beyond any useful case, and small enough that every count derived from them (twice
+/// the total, slice indices) fits in an int.
+constexpr long long max_layer_slices = 100'000;
+constexpr long long max_total_slices = 1'000'000;
+/// Largest number of sweep points (wavelengths × θ × φ), as for the points of one sweep axis.
+constexpr double max_points = 10'000'000;
 
 std::string format_length(double nm) {
   std::ostringstream os;
@@ -168,12 +179,18 @@ class CaseReader {
       : file_(name), base_(base_directory) {
     c_.path = name;
     c_.yaml = std::string(text);
+    // YAML counts a lone CR (old Mac line endings) as a line break; yaml-cpp 0.7 does not (the whole
+    // file becomes one line, often one comment). The text is read with each lone CR made LF, byte for
+    // byte (so positions are unchanged); c_.yaml, stored in the result, stays verbatim.
+    text_ = c_.yaml;
+    for (std::size_t i = 0; i < text_.size(); ++i)
+      if (text_[i] == '\r' && (i + 1 == text_.size() || text_[i + 1] != '\n')) text_[i] = '\n';
   }
 
   Case read() {
     refuse_non_utf8();
     refuse_leading_comma();
-    const Node root(yaml::parse(c_.yaml, file_), "", file_, YAML::Mark());
+    const Node root(yaml::parse(text_, file_), "", file_, YAML::Mark());
     if (root.is_null())
       root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
     const Map top(root, {"description", "units", "wavelength", "incidence", "lattice", "superstrate", "substrate",
@@ -187,6 +204,7 @@ class CaseReader {
                              [](double w) { return w > 0 ? "" : "wavelengths must be > 0"; });
     for (double& w : c_.wavelength_nm) w *= scale_;
     if (const auto i = top.optional("incidence")) read_incidence(*i);
+    check_points(top.optional("incidence").value_or(top.required("wavelength")));
     read_lattice(top.required("lattice"));
 
     if (const auto s = top.optional("superstrate"))
@@ -199,9 +217,9 @@ class CaseReader {
     read_output(top.optional("output"));
 
     check_materials();
-    assign_default_slices();
+    assign_default_slices(top.required("layers"));
     check_structure(top.required("layers"));
-    check_memory();
+    check_memory(top.required("layers"));
     return std::move(c_);
   }
 
@@ -435,6 +453,19 @@ class CaseReader {
           pol->choice<Polarization>({{"s", Polarization::s}, {"p", Polarization::p}, {"both", Polarization::both}});
   }
 
+  /// The number of sweep points, in double (three axes of up to 10⁷ values each overflow 64 bits).
+  void check_points(const Node& where) const {
+    const double points = double(c_.wavelength_nm.size()) * double(c_.incidence.theta_deg.size()) *
+                          double(c_.incidence.phi_deg.size());
+    if (points > max_points) {
+      std::ostringstream os;
+      os << "the sweep has " << points << " points (" << c_.wavelength_nm.size() << " wavelengths × "
+         << c_.incidence.theta_deg.size() << " θ × " << c_.incidence.phi_deg.size() << " φ), more than the limit of "
+         << max_points;
+      where.fail(os.str());
+    }
+  }
+
   void read_lattice(const Node& n) {
     const Map m(n, {"period_x", "period_y"});
     c_.lattice.period_x_nm = length(m.required("period_x"));
@@ -457,7 +488,8 @@ class CaseReader {
       }
       layer.thickness_nm = length(m.required("thickness"));
       layer.slices = 0;  // 0: default, assigned once materials are known
-      if (const auto s = m.optional("slices")) layer.slices = integer_in(*s, 1, 100000, "a slice count");
+      if (const auto s = m.optional("slices")) layer.slices = integer_in(*s, 1, max_layer_slices, "a slice count");
+      thickness_nodes_.push_back(m.required("thickness"));
       if (const auto material = m.optional("material")) {
         for (const char* key : {"shapes", "background"})
           if (const auto extra = m.optional(key))
@@ -474,9 +506,30 @@ class CaseReader {
         else
           layer.background = c_.superstrate;
         for (const auto& s : shape_items) layer.shapes.push_back(read_shape(s, layer.thickness_nm));
+        refuse_slope_with_taper(shape_items, layer.shapes);
       }
       c_.layers.push_back(std::move(layer));
     }
+  }
+
+  /// A layer holding a tapered circle is solved as one step per slice, every shape cut at the step's
+  /// height (io/problem.hpp); a sloped polygon would lose its slope there, so the pair is refused
+  /// (io/SCHEMA.md §1.6), at the later of the two shapes.
+  static void refuse_slope_with_taper(const std::vector<Node>& items, const std::vector<Shape>& shapes) {
+    std::optional<std::size_t> tapered, sloped;
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      if (const auto* e = std::get_if<EllipseShape>(&shapes[i].geometry);
+          e && (e->bottom_diameter_x_nm != e->top_diameter_x_nm || e->bottom_diameter_y_nm != e->top_diameter_y_nm))
+        tapered = tapered.value_or(i);
+      if (const auto* p = std::get_if<PolygonShape>(&shapes[i].geometry); p && p->sidewall_angle_deg != 90)
+        sloped = sloped.value_or(i);
+    }
+    if (!tapered || !sloped) return;
+    const std::string circle = "shapes[" + std::to_string(*tapered) + "]", polygon = "shapes[" + std::to_string(*sloped) + "]";
+    items[std::max(*tapered, *sloped)].fail(
+        "a layer holding a tapered circle (" + circle + ") may not also hold a sloped polygon (" + polygon +
+        ", sidewall_angle_deg ≠ 90): such a layer is cut into steps where the polygon's slope would be lost; "
+        "give the polygon sidewall_angle_deg: 90, the circle one diameter, or put them in separate layers");
   }
 
   /// A sidewall angle from the substrate plane (90 = vertical, > 90 re-entrant), in (0, 180) degrees.
@@ -648,6 +701,13 @@ class CaseReader {
       ymin = std::min(ymin, p[1]);
       ymax = std::max(ymax, p[1]);
     }
+    // A repeated vertex is named as such (the edge test below would call it a crossing).
+    for (std::size_t i = 0; i < count; ++i)
+      for (std::size_t j = i + 1; j < count; ++j)
+        if (v[i] == v[j])
+          n.items()[j].fail("repeated vertex " + std::to_string(i) + " and " + std::to_string(j) + " (both at [" +
+                            format_number(v[i][0] / scale_) + ", " + format_number(v[i][1] / scale_) +
+                            "]); each corner is listed once, and the polygon closes by itself");
     for (std::size_t i = 0; i < count; ++i)
       for (std::size_t j = i + 1; j < count; ++j) {
         const bool adjacent = j == i + 1 || (i == 0 && j == count - 1);
@@ -662,17 +722,35 @@ class CaseReader {
 
   /// Default slice count: Δz ≤ λ/(40 n) in the layer's densest material at every wavelength, i.e. 20
   /// slices per half wavelength in the medium (formulation.md §9: energy balance ~5e-4 there).
-  void assign_default_slices() {
-    for (auto& layer : c_.layers) {
+  /// The count is computed in double (a 1e12 nm film needs ~1e11 slices) and refused, at the layer's
+  /// thickness, above max_layer_slices; then the stack's total is refused above max_total_slices.
+  void assign_default_slices(const Node& layers) {
+    for (std::size_t i = 0; i < c_.layers.size(); ++i) {
+      Layer& layer = c_.layers[i];
       if (layer.slices != 0) continue;
-      double densest = 0;  // max over wavelengths of |n| / λ, per nm
+      double densest = 0, densest_index = 0, densest_wavelength = 0;  // max over wavelengths of |n| / λ, per nm
       for (const double w : c_.wavelength_nm) {
         double n = std::abs(c_.materials.at(layer.background).index(w));
         for (const auto& s : layer.shapes) n = std::max(n, std::abs(c_.materials.at(s.material).index(w)));
-        densest = std::max(densest, n / w);
+        if (n / w > densest) densest = n / w, densest_index = n, densest_wavelength = w;
       }
-      layer.slices = std::max(1, int(std::ceil(40.0 * layer.thickness_nm * densest - 1e-9)));
+      const double slices = std::max(1.0, std::ceil(40.0 * layer.thickness_nm * densest - 1e-9));
+      if (slices > double(max_layer_slices)) {
+        std::ostringstream os;
+        os << "the default slicing (Δz ≤ λ/(40 n), n = " << densest_index << " at λ = " << densest_wavelength
+           << " nm) needs " << slices << " slices for this " << format_length(layer.thickness_nm)
+           << " layer, more than the limit of " << max_layer_slices
+           << " per layer; give 'slices' (at most " << max_layer_slices << ") or a thinner layer";
+        thickness_nodes_[i].fail(os.str());
+      }
+      layer.slices = int(slices);
     }
+    long long total = 0;  // ≤ (layers) × max_layer_slices: no overflow in 64 bits
+    for (const auto& layer : c_.layers) total += layer.slices;
+    if (total > max_total_slices)
+      layers.fail("the " + std::to_string(c_.layers.size()) + " layers have " + std::to_string(total) +
+                  " slices in all, more than the limit of " + std::to_string(max_total_slices) +
+                  "; give fewer or thinner layers, or fewer slices");
   }
 
   // --- numerics and output --------------------------------------------------------------------
@@ -708,6 +786,8 @@ class CaseReader {
       if (std::find(names.begin(), names.end(), name) == names.end())
         b->fail("unknown backend '" + name + "'" + yaml::suggestion(name, names));
       if (name != "auto") c_.numerics.backend = conv::parse_backend(name);
+      const yaml::Location at = b->location();
+      c_.numerics.backend_location = SourceLocation{at.file, at.line, at.column};
     }
     if (const auto s = m.optional("solver")) {
       const Map sm(*s, {"method", "restart", "tolerance", "max_iterations", "preconditioner"});
@@ -743,7 +823,7 @@ class CaseReader {
     std::optional<Node> planes;
     if (n) {
       const Map m(*n, {"fields", "planes"});
-      if (const auto f = m.optional("fields")) c_.output.fields = f->boolean();
+      if (const auto f = m.optional("fields")) c_.output.fields = f->boolean(), fields_node_ = f;
       planes = m.optional("planes");
       if (planes && !c_.output.fields) planes->fail("planes are field maps: they need fields: true");
     }
@@ -755,6 +835,7 @@ class CaseReader {
     const auto items = planes->items();
     if (items.empty()) planes->fail("an empty list of planes: omit 'planes' for the default xz cut");
     for (const auto& item : items) {
+      plane_nodes_.push_back(item);
       const Map m(item, {"plane", "at", "points"});
       FieldPlane plane;
       plane.kind =
@@ -800,7 +881,7 @@ class CaseReader {
     }
   }
 
-  void check_memory() const {
+  void check_memory(const Node& layers) const {
     const double needed = double(estimated_solver_bytes(c_));
     const double available = physical_memory_bytes();
     if (available > 0 && needed > available) {
@@ -810,13 +891,44 @@ class CaseReader {
          << " to solve one wavelength, more than this machine's " << format_gib(available) << " of memory";
       harmonics_node_->fail(os.str());
     }
+    // The stored fields of a point: the harmonics, P × Nz × 3 × Nm complex values, and each field map,
+    // P × 3 × N1 × N2 (N2 the slices of an xz or yz cut), synthesised in memory (io::to_point_result)
+    // and written as one HDF5 chunk (io/SCHEMA.md §2.2), which HDF5 limits to 4 GiB. Counted in
+    // double; a map is also refused above a quarter of the memory (the solve's fields are in `needed`).
+    if (!c_.output.fields) return;
+    constexpr double max_chunk = double(4ull << 30) - 1;
+    const double slices = double(c_.total_slices()) * (c_.numerics.richardson ? 2 : 1);
+    const double orders = double(2 * c_.numerics.harmonics_x + 1) * double(2 * c_.numerics.harmonics_y + 1);
+    if (const double bytes = double(c_.polarizations()) * slices * 3 * orders * 16; bytes > max_chunk) {
+      std::ostringstream os;
+      os << "the field harmonics of one sweep point (" << slices << " slices × 3 components × " << orders
+         << " orders × " << c_.polarizations() << " polarisation(s)) take " << format_gib(bytes)
+         << ", more than the 4 GiB HDF5 stores in one chunk; give fields: false, fewer slices or harmonics";
+      (fields_node_ ? *fields_node_ : layers).fail(os.str());
+    }
+    const double map_limit = available > 0 ? std::min(max_chunk, available / 4) : max_chunk;
+    for (std::size_t i = 0; i < c_.output.planes.size(); ++i) {
+      const FieldPlane& plane = c_.output.planes[i];
+      const double second = plane.kind == PlaneKind::xy ? double(plane.points_second) : slices;
+      const double bytes = double(c_.polarizations()) * 3 * double(plane.points_first) * second * 16;
+      if (bytes > map_limit) {
+        std::ostringstream os;
+        os << (i < plane_nodes_.size() ? "this" : "the default") << " field map is " << plane.points_first << " × "
+           << second << " points × 3 components × " << c_.polarizations() << " polarisation(s): " << format_gib(bytes)
+           << " per sweep point, more than " << format_gib(map_limit)
+           << " (the smaller of 4 GiB, HDF5's chunk limit, and a quarter of this machine's " << format_gib(available)
+           << "); give fewer points (or slices)";
+        if (i < plane_nodes_.size()) plane_nodes_[i].fail(os.str());
+        layers.fail(os.str() + ", or output: {fields: false} (the default xz map has the layers' slices)");
+      }
+    }
   }
 
   /// A case is UTF-8 text without NUL bytes (YAML 1.2; the text is stored as a UTF-8 string in the
   /// result file): anything else is refused at the first offending byte's line and column (1-based,
   /// counted in bytes). yaml-cpp 0.7 can also spin for minutes on NUL bytes (a fuzzed case did).
   void refuse_non_utf8() const {
-    const std::string& t = c_.yaml;
+    const std::string& t = text_;
     int line = 1, column = 1;
     for (std::size_t i = 0; i < t.size();) {
       const auto b = static_cast<unsigned char>(t[i]);
@@ -839,7 +951,7 @@ class CaseReader {
   /// yaml-cpp 0.7 never returns (allocating without end) when a document's first token is a flow
   /// separator ',' (found by the fuzzer: the 3-byte case ",# "); refused here, located.
   void refuse_leading_comma() const {
-    const std::string& t = c_.yaml;
+    const std::string& t = text_;
     int line = 1, column = 1;
     for (std::size_t i = 0; i < t.size(); ++i, ++column) {
       if (t[i] == '#') {
@@ -858,8 +970,12 @@ class CaseReader {
 
   std::string file_, base_;
   Case c_;
+  std::string text_;  // c_.yaml as parsed: lone CRs made LF
   double scale_ = 1;
   std::optional<Node> harmonics_node_;
+  std::vector<Node> thickness_nodes_;  // per layer, for counts derived from its thickness
+  std::vector<Node> plane_nodes_;      // per output plane given (none for the default plane)
+  std::optional<Node> fields_node_;    // output.fields, when given
   std::map<std::string, Node> defined_, used_;  // first definition / first use of each material
 };
 

@@ -124,11 +124,20 @@ struct SolverOptions {
   physics::Preconditioning preconditioner = physics::Preconditioning::automatic;
 };
 
+/// A place in the case file (1-based), for a value checked only later (by the application).
+struct SourceLocation {
+  std::string file;
+  int line = 0, column = 0;
+};
+
 struct Numerics {
   int harmonics_x = 0, harmonics_y = 0;  ///< M1, M2: orders m_i ∈ [−M_i, M_i]; M2 = 0 for 1D lattices
   bool richardson = false;               ///< also solve at twice the slices and extrapolate (formulation.md §6)
   conv::Precision precision = conv::Precision::double_;
   std::optional<conv::Backend> backend;  ///< nullopt: "auto", the application picks
+  /// Where numerics.backend was given (nullopt when absent): a backend that cannot run here is
+  /// reported there.
+  std::optional<SourceLocation> backend_location;
   /// normal-vector (normal-vector.md, the default) or laurent (J = χ ⊛ E)
   physics::Formulation formulation = physics::Formulation::normal_vector;
   SolverOptions solver;

@@ -135,6 +135,13 @@ physics::Structure to_structure(const Case& c) {
       return e && tapered(*e);
     });
     if (steps) {
+      // A sloped polygon would be cut as a vertical one by section(): the reader refuses the pair.
+      EXPECTS(std::none_of(layer.shapes.begin(), layer.shapes.end(),
+                           [](const Shape& shape) {
+                             const auto* p = std::get_if<PolygonShape>(&shape.geometry);
+                             return p && p->sidewall_angle_deg != 90;
+                           }),
+              "layer '" + layer.name + "' holds a tapered circle and a sloped polygon, which cannot share a layer");
       for (int j = 0; j < layer.slices; ++j) {  // top step first
         const double h = layer.thickness_nm * (1 - (j + 0.5) / layer.slices);
         auto& step = l.steps.emplace_back();

@@ -1,10 +1,13 @@
 #include "io/strict_yaml.hpp"
 
+#include <yaml-cpp/depthguard.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
 #include <map>
+#include <set>
 #include <system_error>
 
 namespace gratingsim::io::yaml {
@@ -63,17 +66,64 @@ std::string suggestion(std::string_view word, const std::vector<std::string>& ca
   return out + ")";
 }
 
+namespace {
+
+/// yaml-cpp 0.7 ends a quoted scalar whose closing quote is missing at the end of the file, without
+/// an error: the rest of the file becomes its text and the keys there go missing. Every quoted
+/// scalar's closing quote is looked for in the text (from its opening quote, at its mark). An aliased
+/// collection is visited once (`seen`: positions of visited collections), so aliases of aliases
+/// ("billion laughs") cost no more than their text.
+void refuse_unclosed_quotes(const YAML::Node& node, std::string_view text, const std::string& file,
+                            std::set<int>& seen) {
+  if ((node.IsMap() || node.IsSequence()) && !seen.insert(node.Mark().pos).second) return;
+  if (node.IsMap()) {
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      refuse_unclosed_quotes(it->first, text, file, seen);
+      refuse_unclosed_quotes(it->second, text, file, seen);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) refuse_unclosed_quotes(item, text, file, seen);
+  } else if (node.IsScalar() && node.Tag() == "!") {
+    const YAML::Mark mark = node.Mark();
+    if (mark.pos < 0 || std::size_t(mark.pos) >= text.size()) return;
+    const char quote = text[std::size_t(mark.pos)];
+    if (quote != '"' && quote != '\'') return;
+    // Inside "...", a backslash escapes the next character; inside '...', '' is a quote.
+    for (std::size_t i = std::size_t(mark.pos) + 1; i < text.size(); ++i) {
+      if (quote == '"' && text[i] == '\\') {
+        ++i;
+      } else if (text[i] == quote) {
+        if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') {
+          ++i;
+          continue;
+        }
+        return;
+      }
+    }
+    fail(location_of(mark, file), std::string("unclosed quote: the text opened with ") + quote +
+                                      " here runs to the end of the file; add the closing " + quote);
+  }
+}
+
+}  // namespace
+
 YAML::Node parse(std::string_view text, const std::string& file) {
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(std::string(text));
+  } catch (const YAML::DeepRecursion& e) {
+    fail(location_of(e.mark, file), "invalid YAML: lists and mappings nested " + std::to_string(e.depth()) +
+                                        " deep here, beyond the YAML reader's limit (a case needs a few levels)");
   } catch (const YAML::Exception& e) {
     fail(location_of(e.mark, file), "invalid YAML: " + e.msg);
   }
   if (documents.size() > 1)
     fail({file, 1, 1},
          "the file holds " + std::to_string(documents.size()) + " YAML documents ('---'); a case is one document");
-  return documents.empty() ? YAML::Node() : documents.front();
+  if (documents.empty()) return YAML::Node();
+  std::set<int> seen;
+  refuse_unclosed_quotes(documents.front(), text, file, seen);
+  return documents.front();
 }
 
 // --- Node ------------------------------------------------------------------------------------
@@ -91,16 +141,35 @@ void Node::fail(const std::string& message) const {
   yaml::fail(location(), (path_.empty() ? "" : path_ + ": ") + message);
 }
 
+namespace {
+constexpr std::string_view core_tag = "tag:yaml.org,2002:";  // what yaml-cpp makes of `!!float` etc.
+
+/// A plain scalar, or one tagged with one of the YAML core schema's `!!` tags `names` (`!!float 120`
+/// is the number 120; `!!str 120` and "120" are text).
+bool plain_or_tagged(const YAML::Node& node, std::initializer_list<std::string_view> names) {
+  if (!node.IsScalar()) return false;
+  const std::string& tag = node.Tag();
+  if (tag == "?") return true;
+  for (const std::string_view name : names)
+    if (tag.size() == core_tag.size() + name.size() && tag.starts_with(core_tag) && tag.ends_with(name)) return true;
+  return false;
+}
+}  // namespace
+
 std::string Node::describe() const {
   if (!node_.IsDefined() || node_.IsNull()) return "nothing (null)";
   if (node_.IsMap()) return "a mapping";
   if (node_.IsSequence()) return "a list";
-  if (node_.Tag() != "?") return "the quoted text \"" + node_.Scalar() + "\"";
+  const std::string& tag = node_.Tag();
+  if (tag == "!") return "the quoted text \"" + node_.Scalar() + "\"";
+  if (tag != "?")
+    return "'" + node_.Scalar() + "' tagged " +
+           (tag.starts_with(core_tag) ? "!!" + tag.substr(core_tag.size()) : tag);
   return "'" + node_.Scalar() + "'";
 }
 
 double Node::number() const {
-  if (!node_.IsScalar() || node_.Tag() != "?") fail("expected a number, got " + describe());
+  if (!plain_or_tagged(node_, {"float", "int"})) fail("expected a number, got " + describe());
   std::string_view text = node_.Scalar();
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
   double value = 0;
@@ -111,7 +180,7 @@ double Node::number() const {
 }
 
 long long Node::integer() const {
-  if (!node_.IsScalar() || node_.Tag() != "?") fail("expected an integer, got " + describe());
+  if (!plain_or_tagged(node_, {"int"})) fail("expected an integer, got " + describe());
   std::string_view text = node_.Scalar();
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
   long long value = 0;
@@ -121,7 +190,7 @@ long long Node::integer() const {
 }
 
 bool Node::boolean() const {
-  if (node_.IsScalar() && node_.Tag() == "?") {
+  if (plain_or_tagged(node_, {"bool"})) {
     const std::string text = lower(node_.Scalar());
     if (text == "true") return true;
     if (text == "false") return false;

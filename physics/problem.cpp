@@ -1,6 +1,7 @@
 #include "physics/problem.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "convolution/error.hpp"
 
@@ -253,22 +254,23 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
 
 std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
                            std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation) {
+  // In double: the counts come from user input and their products (the dense n² above all) can pass
+  // 2⁶⁴; a double is exact to 1 part in 10¹⁶ here and saturates instead of wrapping.
   const bool normal_vector = formulation == Formulation::normal_vector;
-  const std::size_t rhs = 2 * incidences;
-  const std::size_t field = slices * rhs * 3 * orders * 2 * real_bytes;  // one batched vector
-  const std::size_t output = field / 3 * (normal_vector ? 5 : 3);         // the convolution output c
-  const std::size_t per_slice = normal_vector ? 7 : 1;                    // kernels per slice
-  const std::size_t l1 = std::size_t(conv::minimal_fft_length(2 * m1 + 1)),
-                    l2 = std::size_t(conv::minimal_fft_length(2 * m2 + 1));
-  const std::size_t kernels =
-      slices * per_slice * (std::size_t(4 * m1 + 1) * (4 * m2 + 1) * 16 + l1 * l2 * 2 * real_bytes);
-  const std::size_t green = incidences * orders * slices * 4 * 16;
-  std::size_t total = field * (std::size_t(krylov_vectors) + 2) + output + kernels + green;  // + b, x on the host
+  const double rhs = 2 * double(incidences), nz = double(slices), nm = double(orders), real = double(real_bytes);
+  const double field = nz * rhs * 3 * nm * 2 * real;               // one batched vector
+  const double output = field / 3 * (normal_vector ? 5 : 3);         // the convolution output c
+  const double per_slice = normal_vector ? 7 : 1;                    // kernels per slice
+  const double l1 = double(conv::minimal_fft_length(2 * m1 + 1)), l2 = double(conv::minimal_fft_length(2 * m2 + 1));
+  const double kernels = nz * per_slice * ((4 * double(m1) + 1) * (4 * double(m2) + 1) * 16 + l1 * l2 * 2 * real);
+  const double green = double(incidences) * nm * nz * 4 * 16;
+  double total = field * (double(krylov_vectors) + 2) + output + kernels + green;  // + b, x on the host
   if (dense) {
-    const std::size_t n = slices * 3 * orders;
+    const double n = nz * 3 * nm;
     total += rhs * n * n * 16;
   }
-  return total;
+  constexpr double most = double(std::numeric_limits<std::size_t>::max());
+  return total >= most ? std::numeric_limits<std::size_t>::max() : std::size_t(total);
 }
 
 template class DiscreteProblem<float>;

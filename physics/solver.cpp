@@ -285,6 +285,10 @@ Ellipsometry ellipsometry(const Jones& r) {
   Ellipsometry e;
   e.psi_deg = std::atan2(std::abs(r.p_from_p), std::abs(r.s_from_s)) * deg;
   e.delta_deg = (r.p_from_p == Complex(0) || r.s_from_s == Complex(0)) ? 0.0 : std::arg(r.p_from_p / r.s_from_s) * deg;
+  // Δ ∈ (−180°, 180°]: arg gives −180° for a ratio on the negative real axis with Im = −0, and where
+  // r_pp = −r_ss (normal incidence on an isotropic sample) rounding puts Δ on either side of ±180°
+  // from one point to the next. Every value within rounding of ±180° is 180°.
+  if (std::abs(e.delta_deg) >= 180 * (1 - 64 * std::numeric_limits<double>::epsilon())) e.delta_deg = 180;
   const Complex j[2][2] = {{r.p_from_p, r.p_from_s}, {r.s_from_p, r.s_from_s}};
   Complex kron[4][4];
   for (int i = 0; i < 2; ++i)

@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -64,6 +65,10 @@ TEST_CASE("info lists the build, devices, backends and libraries", "[cli]") {
   CHECK(contains(r.output, "CUDA devices:"));
   CHECK(contains(r.output, "cpu-direct  available"));
   CHECK(contains(r.output, "FFTW      fftw-3"));
+  // Whether MPI is built in, and the versions of the libraries io reads and writes with.
+  CHECK(contains(r.output, GRATINGSIM_EXECUTABLE_MPI ? "MPI:       built in" : "MPI:       not built in"));
+  CHECK(std::regex_search(r.output, std::regex(R"(\n  HDF5      1\.\d+\.\d+\n)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(\n  yaml-cpp  0\.\d+\.\d+\n)")));
 }
 
 TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {

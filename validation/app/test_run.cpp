@@ -9,10 +9,13 @@
 #include <complex>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "convolution/devices.hpp"
 #include "io/problem.hpp"
 #include "io/results.hpp"
 #include "validation/app/executable.hpp"
@@ -104,9 +107,10 @@ std::vector<fs::path> example_cases() {
   return files;
 }
 
-/// The python that has h5py and matplotlib (Debian's), or "".
+/// The python that has h5py and matplotlib (GRATINGSIM_TEST_PYTHON if set, else Debian's), or "".
 std::string python_for_plots() {
-  for (const char* python : {"/usr/bin/python3", "python3"})
+  const char* chosen = std::getenv("GRATINGSIM_TEST_PYTHON");
+  for (const char* python : {chosen ? chosen : "/usr/bin/python3", "python3"})
     if (std::system((std::string(python) + " -c 'import h5py, matplotlib' >/dev/null 2>&1").c_str()) == 0)
       return python;
   return "";
@@ -371,4 +375,102 @@ TEST_CASE("run refuses outputs that would destroy a file, before solving", "[app
   CHECK(read_text(out) == "an earlier result");
   CHECK(run_gratingsim("run " + quoted(case_file) + " -o " + quoted(out) + " --quiet --overwrite").status == 0);
   CHECK(read_text(out) != "an earlier result");
+}
+
+TEST_CASE("an absorbing substrate: one note, ΣT n/a, T = 0 and NaN directions in the file; Δ = 180° at θ = 0",
+          "[app][run]") {
+  const test::ScratchDirectory dir("absorbing");
+  const fs::path config = dir / "film.yaml", out = dir / "film.h5";
+  // Si absorbs from 400 to 700 nm; a film of random thickness, so that the Δ test sees fresh phases.
+  const int thickness = 20 + int(std::random_device{}() % 200);
+  std::ofstream(config) << "wavelength: [400, 450, 500, 550, 600, 650, 700]\nincidence: {theta_deg: [0, 50]}\n"
+                           "lattice: {period_x: 500}\nsubstrate: Si\nlayers: [{thickness: "
+                        << thickness << ", slices: 4, material: SiO2}]\nnumerics: {harmonics: 0}\n";
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::size_t notes = 0;
+  for (std::size_t at = r.output.find("absorbs at"); at != std::string::npos; at = r.output.find("absorbs at", at + 1))
+    ++notes;
+  CHECK(notes == 1);
+  CHECK(contains(r.output, "note: the substrate (Si) absorbs at every wavelength"));
+  CHECK(!contains(r.output, "warning"));
+  // Every summary row (λ, θ, φ, pol, ...) shows ΣT as n/a, not a 0.00000 standing for an undefined value.
+  const std::regex row(R"(^ *\d+\.\d\d +\d+\.\d\d +0\.00 +[sp] )");
+  std::size_t rows = 0, not_available = 0;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);)
+    if (std::regex_search(line, row)) ++rows, not_available += contains(line, " n/a ") ? 1 : 0;
+  CHECK(rows == 28);  // 7 wavelengths × 2 angles × 2 polarisations
+  CHECK(not_available == rows);
+  // The file as io/SCHEMA.md says: T = 0 and no transmitted direction where the substrate absorbs.
+  const io::ResultReader reader(out.string());
+  for (std::size_t p = 0; p < reader.layout().points(); ++p) {
+    const io::PointResult point = reader.read(p);
+    for (const double t : point.transmittance) CHECK(t == 0);
+    for (const double d : point.transmitted_direction) CHECK(std::isnan(d));
+    INFO("point " << p);
+    CHECK(point.delta_deg > -180);  // io/SCHEMA.md: Δ ∈ (−180°, 180°]
+    CHECK(point.delta_deg <= 180);
+    if (p % 2 == 0) {  // θ = 0: r_pp = −r_ss, Δ = 180° (never −180°), Ψ = 45°
+      CHECK(std::abs(point.delta_deg - 180) < 1e-9);
+      CHECK(std::abs(point.psi_deg - 45) < 1e-9);
+    }
+  }
+}
+
+TEST_CASE("a GPU backend on a machine without a CUDA device: said at numerics.backend, with what to use",
+          "[app][run]") {
+  if (!conv::cuda_report().devices.empty()) {
+    WARN("not run: a CUDA device is present");
+    return;
+  }
+  const test::ScratchDirectory dir("no_gpu");
+  const fs::path config = dir / "gpu.yaml", out = dir / "gpu.h5";
+  std::ofstream(config) << "wavelength: 500\nlattice: {period_x: 400}\nsubstrate: SiO2\n"
+                           "layers: [{thickness: 50, material: SiO2}]\nnumerics:\n  harmonics: 1\n  backend: gpu-fused\n";
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(contains(r.output, config.string() + ":7:12: error: numerics.backend: backend gpu-fused needs a CUDA device"));
+  CHECK(contains(r.output, "; use auto or cpu-fftw"));
+  CHECK(!fs::exists(out));
+  const test::Execution cli =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend gpu-direct");
+  INFO(cli.output);
+  CHECK(cli.status == 1);
+  CHECK(contains(cli.output, "error: --backend gpu-direct needs a CUDA device"));
+  CHECK(!fs::exists(out));
+  // Overridden on the command line, the case's backend is not used.
+  CHECK(run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --quiet").status == 0);
+}
+
+TEST_CASE("plot_results.py: Δ in (−180°, 180°] where it wraps along the sweep; titles wrapped to fit", "[app][run]") {
+  const std::string python = python_for_plots();
+  if (python.empty()) {
+    WARN("not run: no Python 3 with h5py and matplotlib");
+    return;
+  }
+  const test::ScratchDirectory dir("plot_delta");
+  const fs::path config = dir / "film.yaml", out = dir / "film.h5";
+  // 250–300 nm of oxide on Si at 70°: Δ passes ±180° several times between 250 and 1000 nm.
+  std::ofstream(config) << "description: " << std::string(3, 'x') << " a title long enough to need wrapping twice "
+                        << "in a figure five inches wide, oxide film on Si at 70°, Ψ/Δ spectrum over the visible\n"
+                        << "wavelength: {start: 250, stop: 1000, count: 40}\nincidence: {theta_deg: 70}\n"
+                           "lattice: {period_x: 500}\nsubstrate: Si\nlayers: [{thickness: "
+                        << 250 + int(std::random_device{}() % 50) << ", slices: 6, material: SiO2}]\n"
+                        << "numerics: {harmonics: 0}\n";
+  const test::Execution r =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-direct --quiet");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const std::string command = python + " " + quoted(test::repository_root() / "validation" / "app" / "check_plot_results.py") +
+                              " " + quoted(out) + " " + quoted(dir.path()) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string report;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) report.append(buffer, n);
+  INFO(report);
+  CHECK(pclose(pipe) == 0);
 }

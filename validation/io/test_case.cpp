@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numbers>
 
 #include "io/case.hpp"
@@ -39,7 +40,10 @@ layers:
       - {type: circle, material: air, center: [0.01, -0.02], bottom_diameter: 0.2, top_diameter: 0.25}
       - {type: ellipse, material: glass, diameter_x: 0.1, diameter_y: 0.05, rotation_deg: 30}
       - {type: rectangle, material: oxide, width_x: 0.05, width_y: 0.1}
-      - {type: polygon, material: oxide, vertices: [[0, 0], [0.1, 0], [0.05, 0.08]], sidewall_angle_deg: 80}
+  - name: posts  # a sloped polygon may not share the tapered circle's layer
+    thickness: 0.01
+    slices: 2
+    shapes: [{type: polygon, material: oxide, vertices: [[0, 0], [0.1, 0], [0.05, 0.08]], sidewall_angle_deg: 80}]
   - {name: film, thickness: 0.02, material: oxide, slices: 3}
 numerics:
   harmonics: [7, 9]
@@ -69,13 +73,13 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(c.superstrate == "air");
   CHECK(c.substrate == "SiO2");
 
-  REQUIRE(c.layers.size() == 2);
+  REQUIRE(c.layers.size() == 3);
   const io::Layer& holes = c.layers[0];
   CHECK(holes.name == "holes");
   CHECK_THAT(holes.thickness_nm, WithinRel(120.0, 1e-14));
   CHECK(holes.slices == 24);
   CHECK(holes.background == "resist");
-  REQUIRE(holes.shapes.size() == 4);
+  REQUIRE(holes.shapes.size() == 3);
   const auto& circle = std::get<io::EllipseShape>(holes.shapes[0].geometry);
   CHECK(holes.shapes[0].material == "air");
   CHECK_THAT(circle.center_x_nm, WithinRel(10.0, 1e-14));
@@ -90,14 +94,15 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(ellipse.center_x_nm == 0.0);
   const auto& rectangle = std::get<io::RectangleShape>(holes.shapes[2].geometry);
   CHECK_THAT(rectangle.width_y_nm, WithinRel(100.0, 1e-14));
-  const auto& polygon = std::get<io::PolygonShape>(holes.shapes[3].geometry);
+  CHECK(c.layers[1].background == "air");
+  const auto& polygon = std::get<io::PolygonShape>(c.layers[1].shapes.at(0).geometry);
   REQUIRE(polygon.vertices_nm.size() == 3);
   CHECK_THAT(polygon.vertices_nm[2][1], WithinRel(80.0, 1e-14));
   CHECK(polygon.sidewall_angle_deg == 80.0);
-  CHECK(c.layers[1].background == "oxide");
-  CHECK(c.layers[1].shapes.empty());
-  CHECK_THAT(c.total_thickness_nm(), WithinRel(140.0, 1e-14));
-  CHECK(c.total_slices() == 27);
+  CHECK(c.layers[2].background == "oxide");
+  CHECK(c.layers[2].shapes.empty());
+  CHECK_THAT(c.total_thickness_nm(), WithinRel(150.0, 1e-14));
+  CHECK(c.total_slices() == 29);
 
   CHECK(c.numerics.harmonics_x == 7);
   CHECK(c.numerics.harmonics_y == 9);
@@ -244,4 +249,65 @@ TEST_CASE("a constant permittivity material (a metal)", "[io][case]") {
   CHECK(eps.real() == -15.9);
   CHECK(eps.imag() == 1.08);
   CHECK(c.material("silver").index(633).imag() > 3.9);  // n + iκ with κ ≈ √15.9
+}
+
+TEST_CASE("memory estimate: a size past 2^64 bytes saturates instead of wrapping", "[io][case]") {
+  // The dense reference at 10^5 slices and (2·4096 + 1)^2 orders: n = 2·10^13 unknowns, n²·16·2 ≈ 1.3e28 bytes.
+  const std::size_t orders = 8193ull * 8193ull;
+  CHECK(physics::estimate_bytes(100000, orders, 1, 4096, 4096, 8, 3, true, physics::Formulation::laurent) ==
+        std::numeric_limits<std::size_t>::max());
+  // Below the limit the estimate is unchanged: monotone in each count.
+  const std::size_t small = physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent);
+  CHECK(physics::estimate_bytes(20, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent) > small);
+}
+
+TEST_CASE("line endings: CR only (old Mac) and CRLF read as LF; errors located on the right line", "[io][case]") {
+  const std::string lf =
+      "# a film\nwavelength: [500, 600]\nlattice: {period_x: 400}\nsubstrate: SiO2\n"
+      "layers:\n  - {thickness: 100, material: SiO2, slices: 3}\nnumerics: {harmonics: 2}\n";
+  const auto with = [&](const std::string& ending) {
+    std::string text;
+    for (const char c : lf) text += c == '\n' ? ending : std::string(1, c);
+    return text;
+  };
+  for (const std::string ending : {"\r", "\r\n"}) {
+    const io::Case c = io::parse_case(with(ending), "endings.yaml");
+    CHECK(c.yaml == with(ending));  // stored verbatim
+    CHECK(c.wavelength_nm == std::vector<double>{500, 600});
+    CHECK(c.layers.at(0).slices == 3);
+    CHECK(c.numerics.harmonics_x == 2);
+    std::string bad = with(ending);
+    bad.replace(bad.find("100"), 3, "-100");
+    try {
+      (void)io::parse_case(bad, "endings.yaml");
+      FAIL("accepted a negative thickness");
+    } catch (const io::CaseError& e) {
+      CHECK(e.line() == 6);
+      CHECK(e.column() == 17);
+    }
+  }
+}
+
+TEST_CASE("YAML core tags: !!float and !!int are numbers, !!bool a boolean, !!str text", "[io][case]") {
+  const io::Case c = io::parse_case(
+      "wavelength: !!float 520\nlattice: {period_x: !!int 400}\nsubstrate: SiO2\n"
+      "layers: [{thickness: !!float 1e2, material: !!str SiO2, slices: !!int 2}]\n"
+      "numerics: {harmonics: !!int 1, richardson: !!bool true}\n",
+      "tags.yaml");
+  CHECK(c.wavelength_nm == std::vector<double>{520});
+  CHECK(c.lattice.period_x_nm == 400);
+  CHECK(c.layers.at(0).thickness_nm == 100);
+  CHECK(c.layers.at(0).slices == 2);
+  CHECK(c.numerics.richardson);
+  for (const char* wrong : {"wavelength: !!str 120", "wavelength: \"120\"", "wavelength: !!bool 120"}) {
+    INFO(wrong);
+    try {
+      (void)io::parse_case(std::string(wrong) + "\n", "tags.yaml");
+      FAIL("accepted");
+    } catch (const io::CaseError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("expected a number") != std::string::npos);
+      CHECK((what.find("quoted") != std::string::npos) == (std::string(wrong).find('"') != std::string::npos));
+    }
+  }
 }

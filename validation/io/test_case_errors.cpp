@@ -97,3 +97,50 @@ TEST_CASE("an unreadable case file is an error naming the file", "[io][case]") {
     CHECK(std::string(e.what()).rfind(missing + ": error: cannot read", 0) == 0);
   }
 }
+
+namespace {
+/// The CaseError of parsing `text` (FAIL if there is none).
+io::CaseError error_of(const std::string& text) {
+  try {
+    (void)io::parse_case(text, "counts.yaml");
+  } catch (const io::CaseError& e) {
+    return e;
+  }
+  FAIL("the case was accepted");
+  throw;  // not reached
+}
+}  // namespace
+
+TEST_CASE("counts computed from user numbers are refused above their limits, never wrap", "[io][case]") {
+  SECTION("a 1e12 nm film's default slicing (~1e11 slices) at its thickness") {
+    const io::CaseError e = error_of(
+        "wavelength: 500\nlattice: {period_x: 400}\nsubstrate: SiO2\nmaterials: {film: {n: 2}}\n"
+        "layers:\n  - {material: film, thickness: 1e12}\nnumerics: {harmonics: 0}\n");
+    INFO(e.what());
+    CHECK(e.line() == 6);
+    CHECK(e.column() == 33);
+    CHECK(std::string(e.what()).find("needs 1.6e+11 slices") != std::string::npos);  // 40 · 1e12 nm · 2 / 500 nm
+    CHECK(std::string(e.what()).find("more than the limit of 100000 per layer") != std::string::npos);
+  }
+  SECTION("21475 aliased layers of 100000 slices: 2147500000 slices in all, past INT_MAX") {
+    std::string text =
+        "wavelength: 500\nlattice: {period_x: 400}\nsubstrate: SiO2\n"
+        "layers: [&film {material: SiO2, thickness: 1, slices: 100000}";
+    for (int i = 1; i < 21475; ++i) text += ", *film";
+    text += "]\nnumerics: {harmonics: 0}\n";
+    const io::CaseError e = error_of(text);
+    INFO(std::string(e.what()).substr(0, 300));
+    CHECK(e.line() == 4);
+    CHECK(e.column() == 9);
+    CHECK(std::string(e.what()).find("2147500000 slices in all, more than the limit of 1000000") != std::string::npos);
+  }
+  SECTION("a sweep of 10⁴ wavelengths × 10⁴ angles (10⁸ points) at incidence") {
+    const io::CaseError e = error_of(
+        "wavelength: {start: 400, stop: 800, count: 10000}\nincidence: {theta_deg: {start: 0, stop: 80, count: 10000}}\n"
+        "lattice: {period_x: 400}\nsubstrate: SiO2\nlayers: [{material: SiO2, thickness: 10}]\nnumerics: {harmonics: 0}\n");
+    INFO(e.what());
+    CHECK(e.line() == 2);
+    CHECK(std::string(e.what()).find("1e+08 points (10000 wavelengths × 10000 θ × 1 φ), more than the limit of 1e+07") !=
+          std::string::npos);
+  }
+}

@@ -3,6 +3,7 @@
 // z-varying shapes and rasters in layers, field output.
 #include <cmath>
 #include <numbers>
+#include <random>
 
 #include "physics/solver.hpp"
 #include "validation/physics/airy.hpp"
@@ -87,6 +88,38 @@ TEST_CASE("normal incidence: t̂ = (cos φ, sin φ, 0) fixes s and p", "[physics
   CHECK(std::abs(g0.total_R[s_pol] - g90.total_R[p_pol]) < 1e-9);
   CHECK(std::abs(g0.total_R[p_pol] - g90.total_R[s_pol]) < 1e-9);
   CHECK(std::abs(g0.total_R[s_pol] - g0.total_R[p_pol]) > 1e-3);
+}
+
+TEST_CASE("ellipsometry: Δ lies in (−180°, 180°], r_pp = −r_ss giving +180°", "[physics][edge]") {
+  // A ratio r_pp/r_ss on the negative real axis, with Im = −0 (std::arg: −180°) or an imaginary part
+  // within rounding of 0 of either sign.
+  for (const double im : {-0.0, 0.0, -1e-17, 1e-17, -3e-16, 3e-16, -1e-14, 1e-14}) {
+    Jones r;
+    r.s_from_s = C(0.3, -0.2);
+    r.p_from_p = -r.s_from_s * C(1.0, im);
+    INFO("Im " << im);
+    CHECK(ellipsometry(r).delta_deg == 180);
+  }
+  // Just off the axis, both sides keep their sign (no wrap of genuine values).
+  Jones r;
+  r.s_from_s = 1;
+  r.p_from_p = std::polar(1.0, -179.999 / deg);
+  CHECK(std::abs(ellipsometry(r).delta_deg + 179.999) < 1e-9);
+  r.p_from_p = std::polar(1.0, 179.999 / deg);
+  CHECK(std::abs(ellipsometry(r).delta_deg - 179.999) < 1e-9);
+  // Normal incidence on films of random thickness and index, every azimuth: Δ = 180° exactly.
+  SolverOptions o;
+  o.m1 = 0;
+  std::mt19937 random(std::random_device{}());
+  std::uniform_real_distribution<double> uniform(0, 1);
+  for (int trial = 0; trial < 8; ++trial) {
+    const double d = 0.05 + uniform(random), n = 1.2 + 2 * uniform(random), phi = 360 * uniform(random) - 180;
+    INFO("d " << d << ", n " << n << ", φ " << phi);
+    const IncidenceResult a = solve_one(slab(C(n, 0.1 * uniform(random)), d, 1.5, 6), {1.0, 0, phi}, o);
+    CHECK(a.zeroth_order.delta_deg > -180);
+    CHECK(a.zeroth_order.delta_deg <= 180);
+    CHECK(std::abs(a.zeroth_order.delta_deg - 180) < 1e-9);
+  }
 }
 
 TEST_CASE("orders: only propagating ones are reported, with unit directions", "[physics][edge]") {
