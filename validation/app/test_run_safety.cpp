@@ -190,6 +190,17 @@ TEST_CASE("a write that fails (a file-size limit) is reported, keeps the finishe
   INFO(resumed.output);
   REQUIRE(resumed.status == 0);
   check_equals_reference(out, setup.reference);
+
+  // A limit below the new file's size: HDF5 itself fails while creating it. Reported (no crash while
+  // HDF5 would close the file), and the half-made partial file removed.
+  const fs::path tiny = setup.dir / "tiny.h5";
+  const test::Execution create = setup.run("-o " + quoted(tiny), "prlimit --fsize=4096");
+  INFO(create.output);
+  CHECK(create.status == 1);
+  CHECK(contains(create.output, "cannot create " + io::partial_path(tiny.string())));
+  CHECK(contains(create.output, "File too large"));
+  CHECK(!fs::exists(io::partial_path(tiny.string())));
+  CHECK(!fs::exists(io::lock_path(tiny.string())));
 }
 
 TEST_CASE("damaged partial files are refused with what to do: a done flag not 0 or 1, a flipped data byte, garbage",
