@@ -97,14 +97,16 @@ layers:
 numerics: {harmonics: 4}
 )";
 
-/// `gratingsim <arguments>` running in the background, its stdout and stderr going to `log`, for
-/// tests that signal it or run another beside it. pid() is gratingsim's own (the shell execs it).
+/// `[launcher] gratingsim <arguments>` running in the background, its stdout and stderr going to
+/// `log`, for tests that signal it or run another beside it. pid() is that of gratingsim, or of the
+/// launcher (e.g. mpirun), itself: the shell execs it.
 class Background {
  public:
-  Background(const std::string& arguments, std::filesystem::path log) : log_(std::move(log)) {
+  Background(const std::string& arguments, std::filesystem::path log, const std::string& launcher = "")
+      : log_(std::move(log)) {
     prepare_environment("");
-    const std::string command =
-        "exec '" + std::string(GRATINGSIM_EXECUTABLE) + "' " + arguments + " >" + quoted(log_) + " 2>&1";
+    const std::string command = "exec " + launcher + " '" + std::string(GRATINGSIM_EXECUTABLE) + "' " + arguments +
+                                " >" + quoted(log_) + " 2>&1";
     pid_ = ::fork();
     REQUIRE(pid_ >= 0);
     if (pid_ == 0) {
