@@ -598,7 +598,7 @@ std::string resume_advice(const std::string& partial) {
 /// a quota (EDQUOT) or a file-size limit (EFBIG: `ulimit -f`) is reported here, before HDF5 writes a
 /// byte, instead of in the middle of a flush that would leave the file half updated.
 void claim_space(const std::string& path, std::size_t bytes, const std::string& what) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);  // (glibc emulates fallocate by reads and writes)
   struct stat st {};
   int error = fd < 0 || ::fstat(fd, &st) != 0 ? errno : ::posix_fallocate(fd, st.st_size, off_t(bytes));
   if (fd >= 0 && ::ftruncate(fd, st.st_size) != 0 && error == 0) error = errno;
