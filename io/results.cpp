@@ -600,9 +600,15 @@ std::string resume_advice(const std::string& partial) {
 void claim_space(const std::string& path, std::size_t bytes, const std::string& what) {
   const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);  // (glibc emulates fallocate by reads and writes)
   struct stat st {};
-  int error = fd < 0 || ::fstat(fd, &st) != 0 ? errno : ::posix_fallocate(fd, st.st_size, off_t(bytes));
-  if (fd >= 0 && ::ftruncate(fd, st.st_size) != 0 && error == 0) error = errno;
-  if (fd >= 0) ::close(fd);
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    throw OutputError(what + ": " + std::strerror(error));
+  }
+  int error = ::posix_fallocate(fd, st.st_size, off_t(bytes));
+  if (::ftruncate(fd, st.st_size) != 0 && error == 0) error = errno;
+  ::close(fd);
+  if (error == EFBIG) throw OutputError(what + ": " + std::strerror(error) + " (over the file-size limit, `ulimit -f`)");
   if (error != 0) throw OutputError(what + ": " + std::strerror(error));
 }
 
