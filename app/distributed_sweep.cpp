@@ -255,6 +255,10 @@ SweepOutcome coordinate_sweep(Ranks& ranks, const io::Problem& problem, io::Resu
     bool local_finished = false;
     try {
       while (remote_running > 0 || !local_finished) {
+        if (!outcome.interrupted && report.stop_requested && report.stop_requested()) {
+          outcome.interrupted = true;  // the units being solved are still written
+          queue.close();
+        }
         bool arrived = false;
         while (std::optional<Message> m = ranks.poll()) {
           arrived = true;

@@ -44,11 +44,13 @@ struct SweepReport {
   Progress& progress;
   std::function<void(const std::string&)> warn;  ///< a physics warning from any rank
   std::vector<std::string> rank_names;           ///< per rank, for messages: "rank 1 (host, device)"
+  std::function<bool()> stop_requested;          ///< true once the run was interrupted (SIGINT)
 };
 
 struct SweepOutcome {
   std::size_t solved = 0;             ///< points written by this run
   bool stopped = false;               ///< stop_after was reached
+  bool interrupted = false;           ///< stopped on request (SIGINT): no more units handed out
   std::vector<std::string> failures;  ///< per failed unit: the rank, its points and the error
 };
 

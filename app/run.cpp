@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cmath>
 #include <complex>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -101,14 +102,15 @@ Settings parse_settings(const Options& o) {
   return s;
 }
 
-/// Refuses, before anything is solved or written, an output that would destroy a file: OUT.h5 or
-/// OUT.h5.partial being a file the case reads (the case file, a material table; compared by device
-/// and inode, so any spelling or link is caught), a directory, or anything not a regular file
-/// (device, FIFO, socket); an existing OUT.h5 without --overwrite; a missing output directory.
+/// Refuses, before anything is solved or written, an output that would destroy a file: OUT.h5,
+/// OUT.h5.partial or OUT.h5.lock being a file the case reads (the case file, a material table;
+/// compared by device and inode, so any spelling or link is caught), a directory, or anything not a
+/// regular file (device, FIFO, socket); an existing OUT.h5 without --overwrite; a missing output
+/// directory.
 void check_output_path(const Settings& s, const std::vector<std::string>& inputs) {
   const auto refuse = [&](const std::string& why) { throw Error("refusing output " + s.output + ": " + why); };
   const std::string partial = io::partial_path(s.output);
-  for (const std::string& path : {s.output, partial}) {
+  for (const std::string& path : {s.output, partial, io::lock_path(s.output)}) {
     struct stat target {};
     if (::stat(path.c_str(), &target) != 0) continue;  // absent: fine
     for (const std::string& input : inputs) {
@@ -388,12 +390,40 @@ int bind_device(Ranks& ranks) {
   return device;
 }
 
+/// The signal (SIGINT, SIGTERM) that asked the run to stop, 0 while none did. The sweep stops after
+/// the points being solved are written; a second signal has its default effect (the handler is
+/// installed with SA_RESETHAND): the process ends at once, the partial file keeping what it holds.
+volatile std::sig_atomic_t stop_signal = 0;
+bool erase_progress_line = false;  // stderr is a terminal: the note first erases the progress line
+
+void on_stop_signal(int signal) {
+  stop_signal = signal;
+  static const char erase[] = "\r\033[K";
+  static const char note[] = "gratingsim run: interrupted; stopping once the points being solved are written "
+                             "(interrupt again to stop at once)\n";
+  if (erase_progress_line) (void)!::write(STDERR_FILENO, erase, sizeof erase - 1);
+  (void)!::write(STDERR_FILENO, note, sizeof note - 1);
+}
+
+void install_signal_handlers() {
+  erase_progress_line = isatty(STDERR_FILENO);
+  struct sigaction action {};
+  action.sa_handler = on_stop_signal;
+  action.sa_flags = SA_RESTART | SA_RESETHAND;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  // A file-size limit (ulimit -f) then fails the write with EFBIG, reported, instead of killing the run.
+  std::signal(SIGXFSZ, SIG_IGN);
+}
+
 /// The sweep in one process: one batched solve per wavelength, each point written as it comes.
 SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, Progress& progress, Warnings& warnings,
                          std::optional<std::size_t> stop_after) {
   SweepOutcome outcome;
   std::size_t done = writer.points_done();
   for (const Unit& points : pending_by_wavelength(problem, writer)) {
+    if ((outcome.interrupted = stop_signal != 0)) return outcome;
     const double wavelength = io::incidence_of(problem, points[0]).wavelength;
     progress.update(done, "solving " + format_wavelength(wavelength));
     const BatchSolve batch = solve_points(problem, points);
@@ -421,6 +451,7 @@ int run_command(const Options& options, const Launch& launch) {
     }
   }();
   const auto start = std::chrono::steady_clock::now();
+  install_signal_handlers();
   // Several processes: every step below that can fail is settled (every rank agrees, rank 0 tells).
   const std::unique_ptr<Ranks> ranks = launch.size > 1 ? Ranks::join() : nullptr;
   Ranks* const all = ranks.get();
@@ -430,8 +461,14 @@ int run_command(const Options& options, const Launch& launch) {
   // The case is read and checked completely (by every rank) before any file is touched.
   io::Problem problem;
   settle(all, [&] { problem = io::load_problem(s.case_path); });
+  // Rank 0 takes the output's lock before anything is written (the lock file also proves the
+  // directory writable), and checks the path again under it: a run that finished meanwhile is seen.
+  std::optional<io::OutputLock> lock;
   settle(all, [&] {
-    if (root) check_output_path(s, problem.source.inputs);
+    if (!root) return;
+    check_output_path(s, problem.source.inputs);
+    lock.emplace(s.output);
+    check_output_path(s, problem.source.inputs);
   });
   if (root)
     for (const std::string& warning : problem.source.warnings) std::cerr << warning << '\n';
@@ -504,16 +541,30 @@ int run_command(const Options& options, const Launch& launch) {
     Warnings warnings;
     SweepOutcome outcome;
     const auto sweep_start = std::chrono::steady_clock::now();
-    if (ranks) {
-      SweepReport report{progress, [&](const std::string& w) { progress.clear(), warnings.report(w); }, rank_names};
-      outcome = coordinate_sweep(*ranks, problem, *writer, plan_units(problem, *writer, ranks->size()), rank_options,
-                                 report, s.stop_after);
-    } else {
-      outcome = sweep_alone(problem, *writer, progress, warnings, s.stop_after);
+    try {
+      if (ranks) {
+        SweepReport report{progress, [&](const std::string& w) { progress.clear(), warnings.report(w); }, rank_names,
+                           [] { return stop_signal != 0; }};
+        outcome = coordinate_sweep(*ranks, problem, *writer, plan_units(problem, *writer, ranks->size()),
+                                   rank_options, report, s.stop_after);
+      } else {
+        outcome = sweep_alone(problem, *writer, progress, warnings, s.stop_after);
+      }
+    } catch (const io::OutputError& e) {  // a failed write (a full disk): what is kept, what to do
+      progress.clear();
+      throw io::OutputError(std::string(e.what()) + "\n  the " + std::to_string(writer->points_done()) + " of " +
+                            std::to_string(layout.points()) + " points finished are kept in " + partial +
+                            "; once the cause is removed, 'gratingsim run --resume' solves the rest");
     }
     const auto sweep_end = std::chrono::steady_clock::now();
     progress.clear();
     warnings.print_repeated();
+    if (outcome.interrupted) {
+      std::cerr << "gratingsim run: interrupted (" << (stop_signal == SIGTERM ? "SIGTERM" : "SIGINT")
+                << "): " << writer->points_done() << " of " << layout.points() << " points finished and kept in "
+                << partial << "; run again with --resume to solve the rest\n";
+      return 128 + int(stop_signal);
+    }
     if (outcome.stopped) {
       std::cerr << "gratingsim run: stopped after " << outcome.solved << " points as asked (--stop-after); " << partial
                 << " keeps them for --resume\n";
@@ -526,7 +577,7 @@ int run_command(const Options& options, const Launch& launch) {
                   std::to_string(writer->points_done()) + " solved point(s) are kept in " + partial +
                   "; 'gratingsim run --resume' solves the rest");
     }
-    writer->finish();
+    writer->finish(s.overwrite);
     const RunTimes times{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                          std::chrono::duration<double>(sweep_end - sweep_start).count(), rank_count};
     const bool converged = s.quiet ? !any_unconverged(s.output) : print_summary(s, problem, outcome.solved, times);
@@ -556,7 +607,7 @@ int run_run(Args args) {
       if (launch.rank == 0)
         std::cout << format_help(
             "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] "
-            "[--quiet]\n       mpirun -n K gratingsim run CASE.yaml ...",
+            "[--overwrite] [--quiet]\n       mpirun -n K gratingsim run CASE.yaml ...",
             "Solves every sweep point of the case (wavelengths × θ × φ; the points of one wavelength in one batched "
             "solve) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
             "finished point flushed to disk, renamed to OUT.h5 when every point is done. A sweep shows its "
@@ -568,9 +619,12 @@ int run_run(Args args) {
             "writes the one result file, the same as a one-process run's; every rank must see the case file. "
             "A rank that fails is reported with its points; the others' results are kept for --resume, which "
             "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "
-            "case; an interrupted sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
+            "case; a failed sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
             "some solve did not reach its tolerance: every point is written, the unconverged ones marked in the "
-            "summary and stored with solver/converged = 0.",
+            "summary and stored with solver/converged = 0; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
+            "the points being solved are written, the finished points kept in OUT.h5.partial for --resume (a "
+            "second interrupt ends the run at once). While a run writes OUT.h5 it holds OUT.h5.lock: a second "
+            "run on the same output refuses at once, naming it.",
             std::span(run_options).first(shown_options));
       return 0;
     }

@@ -13,7 +13,9 @@ namespace gratingsim::io::h5 {
 
 /// The innermost message on HDF5's error stack (then cleared), or "".
 std::string last_error();
-/// Switches off HDF5's printing of error stacks to stderr (errors become exceptions instead).
+/// Switches off HDF5's printing of error stacks to stderr (errors become exceptions instead) and,
+/// when it comes before any other HDF5 call, HDF5's closing of open files at exit: a file left open
+/// after a failed write (ResultWriter) must not be flushed again by the library's exit handler.
 void silence_errors();
 
 [[noreturn]] inline void fail(const std::string& what) {
@@ -51,6 +53,8 @@ class Handle {
   [[nodiscard]] hid_t get() const { return id_; }
   operator hid_t() const { return id_; }  // NOLINT: passes straight into C calls
   [[nodiscard]] bool valid() const { return id_ >= 0; }
+  /// Gives the identifier up without closing it (for a file HDF5 must not touch again).
+  void release() { id_ = H5I_INVALID_HID; }
   /// Closes now; a failing close is reported (destructors ignore it: nothing left to do then).
   void close(const std::string& what) {
     if (id_ < 0) return;

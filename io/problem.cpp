@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
 #include <numbers>
 #include <set>
 
@@ -371,6 +374,24 @@ RunInfo run_info(const Problem& problem, std::string_view backend, std::string_v
   info.input_units = std::string(to_string(problem.source.input_units));
   info.case_path = problem.source.path;
   info.case_yaml = problem.source.yaml;
+  // FNV-1a (64 bits) over the other files' content, each ended by its length: a changed table
+  // changes it; paths are left out, so another spelling of the same files gives the same digest.
+  std::uint64_t h = 14695981039346656037ull;
+  const auto add = [&](unsigned char byte) { h = (h ^ byte) * 1099511628211ull; };
+  bool any = false;
+  for (const std::string& file : problem.source.inputs) {
+    if (file == problem.source.path) continue;  // the case file: compared as text
+    any = true;
+    std::ifstream in(file, std::ios::binary);
+    std::uint64_t length = 0;
+    for (char c; in.get(c); ++length) add(static_cast<unsigned char>(c));
+    for (int b = 0; b < 8; ++b) add(static_cast<unsigned char>(length >> (8 * b)));
+  }
+  if (any) {
+    char text[32];
+    std::snprintf(text, sizeof text, "fnv1a64:%016llx", static_cast<unsigned long long>(h));
+    info.inputs_digest = text;
+  }
   return info;
 }
 

@@ -2,13 +2,17 @@
 #include "io/results.hpp"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <sstream>
+#include <utility>
 
 #include "io/hdf5_handles.hpp"
 
@@ -26,10 +30,19 @@ std::string last_error() {
   };
   H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, walk, &message);
   H5Eclear2(H5E_DEFAULT);
+  // A failed system call: HDF5's text ("file write failed: time = ..., errno = 27, error message =
+  // 'File too large', buf = ...") shortened to the system's message, the cause a user can act on.
+  const std::string marker = "error message = '";
+  if (const auto at = message.find(marker); at != std::string::npos)
+    if (const auto end = message.find('\'', at + marker.size()); end != std::string::npos)
+      return message.substr(at + marker.size(), end - at - marker.size());
   return message;
 }
 
-void silence_errors() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void silence_errors() {
+  (void)H5dont_atexit();  // fails, harmlessly, once the library is initialised: the first call decides
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 }  // namespace h5
 
@@ -162,7 +175,7 @@ struct Spec {
   std::string path;
   Kind kind;
   std::vector<hsize_t> tail;  // dimensions after the sweep dimensions
-  bool compressed;            // chunked one point per chunk, shuffle + gzip; else contiguous
+  bool compressed;            // chunked one point per chunk, shuffle + gzip + Fletcher32; else contiguous
 };
 
 hid_t native(Kind kind) {
@@ -249,6 +262,8 @@ void create_point_dataset(hid_t file, const ResultLayout& l, const Spec& s) {
     h5::check(H5Pset_chunk(create, int(chunk.size()), chunk.data()), "set the chunking of " + s.path);
     h5::check(H5Pset_shuffle(create), "enable shuffling for " + s.path);
     h5::check(H5Pset_deflate(create, 4), "enable gzip for " + s.path);
+    // A checksum per chunk: a damaged chunk fails to read instead of returning wrong numbers.
+    h5::check(H5Pset_fletcher32(create), "enable Fletcher32 checksums for " + s.path);
   } else {
     // Contiguous and allocated (NaN-filled) now: writing a point then only overwrites raw data in
     // place, so an interruption during a point cannot damage the file's structure.
@@ -393,6 +408,7 @@ void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
     const char* text = info.case_yaml.c_str();
     h5::check(H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text), "write dataset input/case");
     write_string_attribute(set, "path", info.case_path);
+    if (!info.inputs_digest.empty()) write_string_attribute(set, "inputs_digest", info.inputs_digest);
   }
 
   const Handle sweep =
@@ -448,6 +464,7 @@ RunInfo read_info(hid_t file) {
   info.case_yaml = text ? text : "";
   H5free_memory(text);
   info.case_path = read_string_attribute(set, "path");
+  if (H5Aexists(set, "inputs_digest") > 0) info.inputs_digest = read_string_attribute(set, "inputs_digest");
   return info;
 }
 
@@ -502,7 +519,9 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
   if (ai.formulation != bi.formulation)
     return "the formulation ('" + ai.formulation + "' there, '" + bi.formulation + "' now)";
   if (ai.input_units != bi.input_units) return "the input units";
-  if (ai.case_path != bi.case_path) return "the case path";
+  // The case is identified by its content and that of the files it reads, not by the spelling of
+  // its path (./w.yaml, /abs/w.yaml and another working directory are the same case).
+  if (ai.inputs_digest != bi.inputs_digest) return "the content of a file the case reads (a material table)";
   return "";
 }
 
@@ -533,7 +552,79 @@ OpenDatasets open_point_datasets(hid_t file, const ResultLayout& l) {
   return d;
 }
 
-std::vector<std::uint8_t> read_done(hid_t file) { return read_array<std::uint8_t>(file, "done"); }
+/// The done flags, each 0 or 1: any other value means a damaged file (it would pass NaN points as done).
+std::vector<std::uint8_t> read_done(hid_t file, const std::string& path) {
+  std::vector<std::uint8_t> done = read_array<std::uint8_t>(file, "done");
+  for (std::size_t p = 0; p < done.size(); ++p)
+    if (done[p] > 1)
+      throw OutputError(path + ": the done flag of point " + std::to_string(p) + " is " + std::to_string(done[p]) +
+                        " (0 or 1 expected)");
+  return done;
+}
+
+/// An existing result file opened and checked: its layout, run, datasets and done flags.
+struct Opened {
+  Handle file;
+  ResultLayout layout;
+  RunInfo info;
+  OpenDatasets datasets;
+  std::vector<std::uint8_t> done;
+};
+
+/// Opens a result file; any failure (not HDF5, truncated, a flipped byte in its structure, a done
+/// flag that is neither 0 nor 1) is an OutputError saying the file is damaged, with `advice`.
+Opened open_result(const std::string& path, unsigned flags, const std::string& advice) {
+  Opened o;
+  try {
+    o.file = h5::file(H5Fopen(path.c_str(), flags, H5P_DEFAULT), "open " + path);
+    o.layout = read_layout(o.file, path);
+    o.info = read_info(o.file);
+    o.datasets = open_point_datasets(o.file, o.layout);
+    o.done = read_done(o.file, path);
+  } catch (const OutputError& e) {
+    throw OutputError(path + " is damaged or not a gratingsim result file: " + e.what() + advice);
+  }
+  return o;
+}
+
+/// What to do with a partial file that cannot be resumed.
+std::string resume_advice(const std::string& partial) {
+  return "\n  to start again: delete " + partial + " (its finished points are lost), or run without --resume, "
+         "which replaces it";
+}
+
+/// Claims `bytes` beyond the end of `path` from the file system and gives them back at once: the
+/// next writes then fit (unless another process takes the space meanwhile), and a full disk (ENOSPC),
+/// a quota (EDQUOT) or a file-size limit (EFBIG: `ulimit -f`) is reported here, before HDF5 writes a
+/// byte, instead of in the middle of a flush that would leave the file half updated.
+void claim_space(const std::string& path, std::size_t bytes, const std::string& what) {
+  const int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);  // (glibc emulates fallocate by reads and writes)
+  struct stat st {};
+  if (fd < 0 || ::fstat(fd, &st) != 0) {
+    const int error = errno;
+    if (fd >= 0) ::close(fd);
+    throw OutputError(what + ": " + std::strerror(error));
+  }
+  int error = ::posix_fallocate(fd, st.st_size, off_t(bytes));
+  if (::ftruncate(fd, st.st_size) != 0 && error == 0) error = errno;
+  ::close(fd);
+  if (error == EFBIG) throw OutputError(what + ": " + std::strerror(error) + " (over the file-size limit, `ulimit -f`)");
+  if (error != 0) throw OutputError(what + ": " + std::strerror(error));
+}
+
+/// The most a point can add to the file: its chunked (field) datasets uncompressed, with gzip's worst
+/// case and the checksums, plus 64 KiB for the chunk index and HDF5's allocation blocks. The
+/// contiguous datasets were allocated with the file.
+std::size_t growth_per_point(const std::vector<Spec>& specs) {
+  std::size_t bytes = 0;
+  for (const Spec& s : specs) {
+    if (!s.compressed) continue;
+    std::size_t n = s.kind == Kind::f64 ? 8 : s.kind == Kind::i32 ? 4 : 1;
+    for (const hsize_t d : s.tail) n *= std::size_t(d);
+    bytes += n + n / 8 + 64;
+  }
+  return bytes + (64u << 10);
+}
 
 }  // namespace
 
@@ -561,13 +652,65 @@ std::string partial_path(const std::string& path) { return path + ".partial"; }
 
 // --- ResultWriter ----------------------------------------------------------------------------
 
+std::string lock_path(const std::string& path) { return path + ".lock"; }
+
+// --- OutputLock ------------------------------------------------------------------------------
+
+OutputLock::OutputLock(const std::string& path) : path_(lock_path(path)) {
+  const auto fail = [&](const std::string& why) {
+    if (fd_ >= 0) ::close(std::exchange(fd_, -1));
+    throw OutputError(why);
+  };
+  // A finishing holder removes the lock file: a lock taken on the removed file is no lock, so the
+  // file locked must still be the one at the path (else take the new one).
+  for (int attempt = 0;; ++attempt) {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd_ < 0) fail("cannot create the lock file " + path_ + ": " + std::strerror(errno));
+    struct stat locked {}, now {};
+    if (::fstat(fd_, &locked) != 0 || !S_ISREG(locked.st_mode))
+      fail(path_ + " (the lock file of " + path + ") is not a regular file; remove it");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK) fail("cannot lock " + path_ + ": " + std::strerror(errno));
+      char holder[256] = {};
+      const ssize_t n = ::pread(fd_, holder, sizeof holder - 1, 0);
+      fail(path + " is being written by another gratingsim run (" +
+           (n > 0 ? std::string(holder, std::size_t(n)) : std::string("a process that just started")) +
+           ", holding " + path_ + "); wait for it to finish, or stop it and run again with --resume");
+    }
+    if (::stat(path_.c_str(), &now) == 0 && now.st_dev == locked.st_dev && now.st_ino == locked.st_ino) break;
+    ::close(std::exchange(fd_, -1));
+    if (attempt == 100) fail("cannot lock " + path_ + ": it is replaced again and again");
+  }
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  const std::string holder = "pid " + std::to_string(::getpid()) + " on " + host;
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, holder.data(), holder.size(), 0) != ssize_t(holder.size()))
+    fail("cannot write the lock file " + path_ + ": " + std::strerror(errno));
+}
+
+OutputLock::~OutputLock() {
+  ::unlink(path_.c_str());  // while still locked: no other run can hold the file being removed
+  ::close(fd_);
+}
+
+// --- ResultWriter ----------------------------------------------------------------------------
+
 struct ResultWriter::State {
   std::string path;
   ResultLayout layout;
   Handle file;
   OpenDatasets datasets;
   std::vector<std::uint8_t> done;
+  std::size_t growth = 0;  ///< growth_per_point: claimed before each point
   bool finished = false;
+  /// HDF5 failed while writing: its view of the file no longer matches the disk, and closing would
+  /// flush it (HDF5 1.10 may crash doing so). The handles are given up unclosed, the file left as is.
+  bool broken = false;
+  ~State() {
+    if (!broken) return;
+    for (Handle& set : datasets.sets) set.release();
+    file.release();
+  }
 };
 
 ResultWriter::ResultWriter(std::unique_ptr<State> state) : state_(std::move(state)) {}
@@ -582,12 +725,20 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultLayout& l
   s->path = path;
   s->layout = layout;
   const std::string partial = partial_path(path);
-  s->file = h5::file(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + partial);
-  write_metadata(s->file, layout, info);
-  for (const auto& spec : point_specs(layout)) create_point_dataset(s->file, layout, spec);
-  s->datasets = open_point_datasets(s->file, layout);
+  try {
+    s->file = h5::file(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + partial);
+    write_metadata(s->file, layout, info);
+    for (const auto& spec : point_specs(layout)) create_point_dataset(s->file, layout, spec);
+    s->datasets = open_point_datasets(s->file, layout);
+    h5::check(H5Fflush(s->file, H5F_SCOPE_LOCAL), "flush " + partial);
+  } catch (const OutputError& e) {
+    // Nothing of value in it yet: removed, and HDF5 does not touch it again.
+    s->broken = s->file.valid();
+    if (s->file.valid()) ::unlink(partial.c_str());
+    throw OutputError("cannot create " + partial + ": " + e.what());
+  }
   s->done.assign(layout.points(), 0);
-  h5::check(H5Fflush(s->file, H5F_SCOPE_LOCAL), "flush " + partial);
+  s->growth = growth_per_point(s->datasets.specs);
   return ResultWriter(std::move(s));
 }
 
@@ -597,25 +748,35 @@ ResultWriter ResultWriter::resume(const std::string& path, const ResultLayout& l
   const std::string partial = partial_path(path);
   if (!std::filesystem::exists(partial))
     throw OutputError("cannot resume: " + partial + " does not exist (nothing was interrupted, or it was removed)");
+  Opened o = open_result(partial, H5F_ACC_RDWR, resume_advice(partial));
+  if (const std::string what = difference(o.layout, o.info, layout, info); !what.empty())
+    throw OutputError("cannot resume: " + partial + " was written for a different run (" + what +
+                      " differs); remove it or run without --resume");
   auto s = std::make_unique<State>();
   s->path = path;
   s->layout = layout;
-  s->file = h5::file(H5Fopen(partial.c_str(), H5F_ACC_RDWR, H5P_DEFAULT),
-                     "open " + partial + " to resume (if a crash damaged it, remove it and start again)");
-  const ResultLayout stored = read_layout(s->file, partial);
-  const RunInfo stored_info = read_info(s->file);
-  if (const std::string what = difference(stored, stored_info, layout, info); !what.empty())
-    throw OutputError("cannot resume: " + partial + " was written for a different run (" + what +
-                      " differs); remove it or run without --resume");
+  s->file = std::move(o.file);
+  s->datasets = std::move(o.datasets);
+  s->done = std::move(o.done);
+  s->growth = growth_per_point(s->datasets.specs);
+  // The checksummed (field) chunks of every finished point are read once: a damaged one is found
+  // now, not after the rename has published the file.
+  PointResult check;
+  const PointBuffers b = buffers(layout, s->datasets.specs, check);
+  for (std::size_t p = 0; p < s->done.size(); ++p)
+    for (std::size_t i = 0; i < s->datasets.specs.size() && s->done[p]; ++i) try {
+        if (s->datasets.specs[i].compressed)
+          transfer_point(s->datasets.sets[i], layout, s->datasets.specs[i], p, b.data[i], false);
+      } catch (const OutputError& e) {
+        throw OutputError(partial + " is damaged: " + e.what() + resume_advice(partial));
+      }
   // Another device (another GPU model, more MPI ranks) continues the same computation, to solver
   // tolerance: allowed, and recorded, so that the file says where its points were solved.
   const std::string resumed_on = "; resumed on " + info.device;
-  if (stored_info.device != info.device && !stored_info.device.ends_with(resumed_on)) {
+  if (o.info.device != info.device && !o.info.device.ends_with(resumed_on)) {
     h5::check(H5Adelete(s->file, "device"), "replace attribute device");
-    write_string_attribute(s->file, "device", stored_info.device + resumed_on);
+    write_string_attribute(s->file, "device", o.info.device + resumed_on);
   }
-  s->datasets = open_point_datasets(s->file, layout);
-  s->done = read_done(s->file);
   return ResultWriter(std::move(s));
 }
 
@@ -634,41 +795,79 @@ std::size_t ResultWriter::points_done() const {
 
 void ResultWriter::write(std::size_t point, const PointResult& result) {
   State& s = *state_;
+  const std::string partial = partial_path(s.path);
   EXPECTS(!s.finished, "the result file is already finished");
+  if (s.broken) throw OutputError("an earlier write to " + partial + " failed; nothing more is written to it");
   EXPECTS(point < s.done.size(), "point index " + std::to_string(point) + " out of range");
   EXPECTS(!s.done[point],
           "point " + std::to_string(point) + " is already written (finished points are never rewritten)");
   const PointBuffers b = buffers(s.layout, s.datasets.specs, result);
-  for (std::size_t i = 0; i < s.datasets.specs.size(); ++i)
-    transfer_point(s.datasets.sets[i], s.layout, s.datasets.specs[i], point, b.data[i], true);
-  h5::check(H5Fflush(s.file, H5F_SCOPE_LOCAL), "flush " + partial_path(s.path));
+  const std::string what = "cannot write point " + std::to_string(point) + " to " + partial;
+  claim_space(partial, s.growth, what);
+  // The data reach the file (a flush) before the done flag (the last spec) does: a flag of 1 on
+  // disk always follows complete data, whatever order HDF5 writes its caches in.
+  const std::size_t flag = s.datasets.specs.size() - 1;
+  try {
+    for (std::size_t i = 0; i < flag; ++i)
+      transfer_point(s.datasets.sets[i], s.layout, s.datasets.specs[i], point, b.data[i], true);
+    h5::check(H5Fflush(s.file, H5F_SCOPE_LOCAL), "flush " + partial);
+    transfer_point(s.datasets.sets[flag], s.layout, s.datasets.specs[flag], point, b.data[flag], true);
+    h5::check(H5Fflush(s.file, H5F_SCOPE_LOCAL), "flush " + partial);
+  } catch (const OutputError& e) {
+    s.broken = true;
+    throw OutputError(what + ": " + e.what());
+  }
   s.done[point] = 1;
 }
 
-void ResultWriter::finish() {
+void ResultWriter::finish(bool replace) {
   State& s = *state_;
   EXPECTS(!s.finished, "the result file is already finished");
   const std::size_t missing = s.done.size() - points_done();
   EXPECTS(missing == 0, std::to_string(missing) + " sweep points are not written yet");
-  s.datasets.sets.clear();
-  s.file.close("close " + partial_path(s.path));
   const std::string partial = partial_path(s.path);
-  // Durable before visible: the data reach the disk before the rename publishes the file.
-  const int fd = ::open(partial.c_str(), O_RDONLY);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw OutputError("cannot sync " + partial + ": " + std::strerror(errno));
+  if (s.file.valid()) {  // (closed already when an earlier finish() stopped before renaming)
+    s.datasets.sets.clear();
+    s.file.close("close " + partial);
+    // Durable before visible: the data reach the disk before the rename publishes the file.
+    const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      if (fd >= 0) ::close(fd);
+      throw OutputError("cannot sync " + partial + ": " + std::strerror(errno));
+    }
+    ::close(fd);
   }
-  ::close(fd);
+  // Checked again just before renaming (the path may have changed during the run): a rename never
+  // replaces a directory, device, FIFO or socket, nor a file that `replace` does not allow.
+  const std::string kept = "; the complete result stays in " + partial + " ('gratingsim run --resume' renames it)";
+  struct stat target {};
+  if (::stat(s.path.c_str(), &target) == 0) {
+    if (!S_ISREG(target.st_mode))
+      throw OutputError(s.path + " is not a regular file (it appeared during the run) and is left untouched" + kept);
+    if (!replace)
+      throw OutputError(s.path + " appeared during the run and is not replaced without --overwrite" + kept);
+  }
   std::error_code error;
   std::filesystem::rename(partial, s.path, error);
-  if (error) throw OutputError("cannot rename " + partial + " to " + s.path + ": " + error.message());
+  if (error) throw OutputError("cannot rename " + partial + " to " + s.path + ": " + error.message() + kept);
   s.finished = true;
+  // The rename itself reaches the disk with the directory (file systems without directory fsync,
+  // EINVAL, have nothing to sync).
+  const std::filesystem::path parent = std::filesystem::path(s.path).parent_path();
+  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0 || (::fsync(dir) != 0 && errno != EINVAL)) {
+    const int e = errno;
+    if (dir >= 0) ::close(dir);
+    throw OutputError(s.path + " is complete, but its directory cannot be synced (" + std::strerror(e) +
+                      "): a power failure now could lose the rename");
+  }
+  ::close(dir);
 }
 
 // --- ResultReader ----------------------------------------------------------------------------
 
 struct ResultReader::State {
+  std::string path;
   ResultLayout layout;
   RunInfo info;
   Handle file;
@@ -678,11 +877,14 @@ struct ResultReader::State {
 
 ResultReader::ResultReader(const std::string& path) : state_(std::make_unique<State>()) {
   h5::silence_errors();
-  state_->file = h5::file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), "open " + path);
-  state_->layout = read_layout(state_->file, path);
-  state_->info = read_info(state_->file);
-  state_->datasets = open_point_datasets(state_->file, state_->layout);
-  state_->done = read_done(state_->file);
+  Opened o = open_result(path, H5F_ACC_RDONLY,
+                         path.ends_with(".partial") ? resume_advice(path) : std::string());
+  state_->file = std::move(o.file);
+  state_->layout = std::move(o.layout);
+  state_->info = std::move(o.info);
+  state_->datasets = std::move(o.datasets);
+  state_->done = std::move(o.done);
+  state_->path = path;
 }
 ResultReader::ResultReader(ResultReader&&) noexcept = default;
 ResultReader& ResultReader::operator=(ResultReader&&) noexcept = default;
@@ -701,8 +903,12 @@ PointResult ResultReader::read(std::size_t point) const {
   EXPECTS(point < s.done.size(), "point index out of range");
   PointResult r;
   const PointBuffers b = buffers(s.layout, s.datasets.specs, r);
-  for (std::size_t i = 0; i < s.datasets.specs.size(); ++i)
-    transfer_point(s.datasets.sets[i], s.layout, s.datasets.specs[i], point, b.data[i], false);
+  try {
+    for (std::size_t i = 0; i < s.datasets.specs.size(); ++i)
+      transfer_point(s.datasets.sets[i], s.layout, s.datasets.specs[i], point, b.data[i], false);
+  } catch (const OutputError& e) {
+    throw OutputError(s.path + " is damaged: " + e.what());
+  }
   return r;
 }
 

@@ -69,6 +69,9 @@ struct RunInfo {
   std::string input_units;
   std::string case_path;
   std::string case_yaml;  ///< the case file verbatim
+  /// A digest of the content of every other file the case reads (material tables), so that a resume
+  /// is refused when one changed; "" when there are none (and in files written before it existed).
+  std::string inputs_digest;
   bool operator==(const RunInfo&) const = default;
 };
 
@@ -98,6 +101,26 @@ struct PointResult {
 
 /// "OUT.h5" → "OUT.h5.partial": where a run writes until it is complete.
 std::string partial_path(const std::string& path);
+/// "OUT.h5" → "OUT.h5.lock": the lock file of OutputLock.
+std::string lock_path(const std::string& path);
+
+/// The exclusive right to write OUT.h5 and OUT.h5.partial, taken before either is touched: an
+/// flock(2) on OUT.h5.lock, which records the holder ("pid 1234 on host"). Only one run at a time
+/// holds it; the lock dies with its process (a lock file left by a killed run is stale and reused),
+/// and the destructor removes the file. Not copyable.
+class OutputLock {
+ public:
+  /// Takes the lock, or throws OutputError naming the run that holds it (or why the lock file
+  /// cannot be made: an unwritable directory is reported here, before anything is computed).
+  explicit OutputLock(const std::string& path);
+  ~OutputLock();
+  OutputLock(const OutputLock&) = delete;
+  OutputLock& operator=(const OutputLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
 
 /// Writes one result file, from one thread (HDF5 is built without thread safety). Not copyable;
 /// movable. Every call either succeeds or throws OutputError (or InvalidArgument for a PointResult of
@@ -119,10 +142,16 @@ class ResultWriter {
   [[nodiscard]] const ResultLayout& layout() const;
   [[nodiscard]] bool done(std::size_t point) const;
   [[nodiscard]] std::size_t points_done() const;
-  /// Writes a point's data, then its done flag, then flushes the file to disk.
+  /// Writes a point's data and flushes the file, then its done flag and flushes again. Space for the
+  /// point is claimed from the file system first: a full disk or a file-size limit throws
+  /// OutputError naming the cause before HDF5 writes anything, and the file keeps every earlier point
+  /// (and stays usable: close it and resume later). Should HDF5 itself fail while writing, the file
+  /// is left as it is on disk (HDF5 is not asked to close it) and every later call throws.
   void write(std::size_t point, const PointResult& result);
-  /// Every point must be done: closes the file, syncs it and renames it to the final path.
-  void finish();
+  /// Every point must be done: closes the file, syncs it, renames it to the final path (unless that
+  /// path is, by now, not a regular file, or a file that `replace` does not allow to replace: then
+  /// OutputError, and OUT.h5.partial stays complete for a later resume), then syncs the directory.
+  void finish(bool replace = false);
 
  private:
   struct State;

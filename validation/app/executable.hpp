@@ -3,12 +3,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "validation/support/catch.hpp"
 
@@ -49,8 +53,7 @@ class ScratchDirectory {
 /// `launcher` e.g. "mpirun -n 2"). FFTW plans by estimate and keeps no wisdom; `auto` keeps its
 /// measurements in `backend_cache` (default: a file under the temporary directory), so a test
 /// leaves nothing in the user's cache.
-inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "",
-                                const std::string& launcher = "") {
+inline void prepare_environment(const std::string& backend_cache) {
   setenv("GRATINGSIM_FFTW_PLANNING", "estimate", 1);
   setenv("GRATINGSIM_FFTW_WISDOM", "", 1);
   const std::string cache = backend_cache.empty() ? (std::filesystem::temp_directory_path() /
@@ -58,6 +61,11 @@ inline Execution run_gratingsim(const std::string& arguments, const std::string&
                                                         .string()
                                                   : backend_cache;
   setenv("GRATINGSIM_BACKEND_CACHE", cache.c_str(), 1);
+}
+
+inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "",
+                                const std::string& launcher = "") {
+  prepare_environment(backend_cache);
   const std::string command = launcher + (launcher.empty() ? "'" : " '") + GRATINGSIM_EXECUTABLE + "' " + arguments + " 2>&1";
   Execution r;
   FILE* pipe = popen(command.c_str(), "r");
@@ -88,6 +96,56 @@ layers:
   - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
 numerics: {harmonics: 4}
 )";
+
+/// `[launcher] gratingsim <arguments>` running in the background, its stdout and stderr going to
+/// `log`, for tests that signal it or run another beside it. pid() is that of gratingsim, or of the
+/// launcher (e.g. mpirun), itself: the shell execs it.
+class Background {
+ public:
+  Background(const std::string& arguments, std::filesystem::path log, const std::string& launcher = "")
+      : log_(std::move(log)) {
+    prepare_environment("");
+    const std::string command = "exec " + launcher + " '" + std::string(GRATINGSIM_EXECUTABLE) + "' " + arguments +
+                                " >" + quoted(log_) + " 2>&1";
+    pid_ = ::fork();
+    REQUIRE(pid_ >= 0);
+    if (pid_ == 0) {
+      ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  ~Background() {
+    if (pid_ > 0) ::kill(pid_, SIGKILL), ::waitpid(pid_, nullptr, 0);
+  }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  void signal(int number) const { ::kill(pid_, number); }
+  /// Waits for it to end: its exit status (-1 if a signal ended it) and its output.
+  Execution wait() {
+    int status = 0;
+    ::waitpid(std::exchange(pid_, -1), &status, 0);
+    std::ifstream in(log_);
+    std::stringstream text;
+    text << in.rdbuf();
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+  }
+
+ private:
+  std::filesystem::path log_;
+  pid_t pid_ = -1;
+};
+
+/// Polls `condition` every millisecond for up to `seconds`; whether it became true.
+template <class Condition>
+bool wait_until(Condition condition, double seconds = 60) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -1,10 +1,12 @@
 // gratingsim run under mpirun (app/distributed_sweep.cpp): K ranks write the file one process
 // writes, bit for bit (solve times and the device attribute aside), with CPU ranks and, where this
 // machine has CUDA devices, GPU ranks; a failing rank reports its points, the others' are kept and
-// a resume with another number of ranks completes the file; --stop-after stops every rank; an
-// invalid case is reported once; the exit status of unconverged solves reaches the shell. A build without MPI refuses
-// an MPI launch.
+// a resume with another number of ranks completes the file; a killed rank ends the launch and the
+// finished points are kept for a resume; --stop-after stops every rank; an invalid case is
+// reported once; the exit status of unconverged solves reaches the shell. A build without MPI
+// refuses an MPI launch.
 #include <algorithm>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -59,6 +61,24 @@ std::string mpirun(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   return std::string("'") + GRATINGSIM_MPIEXEC + "' --oversubscribe -n " + std::to_string(ranks);
+}
+
+/// The pid of rank `rank` among the processes `mpirun` (its pid) started on this host, or -1.
+pid_t rank_pid(pid_t mpirun, int rank) {
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream status(entry.path() / "status");
+    std::string line;
+    pid_t parent = -1;
+    while (std::getline(status, line))
+      if (line.rfind("PPid:", 0) == 0) parent = pid_t(std::stol(line.substr(5)));
+    if (parent != mpirun) continue;
+    const std::string environment = test::read_text(entry.path() / "environ");
+    if (contains(environment, std::string(1, '\0') + "OMPI_COMM_WORLD_RANK=" + std::to_string(rank) + '\0'))
+      return pid_t(std::stol(name));
+  }
+  return -1;
 }
 
 /// The points of "failed on points 1, 2 (λ …)" / "failed on point 1 (λ …)" in a run's output.
@@ -149,6 +169,50 @@ TEST_CASE("a failing rank reports its points, the others are kept, a resume on 3
     if (std::find(lost.begin(), lost.end(), p) == lost.end()) {
       INFO("point " << p);
       CHECK(reader.read(p) == kept[p]);  // bitwise, solve time included: not recomputed
+    }
+}
+
+TEST_CASE("under mpirun a killed rank ends the launch; the finished points are kept and --resume completes",
+          "[app][mpi]") {
+  const test::ScratchDirectory dir("mpi_killed");
+  const fs::path config = dir / "sweep.yaml", alone = dir / "alone.h5", out = dir / "out.h5";
+  std::ofstream(config) << std::regex_replace(std::string(sweep_case), std::regex("wavelength: \\[500, 650, 750\\]"),
+                                              "wavelength: {start: 500, stop: 760, count: 14}");
+  const std::string partial = io::partial_path(out.string());
+  REQUIRE(run_gratingsim("run " + quoted(config) + " -o " + quoted(alone) + " --backend cpu-fftw --quiet").status == 0);
+
+  // Once rank 0 writes, it is stopped where it is (so that the sweep cannot end first), rank 1 is
+  // killed, and rank 0 continues: mpirun then ends the launch.
+  test::Background launch("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw", dir / "launch.log",
+                          mpirun(2));
+  REQUIRE(test::wait_until([&] { return fs::exists(partial); }));
+  pid_t rank0 = -1, rank1 = -1;
+  REQUIRE(test::wait_until([&] { return (rank0 = rank_pid(launch.pid(), 0)) > 0 && (rank1 = rank_pid(launch.pid(), 1)) > 0; }));
+  ::kill(rank0, SIGSTOP);
+  ::kill(rank1, SIGKILL);
+  ::kill(rank0, SIGCONT);
+  const test::Execution killed = launch.wait();
+  INFO(killed.output);
+  CHECK(killed.status != 0);
+  CHECK(contains(killed.output, "rank 1"));  // mpirun names it
+  CHECK(!fs::exists(out));
+  REQUIRE(fs::exists(partial));
+  std::vector<io::PointResult> kept;
+  {
+    const io::ResultReader reader(partial);
+    for (std::size_t p = 0; p < reader.layout().points(); ++p) kept.push_back(reader.done(p) ? reader.read(p) : io::PointResult{});
+  }
+  // One process resumes (the lock file a killed rank 0 may leave holds no lock).
+  const test::Execution resumed =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume --quiet");
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  check_same_file(out, alone);
+  const io::ResultReader reader(out.string());
+  for (std::size_t p = 0; p < kept.size(); ++p)
+    if (!kept[p].reflectance.empty()) {
+      INFO("point " << p);
+      CHECK(reader.read(p) == kept[p]);  // bitwise, solve time included: kept, not recomputed
     }
 }
 

@@ -1,10 +1,14 @@
 // Result files: HDF5 round trip checked through the plain C API, atomic publication, and resuming an
 // interrupted sweep (after a clean stop and after an abrupt process exit) to the same content as an
-// uninterrupted write.
+// uninterrupted write; the output lock, the checks before the final rename, damaged done flags.
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 #include "io/results.hpp"
 #include "validation/io/result_fixtures.hpp"
@@ -399,4 +403,71 @@ TEST_CASE("another device may resume; the file records both", "[io][results]") {
   const io::ResultReader reader(path);
   CHECK(reader.info().device == "CPU (test); resumed on 2 × GPU (test)");
   CHECK(reader.read(0) == first);
+}
+
+TEST_CASE("OutputLock: one holder at a time, named in the refusal; released and removed with it", "[io][results]") {
+  const TempDir dir("lock");
+  const std::string path = dir.file("out.h5");
+  const std::string pid = "pid " + std::to_string(::getpid());
+  {
+    const io::OutputLock held(path);
+    CHECK(fs::is_regular_file(io::lock_path(path)));
+    // flock(2) locks belong to an open file: a second lock, even from this process, is refused.
+    CHECK_THROWS_WITH(io::OutputLock(path), Catch::Contains("being written by another gratingsim run (" + pid));
+  }
+  CHECK_FALSE(fs::exists(io::lock_path(path)));
+  { std::ofstream(io::lock_path(path)) << "pid 1 on a host that died"; }  // stale: no lock held on it
+  CHECK_NOTHROW(io::OutputLock(path));
+  fs::create_directory(io::lock_path(path));
+  CHECK_THROWS_AS(io::OutputLock(path), io::OutputError);
+  CHECK(fs::is_directory(io::lock_path(path)));
+}
+
+TEST_CASE("finish never renames onto a non-regular file, nor a file not to be replaced; the partial stays complete",
+          "[io][results]") {
+  const TempDir dir("finish_checks");
+  const io::ResultLayout l = test::full_layout();
+  const auto points = random_points(l);
+  const std::string path = dir.file("out.h5");
+  auto writer = io::ResultWriter::create(path, l, test::run_info());
+  for (std::size_t i = 0; i < points.size(); ++i) writer.write(i, points[i]);
+  fs::create_directory(path);  // appeared during the run
+  CHECK_THROWS_WITH(writer.finish(true), Catch::Contains("is not a regular file"));
+  CHECK(fs::is_directory(path));
+  fs::remove(path);
+  { std::ofstream(path) << "another result"; }
+  CHECK_THROWS_WITH(writer.finish(false), Catch::Contains("not replaced without --overwrite"));
+  std::string text;
+  std::getline(std::ifstream(path), text);
+  CHECK(text == "another result");
+  {
+    const io::ResultReader partial(io::partial_path(path));  // complete, closed and synced
+    for (std::size_t i = 0; i < points.size(); ++i) CHECK(partial.read(i) == points[i]);
+  }
+  writer.finish(true);
+  CHECK_FALSE(fs::exists(io::partial_path(path)));
+  const io::ResultReader reader(path);
+  for (std::size_t i = 0; i < points.size(); ++i) CHECK(reader.read(i) == points[i]);
+}
+
+TEST_CASE("a done flag that is neither 0 nor 1 is refused by the reader and by resume", "[io][results]") {
+  const TempDir dir("done_flag");
+  const io::ResultLayout l = test::full_layout();
+  const std::string path = dir.file("out.h5"), partial = io::partial_path(path);
+  {
+    auto writer = io::ResultWriter::create(path, l, test::run_info());
+    writer.write(0, random_point(l));
+  }
+  {
+    const hid_t file = H5Fopen(partial.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    const hid_t set = H5Dopen2(file, "done", H5P_DEFAULT);
+    std::vector<std::uint8_t> done(l.points(), 0);
+    done[0] = 1;
+    done[1] = 2;
+    REQUIRE(H5Dwrite(set, H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, done.data()) >= 0);
+    H5Dclose(set);
+    H5Fclose(file);
+  }
+  CHECK_THROWS_WITH(io::ResultReader(partial), Catch::Contains("the done flag of point 1 is 2"));
+  CHECK_THROWS_WITH(io::ResultWriter::resume(path, l, test::run_info()), Catch::Contains("is damaged"));
 }
