@@ -5,6 +5,8 @@
 // finished points are kept for a resume; --stop-after stops every rank; an invalid case is
 // reported once; the exit status of unconverged solves reaches the shell. A build without MPI
 // refuses an MPI launch.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <csignal>
 #include <filesystem>
@@ -243,6 +245,37 @@ TEST_CASE("under mpirun an invalid case is reported once and nothing is written"
   CHECK(std::distance(std::sregex_iterator(r.output.begin(), r.output.end(), located), std::sregex_iterator()) == 1);
   CHECK(!fs::exists(out));
   CHECK(!fs::exists(io::partial_path(out.string())));
+}
+
+TEST_CASE("under mpirun outputs that would destroy a file are refused before solving, each once", "[app][mpi][safety]") {
+  const test::ScratchDirectory dir("mpi_output_safety");
+  const fs::path config = dir / "case.yaml";
+  std::ofstream(config) << sweep_case;
+  const std::string original = test::read_text(config);
+  const auto refused = [&](const fs::path& out, const std::string& says) {
+    const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --quiet", "", mpirun(2));
+    INFO(out << ": " << r.output);
+    CHECK(r.status == 1);
+    CHECK(contains(r.output, says));
+    std::size_t errors = 0;  // rank 0 reports, once
+    for (auto at = r.output.find("error:"); at != std::string::npos; at = r.output.find("error:", at + 1)) ++errors;
+    CHECK(errors == 1);
+    CHECK(!contains(r.output, "solved"));
+  };
+  refused(config, "a file the case reads");
+  CHECK(test::read_text(config) == original);
+  refused("/dev/null", "not a regular file");
+  CHECK(fs::is_character_file("/dev/null"));
+  const fs::path fifo = dir / "fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  refused(fifo, "not a regular file");
+  CHECK(fs::is_fifo(fifo));
+  refused(dir.path(), "is a directory");
+  refused(dir / "no/out.h5", "does not exist");
+  const fs::path earlier = dir / "out.h5";
+  std::ofstream(earlier) << "an earlier result";
+  refused(earlier, "--overwrite");
+  CHECK(test::read_text(earlier) == "an earlier result");
 }
 
 TEST_CASE("under mpirun unconverged solves give exit status 3", "[app][mpi]") {
