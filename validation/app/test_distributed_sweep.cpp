@@ -4,7 +4,7 @@
 // a resume with another number of ranks completes the file; a killed rank ends the launch and the
 // finished points are kept for a resume; --stop-after stops every rank; an invalid case is
 // reported once; the exit status of unconverged solves reaches the shell. A build without MPI
-// refuses an MPI launch.
+// refuses an MPI launch. Outputs that would destroy a file are refused under mpirun as in one process.
 #include <sys/stat.h>
 
 #include <algorithm>
