@@ -78,10 +78,14 @@ __global__ void rowwise(const typename Vec2<Real>::type* x, typename Vec2<Real>:
 
 /// partial[r·gridDim.x + blockIdx.x] = Σ conj(a)·b (or Σ |a|² when is_norm, in .x) over the slices
 /// p ≡ blockIdx.x (mod gridDim.x) of rhs r = blockIdx.y, accumulated in double.
+/// With gridDim.z > 1 (the basis pass of dots()), a is the first of gridDim.z vectors `stride` apart and
+/// block z reduces vector z against b into partial[(z·rhs + r)·gridDim.x + blockIdx.x].
 template <class Real, bool is_norm>
 __global__ void reduce_rows(const typename Vec2<Real>::type* __restrict__ a,
                             const typename Vec2<Real>::type* __restrict__ b, double2* __restrict__ partial,
-                            int slices, int rhs, int block) {
+                            int slices, int rhs, int block, std::size_t stride) {
+  a += std::size_t(blockIdx.z) * stride;
+  partial += std::size_t(blockIdx.z) * rhs * gridDim.x;
   const int r = int(blockIdx.y);
   double re = 0, im = 0;
   for (int p = int(blockIdx.x); p < slices; p += int(gridDim.x)) {
@@ -118,6 +122,27 @@ __global__ void reduce_rows(const typename Vec2<Real>::type* __restrict__ a,
   }
 }
 
+/// y_r += Σ_{i<count} a_{i,r} V_{i,r} for the launch's rhs r = rhs_offset + blockIdx.y, V_i = basis + i·stride:
+/// coefficients a_{i,r} at coefficients.a[i·n + blockIdx.y] (n = gridDim.y); y read and written once.
+template <class Real>
+__global__ void combine_rows(const typename Vec2<Real>::type* __restrict__ basis, typename Vec2<Real>::type* y,
+                             RhsCoefficients coefficients, int count, std::size_t stride, int rhs_offset, int rhs,
+                             int block) {
+  const int r = rhs_offset + int(blockIdx.y), n = int(gridDim.y);
+  const std::size_t row = (std::size_t(blockIdx.x) * rhs + r) * block;
+  for (int j = threadIdx.x; j < block; j += blockDim.x) {
+    auto v = y[row + j];
+    for (int i = 0; i < count; ++i) {
+      const double2 a = coefficients.a[i * n + int(blockIdx.y)];
+      const Real ar = Real(a.x), ai = Real(a.y);
+      const auto u = basis[std::size_t(i) * stride + row + j];
+      v.x += ar * u.x - ai * u.y;
+      v.y += ar * u.y + ai * u.x;
+    }
+    y[row + j] = v;
+  }
+}
+
 /// Pinned host memory for the partial sums (cudaMemcpyAsync into it is truly asynchronous).
 class PinnedPartials {
  public:
@@ -149,8 +174,8 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
         // Enough blocks per rhs that rhs·blocks fills the device a few times over, never more than slices.
         reduce_blocks_(int(std::clamp<std::size_t>(1024 / std::max<std::size_t>(layout.rhs, 1), 1, layout.slices))),
         storage_(layout.size() * std::size_t(count)),
-        partial_device_(layout.rhs * std::size_t(reduce_blocks_)),
-        partial_host_(layout.rhs * std::size_t(reduce_blocks_)) {
+        partial_device_(std::size_t(count) * layout.rhs * std::size_t(reduce_blocks_)),
+        partial_host_(std::size_t(count) * layout.rhs * std::size_t(reduce_blocks_)) {
     EXPECTS(layout.slices <= 0x7fffffffu && layout.block <= 0x7fffffffu, "device vector space: layout too large");
     EXPECTS(layout.rhs <= 65535, "device vector space: at most 65535 right-hand sides per problem");
   }
@@ -161,14 +186,47 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   }
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
 
-  void dot(int x, int y, std::span<Scalar> out) override {
-    reduce<false>(x, y);
-    for (std::size_t r = 0; r < this->layout_.rhs; ++r) out[r] = partial_sum(r);
-  }
+  void dot(int x, int y, std::span<Scalar> out) override { dots(x, 1, y, out); }
 
   void norm(int x, std::span<double> out) override {
-    reduce<true>(x, x);
+    reduce<true>(x, 1, x);
     for (std::size_t r = 0; r < this->layout_.rhs; ++r) out[r] = std::sqrt(partial_sum(r).real());
+  }
+
+  void dots(int first, int count, int y, std::span<Scalar> out) override {
+    const std::size_t n = std::size_t(count) * this->layout_.rhs;
+    EXPECTS(out.size() >= n, "vector space: one dot per basis vector and right-hand side");
+    reduce<false>(first, count, y);
+    for (std::size_t k = 0; k < n; ++k) out[k] = partial_sum(k);
+  }
+
+  /// In launches of at most rhs_per_launch (basis vector, rhs) coefficients: rhs in groups of up to
+  /// rhs_per_launch, basis vectors in groups of rhs_per_launch / group size; all-zero groups skipped.
+  void combine(std::span<const Scalar> a, int first, int count, int y) override {
+    const BatchLayout& l = this->layout_;
+    EXPECTS(a.size() >= std::size_t(count) * l.rhs, "vector space: one coefficient per basis vector and right-hand side");
+    EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
+    V* target = reinterpret_cast<V*>(data(y));
+    for (std::size_t r0 = 0; r0 < l.rhs; r0 += rhs_per_launch) {
+      const std::size_t n = std::min<std::size_t>(rhs_per_launch, l.rhs - r0);
+      const int per_launch = int(rhs_per_launch / n);
+      for (int i0 = 0; i0 < count; i0 += per_launch) {
+        const int m = std::min(per_launch, count - i0);
+        RhsCoefficients c{};
+        bool any = false;
+        for (int i = 0; i < m; ++i)
+          for (std::size_t k = 0; k < n; ++k) {
+            const Scalar v = a[std::size_t(i0 + i) * l.rhs + r0 + k];
+            c.a[std::size_t(i) * n + k] = {v.real(), v.imag()};
+            any = any || v != Scalar(0);
+          }
+        if (!any) continue;
+        const dim3 grid(unsigned(l.slices), unsigned(n));
+        combine_rows<Real><<<grid, threads_per_block, 0, stream_>>>(vec(first + i0), target, c, m, l.size(), int(r0),
+                                                                    int(l.rhs), int(l.block));
+        CUDA_CHECK_LAUNCH();
+      }
+    }
   }
 
   void axpy(std::span<const Scalar> a, int x, int y) override { rowwise_launch<true>(a, x, y); }
@@ -194,22 +252,26 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
  private:
   [[nodiscard]] const V* vec(int i) { return reinterpret_cast<const V*>(data(i)); }
 
+  /// Partial sums of vectors first..first+count−1 against y (or the norm of `first`), copied to the
+  /// host; synchronises with the stream.
   template <bool is_norm>
-  void reduce(int x, int y) {
+  void reduce(int first, int count, int y) {
     const BatchLayout& l = this->layout_;
-    const dim3 grid(unsigned(reduce_blocks_), unsigned(l.rhs));
-    reduce_rows<Real, is_norm><<<grid, threads_per_block, 0, stream_>>>(vec(x), vec(y), partial_device_.data(),
-                                                                          int(l.slices), int(l.rhs), int(l.block));
+    EXPECTS(count >= 1 && first >= 0 && first + count <= this->count_, "vector space: basis out of range");
+    const dim3 grid(unsigned(reduce_blocks_), unsigned(l.rhs), unsigned(count));
+    reduce_rows<Real, is_norm><<<grid, threads_per_block, 0, stream_>>>(
+        vec(first), vec(y), partial_device_.data(), int(l.slices), int(l.rhs), int(l.block), l.size());
     CUDA_CHECK_LAUNCH();
-    CUDA_TRY(cudaMemcpyAsync(partial_host_.data(), partial_device_.data(), partial_device_.bytes(),
+    const std::size_t used = std::size_t(count) * l.rhs * std::size_t(reduce_blocks_);
+    CUDA_TRY(cudaMemcpyAsync(partial_host_.data(), partial_device_.data(), used * sizeof(double2),
                              cudaMemcpyDeviceToHost, stream_));
     CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
-  /// The partial sums of rhs r, added in block order.
-  Scalar partial_sum(std::size_t r) {
+  /// The partial sums of result k (= i·rhs + r), added in block order.
+  Scalar partial_sum(std::size_t k) {
     Scalar sum = 0;
-    const double2* p = partial_host_.data() + r * std::size_t(reduce_blocks_);
+    const double2* p = partial_host_.data() + k * std::size_t(reduce_blocks_);
     for (int b = 0; b < reduce_blocks_; ++b) sum += Scalar(p[b].x, p[b].y);
     return sum;
   }

@@ -56,7 +56,7 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   v.norm(B, b_norm);
   std::vector<SolveStats> stats(nr);
   std::vector<char> done(nr, 0);
-  std::vector<Scalar> coef(nr);
+  std::vector<Scalar> coef(nr), projections(std::size_t(m + 1) * nr);  // projections[i·nr + r]
   // Per rhs: Hessenberg (m+1)×m column-major, rotations, rhs g, Krylov dimension reached.
   std::vector<std::vector<Scalar>> h(nr, std::vector<Scalar>(std::size_t(m + 1) * m));
   std::vector<std::vector<Givens>> rot(nr, std::vector<Givens>(m));
@@ -94,15 +94,21 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
     v.scale(coef, V0);
     for (int j = 0; j < m; ++j) {
       op.apply(v.data(V0 + j), v.data(V0 + j + 1));
-      // Modified Gram–Schmidt, per rhs scalars.
-      for (int i = 0; i <= j; ++i) {
-        v.dot(V0 + i, V0 + j + 1, coef);
-        for (std::size_t r = 0; r < nr; ++r) {
-          if (!in_cycle[r]) coef[r] = 0;
-          h[r][std::size_t(j) * (m + 1) + i] = coef[r];
-          coef[r] = -coef[r];
-        }
-        v.axpy(coef, V0 + i, V0 + j + 1);
+      // Classical Gram–Schmidt twice (CGS2: Giraud, Langou, Rozložník 2005, as orthogonal as modified
+      // Gram–Schmidt in practice): each pass reads the basis once, h = Vᴴw, w −= V h, instead of j + 1
+      // dependent dot/axpy pairs (on a GPU, j + 1 synchronisations per step; here two).
+      const int basis = j + 1;
+      for (int pass = 0; pass < 2; ++pass) {
+        v.dots(V0, basis, V0 + j + 1, projections);
+        for (int i = 0; i < basis; ++i)
+          for (std::size_t r = 0; r < nr; ++r) {
+            Scalar& c = projections[std::size_t(i) * nr + r];
+            if (!in_cycle[r]) c = 0;
+            Scalar& hij = h[r][std::size_t(j) * (m + 1) + i];
+            hij = pass == 0 ? c : hij + c;
+            c = -c;
+          }
+        v.combine(projections, V0, basis, V0 + j + 1);
       }
       v.norm(V0 + j + 1, hn);
       bool any_in_cycle = false;
@@ -136,10 +142,9 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
         y[r][i] = sum / h[r][std::size_t(i) * (m + 1) + i];
       }
     }
-    for (int i = 0; i < k_max; ++i) {
-      for (std::size_t r = 0; r < nr; ++r) coef[r] = i < k[r] ? y[r][i] : 0.0;
-      v.axpy(coef, V0 + i, X);
-    }
+    for (int i = 0; i < k_max; ++i)
+      for (std::size_t r = 0; r < nr; ++r) projections[std::size_t(i) * nr + r] = i < k[r] ? y[r][i] : 0.0;
+    if (k_max > 0) v.combine(projections, V0, k_max, X);
   }
   v.download(X, x_host);
   return stats;

@@ -19,35 +19,59 @@ class HostVectorSpace final : public VectorSpace<Real> {
   using typename VectorSpace<Real>::Complex;
   using typename VectorSpace<Real>::Scalar;
   HostVectorSpace(const BatchLayout& layout, int count)
-      : VectorSpace<Real>(layout, count), storage_(layout.size() * std::size_t(count)) {}
+      : VectorSpace<Real>(layout, count),
+        storage_(layout.size() * std::size_t(count)),
+        partials_(std::min<std::size_t>(reduction_chunks, layout.slices) * std::size_t(count) * layout.rhs) {}
 
   Complex* data(int i) override { return storage_.data() + std::size_t(i) * this->layout_.size(); }
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
 
-  void dot(int x, int y, std::span<Scalar> out) override {
-    const BatchLayout& l = this->layout_;
-    const Complex *a = data(x), *b = data(y);
-    for (std::size_t r = 0; r < l.rhs; ++r) {
-      Scalar sum = 0;
-      for (std::size_t p = 0; p < l.slices; ++p) {
-        const std::size_t off = (p * l.rhs + r) * l.block;
-        for (std::size_t j = 0; j < l.block; ++j) sum += std::conj(Scalar(a[off + j])) * Scalar(b[off + j]);
-      }
-      out[r] = sum;
-    }
-  }
+  void dot(int x, int y, std::span<Scalar> out) override { dots(x, 1, y, out); }
 
   void norm(int x, std::span<double> out) override {
     const BatchLayout& l = this->layout_;
-    const Complex* a = data(x);
-    for (std::size_t r = 0; r < l.rhs; ++r) {
+    std::vector<Scalar> sums(l.rhs);
+    reduce(1, sums, [&](std::size_t, std::size_t p, std::size_t r, Scalar* acc) {
+      const Complex* a = data(x) + (p * l.rhs + r) * l.block;
       double sum = 0;
-      for (std::size_t p = 0; p < l.slices; ++p) {
-        const std::size_t off = (p * l.rhs + r) * l.block;
-        for (std::size_t j = 0; j < l.block; ++j) sum += std::norm(Scalar(a[off + j]));
+      for (std::size_t j = 0; j < l.block; ++j) sum += std::norm(Scalar(a[j]));
+      acc[0] += sum;
+    });
+    for (std::size_t r = 0; r < l.rhs; ++r) out[r] = std::sqrt(sums[r].real());
+  }
+
+  void dots(int first, int count, int y, std::span<Scalar> out) override {
+    const BatchLayout& l = this->layout_;
+    EXPECTS(out.size() >= std::size_t(count) * l.rhs, "vector space: one dot per basis vector and right-hand side");
+    reduce(std::size_t(count), out, [&](std::size_t, std::size_t p, std::size_t r, Scalar* acc) {
+      const std::size_t off = (p * l.rhs + r) * l.block;
+      const Complex* b = data(y) + off;
+      for (int i = 0; i < count; ++i) {
+        const Complex* a = data(first + i) + off;
+        Scalar sum = 0;
+        for (std::size_t j = 0; j < l.block; ++j) sum += std::conj(Scalar(a[j])) * Scalar(b[j]);
+        acc[std::size_t(i) * l.rhs] += sum;
       }
-      out[r] = std::sqrt(sum);
-    }
+    });
+  }
+
+  void combine(std::span<const Scalar> a, int first, int count, int y) override {
+    const BatchLayout& l = this->layout_;
+    EXPECTS(a.size() >= std::size_t(count) * l.rhs, "vector space: one coefficient per basis vector and right-hand side");
+    EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
+    Complex* v = data(y);
+#pragma omp parallel for schedule(static) if (l.size() * std::size_t(count) >= parallel_threshold)
+    for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
+      for (std::size_t r = 0; r < l.rhs; ++r) {
+        const std::size_t off = (p * l.rhs + r) * l.block;
+        for (int i = 0; i < count; ++i) {
+          const Scalar ai = a[std::size_t(i) * l.rhs + r];
+          if (ai == Scalar(0)) continue;
+          const Complex c(ai);
+          const Complex* u = data(first + i) + off;
+          for (std::size_t j = 0; j < l.block; ++j) v[off + j] += c * u[j];
+        }
+      }
   }
 
   void axpy(std::span<const Scalar> a, int x, int y) override {
@@ -92,7 +116,33 @@ class HostVectorSpace final : public VectorSpace<Real> {
   }
 
  private:
+  /// Per-rhs sums of `terms` values each (out[t·rhs + r]): `row(chunk, p, r, acc)` adds row (p, r)'s
+  /// contributions to acc[t·rhs] (acc points at rhs r of the chunk's partials). The slices are split
+  /// into a fixed number of chunks (not one per thread), each summed in order, the chunks added in
+  /// order: the same result for any number of threads.
+  template <class Row>
+  void reduce(std::size_t terms, std::span<Scalar> out, Row row) {
+    const BatchLayout& l = this->layout_;
+    const std::size_t chunks = std::min<std::size_t>(reduction_chunks, l.slices);
+    const std::size_t per = terms * l.rhs;
+    EXPECTS(chunks * per <= partials_.size(), "vector space: more dots than basis vectors");
+    std::fill(partials_.begin(), partials_.begin() + std::ptrdiff_t(chunks * per), Scalar(0));
+#pragma omp parallel for schedule(dynamic) if (l.size() * terms >= parallel_threshold)
+    for (std::ptrdiff_t c = 0; c < std::ptrdiff_t(chunks); ++c) {
+      const std::size_t p0 = l.slices * std::size_t(c) / chunks, p1 = l.slices * std::size_t(c + 1) / chunks;
+      for (std::size_t p = p0; p < p1; ++p)
+        for (std::size_t r = 0; r < l.rhs; ++r) row(std::size_t(c), p, r, partials_.data() + c * per + r);
+    }
+    for (std::size_t k = 0; k < per; ++k) {
+      Scalar sum = 0;
+      for (std::size_t c = 0; c < chunks; ++c) sum += partials_[c * per + k];
+      out[k] = sum;
+    }
+  }
+
+  static constexpr std::size_t reduction_chunks = 64;
   std::vector<Complex> storage_;
+  std::vector<Scalar> partials_;  // reduce()'s chunk sums, for up to count() terms
 };
 
 }  // namespace

@@ -43,6 +43,11 @@ class VectorSpace {
   virtual void axpy(std::span<const Scalar> a, int x, int y) = 0;
   /// x_r *= a[r].
   virtual void scale(std::span<const Scalar> a, int x) = 0;
+  /// The basis pass of classical Gram–Schmidt: out[i·rhs + r] = Σ conj(V_{first+i, r})·y_r for
+  /// 0 ≤ i < count, reading each basis vector once (device: one launch and one synchronisation).
+  virtual void dots(int first, int count, int y, std::span<Scalar> out) = 0;
+  /// y_r += Σ_{i<count} a[i·rhs + r]·V_{first+i, r} (y not among the V_i): one pass over y.
+  virtual void combine(std::span<const Scalar> a, int first, int count, int y) = 0;
   /// y ← x.
   virtual void copy(int x, int y) = 0;
   /// Vector i ← host data (layout().size() elements), and back.
@@ -55,7 +60,8 @@ class VectorSpace {
   int count_;
 };
 
-/// Host vectors (OpenMP over slices for the element-wise work; reductions in complex128).
+/// Host vectors: OpenMP over slices; reductions in complex128, summed over a fixed partition of the
+/// slices so that results do not depend on the number of threads.
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> make_host_vector_space(const BatchLayout& layout, int count);
 

@@ -1,0 +1,108 @@
+// physics/vector_space.cpp: the host batched vectors against direct sums over the layout of
+// vector_space.hpp, in both precisions; the basis pass of classical Gram–Schmidt (dots, combine)
+// against the one-vector operations; reductions independent of the number of OpenMP threads.
+#include <omp.h>
+
+#include <cmath>
+#include <complex>
+#include <vector>
+
+#include "physics/vector_space.hpp"
+#include "validation/support/catch.hpp"
+#include "validation/support/compare.hpp"
+#include "validation/support/random.hpp"
+
+using namespace gratingsim;
+using namespace gratingsim::physics;
+using Scalar = std::complex<double>;
+
+namespace {
+
+template <class Real>
+double tolerance() {
+  return std::is_same_v<Real, float> ? 2e-5 : 1e-13;
+}
+
+/// Σ_j conj(a)·b over the elements of rhs r, in complex128, straight from the layout's definition.
+template <class Real>
+Scalar direct_dot(const BatchLayout& l, const std::complex<Real>* a, const std::complex<Real>* b, std::size_t r) {
+  Scalar sum = 0;
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) {
+      const std::size_t e = (p * l.rhs + r) * l.block + j;
+      sum += std::conj(Scalar(a[e])) * Scalar(b[e]);
+    }
+  return sum;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("host vector space: dots, combine, norm and axpy against direct sums", "[physics][vector_space]",
+                   float, double) {
+  using Complex = std::complex<TestType>;
+  // Large enough for the parallel paths (2^16 elements) and more slices than reduction chunks.
+  for (const BatchLayout l : {BatchLayout{3, 2, 5}, BatchLayout{150, 3, 201}}) {
+    INFO("slices " << l.slices << ", rhs " << l.rhs << ", block " << l.block);
+    const int basis = 6, y = basis, count = basis + 2;
+    auto space = make_host_vector_space<TestType>(l, count);
+    std::vector<std::vector<Complex>> v;
+    for (int i = 0; i <= basis; ++i) {
+      v.push_back(test::random_complex<TestType>(l.size()));
+      space->upload(v.back(), i);
+    }
+    const double scale = double(l.slices * l.block);
+    // dots: one pass over the basis, equal to the one-vector dot and to the direct sum
+    std::vector<Scalar> got(std::size_t(basis) * l.rhs, test::poison<double>()), one(l.rhs);
+    space->dots(0, basis, y, got);
+    for (int i = 0; i < basis; ++i) {
+      space->dot(i, y, one);
+      for (std::size_t r = 0; r < l.rhs; ++r) {
+        const Scalar expect = direct_dot(l, v[i].data(), v[y].data(), r);
+        CHECK(std::abs(got[std::size_t(i) * l.rhs + r] - expect) <= tolerance<TestType>() * scale);
+        CHECK(std::abs(one[r] - expect) <= tolerance<TestType>() * scale);
+      }
+    }
+    // norm
+    std::vector<double> norms(l.rhs, std::nan(""));
+    space->norm(y, norms);
+    for (std::size_t r = 0; r < l.rhs; ++r)
+      CHECK(std::abs(norms[r] - std::sqrt(direct_dot(l, v[y].data(), v[y].data(), r).real())) <=
+            tolerance<TestType>() * scale);
+    // combine: y_r += Σ_i a_{i,r} V_{i,r}, one coefficient left at zero
+    std::vector<Scalar> a(std::size_t(basis) * l.rhs);
+    for (auto& c : a) c = Scalar(test::random_complex<double>(1)[0]);
+    a[1] = 0;
+    space->combine(a, 0, basis, y);
+    std::vector<Complex> out(l.size(), test::poison<TestType>());
+    space->download(y, out);
+    double worst = 0;
+    for (std::size_t p = 0; p < l.slices; ++p)
+      for (std::size_t r = 0; r < l.rhs; ++r)
+        for (std::size_t j = 0; j < l.block; ++j) {
+          const std::size_t e = (p * l.rhs + r) * l.block + j;
+          Scalar expect = Scalar(v[y][e]);
+          for (int i = 0; i < basis; ++i) expect += a[std::size_t(i) * l.rhs + r] * Scalar(v[i][e]);
+          worst = std::max(worst, std::abs(Scalar(out[e]) - expect));
+        }
+    CHECK(worst <= tolerance<TestType>() * 10);
+    // combining into one of the basis vectors is refused
+    CHECK_THROWS(space->combine(a, 0, basis, 2));
+  }
+}
+
+TEST_CASE("host vector space: reductions do not depend on the number of threads", "[physics][vector_space]") {
+  const BatchLayout l{200, 2, 300};
+  auto space = make_host_vector_space<double>(l, 3);
+  space->upload(test::random_complex<double>(l.size()), 0);
+  space->upload(test::random_complex<double>(l.size()), 1);
+  const int threads = omp_get_max_threads();
+  std::vector<Scalar> reference(2 * l.rhs), got(2 * l.rhs);
+  omp_set_num_threads(1);
+  space->dots(0, 2, 1, reference);
+  for (int t : {2, 3, 7}) {
+    omp_set_num_threads(t);
+    space->dots(0, 2, 1, got);
+    CHECK(got == reference);  // bit for bit
+  }
+  omp_set_num_threads(threads);
+}
