@@ -1,7 +1,8 @@
 // gpu-fused: the whole FFT convolution of the batch in one kernel launch (../shared/design/convolution.md),
 // for the scalar problem and for any pattern. This file is the plan: kernel spectra, launch
 // configuration, can_implement, workspace_bytes, the factory. The kernels and their shared-memory
-// layout are in gpu_fused/kernel.cuh, the FFT building blocks in gpu_fused/fft_primitives.cuh.
+// layout are in gpu_fused/kernel.cuh (instantiated in gpu_fused/*_kernels_*.cu), the FFT building
+// blocks in gpu_fused/fft_primitives.cuh.
 //
 // Limits: L1, L2 powers of two ≤ 128 (templates), and the shared memory of one round: one field (scalar)
 // or one group of one output set (patterns: max(P_s, Q_s) blocks of H1·(L2 + 1) values, so at least
@@ -26,44 +27,6 @@
 namespace gratingsim::conv::detail {
 namespace fused {
 namespace {
-
-template <class Real>
-using ScalarKernel = void (*)(FusedParams<Real>);
-template <class Real>
-using PatternKernel = void (*)(PatternParams<Real>);
-
-template <class Real>
-struct KernelChoice {
-  ScalarKernel<Real> kernel = nullptr;
-  int threads = 0;  // block_threads of the instantiation
-};
-
-/// The instantiation of the scalar kernel for (L1, L2), powers of two ≤ 128.
-template <class Real>
-KernelChoice<Real> select_kernel(int l1, int l2) {
-  KernelChoice<Real> choice;
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8))
-          ? void(choice = {&fused_convolution<Real, 1 << (I / 8), 1 << (I % 8)>,
-                           block_threads<Real, 1 << (I / 8), 1 << (I % 8)>()})
-          : void()),
-     ...);
-  }(std::make_integer_sequence<int, 64>{});
-  return choice;
-}
-
-/// The instantiation of the pattern kernel for (L1, L2).
-template <class Real>
-PatternKernel<Real> select_pattern_kernel(int l1, int l2) {
-  PatternKernel<Real> kernel = nullptr;
-  [&]<int... I>(std::integer_sequence<int, I...>) {
-    ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8))
-          ? void(kernel = &fused_pattern_convolution<Real, 1 << (I / 8), 1 << (I % 8)>)
-          : void()),
-     ...);
-  }(std::make_integer_sequence<int, 64>{});
-  return kernel;
-}
 
 constexpr bool power_of_two(int l) { return l >= 1 && (l & (l - 1)) == 0; }
 constexpr std::size_t round16(std::size_t bytes) { return (bytes + 15) / 16 * 16; }

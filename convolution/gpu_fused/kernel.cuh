@@ -38,6 +38,7 @@
 // complex64: 3 slots of 66 KB), grouping outputs that read the same inputs; an input read by two sets
 // is read and transformed by both. Where no split fits, the plan refuses.
 #include <cstddef>
+#include <utility>
 
 #include "convolution/gpu_fused/fft_primitives.cuh"
 
@@ -589,6 +590,53 @@ __global__ void __launch_bounds__(pattern_block_threads)
         [&](int b) { return output_block(g0 + b / outputs, b % outputs); }, twiddles2);
   }
 }
+
+// ---- the instantiations, by FFT lengths -------------------------------------------------------------------
+// Each kernel and precision is instantiated in its own translation unit (gpu_fused/*_kernels_*.cu), so
+// that the four compile in parallel; the plan only looks them up.
+
+template <class Real>
+using ScalarKernel = void (*)(FusedParams<Real>);
+template <class Real>
+using PatternKernel = void (*)(PatternParams<Real>);
+
+template <class Real>
+struct KernelChoice {
+  ScalarKernel<Real> kernel = nullptr;
+  int threads = 0;  // block_threads of the instantiation
+};
+
+/// The instantiation of the scalar kernel for (L1, L2), powers of two ≤ 128.
+template <class Real>
+KernelChoice<Real> select_kernel(int l1, int l2) {
+  KernelChoice<Real> choice;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8))
+          ? void(choice = {&fused_convolution<Real, 1 << (I / 8), 1 << (I % 8)>,
+                           block_threads<Real, 1 << (I / 8), 1 << (I % 8)>()})
+          : void()),
+     ...);
+  }(std::make_integer_sequence<int, 64>{});
+  return choice;
+}
+
+/// The instantiation of the pattern kernel for (L1, L2).
+template <class Real>
+PatternKernel<Real> select_pattern_kernel(int l1, int l2) {
+  PatternKernel<Real> kernel = nullptr;
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8))
+          ? void(kernel = &fused_pattern_convolution<Real, 1 << (I / 8), 1 << (I % 8)>)
+          : void()),
+     ...);
+  }(std::make_integer_sequence<int, 64>{});
+  return kernel;
+}
+
+extern template KernelChoice<float> select_kernel<float>(int, int);
+extern template KernelChoice<double> select_kernel<double>(int, int);
+extern template PatternKernel<float> select_pattern_kernel<float>(int, int);
+extern template PatternKernel<double> select_pattern_kernel<double>(int, int);
 
 // ---- the spectra: Ŝ(k1, k2) = Σ_n χ(n) W_{L1}^{n1 k1} W_{L2}^{n2 k2} / (L1 L2), in double -------------
 

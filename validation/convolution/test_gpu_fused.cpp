@@ -257,7 +257,7 @@ TEMPLATE_TEST_CASE("gpu-fused pattern problems equal cpu-direct", "[convolution]
   check_fused_patterns<TestType>(test::test_patterns(), fused_pattern_shapes());
 }
 
-TEMPLATE_TEST_CASE("gpu-fused pattern problems at every FFT length of the problem cases, small batches",
+TEMPLATE_TEST_CASE("gpu-fused pattern problems at every FFT length of the problem cases in small batches",
                    "[convolution][gpu-fused][pattern][sanitize]", float, double) {
   // Small enough for compute-sanitizer: the NV patterns and one random pattern, a partial round each.
   const std::vector<test::NamedGeometry> shapes{
