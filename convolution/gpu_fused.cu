@@ -44,6 +44,7 @@ int shared_memory_limit() {
 /// Offsets (bytes) into the dynamic shared memory of a kernel and its size.
 struct SharedLayout {
   std::size_t buf_offset = 0, stage_offset = 0, twiddle_offset = 0, bytes = 0;
+  std::size_t spectra_offset = 0;  // patterns
 };
 
 template <class Real>
@@ -69,36 +70,75 @@ SharedLayout scalar_layout(const Problem& g, int fields, bool stage) {
   return {spectrum, spectrum + buf, spectrum + buf + staged, spectrum + buf + staged + twiddle_bytes<Real>(g)};
 }
 
-/// The pattern kernel running `groups` groups per round of `slots` buf blocks, staging `inputs` blocks
-/// per group or none; its output set at offset 0.
+/// One spectrum in shared memory: L2 columns of L1 values, padded as the scalar kernel's.
 template <class Real>
-SharedLayout pattern_layout(const Problem& g, int groups, int slots, int inputs, bool stage) {
+std::size_t shared_spectrum_bytes(const Problem& g) {
+  return std::size_t(g.l2) * (g.l1 + spectrum_column_pad<Real>(g.l1) * spectrum_width<Real>(g.l1)) * sizeof(Cx<Real>);
+}
+
+/// The pattern kernel running `groups` groups per round of `slots` buf blocks, staging `inputs` blocks
+/// per group or none, with `spectra` spectra in shared memory; its output set at offset 0.
+template <class Real>
+SharedLayout pattern_layout(const Problem& g, int groups, int slots, int inputs, bool stage, int spectra) {
   const std::size_t set = round16(sizeof(OutputSet));
+  const std::size_t staged_spectra = round16(std::size_t(spectra) * shared_spectrum_bytes<Real>(g));
   const std::size_t buf = round16(std::size_t(groups) * slots * block_bytes<Real>(g));
   const std::size_t staged =
       stage ? round16(std::size_t(groups) * inputs * g.field_size() * sizeof(Cx<Real>)) : 0;
-  return {set, set + buf, set + buf + staged, set + buf + staged + twiddle_bytes<Real>(g)};
+  const std::size_t b = set + staged_spectra;
+  return {b, b + buf, b + buf + staged, b + buf + staged + twiddle_bytes<Real>(g), set};
+}
+
+/// Groups per round the pattern kernel aims at: two columns per team (as fields per round of the
+/// scalar kernel), at most per_slice.
+template <class Real>
+int target_groups(const Problem& g) {
+  const AxisShape a1 = axis_shape<Real>(g.l1);
+  const bool paired = a1.a == 1 && a1.h == 16;  // threads on one column: a team, or two (one per parity)
+  return std::clamp(2 * pattern_block_threads / (g.l2 * (paired ? 2 : a1.a)), 1, g.per_slice);
 }
 
 /// The outputs split into output sets (kernel.cuh), or why the pattern cannot be served.
 struct SetPlan {
   std::vector<OutputSet> sets;
-  int slots = 0;   // buf blocks per group: the largest max(P_s, Q_s)
-  int inputs = 0;  // the largest Q_s
+  int slots = 0;    // buf blocks per group: the largest max(P_s, Q_s)
+  int inputs = 0;   // the largest Q_s
+  int spectra = 0;  // the most spectra of a set in shared memory (0: spectra read from global memory)
+  int reads = 0;    // input blocks read per group: Σ_s Q_s
   std::string refusal;
 };
 
 /// Greedy: outputs ordered by the set of inputs they read (outputs reading the same inputs side by
 /// side), each added to the current set while its inputs stay ≤ max_set_inputs, its outputs
-/// ≤ max_set_outputs and max(P_s, Q_s) blocks of one group fit in `shared_max` bytes.
+/// ≤ max_set_outputs and the set fits in `shared_max` bytes: max(P_s, Q_s) blocks of one group; with
+/// `shared_spectra`, its spectra too, beside target_groups() groups and their staged inputs.
 template <class Real>
-SetPlan plan_output_sets(const Problem& g, std::size_t shared_max) {
+SetPlan plan_output_sets(const Problem& g, std::size_t shared_max, bool shared_spectra) {
   SetPlan plan;
   const std::string shape = "L1 = " + std::to_string(g.l1) + ", L2 = " + std::to_string(g.l2) + " in " +
                             precision_name(sizeof(Real)) + " precision";
   int max_slots = 0;
-  while (pattern_layout<Real>(g, 1, max_slots + 1, 0, false).bytes <= shared_max) ++max_slots;
-  const auto slots_bytes = [&](int slots) { return pattern_layout<Real>(g, 1, slots, 0, false).bytes; };
+  while (pattern_layout<Real>(g, 1, max_slots + 1, 0, false, 0).bytes <= shared_max) ++max_slots;
+  const auto slots_bytes = [&](int slots) { return pattern_layout<Real>(g, 1, slots, 0, false, 0).bytes; };
+  const int groups = target_groups<Real>(g);
+  // Distinct kernels of the terms of `outputs`.
+  const auto kernels_of = [&](const std::vector<int>& outputs) {
+    std::vector<int> k;
+    for (const Term& t : g.pattern)
+      if (std::find(outputs.begin(), outputs.end(), t.output) != outputs.end() &&
+          std::find(k.begin(), k.end(), t.kernel) == k.end())
+        k.push_back(t.kernel);
+    return k;
+  };
+  // Whether a set of these outputs reading `inputs` inputs fits.
+  const auto fits = [&](const std::vector<int>& outputs, int inputs) {
+    const int slots = std::max(int(outputs.size()), inputs);
+    if (inputs > max_set_inputs || int(outputs.size()) > max_set_outputs || slots > max_slots) return false;
+    if (!shared_spectra) return true;
+    const int spectra = int(kernels_of(outputs).size());
+    return spectra <= max_set_spectra &&
+           pattern_layout<Real>(g, groups, slots, inputs, true, spectra).bytes <= shared_max;
+  };
 
   std::vector<std::uint64_t> reads(g.outputs, 0);  // bit q: output o reads input q
   for (const Term& t : g.pattern)
@@ -132,11 +172,16 @@ SetPlan plan_output_sets(const Problem& g, std::size_t shared_max) {
                      std::to_string(shared_max);
       return plan;
     }
+    if (shared_spectra && !fits({o}, own)) {
+      plan.refusal = "cannot hold output " + std::to_string(o) + "'s spectra in shared memory";
+      return plan;
+    }
     if (!members.empty()) {
       const std::uint64_t joined = set_reads.back() | reads[o];
-      const int outputs = int(members.back().size()) + 1, inputs = std::popcount(joined);
-      if (inputs <= max_set_inputs && outputs <= max_set_outputs && std::max(outputs, inputs) <= max_slots) {
-        members.back().push_back(o);
+      std::vector<int> outputs = members.back();
+      outputs.push_back(o);
+      if (fits(outputs, std::popcount(joined))) {
+        members.back() = outputs;
         set_reads.back() = joined;
         continue;
       }
@@ -155,19 +200,43 @@ SetPlan plan_output_sets(const Problem& g, std::size_t shared_max) {
     set.outputs = int(members[s].size());
     for (int q = 0; q < g.inputs; ++q)
       if (set_reads[s] >> q & 1) set.input[set.inputs++] = q;
+    const std::vector<int> kernels = kernels_of(members[s]);
+    if (shared_spectra) {
+      set.spectra = int(kernels.size());
+      std::copy(kernels.begin(), kernels.end(), set.spectrum);
+    }
     for (int o = 0; o < set.outputs; ++o) {
       set.output[o] = members[s][o];
       for (int q = 0; q < max_set_inputs; ++q) set.kernel[o][q] = -1;
       for (const Term& t : g.pattern)
         if (t.output == set.output[o])
           for (int q = 0; q < set.inputs; ++q)
-            if (set.input[q] == t.input) set.kernel[o][q] = t.kernel;
+            if (set.input[q] == t.input)  // the staged spectrum's index, or the kernel itself
+              set.kernel[o][q] = shared_spectra ? int(std::find(kernels.begin(), kernels.end(), t.kernel) -
+                                                      kernels.begin())
+                                                : t.kernel;
     }
     plan.sets.push_back(set);
     plan.slots = std::max({plan.slots, set.inputs, set.outputs});
     plan.inputs = std::max(plan.inputs, set.inputs);
+    plan.spectra = std::max(plan.spectra, set.spectra);
+    plan.reads += set.inputs;
   }
   return plan;
+}
+
+/// The spectra in shared memory where every set's fit beside target_groups() groups and the sets read
+/// each input at most twice on average (case 3 in complex64: 5 reads of 3 inputs); else from global
+/// memory (L2) with the fewest sets that fit.
+template <class Real>
+SetPlan plan_pattern_sets(const Problem& g, std::size_t shared_max) {
+  SetPlan shared = plan_output_sets<Real>(g, shared_max, true);
+  if (shared.refusal.empty()) {
+    std::uint64_t used = 0;
+    for (const Term& t : g.pattern) used |= std::uint64_t(1) << (t.input % 64);
+    if (shared.reads <= 2 * std::popcount(used)) return shared;
+  }
+  return plan_output_sets<Real>(g, shared_max, false);
 }
 
 /// Whether the kernels can serve the (resolved) problem in Real on the current device, and why not.
@@ -186,7 +255,7 @@ Support check_problem(const Problem& g) {
                          precision_name(sizeof(Real)) + " precision; the device allows " + std::to_string(shared_max));
     return {};
   }
-  const SetPlan plan = plan_output_sets<Real>(g, shared_max);
+  const SetPlan plan = plan_pattern_sets<Real>(g, shared_max);
   if (!plan.refusal.empty()) return unsupported(plan.refusal);
   return {};
 }
@@ -333,15 +402,16 @@ class GpuFused final : public Convolution<Real> {
     const AxisShape a1 = axis_shape<Real>(g.l1);
     pattern_kernel_ = kernel;
     query_device();
-    const SetPlan sets = plan_output_sets<Real>(g, std::size_t(shared_max_));
+    const SetPlan sets = plan_pattern_sets<Real>(g, std::size_t(shared_max_));
     SUPPORTS(sets.refusal.empty(), "gpu-fused " + sets.refusal);
 
-    // Groups per round as fields per round of the scalar kernel: two columns per team.
     const bool paired = a1.a == 1 && a1.h == 16;
     const int column_threads = g.l2 * (paired ? 2 : a1.a);
-    int groups = std::clamp(2 * pattern_block_threads / column_threads, 1, g.per_slice);
+    int groups = target_groups<Real>(g);
     bool stage = true;
-    const auto layout_of = [&] { return pattern_layout<Real>(g, groups, sets.slots, sets.inputs, stage); };
+    const auto layout_of = [&] {
+      return pattern_layout<Real>(g, groups, sets.slots, sets.inputs, stage, sets.spectra);
+    };
     SharedLayout layout = layout_of();
     while (groups > 1 && layout.bytes > std::size_t(shared_max_)) --groups, layout = layout_of();
     if (layout.bytes > std::size_t(shared_max_)) stage = false, layout = layout_of();
@@ -356,7 +426,7 @@ class GpuFused final : public Convolution<Real> {
 
     const int set_count = int(sets.sets.size());
     const int rounds_total = (g.per_slice + groups - 1) / groups;
-    const int rounds = rounds_per_cta(rounds_total, set_count, false, per_sm);
+    const int rounds = rounds_per_cta(rounds_total, set_count, sets.spectra > 0, per_sm);
     PatternParams<Real> p{};
     p.n1 = g.n1;
     p.n2 = g.n2;
@@ -370,6 +440,8 @@ class GpuFused final : public Convolution<Real> {
     p.ctas_per_set = (g.per_slice + p.groups_per_cta - 1) / p.groups_per_cta;
     p.slots = sets.slots;
     p.stage = stage ? 1 : 0;
+    p.spectra_shared = sets.spectra > 0 ? 1 : 0;
+    p.spectra_offset = unsigned(layout.spectra_offset);
     p.buf_offset = unsigned(layout.buf_offset);
     p.stage_offset = unsigned(layout.stage_offset);
     p.twiddle_offset = unsigned(layout.twiddle_offset);

@@ -21,8 +21,9 @@
 //
 // Shared memory per CTA (one slice; fields, or groups, of the slice in rounds of F at a time):
 //   spectrum   Ŝ of the slice, per column the L1 values in the order the threads own them (once per CTA);
-//              read from global (L2 cache) instead where it does not fit (complex128 with L1·L2 > 8192),
-//              and always for patterns (K spectra per slice)
+//              read from global (L2 cache) instead where it does not fit (complex128 with L1·L2 > 8192).
+//              Patterns: the spectra of the CTA's output set where they fit beside its buf, else all
+//              read from global memory where used (every group reads them again, from L2)
 //   buf        F × slots × H1 rows × (L2 + 1): the row spectra X and then Y; the +1 skew and the assignment
 //              of rows/columns to teams keep every access free of bank conflicts; the exchanges of a
 //              column's (row's) transform go through that column's (row's) own storage. A scalar field
@@ -36,7 +37,10 @@
 // inputs their terms read (at most max_set_inputs, the U_q held in registers). The plan splits the
 // outputs into sets where one group's max(P_s, Q_s) slots would not fit in shared memory (case 4 in
 // complex64: 3 slots of 66 KB), grouping outputs that read the same inputs; an input read by two sets
-// is read and transformed by both. Where no split fits, the plan refuses.
+// is read and transformed by both. Where no split fits, the plan refuses. Where the sets' spectra fit
+// in shared memory beside their slots (the plan's choice, e.g. case 3 in complex64: {J_x, J_y},
+// {D_x, D_y}, {J_z}, 3 spectra of 33 KB each at most), each is read once per CTA instead of once per
+// group: the fields then cost 5 input reads instead of 3, the spectra 1/16 of what L2 would serve.
 #include <cstddef>
 #include <utility>
 
@@ -234,29 +238,33 @@ __device__ __forceinline__ void scalar_columns(int fields, int n1, Cx<Real>* buf
 /// kernel of the term (output position o, input position q) within the slice, −1 where there is none.
 constexpr int max_set_inputs = 4;    // U_q held in registers: 4 · L1/A values per thread
 constexpr int max_set_outputs = 16;  // outputs are transformed one at a time: a table size only
+constexpr int max_set_spectra = 16;  // spectra of a set staged in shared memory
 constexpr int max_sets = 8;
 struct OutputSet {
   int inputs, outputs;            // Q_s, P_s
+  int spectra;                    // spectra staged in shared memory (0: read from global memory)
   int input[max_set_inputs];      // problem input index of position q
   int output[max_set_outputs];    // problem output index of position o
-  int kernel[max_set_outputs][max_set_inputs];
+  int spectrum[max_set_spectra];  // kernel (within the slice) of staged spectrum i
+  int kernel[max_set_outputs][max_set_inputs];  // staged spectrum index, or the kernel where none are staged
 };
 
 /// 2 (pattern). Per column of the `groups` groups of buf (slots buf blocks each, group_buf apart): the
 /// forward transforms U_q of the set's Q_s input columns (slot q) into registers, then per output o
 /// Σ_q Ŝ_{kernel[o][q]} · U_q, its inverse transform, rows j1 < N1 written to slot o. Slot o's column
-/// is free by then: its input (o < Q_s) is in registers, and a team owns its column in every slot. The
-/// spectra of the slice (`spectra`, K of L1·L2, global memory, unpadded columns) are read where used.
+/// is free by then: its input (o < Q_s) is in registers, and a team owns its column in every slot.
+/// Spectrum k (kernel[o][q]) starts at spectra + k·spectrum_stride, its columns column_stride apart:
+/// the set's staged spectra in shared memory, or the slice's K in global memory (unpadded).
 template <class Real, int L1, int L2>
 __device__ __forceinline__ void pattern_columns(int groups, int n1, Cx<Real>* buf, std::size_t group_buf,
-                                                const OutputSet& set, const Cx<Real>* spectra,
-                                                const Cx<Real>* twiddles1) {
+                                                const OutputSet& set, const Cx<Real>* spectra, int column_stride,
+                                                std::size_t spectrum_stride, const Cx<Real>* twiddles1) {
   using C = Cx<Real>;
   using X1 = Axis<Real, L1>;
   constexpr int S = L2 + 1;
   constexpr int group = int(128 / sizeof(C));
   constexpr int width = spectrum_width<Real>(L1);
-  constexpr std::size_t field_buf = std::size_t(X1::H) * S, spectrum_size = std::size_t(L1) * L2;
+  constexpr std::size_t field_buf = std::size_t(X1::H) * S;
   const int items = groups * L2, inputs = set.inputs, outputs = set.outputs;
   if constexpr (paired_parities<Real, L1>()) {
     // Two lanes per column, one per parity (A = 1, Q = H = 16): U_q of the lane's parity.
@@ -281,7 +289,7 @@ __device__ __forceinline__ void pattern_columns(int groups, int n1, Cx<Real>* bu
             const int k = set.kernel[o][q];
             if (q < inputs && k >= 0) {
               // Ŝ at frequencies 2κ + eps: values eps·H + κ of the column (A = 1).
-              const C* const s_col = spectra + k * spectrum_size + col * L1 + eps * X1::Q;
+              const C* const s_col = spectra + k * spectrum_stride + col * column_stride + eps * X1::Q;
               static_for<X1::Q>([&](auto v) { u[v] = u[v] + U[q][v] * s_col[v]; });
             }
           });
@@ -325,7 +333,7 @@ __device__ __forceinline__ void pattern_columns(int groups, int n1, Cx<Real>* bu
           });
         }
       });
-      const C* const s_lane = spectra + col * L1 + lane * width;
+      const C* const s_lane = spectra + col * column_stride + lane * width;
 #pragma unroll 1
       for (int o = 0; o < outputs; ++o) {
         C* const column = columns + o * field_buf;
@@ -336,7 +344,7 @@ __device__ __forceinline__ void pattern_columns(int groups, int n1, Cx<Real>* bu
           static_for<max_set_inputs>([&](auto q) {
             const int k = set.kernel[o][q];
             if (q < inputs && k >= 0) {
-              const C* const s_col = s_lane + k * spectrum_size;
+              const C* const s_col = s_lane + k * spectrum_stride;
               static_for<X1::Q>([&](auto v) {
                 constexpr int value = eps * X1::Q + decltype(v)::value;
                 u[v] = u[v] + U[q][eps][v] * s_col[(value / width) * X1::A * width + value % width];
@@ -514,7 +522,9 @@ struct PatternParams {
   int ctas_per_set, groups_per_cta, groups_per_round;
   int slots;                     // buf blocks per group
   int stage;                     // 1: the set's inputs staged in shared memory with cp.async
-  unsigned buf_offset, stage_offset, twiddle_offset;  // bytes into dynamic shared memory (the set at 0)
+  int spectra_shared;            // 1: every set's spectra staged in shared memory (columns padded)
+  // Bytes into dynamic shared memory (the set at 0).
+  unsigned spectra_offset, buf_offset, stage_offset, twiddle_offset;
   OutputSet set[max_sets];
 };
 
@@ -540,7 +550,12 @@ __global__ void __launch_bounds__(pattern_block_threads)
   const int n1 = p.n1, n2 = p.n2, F = p.groups_per_round;
   const std::size_t field_size = std::size_t(n1) * n2, group_buf = std::size_t(p.slots) * field_buf;
   const std::size_t group0 = std::size_t(slice) * p.per_slice + first;  // the CTA's first group
-  const C* const spectra = p.spectra + std::size_t(slice) * p.kernels * L1 * L2;
+  const C* const spectra_global = p.spectra + std::size_t(slice) * p.kernels * L1 * L2;
+  C* const spectra_smem = reinterpret_cast<C*>(shared + p.spectra_offset);
+  constexpr int width = spectrum_width<Real>(L1), column_pad = spectrum_column_pad<Real>(L1) * width;
+  const int column_stride = p.spectra_shared ? L1 + column_pad : L1;
+  const std::size_t spectrum_stride = std::size_t(L2) * column_stride;
+  const C* const spectra = p.spectra_shared ? spectra_smem : spectra_global;
 
   {  // this CTA's output set, to shared memory (read with compile-time positions in the column phase)
     const int* const from = reinterpret_cast<const int*>(&p.set[set_index]);
@@ -564,6 +579,16 @@ __global__ void __launch_bounds__(pattern_block_threads)
       copy_async<sizeof(C)>(stage + i, input_block(g + b / inputs, b % inputs) + (i - b * field_size));
     }
   };
+  if (p.spectra_shared) {  // the set's spectra, once per CTA, in padded columns (as the scalar kernel's)
+    constexpr int per_column = L1 / width, vector_bytes = width * sizeof(C);
+    const int per_spectrum = L2 * per_column;
+    for (int i = threadIdx.x; i < set.spectra * per_spectrum; i += blockDim.x) {
+      const int s = i / per_spectrum, v = i % per_spectrum;
+      copy_async<vector_bytes>(
+          spectra_smem + s * spectrum_stride + (v / per_column) * column_stride + (v % per_column) * width,
+          spectra_global + std::size_t(set.spectrum[s]) * L1 * L2 + std::size_t(v) * width);
+    }
+  }
   if (p.stage) stage_inputs(0, min(F, count));
   copy_async_commit();
 
@@ -582,7 +607,7 @@ __global__ void __launch_bounds__(pattern_block_threads)
     if (p.stage && g0 + F < count) stage_inputs(g0 + F, min(F, count - g0 - F));
     copy_async_commit();
 
-    pattern_columns<Real, L1, L2>(ng, n1, buf, group_buf, set, spectra, twiddles1);
+    pattern_columns<Real, L1, L2>(ng, n1, buf, group_buf, set, spectra, column_stride, spectrum_stride, twiddles1);
     __syncthreads();
 
     row_iffts<Real, L1, L2>(
