@@ -234,7 +234,10 @@ SetPlan plan_pattern_sets(const Problem& g, std::size_t shared_max) {
   if (shared.refusal.empty()) {
     std::uint64_t used = 0;
     for (const Term& t : g.pattern) used |= std::uint64_t(1) << (t.input % 64);
-    if (shared.reads <= 2 * std::popcount(used)) return shared;
+    // One launch's layout holds the largest set's slots and the largest set's spectra at once.
+    const bool one_layout_fits =
+        pattern_layout<Real>(g, 1, shared.slots, shared.inputs, false, shared.spectra).bytes <= shared_max;
+    if (shared.reads <= 2 * std::popcount(used) && one_layout_fits) return shared;
   }
   return plan_output_sets<Real>(g, shared_max, false);
 }
