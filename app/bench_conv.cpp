@@ -1,6 +1,7 @@
 // gratingsim bench conv: every backend on the four problem cases of ../shared/design/convolution.md
-// (Table 1), timed with the timing utility, each timed output verified against a complex128
-// reference on the same inputs, reported against the memory floor and against gpu-cufft.
+// (Table 1), as the scalar problem (Laurent's rule) and/or with the 2D normal-vector pattern, timed with
+// the timing utility, each timed output verified against a complex128 reference on the same inputs,
+// reported against the memory floor and against gpu-cufft.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -18,6 +19,7 @@
 #include "convolution/cpu_fftw.hpp"
 #include "convolution/devices.hpp"
 #include "convolution/timing.hpp"
+#include "physics/normal_field.hpp"
 
 namespace gratingsim::app {
 namespace {
@@ -39,6 +41,27 @@ const ProblemCase problem_cases[] = {
     {4, {.n1 = 63, .n2 = 63, .l1 = 128, .l2 = 128, .slices = 257, .per_slice = 24}},
 };
 
+/// The problem a case is run as: the scalar batch above, or the 2D normal-vector pattern (K = 7 kernels
+/// per slice, Q = 3 inputs F_x, F_y, F_z and P = 5 outputs J_x, J_y, J_z, D_x, D_y per group; physics'
+/// normal_field.hpp) with one group per right-hand side: 8 angles × 2 polarisations = 16 groups per
+/// slice, as the solver sets up Table 1's 8 angles (per_slice = 2 · incidences).
+enum class Shape { scalar, normal_vector };
+constexpr int normal_vector_groups_per_slice = 16;
+
+std::string_view name_of(Shape shape) { return shape == Shape::scalar ? "scalar" : "normal-vector"; }
+
+Problem problem_of(const ProblemCase& c, Shape shape) {
+  if (shape == Shape::scalar) return c.geometry;
+  Problem g = physics::normal_vector_problem(false);
+  g.n1 = c.geometry.n1;
+  g.n2 = c.geometry.n2;
+  g.l1 = c.geometry.l1;
+  g.l2 = c.geometry.l2;
+  g.slices = c.geometry.slices;
+  g.per_slice = normal_vector_groups_per_slice;
+  return g;
+}
+
 /// What a row measures: a backend, the unpruned FFTW pipeline, or the `auto` choice.
 enum class Variant { gpu_cufft, gpu_fused, gpu_direct, cpu_fftw, cpu_fftw_unpruned, cpu_direct, automatic };
 constexpr std::pair<Variant, std::string_view> variant_names[] = {
@@ -58,10 +81,11 @@ std::string_view name_of(Variant v) {
   return "?";
 }
 
-/// Complex multiply-adds of one cpu-direct execution, batch·N1²·N2²: case 1 1.9e6, case 2 7.9e7,
-/// case 3 2.9e9, case 4 9.7e10. The cpu-direct row declines cases above direct_limit.
+/// Complex multiply-adds of one cpu-direct execution, terms·groups·N1²·N2² (scalar: case 1 1.9e6,
+/// case 2 7.9e7, case 3 2.9e9, case 4 9.7e10; the normal-vector pattern's 9 terms on 16 groups: 6×
+/// that). The cpu-direct row declines cases above direct_limit.
 double direct_multiply_adds(const Problem& g) {
-  return double(g.input_blocks()) * double(g.field_size()) * double(g.field_size());
+  return double(g.pattern.size()) * double(g.groups()) * double(g.field_size()) * double(g.field_size());
 }
 constexpr double direct_limit = 1e9;
 
@@ -86,6 +110,7 @@ std::string scientific(double v) {
 
 struct Settings {
   std::vector<const ProblemCase*> cases;
+  std::vector<Shape> shapes;
   std::vector<Variant> variants;
   std::vector<Precision> precisions;
   conv::TimingOptions timing;
@@ -98,6 +123,7 @@ enum class Status { verified, failed, unavailable };
 
 struct Row {
   int case_number = 0;
+  Shape shape = Shape::scalar;
   std::string backend;
   Precision precision = Precision::single;
   std::string device;
@@ -109,12 +135,14 @@ struct Row {
   std::optional<double> speedup_vs_cufft;
 };
 
-/// The fewest bytes the batch must move, s·(2·N1·N2 + L1·L2/per_slice)·batch (read inputs, write
-/// outputs, read each spectrum once per slice), at `bandwidth` bytes/s; in µs.
+/// The fewest bytes the batch must move, s·[(Q + P)·N1·N2·groups + K·L1·L2·slices] (read inputs, write
+/// outputs, read each spectrum once per slice; scalar: s·(2·N1·N2 + L1·L2/per_slice)·batch), at
+/// `bandwidth` bytes/s; in µs.
 double floor_us(const Problem& g, Precision p, double bandwidth) {
   const double s = p == Precision::single ? 8 : 16;
-  const double bytes = s * (2.0 * double(g.field_size()) + double(g.l1) * g.l2 / g.per_slice) * double(g.input_blocks());
-  return 1e6 * bytes / bandwidth;
+  const double fields = double(g.inputs + g.outputs) * double(g.field_size()) * double(g.groups());
+  const double spectra = double(g.kernels) * g.l1 * g.l2 * double(g.slices);
+  return 1e6 * s * (fields + spectra) / bandwidth;
 }
 
 /// Inputs of one case and precision: kernels and fields rounded to Real, the reference output in
@@ -150,7 +178,7 @@ CaseData<Real> make_case_data(const Problem& g, std::uint64_t seed) {
       return d;
     }
   }
-  d.expect.assign(g.input_size(), {});
+  d.expect.assign(g.output_size(), {});
   reference->execute(wide.data(), d.expect.data());
   return d;
 }
@@ -177,10 +205,11 @@ std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Problem& g, 
 }
 
 template <class Real>
-Row measure(Variant v, const ProblemCase& c, const CaseData<Real>& d, const Settings& s) {
-  const Problem& g = c.geometry;
+Row measure(Variant v, const ProblemCase& c, Shape shape, const CaseData<Real>& d, const Settings& s) {
+  const Problem g = problem_of(c, shape);
   Row row;
   row.case_number = c.number;
+  row.shape = shape;
   row.backend = std::string(name_of(v));
   row.precision = conv::precision_of<Real>();
   row.floor_us = floor_us(g, row.precision, s.bandwidth);
@@ -206,9 +235,14 @@ Row measure(Variant v, const ProblemCase& c, const CaseData<Real>& d, const Sett
   }
 
   try {
-    const std::size_t set_bytes = 2 * d.in.size() * sizeof(std::complex<Real>);
-    conv::BufferSets<Real> buffers(plan->memory(), d.in.size(), conv::rotation_count(plan->memory(), set_bytes));
-    buffers.fill_inputs(d.in);
+    // One buffer size for inputs and outputs: the larger (a pattern's P outputs per group against its Q
+    // inputs); the inputs beyond the plan's are never read.
+    const std::size_t elements = std::max(g.input_size(), g.output_size());
+    const std::size_t set_bytes = 2 * elements * sizeof(std::complex<Real>);
+    conv::BufferSets<Real> buffers(plan->memory(), elements, conv::rotation_count(plan->memory(), set_bytes));
+    std::vector<std::complex<Real>> padded(d.in);
+    padded.resize(elements);
+    buffers.fill_inputs(padded);
     row.timing = conv::time_execute(*plan, buffers, s.timing);
 
     if (d.expect.empty()) {
@@ -219,10 +253,10 @@ Row measure(Variant v, const ProblemCase& c, const CaseData<Real>& d, const Sett
     // Every output written while timing, block by block against the reference.
     const int written = std::min(buffers.count(), s.timing.warmup + s.timing.repeats);
     const std::size_t n = g.field_size();
-    std::vector<std::complex<Real>> out(d.in.size());
+    std::vector<std::complex<Real>> out(elements);
     for (int set = 0; set < written; ++set) {
       buffers.read_output(set, out);
-      for (std::size_t b = 0; b < g.input_blocks(); ++b) {
+      for (std::size_t b = 0; b < g.output_blocks(); ++b) {
         double diff = 0, ref = 0;
         for (std::size_t i = b * n; i < (b + 1) * n; ++i) {
           diff += std::norm(std::complex<double>(out[i]) - d.expect[i]);
@@ -281,8 +315,9 @@ std::string csv_field(const std::string& s) {
 
 void write_csv(const std::string& file, const std::vector<Row>& rows) {
   std::ofstream out(file, std::ios::trunc);
+  // shape last, so that the columns of the scalar-only format keep their places.
   out << "case,backend,precision,device,median_us,min_us,max_us,floor_us,ratio_to_floor,speedup_vs_cufft,"
-         "max_rel_error,verified\n";
+         "max_rel_error,verified,shape\n";
   for (const Row& r : rows) {
     out << r.case_number << ',' << csv_field(r.backend) << ',' << conv::to_string(r.precision) << ','
         << csv_field(r.device) << ',';
@@ -293,24 +328,33 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
       out << ",,,";
     out << significant(r.floor_us) << ',' << (r.timing ? significant(r.timing->median_us() / r.floor_us) : "") << ','
         << (r.speedup_vs_cufft ? significant(*r.speedup_vs_cufft) : "") << ','
-        << (r.timing ? scientific(r.max_rel_error) : "") << ',' << status_name(r.status) << '\n';
+        << (r.timing ? scientific(r.max_rel_error) : "") << ',' << status_name(r.status) << ',' << name_of(r.shape)
+        << '\n';
   }
   out.close();
   if (!out) throw Error("cannot write " + file);
 }
 
 template <class Real>
-std::vector<Row> bench_case(const ProblemCase& c, const Settings& s) {
-  const Problem& g = c.geometry;
+std::vector<Row> bench_case(const ProblemCase& c, Shape shape, const Settings& s) {
+  const Problem g = problem_of(c, shape);
   const Precision p = conv::precision_of<Real>();
-  const CaseData<Real> data = make_case_data<Real>(g, s.seed + 2 * std::uint64_t(2 * c.number + int(p)));
-  std::printf("\ncase %d, %s: N %dx%d, L %dx%d, %d slices x %d fields = %zu convolutions; floor %.2f us; "
-              "reference %s\n",
-              c.number, std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
-              g.input_blocks(), floor_us(g, p, s.bandwidth), data.reference.c_str());
+  const CaseData<Real> data =
+      make_case_data<Real>(g, s.seed + 2 * std::uint64_t(2 * c.number + int(p)) + 1000 * std::uint64_t(shape));
+  if (shape == Shape::scalar)
+    std::printf("\ncase %d, %s: N %dx%d, L %dx%d, %d slices x %d fields = %zu convolutions; floor %.2f us; "
+                "reference %s\n",
+                c.number, std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
+                g.input_blocks(), floor_us(g, p, s.bandwidth), data.reference.c_str());
+  else
+    std::printf("\ncase %d, normal-vector, %s: N %dx%d, L %dx%d, %d slices x %d groups (K %d, Q %d, P %d, %zu terms) "
+                "= %zu input and %zu output blocks; floor %.2f us; reference %s\n",
+                c.number, std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
+                g.kernels, g.inputs, g.outputs, g.pattern.size(), g.input_blocks(), g.output_blocks(),
+                floor_us(g, p, s.bandwidth), data.reference.c_str());
   print_header_row();
   std::vector<Row> rows;
-  for (Variant v : s.variants) rows.push_back(measure(v, c, data, s));
+  for (Variant v : s.variants) rows.push_back(measure(v, c, shape, data, s));
 
   const auto timed = [&](std::string_view name) -> std::optional<double> {
     for (const Row& r : rows)
@@ -333,6 +377,8 @@ constexpr OptionSpec bench_options[] = {
      "comma-separated backends (gpu-cufft, gpu-fused, gpu-direct, cpu-fftw, cpu-direct, auto); cpu-fftw brings "
      "the cpu-fftw-unpruned comparison row; default all but cpu-direct; all adds cpu-direct"},
     {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
+    {"shape", "scalar|normal-vector|both",
+     "the scalar batch (default) and/or the 2D normal-vector pattern: K 7, Q 3, P 5, 16 groups per slice"},
     {"repeats", "N", "timed executions per row (default 30)"},
     {"warmup", "N", "untimed executions first (default 3)"},
     {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100 copy bandwidth)"},
@@ -367,6 +413,11 @@ Settings parse_settings(const Options& o) {
   }
 
   s.precisions = parse_precisions(o.value("precision").value_or("both"));
+  const std::string_view shape = o.value("shape").value_or("scalar");
+  if (shape == "scalar" || shape == "both") s.shapes.push_back(Shape::scalar);
+  if (shape == "normal-vector" || shape == "both") s.shapes.push_back(Shape::normal_vector);
+  if (s.shapes.empty())
+    throw UsageError("--shape: expected scalar, normal-vector or both, got '" + std::string(shape) + "'");
 
   if (const auto v = o.value("repeats")) s.timing.repeats = parse_int("repeats", *v, 1, 1000000);
   if (const auto v = o.value("warmup")) s.timing.warmup = parse_int("warmup", *v, 0, 1000000);
@@ -384,13 +435,16 @@ int run_bench_conv(Args args) {
   if (options.flag("help")) {
     std::cout << format_help(
         "gratingsim bench conv [--case LIST|all] [--backend LIST|all|auto] [--precision single|double|both] "
-        "[--repeats N] [--warmup N] [--bandwidth GB/s] [--seed N] [--csv FILE]",
+        "[--shape scalar|normal-vector|both] [--repeats N] [--warmup N] [--bandwidth GB/s] [--seed N] [--csv FILE]",
         "Times the batched convolution backends on the problem cases of convolution.md (Table 1) with fresh "
         "random kernels and fields: median/min/max over rotating buffer sets after warm-up (GPU: CUDA events; "
         "CPU: steady clock). Every timed output is checked against a complex128 reference on the same inputs "
         "(cpu-direct for cases 1-2, cpu-fftw for 3-4; relative l2 per block <= 1e-4 single, 1e-10 double); a row that fails is marked FAILED and the exit status is 1. "
-        "Reports the ratio to the memory floor s*(2*N1*N2 + L1*L2/per_slice)*batch/B and the speed-up over "
-        "gpu-cufft measured in the same run. Backends this machine or build lacks are reported unavailable.",
+        "Reports the ratio to the memory floor and the speed-up over gpu-cufft measured in the same run. Floor: "
+        "scalar s*(2*N1*N2 + L1*L2/per_slice)*batch/B; normal-vector (--shape: K 7 kernels per slice, Q 3 "
+        "inputs and P 5 outputs per group, 16 groups per slice = 8 angles x 2 polarisations) "
+        "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices]/B (read inputs, write outputs, read each spectrum once per "
+        "slice). Backends this machine or build lacks, or that cannot serve a shape, are reported unavailable.",
         bench_options);
     return 0;
   }
@@ -405,8 +459,10 @@ int run_bench_conv(Args args) {
   const auto gpu = conv::current_cuda_device();
   std::printf("gratingsim bench conv: %d timed executions after %d warm-up per row, rotating buffer sets\n",
               s.timing.repeats, s.timing.warmup);
-  std::printf("memory floor: s*(2*N1*N2 + L1*L2/per_slice)*batch / B, s = 8 (single) or 16 (double) bytes, "
-              "B = %.0f GB/s\n", s.bandwidth / 1e9);
+  std::printf("memory floor: s*(2*N1*N2 + L1*L2/per_slice)*batch / B (scalar), "
+              "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices] / B (normal-vector: K 7, Q 3, P 5, %d groups per slice), "
+              "s = 8 (single) or 16 (double) bytes, B = %.0f GB/s\n",
+              normal_vector_groups_per_slice, s.bandwidth / 1e9);
   std::printf("verified: every timed output, relative l2 per block <= 1e-4 (single), 1e-10 (double)\n");
   if (gpu)
     std::printf("GPU: %s, %d SMs, peak SM clock %d MHz, peak memory clock %d MHz\n", gpu->name.c_str(), gpu->multiprocessors,
@@ -417,11 +473,12 @@ int run_bench_conv(Args args) {
               static_cast<unsigned long long>(s.seed));
 
   std::vector<Row> rows;
-  for (const ProblemCase* c : s.cases)
-    for (Precision p : s.precisions) {
-      auto part = p == Precision::single ? bench_case<float>(*c, s) : bench_case<double>(*c, s);
-      rows.insert(rows.end(), part.begin(), part.end());
-    }
+  for (Shape shape : s.shapes)
+    for (const ProblemCase* c : s.cases)
+      for (Precision p : s.precisions) {
+        auto part = p == Precision::single ? bench_case<float>(*c, shape, s) : bench_case<double>(*c, shape, s);
+        rows.insert(rows.end(), part.begin(), part.end());
+      }
 
   if (s.csv) {
     write_csv(*s.csv, rows);

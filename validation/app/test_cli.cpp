@@ -84,6 +84,7 @@ TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
       {"bench conv --case 1,,2", "empty item"},
       {"bench conv --backend gpu-magic", "unknown backend 'gpu-magic'"},
       {"bench conv --precision half", "--precision expects"},
+      {"bench conv --shape triangle", "--shape: expected scalar, normal-vector or both"},
       {"bench conv --repeats 0", "--repeats expects"},
       {"bench conv --repeats", "needs a value"},
       {"bench conv --case 1 --case 2", "given twice"},
@@ -116,7 +117,7 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   std::getline(in, header);
   CHECK(header ==
         "case,backend,precision,device,median_us,min_us,max_us,floor_us,ratio_to_floor,speedup_vs_cufft,"
-        "max_rel_error,verified");
+        "max_rel_error,verified,shape");
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(split(line, ','));
   fs::remove_all(dir);
@@ -130,7 +131,7 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& f = rows[i];
     INFO("row " << i);
-    REQUIRE(f.size() == 12);
+    REQUIRE(f.size() == 13);
     CHECK(f[0] == "1");
     CHECK(f[1] == expected[i].first);
     CHECK(f[2] == expected[i].second);
@@ -147,5 +148,32 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
     CHECK(f[9].empty());  // no gpu-cufft row to compare with
     CHECK(std::stod(f[10]) <= (f[2] == "single" ? 1e-4 : 1e-10));
     CHECK(f[11] == "yes");
+    CHECK(f[12] == "scalar");
   }
+}
+
+TEST_CASE("bench conv --shape normal-vector runs the pattern against its own floor", "[cli][bench]") {
+  const fs::path dir = fs::temp_directory_path() / ("gratingsim-cli-nv-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path csv = dir / "bench.csv";
+  const Result r = cli("bench conv --case 1 --backend cpu-direct --precision double --shape normal-vector --repeats 3 "
+                       "--csv '" + csv.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "case 1, normal-vector, double"));
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);  // header
+  std::vector<std::vector<std::string>> rows;
+  for (; std::getline(in, line);) rows.push_back(split(line, ','));
+  fs::remove_all(dir);
+  REQUIRE(rows.size() == 1);
+  const auto& f = rows[0];
+  REQUIRE(f.size() == 13);
+  CHECK(f[1] == "cpu-direct");
+  CHECK(f[11] == "yes");
+  CHECK(f[12] == "normal-vector");
+  // Floor: s·[(Q + P)·N²·groups + K·L²·slices] / B: Q 3, P 5, K 7, N 7, L 16, 33 slices x 16 groups.
+  const double floor_us = 1e6 * 16 * (8.0 * 49 * 33 * 16 + 7.0 * 256 * 33) / 3e12;
+  CHECK(std::abs(std::stod(f[7]) - floor_us) <= 1e-4 * floor_us);
 }

@@ -1,6 +1,9 @@
 // gpu-fused beyond the shared harness: its limits (Unsupported naming them), every compile-time
 // FFT-length pair, rounds and CTAs that split a slice's fields, a non-default stream, set_kernels
-// between executes, and the full problem batches against cpu-direct on a subset of slices.
+// between executes, and the full problem batches against cpu-direct on a subset of slices. Problems
+// with patterns (the NV patterns, random ones): against cpu-direct at every L of the problem cases in
+// 2D, mixed L1 ≠ L2, 1D gratings, groups per slice that leave partial rounds, output sets split by
+// shared memory; on a stream with kernels replaced; buffers of P and Q blocks; the refusals.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -14,6 +17,8 @@
 #include "convolution/device_buffer.hpp"
 #include "convolution/error.hpp"
 #include "validation/convolution/backend_cases.hpp"
+#include "validation/convolution/gpu_test_support.hpp"
+#include "validation/convolution/pattern_cases.hpp"
 
 using namespace gratingsim;
 using conv::Backend;
@@ -179,4 +184,168 @@ TEMPLATE_TEST_CASE("gpu-fused on the full problem batches, checked on a subset o
       CHECK(worst <= test::backend_tolerance<Real>());
     }
   }
+}
+
+namespace {
+
+/// Shapes of the gpu-fused pattern tests: 2D at every L of the problem cases (16, 32, 64, 128), mixed
+/// L1 ≠ L2, a non-minimal L, 1D gratings (N2 = 1), N = 1, one group per slice; groups per slice that
+/// leave a partial last round (a round is 32, 8, 2, 1 groups in 2D at L 16, 32, 64, 128 in complex64).
+const std::vector<test::NamedGeometry>& fused_pattern_shapes() {
+  static const std::vector<test::NamedGeometry> shapes{
+      {"2D 7 x 7 (L 16), 45 groups per slice", {.n1 = 7, .n2 = 7, .slices = 2, .per_slice = 45}},
+      {"2D 15 x 15 (L 32), 11 groups per slice", {.n1 = 15, .n2 = 15, .slices = 2, .per_slice = 11}},
+      {"2D 31 x 31 (L 64), 5 groups per slice", {.n1 = 31, .n2 = 31, .slices = 2, .per_slice = 5}},
+      {"2D 63 x 63 (L 128), 2 groups per slice", {.n1 = 63, .n2 = 63, .slices = 1, .per_slice = 2}},
+      {"2D mixed 5 x 9 (L 16 x 32)", {.n1 = 5, .n2 = 9, .slices = 3, .per_slice = 7}},
+      {"2D mixed 11 x 3 (L 32 x 8)", {.n1 = 11, .n2 = 3, .slices = 2, .per_slice = 9}},
+      {"2D mixed 21 x 45 (L 64 x 128)", {.n1 = 21, .n2 = 45, .slices = 1, .per_slice = 3}},
+      {"2D non-minimal L (5 x 3 -> 16 x 16)", {.n1 = 5, .n2 = 3, .l1 = 16, .l2 = 16, .slices = 2, .per_slice = 3}},
+      {"1D 15 x 1 (L 32)", {.n1 = 15, .n2 = 1, .slices = 3, .per_slice = 37}},
+      {"1D 31 x 1 (L 64)", {.n1 = 31, .n2 = 1, .slices = 2, .per_slice = 70}},
+      {"1D 63 x 1 (L 128)", {.n1 = 63, .n2 = 1, .slices = 2, .per_slice = 70}},
+      {"N = 1", {.n1 = 1, .n2 = 1, .slices = 3, .per_slice = 2}},
+      {"one group per slice (9 x 7)", {.n1 = 9, .n2 = 7, .slices = 4, .per_slice = 1}},
+  };
+  return shapes;
+}
+
+/// The most inputs one output of the pattern reads.
+int most_inputs_per_output(const Problem& g) {
+  std::vector<int> reads(g.outputs, 0);
+  for (const conv::Term& t : g.pattern) ++reads[t.output];
+  return *std::max_element(reads.begin(), reads.end());
+}
+
+/// Whether one output's inputs cannot fit: max(1, reads) row-spectrum blocks of H1·(L2 + 1) values
+/// beyond the device's shared memory per block (the only refusal the shapes above may meet: complex128
+/// at L 128 x 128, 132 KiB a block).
+template <class Real>
+bool one_output_exceeds_shared_memory(const Problem& g) {
+  int device = 0, shared_max = 0;
+  CUDA_TRY(cudaGetDevice(&device));
+  CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  const std::size_t block = std::size_t(g.l1 / 2) * (g.l2 + 1) * sizeof(Complex<Real>);
+  return std::size_t(std::max(1, most_inputs_per_output(g))) * block > std::size_t(shared_max);
+}
+
+/// gpu-fused against cpu-direct for `patterns` on `shapes`; a refusal only where one output's inputs
+/// exceed shared memory, and then naming it.
+template <class Real>
+void check_fused_patterns(const std::vector<test::Pattern>& patterns, const std::vector<test::NamedGeometry>& shapes) {
+  for (const test::Pattern& pattern : patterns)
+    for (const test::NamedGeometry& shape : shapes) {
+      const Problem g = conv::resolve(test::with_pattern(shape.geometry, pattern));
+      INFO("gpu-fused " << conv::to_string(conv::precision_of<Real>()) << ", " << pattern.name << ", " << shape.name);
+      const auto support = conv::traits(Backend::gpu_fused).can_implement(g, conv::precision_of<Real>());
+      INFO("can_implement: " << support.reason);
+      if (one_output_exceeds_shared_memory<Real>(g)) {
+        CHECK_FALSE(support.ok);
+        CHECK_THAT(support.reason, Catch::Contains("bytes of shared memory"));
+        continue;
+      }
+      REQUIRE(support.ok);
+      const auto data = test::pattern_data<Real>(g);
+      auto plan = conv::make_convolution<Real>(Backend::gpu_fused, g, data.kernels);
+      test::check_plan_against_direct(*plan, data);
+    }
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("gpu-fused pattern problems equal cpu-direct", "[convolution][gpu-fused][pattern]", float, double) {
+  check_fused_patterns<TestType>(test::test_patterns(), fused_pattern_shapes());
+}
+
+TEMPLATE_TEST_CASE("gpu-fused pattern problems at every FFT length of the problem cases in small batches",
+                   "[convolution][gpu-fused][pattern][sanitize]", float, double) {
+  // Small enough for compute-sanitizer: the NV patterns and one random pattern, a partial round each.
+  const std::vector<test::NamedGeometry> shapes{
+      {"2D 7 x 7 (L 16)", {.n1 = 7, .n2 = 7, .slices = 2, .per_slice = 3}},
+      {"2D 15 x 15 (L 32)", {.n1 = 15, .n2 = 15, .slices = 2, .per_slice = 3}},
+      {"2D 31 x 31 (L 64)", {.n1 = 31, .n2 = 31, .slices = 1, .per_slice = 3}},
+      {"2D 63 x 63 (L 128)", {.n1 = 63, .n2 = 63, .slices = 1, .per_slice = 1}},
+      {"1D 63 x 1 (L 128)", {.n1 = 63, .n2 = 1, .slices = 2, .per_slice = 5}},
+  };
+  check_fused_patterns<TestType>({test::normal_vector_pattern(), test::normal_vector_1d_pattern(), test::random_pattern()},
+                                 shapes);
+}
+
+TEMPLATE_TEST_CASE("gpu-fused pattern on a non-blocking stream, kernels replaced", "[convolution][gpu-fused][pattern]",
+                   float, double) {
+  const test::TestStream stream;
+  for (const test::Pattern& pattern : {test::normal_vector_pattern(), test::normal_vector_1d_pattern(), test::random_pattern()}) {
+    const Problem g = test::with_pattern({.n1 = 15, .n2 = 13, .slices = 3, .per_slice = 10}, pattern);
+    INFO(pattern.name);
+    const auto first = test::random_kernels<TestType>(g), second = test::random_kernels<TestType>(g);
+    auto plan = conv::make_convolution<TestType>(Backend::gpu_fused, g, first);
+    const auto in = test::random_complex<TestType>(g.input_size());
+    const auto out_first = test::run_on_stream(*plan, in, stream.get());  // poisoned before the run
+    CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_first) <= test::backend_tolerance<TestType>());
+    plan->set_kernels(second);
+    const auto out_second = test::run_on_stream(*plan, in, stream.get());
+    CHECK(test::worst_error_against_direct<TestType>(g, second, in, out_second) <= test::backend_tolerance<TestType>());
+    CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_second) > 0.1);  // really the new kernels
+  }
+}
+
+TEMPLATE_TEST_CASE("gpu-fused on the problem cases with the 2D NV pattern, checked on a subset of slices",
+                   "[convolution][gpu-fused][pattern][full]", float, double) {
+  // The bench's pattern shape (16 groups per slice: 8 angles x 2 polarisations) at the sizes of Table 1
+  // with fewer slices; complex128 at L 128 is refused (one output's two inputs exceed shared memory).
+  using Real = TestType;
+  struct Case {
+    int n, slices;
+  };
+  for (const Case c : {Case{7, 8}, Case{15, 6}, Case{31, 3}, Case{63, 2}}) {
+    const Problem g = conv::resolve(
+        test::with_pattern({.n1 = c.n, .n2 = c.n, .slices = c.slices, .per_slice = 16}, test::normal_vector_pattern()));
+    INFO("N " << c.n << ", " << c.slices << " slices x 16 groups");
+    if (one_output_exceeds_shared_memory<Real>(g)) {
+      CHECK_FALSE(conv::traits(Backend::gpu_fused).can_implement(g, conv::precision_of<Real>()).ok);
+      continue;
+    }
+    const auto data = test::pattern_data<Real>(g);
+    auto plan = conv::make_convolution<Real>(Backend::gpu_fused, g, data.kernels);
+    test::check_plan_against_direct(*plan, data);
+  }
+}
+
+TEST_CASE("gpu-fused pattern: buffers of P and Q blocks, overlap refused", "[convolution][gpu-fused][pattern]") {
+  const Problem g = test::with_pattern({.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2}, test::normal_vector_pattern());
+  auto plan = conv::make_convolution<float>(Backend::gpu_fused, g, test::random_kernels<float>(g));
+  conv::DeviceBuffer<std::complex<float>> buffer(g.input_size() + g.output_size());
+  buffer.upload(test::random_complex<float>(buffer.size()));
+  // The output (5 blocks per group) starting inside the input (3 per group) overlaps it, and vice versa.
+  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() - 1), InvalidArgument);
+  CHECK_THROWS_AS(plan->execute(buffer.data() + g.output_size() - 1, buffer.data()), InvalidArgument);
+  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
+  CHECK_NOTHROW(plan->execute(buffer.data() + g.output_size(), buffer.data()));
+  CUDA_TRY(cudaDeviceSynchronize());
+}
+
+TEST_CASE("gpu-fused refuses patterns beyond its limits, naming them", "[convolution][gpu-fused][pattern]") {
+  const auto reason = [](const Problem& g, conv::Precision precision) {
+    const auto s = conv::traits(Backend::gpu_fused).can_implement(conv::resolve(g), precision);
+    CHECK_FALSE(s.ok);
+    return s.reason;
+  };
+  // An output reading 5 inputs: more column spectra than a thread holds.
+  Problem wide{.n1 = 7, .n2 = 7, .kernels = 1, .inputs = 5, .outputs = 1};
+  wide.pattern = {{0, 0, 0}, {0, 1, 0}, {0, 2, 0}, {0, 3, 0}, {0, 4, 0}};
+  CHECK_THAT(reason(wide, conv::Precision::single), Catch::Contains("at most 4 inputs"));
+  // Complex128 at L 128 x 128: one row-spectrum block is 64·129·16 = 132096 bytes; an output reading two
+  // inputs needs two, beyond the 227 KiB of an H100 (or any device of up to 264 KiB).
+  const Problem nv = test::with_pattern({.n1 = 63, .n2 = 63}, test::normal_vector_pattern());
+  CHECK_THAT(reason(nv, conv::Precision::double_), Catch::Contains("bytes of shared memory"));
+  // Nine outputs each needing their own set (one block each in complex128 at L 128): beyond 8 sets.
+  Problem many{.n1 = 63, .n2 = 63, .kernels = 1, .inputs = 1, .outputs = 9};
+  many.pattern.clear();
+  for (int o = 0; o < 9; ++o) many.pattern.push_back({o, 0, 0});
+  CHECK_THAT(reason(many, conv::Precision::double_), Catch::Contains("output sets"));
+  // The same in complex64 fits (3 blocks of 66048 bytes per set: 3 sets).
+  CHECK(conv::traits(Backend::gpu_fused).can_implement(conv::resolve(many), conv::Precision::single).ok);
+  // And make_convolution throws Unsupported with the reason.
+  const std::vector<std::complex<double>> kernels(conv::resolve(nv).kernels_total(), {0.5, 0.25});
+  CHECK_THROWS_AS(conv::make_convolution<double>(Backend::gpu_fused, nv, kernels), Unsupported);
 }

@@ -136,6 +136,10 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
       CHECK(conv::traits(Backend::gpu_cufft).can_implement(nv, precision).ok);
       CHECK(conv::traits(Backend::gpu_cufft).can_implement(big, precision).ok);
     }
+    if (conv::backend_available(Backend::gpu_fused)) {  // any pattern whose sets fit in shared memory
+      CHECK(conv::traits(Backend::gpu_fused).can_implement(nv, precision).ok);
+      CHECK(conv::traits(Backend::gpu_fused).can_implement(big, precision).ok);  // one input per output
+    }
     if (conv::backend_available(Backend::gpu_direct)) {
       CHECK(conv::traits(Backend::gpu_direct).can_implement(nv, precision).ok);
       const auto s = conv::traits(Backend::gpu_direct).can_implement(big, precision);  // N1·N2 = 3969 > 961
@@ -153,7 +157,7 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
     const auto fftw_one_slice = conv::traits(Backend::cpu_fftw).workspace_bytes(nv_one_slice, precision);
     CHECK(fftw_nv - fftw_one_slice == std::size_t(nv.slices - 1) * nv.kernels * area * c);  // slices·K spectra
     CHECK(fftw_one_slice > std::size_t(nv.kernels + nv.inputs + 1) * area * c);  // + Q inputs and the sum, per thread
-    for (Backend b : {Backend::gpu_cufft, Backend::gpu_direct})
+    for (Backend b : {Backend::gpu_cufft, Backend::gpu_fused, Backend::gpu_direct})
       if (conv::backend_available(b)) CHECK(conv::traits(b).workspace_bytes(nv, precision) >= nv.kernels_total() * c);
   }
 }
