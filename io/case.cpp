@@ -189,7 +189,7 @@ class CaseReader {
 
   Case read() {
     refuse_non_utf8();
-    refuse_leading_comma();
+    refuse_unreadable_document_starts();
     const Node root(yaml::parse(text_, file_), "", file_, YAML::Mark());
     if (root.is_null())
       root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
@@ -948,23 +948,40 @@ class CaseReader {
     }
   }
 
-  /// yaml-cpp 0.7 never returns (allocating without end) when a document's first token is a flow
-  /// separator ',' (found by the fuzzer: the 3-byte case ",# "); refused here, located.
-  void refuse_leading_comma() const {
+  /// yaml-cpp 0.7 never returns (allocating without end) when a document's root starts with a flow
+  /// separator ',', also after node properties or a block-scalar header (found by the fuzzer: ",# ",
+  /// "!,!:"; by hand: "&a ,", "--- ,", "|\n,"). A case is one mapping and starts with a key, so at
+  /// the start of the file and after every '---' marker the first significant character may not be
+  /// one of , ! & | > (a tag, anchor or block scalar at a case's root is never needed); refused here,
+  /// located, before yaml-cpp sees the text.
+  void refuse_unreadable_document_starts() const {
     const std::string& t = text_;
     int line = 1, column = 1;
+    bool at_document_start = true;
     for (std::size_t i = 0; i < t.size(); ++i, ++column) {
-      if (t[i] == '#') {
-        while (i < t.size() && t[i] != '\n') ++i;
-        if (i == t.size()) return;
+      const bool line_start = i == 0 || t[i - 1] == '\n';
+      if (line_start && t.compare(i, 3, "---") == 0 && (i + 3 == t.size() || std::isspace((unsigned char)t[i + 3]))) {
+        at_document_start = true;
+        i += 2, column += 2;
+        continue;
       }
       if (t[i] == '\n') {
         ++line, column = 0;
         continue;
       }
+      if (!at_document_start) continue;
+      if (t[i] == '#' && (column == 1 || std::isspace((unsigned char)t[i - 1]))) {
+        while (i + 1 < t.size() && t[i + 1] != '\n') ++i, ++column;
+        continue;
+      }
+      if (line_start && t[i] == '%') {  // a directive line (%YAML, %TAG)
+        while (i + 1 < t.size() && t[i + 1] != '\n') ++i, ++column;
+        continue;
+      }
       if (t[i] == ' ' || t[i] == '\t' || t[i] == '\r') continue;
-      if (t[i] == ',') throw CaseError(file_, line, column, "invalid YAML: a case starts with a key, got ','");
-      return;
+      if (std::string_view(",!&|>").find(t[i]) != std::string_view::npos)
+        throw CaseError(file_, line, column, std::string("invalid YAML: a case starts with a key, got '") + t[i] + "'");
+      at_document_start = false;
     }
   }
 
