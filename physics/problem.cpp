@@ -48,11 +48,16 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
     const conv::Support pattern = traits.can_implement(conv::resolve(geometry), precision);
     const conv::Support scalar =
         traits.can_implement(conv::resolve(conv::scalar_problem(n1, n2, nz, int(3 * nr))), precision);
+    std::string serving;  // the backends that can, here, for this size and precision
+    if (!pattern.ok && scalar.ok)
+      for (const conv::BackendTraits& t : conv::backend_table())
+        if (t.can_implement(conv::resolve(geometry), precision))
+          serving += (serving.empty() ? "" : ", ") + std::string(t.name);
     SUPPORTS(pattern.ok || !scalar.ok,
              "backend " + std::string(traits.name) + " cannot serve the normal-vector formulation's convolution (" +
                  std::to_string(geometry.kernels) + " kernels, 3 inputs → " + std::to_string(geometry.outputs) +
-                 " outputs per right-hand side): " + pattern.reason +
-                 "; choose numerics.formulation: laurent, or a backend that serves it (cpu-direct)");
+                 " outputs per right-hand side): " + pattern.reason + "; choose numerics.formulation: laurent" +
+                 (serving.empty() ? std::string() : ", or a backend that serves it (" + serving + ")"));
   }
 
   // Kernels per slice (χ̂, or the normal-vector kernels), computed once per distinct slice geometry.
