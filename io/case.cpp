@@ -189,7 +189,7 @@ class CaseReader {
 
   Case read() {
     refuse_non_utf8();
-    refuse_unreadable_document_starts();
+    refuse_stray_commas();
     const Node root(yaml::parse(text_, file_), "", file_, YAML::Mark());
     if (root.is_null())
       root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
@@ -948,40 +948,69 @@ class CaseReader {
     }
   }
 
-  /// yaml-cpp 0.7 never returns (allocating without end) when a document's root starts with a flow
-  /// separator ',', also after node properties or a block-scalar header (found by the fuzzer: ",# ",
-  /// "!,!:"; by hand: "&a ,", "--- ,", "|\n,"). A case is one mapping and starts with a key, so at
-  /// the start of the file and after every '---' marker the first significant character may not be
-  /// one of , ! & | > (a tag, anchor or block scalar at a case's root is never needed); refused here,
-  /// located, before yaml-cpp sees the text.
-  void refuse_unreadable_document_starts() const {
+  /// yaml-cpp 0.7 never returns (allocating without end) on a flow separator ',' where its block
+  /// parser expects a node: at the start of a line, after node properties (!tag, &anchor), a block-
+  /// scalar header (|, >), a '---' marker, or a flow collection that has ended (found by the fuzzer:
+  /// ",# ", "!,!:", "[,!:,],!:,"; by hand: "&a ,", "--- ,", "|\n,"). A ',' outside [ ] and { } is
+  /// legitimate in a case only inside text (a description) and quoted strings, so those contexts are
+  /// refused here, located, before yaml-cpp sees the text. The scan follows quotes, comments and the
+  /// nesting of flow collections that open a node; '[' and '{' inside plain text are text.
+  void refuse_stray_commas() const {
     const std::string& t = text_;
-    int line = 1, column = 1;
-    bool at_document_start = true;
-    for (std::size_t i = 0; i < t.size(); ++i, ++column) {
-      const bool line_start = i == 0 || t[i - 1] == '\n';
-      if (line_start && t.compare(i, 3, "---") == 0 && (i + 3 == t.size() || std::isspace((unsigned char)t[i + 3]))) {
-        at_document_start = true;
-        i += 2, column += 2;
+    int depth = 0, line = 1, column = 0;
+    char quote = 0;
+    std::size_t line_start = 0, last_flow_close = std::string::npos;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const char c = t[i];
+      ++column;
+      if (c == '\n') {
+        ++line, column = 0, line_start = i + 1;
+        if (quote == 0) continue;
+      }
+      if (quote != 0) {  // inside '...' ('' escapes) or "..." (\ escapes); may span lines
+        if (quote == '"' && c == '\\') ++i, ++column;
+        else if (c == quote && !(quote == '\'' && i + 1 < t.size() && t[i + 1] == '\'')) quote = 0;
+        else if (c == quote) ++i, ++column;
         continue;
       }
-      if (t[i] == '\n') {
-        ++line, column = 0;
-        continue;
-      }
-      if (!at_document_start) continue;
-      if (t[i] == '#' && (column == 1 || std::isspace((unsigned char)t[i - 1]))) {
+      // The previous non-blank character on this line, and the blank-delimited word ending there.
+      std::size_t j = i;
+      while (j > line_start && (t[j - 1] == ' ' || t[j - 1] == '\t')) --j;
+      const bool first_on_line = j == line_start;
+      const char before = first_on_line ? '\0' : t[j - 1];
+      const bool node_start = first_on_line || std::string_view(":-?,[{").find(before) != std::string_view::npos;
+      if (c == '#' && (i == line_start || t[i - 1] == ' ' || t[i - 1] == '\t')) {
         while (i + 1 < t.size() && t[i + 1] != '\n') ++i, ++column;
         continue;
       }
-      if (line_start && t[i] == '%') {  // a directive line (%YAML, %TAG)
-        while (i + 1 < t.size() && t[i + 1] != '\n') ++i, ++column;
+      if ((c == '\'' || c == '"') && (node_start || depth > 0)) {
+        quote = c;
         continue;
       }
-      if (t[i] == ' ' || t[i] == '\t' || t[i] == '\r') continue;
-      if (std::string_view(",!&|>").find(t[i]) != std::string_view::npos)
-        throw CaseError(file_, line, column, std::string("invalid YAML: a case starts with a key, got '") + t[i] + "'");
-      at_document_start = false;
+      if ((c == '[' || c == '{') && (node_start || depth > 0)) {
+        ++depth;
+        continue;
+      }
+      if ((c == ']' || c == '}') && depth > 0) {
+        if (--depth == 0) last_flow_close = i;
+        continue;
+      }
+      if (c != ',' || depth > 0) continue;
+      std::size_t w = j;
+      while (w > line_start && t[w - 1] != ' ' && t[w - 1] != '\t') --w;
+      const std::string_view word(t.data() + w, j - w);
+      const bool after_flow = !first_on_line && last_flow_close == j - 1;
+      const bool after_property =
+          !word.empty() && (word[0] == '!' || word[0] == '&' || word == "---" ||
+                            ((word[0] == '|' || word[0] == '>') &&
+                             word.find_first_not_of("|>+-0123456789") == std::string_view::npos));
+      if (first_on_line || after_flow || after_property)
+        throw CaseError(file_, line, column,
+                        std::string("invalid YAML: ',' ") +
+                            (first_on_line ? "at the start of a line"
+                             : after_flow  ? "after a closed [ ] or { }"
+                                           : "after '" + std::string(word) + "'") +
+                            ", outside [ ] and { }; quote text that contains it");
     }
   }
 
