@@ -24,6 +24,17 @@ void true_residual(LinearOperator<Real>& op, VectorSpace<Real>& v, int b, int x,
   for (std::size_t i = 0; i < nr; ++i) out[i] = b_norm[i] > 0 ? out[i] / b_norm[i] : out[i];
 }
 
+/// A right-hand side with b = 0 has the one solution x = 0 (A invertible): set it before the first
+/// residual, since the stopping tests accept ‖b‖ = 0 at once and would otherwise return the
+/// initial guess as converged. Touches x only when some b vanishes (bit for bit as before otherwise).
+template <class Real>
+void zero_where_b_vanishes(VectorSpace<Real>& v, int x, std::span<const double> b_norm) {
+  if (std::none_of(b_norm.begin(), b_norm.end(), [](double n) { return n == 0; })) return;
+  std::vector<Scalar> keep(b_norm.size());
+  for (std::size_t r = 0; r < b_norm.size(); ++r) keep[r] = b_norm[r] == 0 ? 0.0 : 1.0;
+  v.scale(keep, x);
+}
+
 /// Complex Givens rotation [[c, s], [−conj(s), c]] (c real) that zeroes b in (a, b).
 struct Givens {
   double c = 1;
@@ -54,6 +65,7 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   v.upload(x_host, X);
   std::vector<double> b_norm(nr), residual(nr), beta(nr);
   v.norm(B, b_norm);
+  zero_where_b_vanishes(v, X, b_norm);
   std::vector<SolveStats> stats(nr);
   std::vector<char> done(nr, 0);
   std::vector<Scalar> coef(nr), projections(std::size_t(m + 1) * nr);  // projections[i·nr + r]
@@ -164,6 +176,7 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
   v.upload(x_host, X);
   std::vector<double> b_norm(nr), norm(nr), true_norm(nr);
   v.norm(B, b_norm);
+  zero_where_b_vanishes(v, X, b_norm);
   std::vector<SolveStats> stats(nr);
   std::vector<char> active(nr, 0), claim(nr, 0);
   std::vector<Scalar> rho(nr), alpha(nr), omega(nr), rho_new(nr), tmp(nr), tt(nr), coef(nr);

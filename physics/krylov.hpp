@@ -43,7 +43,8 @@ struct SolveStats {
 };
 
 /// Solves A x = b for every rhs. x holds the initial guess on entry (host, layout().size()) and the
-/// solution on return. Never throws for non-convergence: the stats say so (solver.hpp decides).
+/// solution on return; a rhs with b = 0 returns x = 0 (its residual is then the absolute ‖A x‖ = 0).
+/// Never throws for non-convergence: the stats say so (solver.hpp decides).
 template <class Real>
 std::vector<SolveStats> solve(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
                               std::span<std::complex<Real>> x, const KrylovSettings& settings);

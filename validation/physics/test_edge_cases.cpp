@@ -1,6 +1,6 @@
 // Edge cases and outputs: ellipsometry (Ψ, Δ, Mueller) against Airy, normal incidence, Rayleigh
-// anomalies, evanescent orders, absorbing substrates, invalid input, memory limits, materials,
-// z-varying shapes and rasters in layers, field output.
+// anomalies, evanescent orders, absorbing substrates, invalid input, memory limits, z-varying
+// shapes and rasters in layers, field output.
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -244,31 +244,6 @@ TEST_CASE("problems too large are refused, saying how much memory they need", "[
   Structure s = test::crossed(128);
   CHECK_THROWS_WITH(solve(s, std::vector<Incidence>{{1.0, 10, 0}}, o),
                     Catch::Contains("problem too large") && Catch::Contains("needs about") && Catch::Contains("GiB"));
-}
-
-TEST_CASE("materials: tables, formulas and the built-in library", "[physics][materials]") {
-  // Si, Green 2008, at a table point and between two (linear in n and κ).
-  const Material si = library_material("Si", 1);
-  CHECK(std::abs(si.index(700) - C(3.772, 0.010528)) < 1e-12);
-  CHECK(std::abs(si.index(705) - C(0.5 * (3.772 + 3.759), 0.5 * (0.010528 + 0.010057))) < 1e-12);
-  CHECK_THROWS_WITH(si.permittivity(1500), Catch::Contains("outside its data range"));
-  // The same in µm.
-  CHECK(std::abs(library_material("Si", 1000).index(0.7) - C(3.772, 0.010528)) < 1e-12);
-  // Fused silica (Malitson 1965): n_d = 1.4585 at 587.6 nm.
-  CHECK(std::abs(library_material("SiO2", 1).index(587.6).real() - 1.4585) < 1e-4);
-  // Si3N4 (Luke 2015): n = 1.9963 at 1550 nm (refractiveindex.info, Si3N4/Luke).
-  CHECK(std::abs(library_material("Si3N4", 1).index(1550).real() - 1.9963) < 2e-4);
-  // Au (Rakić 1998 LD): n + iκ = 0.35530 + 2.8828i at 603.62 nm (refractiveindex.info, Au/Rakic-LD).
-  CHECK(std::abs(library_material("Au", 1).index(603.62) - C(0.35530, 2.8828)) < 2e-4);
-  CHECK(library_material("Al", 1).permittivity(600).real() < -40);  // a good metal in the visible
-  CHECK(std::abs(library_material("PMMA", 1).index(589.3).real() - 1.4906) < 1e-3);
-  CHECK_THROWS_WITH(library_material("unobtainium", 1), Catch::Contains("known: air, SiO2"));
-  // A user table, with its clear out-of-range error.
-  const Material t = Material::tabulated("film", {400, 500, 600}, {1.5, 1.6, 1.8}, {0.0, 0.1, 0.0});
-  CHECK(std::abs(t.index(550) - C(1.7, 0.05)) < 1e-12);
-  CHECK_THROWS_WITH(t.permittivity(650), Catch::Contains("material 'film': wavelength 650"));
-  CHECK_THROWS_AS(Material::tabulated("bad", {500, 400}, {1, 1}, {0, 0}), InvalidArgument);
-  CHECK_THROWS_AS(Material::constant_index(C(1.5, -0.1)), InvalidArgument);
 }
 
 TEST_CASE("z-varying shapes: trapezoid lines, sloped polygons and steps", "[physics][shapes]") {
