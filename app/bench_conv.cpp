@@ -1,4 +1,4 @@
-// gratingsim bench conv: every backend on the four problem cases of ../shared/design/convolution.md
+// gratingsim bench conv: every backend on the four problem cases of docs/convolution.md §5
 // (Table 1), as the scalar problem (Laurent's rule) and/or with the 2D normal-vector pattern, timed with
 // the timing utility, each timed output verified against a complex128 reference on the same inputs,
 // reported against the memory floor and against gpu-cufft.
@@ -372,7 +372,7 @@ std::vector<Row> bench_case(const ProblemCase& c, Shape shape, const Settings& s
 }
 
 constexpr OptionSpec bench_options[] = {
-    {"case", "LIST|all", "problem cases of convolution.md Table 1, e.g. 1 or 3,4 (default all)"},
+    {"case", "LIST|all", "problem cases of docs/convolution.md §5 (Table 1), e.g. 1 or 3,4 (default all)"},
     {"backend", "LIST|all|auto",
      "comma-separated backends (gpu-cufft, gpu-fused, gpu-direct, cpu-fftw, cpu-direct, auto); cpu-fftw brings "
      "the cpu-fftw-unpruned comparison row; default all but cpu-direct; all adds cpu-direct"},
@@ -436,7 +436,7 @@ int run_bench_conv(Args args) {
     std::cout << format_help(
         "gratingsim bench conv [--case LIST|all] [--backend LIST|all|auto] [--precision single|double|both] "
         "[--shape scalar|normal-vector|both] [--repeats N] [--warmup N] [--bandwidth GB/s] [--seed N] [--csv FILE]",
-        "Times the batched convolution backends on the problem cases of convolution.md (Table 1) with fresh "
+        "Times the batched convolution backends on the problem cases of docs/convolution.md §5 (Table 1) with fresh "
         "random kernels and fields: median/min/max over rotating buffer sets after warm-up (GPU: CUDA events; "
         "CPU: steady clock). Every timed output is checked against a complex128 reference on the same inputs "
         "(cpu-direct for cases 1-2, cpu-fftw for 3-4; relative l2 per block <= 1e-4 single, 1e-10 double); a row that fails is marked FAILED and the exit status is 1. "

@@ -1,5 +1,5 @@
 // gratingsim bench solve: the Krylov iteration of the physics solver on the four problem cases of
-// ../shared/design/convolution.md built as real structures, per backend and precision: time per
+// docs/convolution.md §5 built as real structures, per backend and precision: time per
 // iteration and its split (convolution / z-operator / vector ops), ratio to the iteration's memory
 // floor, and GPU versus cpu-fftw on the same case. Every row's operator is verified first: one
 // product A·x on random x against a complex128 cpu-fftw problem of the same structure.
@@ -25,7 +25,7 @@ namespace {
 using conv::Backend;
 using conv::Precision;
 
-/// Table 1 of convolution.md: harmonics ±M on both axes, layers = slices. The paper's 8 angles ×
+/// Table 1 of docs/convolution.md §5: harmonics ±M on both axes, layers = slices. The paper's 8 angles ×
 /// 3 components = 24 fields per slice are 8 right-hand sides here: 4 incidence angles × (s, p), the
 /// two polarisations the solver always pairs per incidence, so per_slice = 3·8 = 24 as in the table.
 struct BenchCase {
@@ -299,7 +299,7 @@ std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& re
 }
 
 constexpr OptionSpec options_spec[] = {
-    {"case", "LIST|all", "problem cases 1-4 of convolution.md, e.g. 3 or 3,4 (default all)"},
+    {"case", "LIST|all", "problem cases 1-4 of docs/convolution.md §5, e.g. 3 or 3,4 (default all)"},
     {"backend", "LIST", "comma-separated backends (default gpu-cufft,gpu-fused,gpu-direct,cpu-fftw)"},
     {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
     {"repeats", "N", "samples per GPU row (default 5)"},
@@ -336,7 +336,7 @@ int run_bench_solve(Args args) {
     std::cout << format_help(
         "gratingsim bench solve [--case LIST|all] [--backend LIST] [--precision single|double|both] [--repeats N] "
         "[--cpu-repeats N] [--window W] [--bandwidth GB/s] [--csv FILE]",
-        "Times one Krylov iteration of the physics solver on the problem cases of convolution.md built as "
+        "Times one Krylov iteration of the physics solver on the problem cases of docs/convolution.md §5 built as "
         "crossed gratings (square lattice, circular pillars, harmonics ±3/±7/±15/±31 on both axes, 32/64/128/256 "
         "slices, 4 incidence angles x s,p = 8 right-hand sides). An iteration is the average Arnoldi step of "
         "GMRES(W): (time of W steps - time of 1 step)/(W-1) of real solves, host clock, median/min/max over "

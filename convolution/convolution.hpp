@@ -1,6 +1,6 @@
 #pragma once
 // Batched small 2D convolutions in the harmonic domain, described as a problem (CUTLASS-style): the
-// library's one interface. It knows nothing of physics.
+// library's one interface. It knows nothing of physics. (docs/convolution.md §1–2 describes it.)
 //
 // A problem has `slices` slices; each slice holds K kernels χ_{p,k} and `per_slice` groups (in physics:
 // right-hand sides) of Q input and P output field blocks. A sparse P×Q pattern of terms (p_out, q_in, k)

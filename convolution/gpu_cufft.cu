@@ -1,5 +1,5 @@
 // gpu-cufft: the unfused five-step FFT convolution written the way a cuFFT user would write it, the
-// baseline every GPU speed-up is quoted against (see ../shared/design/convolution.md), for any pattern.
+// baseline every GPU speed-up is quoted against (docs/convolution.md §4, §6), for any pattern.
 //
 // Input block b = group·Q + q, output block b' = group·P + o, slice p = group / per_slice; L1×L2
 // workspaces (row-major, axis 2 fast):

@@ -1,4 +1,4 @@
-// gpu-fused: the whole FFT convolution of the batch in one kernel launch (../shared/design/convolution.md),
+// gpu-fused: the whole FFT convolution of the batch in one kernel launch (docs/convolution.md §4),
 // for the scalar problem and for any pattern. This file is the plan: kernel spectra, launch
 // configuration, can_implement, workspace_bytes, the factory. The kernels and their shared-memory
 // layout are in gpu_fused/kernel.cuh (instantiated in gpu_fused/*_kernels_*.cu), the FFT building

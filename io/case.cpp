@@ -398,7 +398,7 @@ class CaseReader {
   }
 
   /// Every referenced material must give an index at every wavelength; the superstrate must be
-  /// lossless (formulation.md §1: medium 1 carries the Green function and the far-field normalisation).
+  /// lossless (docs/formulation.md §1: medium 1 carries the Green function and the far-field normalisation).
   void check_materials() {
     std::vector<std::string> unused;
     for (const auto& [name, material] : c_.materials) {
@@ -721,7 +721,7 @@ class CaseReader {
   }
 
   /// Default slice count: Δz ≤ λ/(40 n) in the layer's densest material at every wavelength, i.e. 20
-  /// slices per half wavelength in the medium (formulation.md §9: energy balance ~5e-4 there).
+  /// slices per half wavelength in the medium (docs/formulation.md §9: energy balance ~5e-4 there).
   /// The count is computed in double (a 1e12 nm film needs ~1e11 slices) and refused, at the layer's
   /// thickness, above max_layer_slices; then the stack's total is refused above max_total_slices.
   void assign_default_slices(const Node& layers) {

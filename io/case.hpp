@@ -4,7 +4,7 @@
 //
 // Internal units: every length is in nanometres (the `_nm` members), whatever the file's `units:`;
 // angles are in degrees. Materials are physics::Material models in nanometres (refractive index
-// n + iκ, κ ≥ 0 for loss with time dependence exp(−iωt), formulation.md §1).
+// n + iκ, κ ≥ 0 for loss with time dependence exp(−iωt), docs/formulation.md §1).
 //
 // This is io's description of a case (plain structs, no vendor types), close to the file;
 // io/problem.hpp maps it onto the physics library's structs.
@@ -132,13 +132,13 @@ struct SourceLocation {
 
 struct Numerics {
   int harmonics_x = 0, harmonics_y = 0;  ///< M1, M2: orders m_i ∈ [−M_i, M_i]; M2 = 0 for 1D lattices
-  bool richardson = false;               ///< also solve at twice the slices and extrapolate (formulation.md §6)
+  bool richardson = false;               ///< also solve at twice the slices and extrapolate (docs/formulation.md §12)
   conv::Precision precision = conv::Precision::double_;
   std::optional<conv::Backend> backend;  ///< nullopt: "auto", the application picks
   /// Where numerics.backend was given (nullopt when absent): a backend that cannot run here is
   /// reported there.
   std::optional<SourceLocation> backend_location;
-  /// normal-vector (normal-vector.md, the default) or laurent (J = χ ⊛ E)
+  /// normal-vector (docs/normal-vector.md, the default) or laurent (J = χ ⊛ E)
   physics::Formulation formulation = physics::Formulation::normal_vector;
   SolverOptions solver;
 };

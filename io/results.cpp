@@ -52,7 +52,7 @@ using h5::Handle;
 
 const char* const schema_name = "gratingsim.result";
 
-// Conventions written as root attributes: the physics of formulation.md §1, §2, §8 in words.
+// Conventions written as root attributes: the physics of docs/formulation.md §1, §2, §8, §11 in words.
 const std::pair<const char*, const char*> conventions[] = {
     {"time_dependence", "exp(-i*omega*t)"},
     {"plane_wave", "exp(i*(kx*x + ky*y + kz*z)); incidence from the superstrate (z > H), going down"},
@@ -62,7 +62,7 @@ const std::pair<const char*, const char*> conventions[] = {
      "per order m: t = (kx, ky, 0)/k_rho (at k_rho = 0: (cos phi, sin phi, 0)); s = z x t (TE); "
      "p = (+kz t - k_rho z)/k for up-going (reflected), p = (-kz t - k_rho z)/k for down-going "
      "(transmitted, substrate kz and k); jones[..., o, out, in, :] = (s, p) amplitude of order o for unit "
-     "incident amplitude in polarisation in (formulation.md sections 2 and 8)"},
+     "incident amplitude in polarisation in (docs/formulation.md sections 2 and 8.3 of the gratingsim repository)"},
     {"phase_reference",
      "z = 0, the top of the substrate: reflected order m is a_m exp(i kz1 z), transmitted t_m exp(-i kz2 z)"},
     {"efficiency",

@@ -1,5 +1,5 @@
 #pragma once
-// Cutting the layer stack into slices (formulation.md §6) and sampling z-varying shapes at each
+// Cutting the layer stack into slices (docs/formulation.md §6) and sampling z-varying shapes at each
 // slice's centre height.
 #include <vector>
 

@@ -23,7 +23,7 @@ FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence,
   EXPECTS(incidence.theta_deg >= 0 && incidence.theta_deg < 90,
           "polar angle θ must be in [0°, 90°), got " + std::to_string(incidence.theta_deg));
   EXPECTS(eps1.imag() == 0 && eps1.real() > 0,
-          "the superstrate must be lossless with ε1 > 0 (formulation.md §1), got ε1 = (" +
+          "the superstrate must be lossless with ε1 > 0 (docs/formulation.md §1), got ε1 = (" +
               std::to_string(eps1.real()) + ", " + std::to_string(eps1.imag()) + ")");
   EXPECTS(m1_max >= 0 && m2_max >= 0, "harmonic counts M1, M2 must be ≥ 0");
   EXPECTS(!lattice.one_dimensional() || m2_max == 0, "a 1D lattice needs M2 = 0");

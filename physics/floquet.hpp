@@ -1,5 +1,5 @@
 #pragma once
-// Floquet orders of one incidence (formulation.md §2, §4): lateral wavevectors, kz in both media,
+// Floquet orders of one incidence (docs/formulation.md §2, §4): lateral wavevectors, kz in both media,
 // the per-order s/p basis and the Fresnel coefficients of the bare superstrate/substrate interface.
 #include <string>
 #include <vector>

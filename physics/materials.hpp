@@ -1,6 +1,6 @@
 #pragma once
 // Isotropic, non-magnetic materials: the relative permittivity ε(λ) = (n + iκ)², Im ε ≥ 0 for loss
-// (time dependence exp(−iωt), formulation.md §1). Wavelengths are in the model's length unit, the
+// (time dependence exp(−iωt), docs/formulation.md §1). Wavelengths are in the model's length unit, the
 // same unit as every length of the structure (the library converts its data with `unit_nm`).
 #include <complex>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// The normal-vector-field formulation (shared/design/normal-vector.md): its convolution problem and
+// The normal-vector-field formulation (docs/normal-vector.md): its convolution problem and
 // its kernels per slice.
 //
 // Unknown F (continuous across every edge), background ε1 (the superstrate), unit in-plane field n:
@@ -25,8 +25,8 @@
 
 namespace gratingsim::physics {
 
-/// How the contrast current is computed: the normal-vector field (normal-vector.md, the default) or
-/// Laurent's rule J = χ ⊛ E on the field E itself (formulation.md §5, the scalar convolution).
+/// How the contrast current is computed: the normal-vector field (docs/normal-vector.md, the default) or
+/// Laurent's rule J = χ ⊛ E on the field E itself (docs/formulation.md §5, the scalar convolution).
 enum class Formulation { normal_vector, laurent };
 std::string_view to_string(Formulation formulation);  ///< "normal-vector" / "laurent"
 /// Parses "normal-vector" or "laurent"; throws InvalidArgument otherwise.

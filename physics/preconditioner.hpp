@@ -1,7 +1,7 @@
 #pragma once
-// Right preconditioning (issue #10): P = L⁻¹ L̄ Ā⁻¹, exact for laterally uniform structures and
-// for structures whose slices do not interact, applied as A P u = b, x = P u, so that residuals
-// ‖b − A x‖ keep their meaning.
+// Right preconditioning (issue #10; docs/solver.md §6, §7): P = L⁻¹ L̄ Ā⁻¹, exact for laterally
+// uniform structures and for structures whose slices do not interact, applied as A P u = b,
+// x = P u, so that residuals ‖b − A x‖ keep their meaning.
 //
 // Ā, the laterally averaged problem: every kernel of a slice replaced by its mean over the unit cell
 // (its Fourier coefficient (0, 0)). The convolution then maps each order onto itself, and per
@@ -18,7 +18,7 @@
 // preconditioner; the product is better or equal on every case measured, see the closing note of #10.)
 //
 // Both parts are computed with the solver's own host z-operator applied to unit sources (so K is
-// exactly the solver's; formulation.md §6 is implemented once), factored by partial-pivoting LU in
+// exactly the solver's; docs/formulation.md §6 is implemented once), factored by partial-pivoting LU in
 // complex128, and their inverses stored rounded to Real:
 //   memory  (3Nz)²·orders·incidences + (3·orders)²·Nz·incidences complex numbers;
 //   apply   the same number of multiply-adds per right-hand side.

@@ -1,7 +1,7 @@
 #pragma once
-// The discrete problem of one wavelength (formulation.md §5–8) for every right-hand side
+// The discrete problem of one wavelength (docs/formulation.md §5–8) for every right-hand side
 // r = 2·incidence + polarisation (0 = s, 1 = p) of the incidences that share this wavelength:
-//   normal-vector (normal-vector.md, the default): A F = e_b, A F = F + D − K·(k1² J), J = C ⊛ F,
+//   normal-vector (docs/normal-vector.md §2, the default): A F = e_b, A F = F + D − K·(k1² J), J = C ⊛ F,
 //     D = (γ n nᵀ) ⊛ F; the unknown is F and the physical field is E = M F = F + D (physical_field());
 //     one convolution plan of the pattern of normal_field.hpp, per_slice = n_rhs groups of Q = 3;
 //   laurent: A e = e_b with A = I − K·(k1² χ ⊛ ·), the scalar plan with per_slice = 3·n_rhs.
@@ -33,7 +33,7 @@ struct ProblemSettings {
 };
 
 /// Far-field amplitudes of one right-hand side, per order (the engine's harmonic layout), phase
-/// reference z = 0 (formulation.md §8):
+/// reference z = 0 (docs/formulation.md §8.1):
 ///   reflected:   field a e^{ikz1 (z − 0)} above the structure, a = up_s ê + up_p p̂+  (zero for
 ///                orders evanescent in the superstrate);
 ///   transmitted: field t e^{−ikz2 z} below, t = down_s ê + down_p p̂2−, p̂2− = (−kz2 t̂ − kρ ẑ)/k2.

@@ -1,5 +1,5 @@
 #pragma once
-// Shape functions (formulation.md §3): the Fourier coefficients of one slice's contrast
+// Shape functions (docs/formulation.md §3): the Fourier coefficients of one slice's contrast
 //     χ̂(n) = (1/(ΛxΛy)) ∫_cell χ(x, y) e^{−iG_n·r} dx dy,   G_n = 2π (n1/Λx, n2/Λy),
 // for n ∈ [−2M1, 2M1] × [−2M2, 2M2], in the convolution engine's kernel layout
 // (n1 + 2M1)·K2 + (n2 + 2M2), K_i = 4M_i + 1.

@@ -7,7 +7,7 @@
 //   physics::SolveResult res = physics::solve(s, {{0.633, 30, 0}}, o);
 //   double r0 = res.incidences[0].orders[k].R[physics::s_pol];
 //
-// Conventions (formulation.md): exp(−iωt); amplitudes along the s/p basis of §2 (ê = ẑ×t̂,
+// Conventions (docs/formulation.md): exp(−iωt); amplitudes along the s/p basis of §2 (ê = ẑ×t̂,
 // p̂± = (±kz t̂ − kρ ẑ)/k), phase reference z = 0 (the substrate's surface) for reflection and
 // transmission alike. Efficiencies are fractions of the incident z-flux.
 #include <array>
@@ -51,7 +51,7 @@ struct SolverOptions {
   /// amplitude (O(Δz⁴) instead of O(Δz²)); Ψ, Δ, Mueller follow from the extrapolated Jones matrix.
   bool richardson = false;
   conv::Backend backend = conv::Backend::cpu_direct;
-  /// normal_vector (normal-vector.md: the unknown F, E = M F; fast convergence in harmonics for p,
+  /// normal_vector (docs/normal-vector.md: the unknown F, E = M F; fast convergence in harmonics for p,
   /// crossed gratings and metals) or laurent (J = χ ⊛ E, the scalar convolution).
   Formulation formulation = Formulation::normal_vector;
   /// Raster pixels per axis on which 2D normal fields are built (a power of two); 0: the default,
@@ -85,7 +85,7 @@ struct DiffractionOrder {
 };
 
 /// From the zeroth-order reflection Jones matrix. tan Ψ e^{iΔ} = r_pp/r_ss with the p̂± basis of
-/// formulation.md §2 and exp(−iωt); this is the "Nebraska" convention of ellipsometry: r_pp = −r_ss
+/// docs/formulation.md §2 (§11) and exp(−iωt); this is the "Nebraska" convention of ellipsometry: r_pp = −r_ss
 /// at normal incidence, so Δ = 180° there and for a bare dielectric below Brewster's angle.
 /// Ψ ∈ [0°, 90°], Δ ∈ (−180°, 180°].
 /// Mueller matrix M = A (J ⊗ J*) A⁻¹ in the (p, s) basis, J = [[r_pp, r_ps], [r_sp, r_ss]],

@@ -1,5 +1,5 @@
 #pragma once
-// The grating as plain data (formulation.md §1, §3): a lattice, a superstrate (medium 1, incidence
+// The grating as plain data (docs/formulation.md §1, §3): a lattice, a superstrate (medium 1, incidence
 // side, lossless), a substrate (medium 2, may absorb) and a stack of patterned layers between them.
 //
 // Coordinates: the unit cell is [−Λx/2, Λx/2] × [−Λy/2, Λy/2]; z = 0 is the top of the substrate and

@@ -1,10 +1,10 @@
 #pragma once
-// The discretised Green operator along z (formulation.md §6), applied in O(Nz·Nm) per right-hand
+// The discretised Green operator along z (docs/formulation.md §6), applied in O(Nz·Nm) per right-hand
 // side, never as a dense Nz×Nz matrix, behind an interface so a device implementation can follow.
 //
 // Slices p = 0..Nz−1 from the top down, centres z_p, thicknesses Δ_p, contiguous (no gaps). With
 // the source s_p = k1² c_p (c = χ ⊛ e from the convolution engine, or J = C ⊛ F in the
-// normal-vector formulation, normal-vector.md), per order
+// normal-vector formulation, docs/normal-vector.md §3), per order
 //   (K s)_q = (i/(2kz)) [ Σ_{p below q} (êê + p̂+p̂+) e^{ikz(z_q−z_p)} w_p s_p
 //                       + Σ_{p above q} (êê + p̂−p̂−) e^{ikz(z_p−z_q)} w_p s_p
 //                       + Σ_p (r_s êê + r_p p̂+p̂−) e^{ikz(z_q+z_p)} w_p s_p ]
@@ -54,7 +54,7 @@ class ZOperator {
   /// vector_space.hpp and in memory(). c is the convolution output with `source_components` (3, 4 or
   /// 5) components per (slice, rhs) block: element (p, r, comp, m) at (p·n_rhs + r)·S·orders +
   /// comp·orders + m; components 0..2 are the source J (Laurent: χ ⊛ e), 3 and 4 (when present) are
-  /// D_x and D_y, added to y's x and y components (normal-vector.md: (M F) = F + D, D = (D_x, D_y, 0)).
+  /// D_x and D_y, added to y's x and y components (docs/normal-vector.md §2: (M F) = F + D, D = (D_x, D_y, 0)).
   /// x and y may be the same buffer; c must not alias y.
   virtual void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream stream) = 0;
   [[nodiscard]] virtual conv::Memory memory() const = 0;

@@ -1,5 +1,5 @@
 #pragma once
-// Device building blocks of gpu-fused (../gpu_fused.cu, ../../shared/design/convolution.md): the complex
+// Device building blocks of gpu-fused (../gpu_fused.cu, docs/convolution.md §2, §4): the complex
 // type, how one axis of an FFT length L is split between threads (AxisShape), compile-time twiddles,
 // register DFTs, the team half-length transforms and their exchanges, item loops, cp.async.
 //

@@ -1,6 +1,6 @@
 #pragma once
 // Every backend against cpu-direct on fresh random data: the four problem cases of
-// ../shared/design/convolution.md (sizes N, L of Table 1, fewer slices so the O(N⁴) reference stays
+// docs/convolution.md §5 (sizes N, L of Table 1, fewer slices so the O(N⁴) reference stays
 // cheap) and odd shapes (N1 ≠ N2, N2 = 1, N = 1, non-minimal L, per_slice not a multiple of 3).
 #include <complex>
 #include <string>

@@ -8,7 +8,7 @@
 Everything geometric is stated once, in CASES below (lengths in the unit of the wavelength,
 λ = 1). The module is also imported by bench_peers.py (solve_case, CASES, read_references).
 
-Conventions (verified, see README.md): gratingsim/cases.md use exp(-iωt), Im ε ≥ 0 for loss,
+Conventions (verified, see README.md): gratingsim (docs/formulation.md §1) uses exp(-iωt), Im ε ≥ 0 for loss,
 incidence from the superstrate going down. fmmax propagates "forward" along +z from layer 0 and
 also uses Im ε > 0 for loss (eigenvalues chosen with Im q ≥ 0, fields ~ exp(+iqz)); a mirror
 z → -z maps one geometry onto the other and leaves efficiencies and the s/p character unchanged,
@@ -62,7 +62,7 @@ CASES = {
         shape=dict(type="line", width=0.4), eps_shape=-20.0 + 1.5j, height=0.08,
         eps_sup=1.0, eps_sub=2.25, wavelength=1.0, theta_deg=15.0, phi_deg=0.0,
     ),
-    "lamellar": dict(  # cases.md "1D lamellar grating"
+    "lamellar": dict(  # docs/reference-cases.md §3, "1D lamellar grating"
         lattice="1d", period_x=1.5,
         shape=dict(type="line", width=0.75), eps_shape=4.0 + 0j, height=0.5,
         eps_sup=1.0, eps_sub=2.25, wavelength=1.0, theta_deg=10.0, phi_deg=0.0,
@@ -298,7 +298,7 @@ def read_references(path: str) -> dict:
 
 
 def check_conventions(log=sys.stderr) -> float:
-    """Thin film S3 of cases.md (lossy film, s and p): returns the largest deviation."""
+    """Thin film S3 of docs/reference-cases.md §2 (lossy film, s and p): returns the largest deviation."""
     case = dict(lattice="2d", period_x=1.0, period_y=1.0, eps_sup=1.0, eps_sub=2.25, wavelength=1.0,
                 theta_deg=30.0, phi_deg=0.0, height=0.3, eps_film=4.0 + 1.0j)
     lat = fmmax.LatticeVectors(u=jnp.array([1.0, 0.0]), v=jnp.array([0.0, 1.0]))
@@ -355,7 +355,7 @@ def main() -> None:
     print("# conventions: exp(-i omega t), Im eps >= 0 is loss; s = TE (E perpendicular to the plane of incidence),")
     print("#   p = TM; efficiencies = z-flux of an order / incident z-flux; R00/T00 order (0,0); sumR/sumT over all")
     print("#   propagating orders; unit-power pure s or pure p incidence from the superstrate.")
-    print(f"# convention check: thin film S3 of cases.md (s, p; phi 0 and 37 deg) max deviation {s3:.1e}")
+    print(f"# convention check: thin film S3 of docs/reference-cases.md §2 (s, p; phi 0 and 37 deg) max deviation {s3:.1e}")
     print("# 1D counts: highest order M (2M+1 orders); 2D counts: fmmax approximate_num_terms (circular truncation)")
     print("# convergence rows: case count num_terms s:R00 s:T00 s:sumR s:sumT p:R00 p:T00 p:sumR p:sumT")
     for c in conv:

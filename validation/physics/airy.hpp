@@ -1,6 +1,6 @@
 #pragma once
 // Independent thin-film reference for the physics tests: the recursive Airy formula of
-// shared/reference/cases.md, r = (r12 + r23 e^{2iβ})/(1 + r12 r23 e^{2iβ}), applied from the
+// docs/reference-cases.md §2, r = (r12 + r23 e^{2iβ})/(1 + r12 r23 e^{2iβ}), applied from the
 // substrate upwards through any number of films (exp(−iωt), Im n ≥ 0 for loss).
 #include <cmath>
 #include <complex>
@@ -16,7 +16,7 @@ struct Film {
 
 /// The reflection amplitude r for s (p = false) or p polarisation, phase reference at the top
 /// film's upper interface; films listed from the incidence side down. The p sign convention is
-/// cases.md's, r_jk = (n_k c_j − n_j c_k)/(n_k c_j + n_j c_k) (r_p = −r_s at normal incidence).
+/// docs/reference-cases.md §2's, r_jk = (n_k c_j − n_j c_k)/(n_k c_j + n_j c_k) (r_p = −r_s at normal incidence).
 inline std::complex<double> airy_reflection(std::complex<double> n_in, const std::vector<Film>& films, std::complex<double> n_sub,
                                double wavelength, double theta_deg, bool p) {
   using C = std::complex<double>;

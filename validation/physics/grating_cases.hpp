@@ -6,7 +6,7 @@
 
 namespace gratingsim::test {
 
-/// The 1D lamellar reference of shared/reference/cases.md: λ = 1, period 1.5, ridge 0.75 (centred),
+/// The 1D lamellar reference of docs/reference-cases.md §3: λ = 1, period 1.5, ridge 0.75 (centred),
 /// ridge ε = 4 in air, height 0.5, substrate ε = 2.25 (incidence θ = 10°, φ = 0 in the tests).
 inline physics::Structure lamellar(int slices) {
   using namespace physics;

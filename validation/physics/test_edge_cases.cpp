@@ -45,7 +45,7 @@ double max_difference(const IncidenceResult& a, const IncidenceResult& b) {
 }  // namespace
 
 TEST_CASE("ellipsometry: Ψ, Δ and the Mueller matrix of a lossy film against Airy", "[physics][edge]") {
-  // S3 of cases.md: air, film ε = 4 + 1i, d = 0.3, substrate n = 1.5, θ = 30°.
+  // S3 of docs/reference-cases.md §2: air, film ε = 4 + 1i, d = 0.3, substrate n = 1.5, θ = 30°.
   const C film = std::sqrt(C(4, 1));
   SolverOptions o;
   o.m1 = 0;

@@ -1,5 +1,5 @@
 // Gratings: the 1D lamellar reference (both formulations), energy balance of lossless gratings, and
-// the consistency checks of shared/reference/cases.md (1D-in-2D, mirror symmetry, 90° rotation with
+// the consistency checks of docs/reference-cases.md §4 (1D-in-2D, mirror symmetry, 90° rotation with
 // s ↔ p) in the default normal-vector formulation.
 #include <cmath>
 
@@ -18,22 +18,22 @@ IncidenceResult solve_one(const Structure& s, const Incidence& inc, const Solver
 
 TEST_CASE("1D lamellar reference: s within 5e-4 of converged RCWA at M1 = 20 with extrapolation", "[physics][grating]") {
   SolverOptions o;
-  o.formulation = Formulation::laurent;  // the p value below is Laurent's (cases.md)
+  o.formulation = Formulation::laurent;  // the p value below is Laurent's (docs/reference-cases.md §3)
   o.m1 = 20;
-  o.richardson = true;  // 10 and 20 slices, as in cases.md
+  o.richardson = true;  // 10 and 20 slices, as in docs/reference-cases.md §3
   const IncidenceResult r = solve_one(test::lamellar(10), {1.0, 10, 0}, o);
   const DiffractionOrder* zero = test::find_order(r, 0, 0);
   REQUIRE(zero != nullptr);
-  // cases.md, converged RCWA (Li's rules, 161 orders): s: R0 = 0.004755, T0 = 0.098122,
+  // docs/reference-cases.md §3, converged RCWA (Li's rules, 161 orders): s: R0 = 0.004755, T0 = 0.098122,
   // ΣR = 0.060816, ΣT = 0.939184.
   CHECK(std::abs(zero->R[s_pol] - 0.004755) < 5e-4);
   CHECK(std::abs(zero->T[s_pol] - 0.098122) < 5e-4);
   CHECK(std::abs(r.total_R[s_pol] - 0.060816) < 5e-4);
   CHECK(std::abs(r.total_T[s_pol] - 0.939184) < 5e-4);
-  // cases.md: "The spectral VIE with M1 = 20 and 10/20 slices, Richardson-extrapolated in z, gives
+  // docs/reference-cases.md §3: "The spectral VIE with M1 = 20 and 10/20 slices, Richardson-extrapolated in z, gives
   // s-T0 = 0.09802 (RCWA at the same 41 orders: 0.098024)".
   CHECK(std::abs(zero->T[s_pol] - 0.09802) < 2e-5);
-  // cases.md: "In p, Laurent's rule converges slowly: T0 ≈ 0.066 at M1 = 20".
+  // docs/reference-cases.md §3: "In p, Laurent's rule converges slowly: T0 ≈ 0.066 at M1 = 20".
   CHECK(std::abs(zero->T[p_pol] - 0.066) < 1e-3);
   CHECK(r.energy_balance_error[s_pol] < 5e-5);
   CHECK(r.energy_balance_error[p_pol] < 5e-5);
@@ -47,7 +47,7 @@ TEST_CASE("1D lamellar reference: p-polarised T0 moves toward 0.062423 as M1 gro
     o.m1 = m1;
     const IncidenceResult r = solve_one(test::lamellar(10), {1.0, 10, 0}, o);
     const double t0 = test::find_order(r, 0, 0)->T[p_pol];
-    const double error = std::abs(t0 - 0.062423);  // cases.md, p: T0 = 0.062423 (converged RCWA)
+    const double error = std::abs(t0 - 0.062423);  // docs/reference-cases.md §3, p: T0 = 0.062423 (converged RCWA)
     INFO("M1 = " << m1 << ": p-T0 = " << t0 << ", distance to the converged value " << error);
     CHECK(error < previous_error);
     previous_error = error;
@@ -65,7 +65,7 @@ TEST_CASE("energy balance of lossless gratings falls as Δz²", "[physics][grati
     Structure (*make)(int);
     Incidence incidence;
     int m1, m2, slices;
-    double bound;  // at `slices`; formulation.md §9: about 2e-3 at 10 slices per 0.5 λ
+    double bound;  // at `slices`; docs/formulation.md §9: about 2e-3 at 10 slices per 0.5 λ
     Formulation formulation;
   };
   const Case cases[] = {

@@ -1,5 +1,5 @@
-// The normal-vector formulation (shared/design/normal-vector.md): its 1D kernels against closed
-// forms, the §9.3 reference in p where it must beat Laurent's rule, slabs on a 2D lattice against
+// The normal-vector formulation (docs/normal-vector.md): its 1D kernels against closed
+// forms, the docs/formulation.md §9.3 reference in p where it must beat Laurent's rule, slabs on a 2D lattice against
 // Airy, the raster normal field (a unit projector, normal on circle and rectangle edges, region
 // coefficients consistent with the exact shape transforms, convergence as the raster is refined),
 // the energy balance of crossed gratings against the truncation, and the refusal of backends that
@@ -84,7 +84,7 @@ TEST_CASE("1D kernels: the exact transforms of χ, 1 − ε1/ε and ε1/ε − 1
 }
 
 TEST_CASE("§9.3 lamellar, p: within 3e-4 of converged RCWA at M = 10, where Laurent is not", "[physics][normal]") {
-  // cases.md / formulation.md §9.3: converged RCWA (Li's rules, 161 orders), p: R0 = 0.052498,
+  // docs/reference-cases.md §3 / docs/formulation.md §9.3: converged RCWA (Li's rules, 161 orders), p: R0 = 0.052498,
   // T0 = 0.062423; s: R0 = 0.004755, T0 = 0.098122. Richardson over 10/20 slices.
   SolverOptions o;
   o.m1 = 10;
@@ -105,7 +105,7 @@ TEST_CASE("§9.3 lamellar, p: within 3e-4 of converged RCWA at M = 10, where Lau
   CHECK(laurent_r > err_r);  // the formulation does something: Laurent is worse at the same M
   CHECK(laurent_t > 10 * err_t);
   // s (E = E_y ŷ at φ = 0, tangential to every edge): the formulations coincide (F_y = E_y, J_y = χ⊛F_y)
-  // and s is right to its own convergence in M (cases.md: 0.09802 at M = 20).
+  // and s is right to its own convergence in M (docs/reference-cases.md §3: 0.09802 at M = 20).
   CHECK(std::abs(z->R[s_pol] - zl->R[s_pol]) < 1e-10);
   CHECK(std::abs(z->T[s_pol] - zl->T[s_pol]) < 1e-10);
   CHECK(std::abs(z->R[s_pol] - 0.004755) < 1e-4);
@@ -116,7 +116,7 @@ TEST_CASE("§9.3 lamellar, p: within 3e-4 of converged RCWA at M = 10, where Lau
 TEST_CASE("slabs on a 2D lattice: the normal-vector solve equals Airy", "[physics][normal]") {
   // A film as a layer background (n = x̂) and as a rectangle filling the cell (the raster path with
   // no edge anywhere): both are exact changes of unknowns of the slab problem.
-  const test::Film film{std::sqrt(C(4, 1)), 0.3};  // cases.md S3: lossy
+  const test::Film film{std::sqrt(C(4, 1)), 0.3};  // docs/reference-cases.md §2, S3: lossy
   for (bool as_shape : {false, true}) {
     Structure s;
     s.lattice = {0.8, 0.6};

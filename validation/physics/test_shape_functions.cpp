@@ -1,4 +1,4 @@
-// Shape functions χ̂(n) (formulation.md §3) against independent references: the closed forms written
+// Shape functions χ̂(n) (docs/formulation.md §3) against independent references: the closed forms written
 // out here from the formulation's formulas, decompositions into rectangles, and a brute-force
 // scanline quadrature of the painted cell (later shapes win) with its own point-in-shape painter.
 #include <cmath>
@@ -18,12 +18,12 @@ constexpr double pi = std::numbers::pi;
 
 double sinc(double t) { return t == 0 ? 1.0 : std::sin(pi * t) / (pi * t); }
 
-/// formulation.md §3: Δχ (wx wy/(ΛxΛy)) sinc(n1 wx/Λx) sinc(n2 wy/Λy) e^{−i2π(n1 x0/Λx + n2 y0/Λy)}.
+/// docs/formulation.md §3: Δχ (wx wy/(ΛxΛy)) sinc(n1 wx/Λx) sinc(n2 wy/Λy) e^{−i2π(n1 x0/Λx + n2 y0/Λy)}.
 C rectangle_ft(double lx, double ly, Point c, double wx, double wy, int n1, int n2) {
   return (wx * wy / (lx * ly)) * sinc(n1 * wx / lx) * sinc(n2 * wy / ly) *
          std::polar(1.0, -2 * pi * (n1 * c.x / lx + n2 * c.y / ly));
 }
-/// formulation.md §3: (πab/(ΛxΛy)) 2J1(q)/q, q = 2π sqrt((n1 a/Λx)² + (n2 b/Λy)²), times the centre's phase.
+/// docs/formulation.md §3: (πab/(ΛxΛy)) 2J1(q)/q, q = 2π sqrt((n1 a/Λx)² + (n2 b/Λy)²), times the centre's phase.
 C ellipse_ft(double lx, double ly, Point c, double a, double b, int n1, int n2) {
   const double q = 2 * pi * std::hypot(n1 * a / lx, n2 * b / ly);
   const double jinc = q == 0 ? 1.0 : 2 * std::cyl_bessel_j(1.0, q) / q;
@@ -169,7 +169,7 @@ Material eps(C e) { return Material::constant_permittivity(e); }
 
 }  // namespace
 
-TEST_CASE("single shapes reproduce the closed forms of formulation.md §3", "[physics][shapes]") {
+TEST_CASE("single shapes reproduce the closed forms of docs/formulation.md §3", "[physics][shapes]") {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   auto& rng = test::rng();
   const double lx = 1.3, ly = 0.9;

@@ -1,5 +1,5 @@
 // Slabs (laterally uniform films) against the Airy formula: the z-operator, the far field and the
-// efficiencies end to end (formulation.md §9 check 1). Reference numbers: shared/reference/cases.md
+// efficiencies end to end (docs/formulation.md §9 check 1). Reference numbers: docs/reference-cases.md §2
 // ("Analytic thin films" S1–S4 and the AR multilayer), recomputed here by the independent recursive
 // Airy formula of validation/physics/airy.hpp.
 #include <cmath>
@@ -46,13 +46,13 @@ struct SlabCase {
   test::Film film;
   C n_sub;
   double theta;
-  double r_s, r_p, t_s, t_p;  // cases.md
+  double r_s, r_p, t_s, t_p;  // docs/reference-cases.md §2
 };
 
 }  // namespace
 
 TEST_CASE("slabs S1–S4: Richardson-extrapolated R and T within 1e-6 of Airy", "[physics][slab]") {
-  // cases.md, "Analytic thin films" (λ = 1).
+  // docs/reference-cases.md §2, "Analytic thin films" (λ = 1).
   const SlabCase cases[] = {
       {"S1", 1.0, {2.0, 0.3}, 1.5, 0, 0.1049395162, 0.1049395162, 0.8950604838, 0.8950604838},
       {"S2", 1.0, {2.0, 0.3}, 1.5, 30, 0.1143447554, 0.0605070879, 0.8856552446, 0.9394929121},
@@ -94,7 +94,7 @@ TEST_CASE("slabs S1–S4: Richardson-extrapolated R and T within 1e-6 of Airy", 
 }
 
 TEST_CASE("slab error is O(Δz²): halving the slices quarters the error", "[physics][slab]") {
-  // S2 and S3 (cases.md) at 10, 20 and 40 slices, no extrapolation.
+  // S2 and S3 (docs/reference-cases.md §2) at 10, 20 and 40 slices, no extrapolation.
   for (const test::Film film : {test::Film{2.0, 0.3}, test::Film{std::sqrt(C(4, 1)), 0.3}}) {
     for (bool p : {false, true}) {
       const double airy = test::airy_reflectance(1.0, {film}, 1.5, 1.0, 30, p);
@@ -112,7 +112,7 @@ TEST_CASE("slab error is O(Δz²): halving the slices quarters the error", "[phy
 }
 
 TEST_CASE("AR multilayer: R within 1e-6 of the published values", "[physics][slab]") {
-  // cases.md, "Multilayer AR coating" (fmmax test_ar_coating.py, Lumerical STACK), lengths in nm.
+  // docs/reference-cases.md §2, "Multilayer AR coating" (fmmax test_ar_coating.py, Lumerical STACK), lengths in nm.
   const std::vector<test::Film> films{{1.45, 92}, {2.0, 75}, {1.45, 24}, {2.0, 28}};
   const double wavelengths[] = {450, 520, 640};
   const double normal[] = {0.001027, 0.004183, 0.001871};
