@@ -19,7 +19,12 @@ Options::Options(std::string_view command, std::span<const OptionSpec> specs, Ar
     std::string_view name;
     std::optional<std::string_view> inline_value;
     if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {  // "-x"
-      const auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.alias == arg[1]; });
+      // "-h" is --help wherever a command has --help and no option of its own called -h.
+      const auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) {
+        return s.alias == arg[1] ||
+               (arg[1] == 'h' && s.name == "help" &&
+                std::none_of(specs.begin(), specs.end(), [](const OptionSpec& t) { return t.alias == 'h'; }));
+      });
       if (it == specs.end()) usage_error("unknown option '" + std::string(arg) + "'");
       spec = &*it;
       name = spec->name;

@@ -1,7 +1,10 @@
 #pragma once
 // The command line of `gratingsim`: commands dispatched from tables, options parsed by hand
 // ("--name value", "--name=value", "--flag", "-o value" where an option has a one-letter alias) and
-// positional arguments where a command takes them. Small on purpose: Debian has no CLI library to use.
+// positional arguments where a command takes them; -h is --help everywhere. Hand-written on purpose:
+// CLI11 (Debian libcli11-dev) was tried and kept out: it is not among the project's dependencies nor
+// on the GPU host's stated package list (that host has no registry), and keeping today's help layout and
+// messages took more code with it (325 lines against these 269).
 #include <algorithm>
 #include <map>
 #include <optional>

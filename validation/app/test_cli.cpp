@@ -50,11 +50,13 @@ TEST_CASE("--help and --version succeed with text", "[cli]") {
   CHECK(contains(help.output, "run"));
   CHECK(contains(help.output, "validate"));
 
-  for (const char* sub : {"info --help", "bench --help", "bench conv --help", "run --help", "validate --help"}) {
-    const Result r = cli(sub);
+  for (const char* sub : {"info", "bench", "bench conv", "bench solve", "run", "validate"}) {
+    const Result r = cli(std::string(sub) + " --help"), short_form = cli(std::string(sub) + " -h");
     INFO(sub << ": " << r.output);
     CHECK(r.status == 0);
-    CHECK(contains(r.output, "usage: gratingsim"));
+    CHECK(contains(r.output, "usage: gratingsim " + std::string(sub)));
+    CHECK(short_form.status == 0);
+    CHECK(short_form.output == r.output);  // -h is --help on every command
   }
 }
 
