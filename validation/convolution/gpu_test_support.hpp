@@ -7,8 +7,11 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "convolution/cuda_check.hpp"
 #include "convolution/device_buffer.hpp"
+#include "convolution/error.hpp"
 #include "validation/convolution/backend_cases.hpp"
+#include "validation/convolution/pattern_cases.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
 #include "validation/support/random.hpp"
@@ -61,5 +64,20 @@ class TestStream {
  private:
   cudaStream_t stream_ = nullptr;
 };
+
+/// A pattern plan (normal-vector pattern: 3 input and 5 output blocks per group) refuses input and
+/// output buffers that overlap, either way round, and accepts adjacent ones.
+inline void check_pattern_overlap_refused(conv::Backend backend) {
+  const conv::Problem g = with_pattern({.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2}, normal_vector_pattern());
+  auto plan = conv::make_convolution<float>(backend, g, random_kernels<float>(g));
+  conv::DeviceBuffer<std::complex<float>> buffer(g.input_size() + g.output_size());
+  buffer.upload(random_complex<float>(buffer.size()));
+  // The output (5 blocks per group) starting inside the input (3 per group) overlaps it, and vice versa.
+  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() - 1), gratingsim::InvalidArgument);
+  CHECK_THROWS_AS(plan->execute(buffer.data() + g.output_size() - 1, buffer.data()), gratingsim::InvalidArgument);
+  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
+  CHECK_NOTHROW(plan->execute(buffer.data() + g.output_size(), buffer.data()));
+  CUDA_TRY(cudaDeviceSynchronize());
+}
 
 }  // namespace gratingsim::test

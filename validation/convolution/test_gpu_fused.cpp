@@ -312,16 +312,7 @@ TEMPLATE_TEST_CASE("gpu-fused on the problem cases with the 2D NV pattern, check
 }
 
 TEST_CASE("gpu-fused pattern: buffers of P and Q blocks, overlap refused", "[convolution][gpu-fused][pattern]") {
-  const Problem g = test::with_pattern({.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2}, test::normal_vector_pattern());
-  auto plan = conv::make_convolution<float>(Backend::gpu_fused, g, test::random_kernels<float>(g));
-  conv::DeviceBuffer<std::complex<float>> buffer(g.input_size() + g.output_size());
-  buffer.upload(test::random_complex<float>(buffer.size()));
-  // The output (5 blocks per group) starting inside the input (3 per group) overlaps it, and vice versa.
-  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() - 1), InvalidArgument);
-  CHECK_THROWS_AS(plan->execute(buffer.data() + g.output_size() - 1, buffer.data()), InvalidArgument);
-  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
-  CHECK_NOTHROW(plan->execute(buffer.data() + g.output_size(), buffer.data()));
-  CUDA_TRY(cudaDeviceSynchronize());
+  test::check_pattern_overlap_refused(Backend::gpu_fused);
 }
 
 TEST_CASE("gpu-fused refuses patterns beyond its limits, naming them", "[convolution][gpu-fused][pattern]") {
