@@ -80,4 +80,19 @@ inline void check_pattern_overlap_refused(conv::Backend backend) {
   CUDA_TRY(cudaDeviceSynchronize());
 }
 
+/// A plan of `backend` run on `stream` equals cpu-direct, then again after set_kernels() with new
+/// kernels (and no longer matches the old ones: the new kernels are really used).
+template <class Real>
+void check_stream_and_new_kernels(conv::Backend backend, const conv::Problem& g, cudaStream_t stream) {
+  const auto first = random_kernels<Real>(g), second = random_kernels<Real>(g);
+  auto plan = conv::make_convolution<Real>(backend, g, first);
+  const auto in = random_complex<Real>(g.input_size());
+  const auto out_first = run_on_stream(*plan, in, stream);  // poisoned before the run
+  CHECK(worst_error_against_direct<Real>(g, first, in, out_first) <= backend_tolerance<Real>());
+  plan->set_kernels(second);
+  const auto out_second = run_on_stream(*plan, in, stream);
+  CHECK(worst_error_against_direct<Real>(g, second, in, out_second) <= backend_tolerance<Real>());
+  CHECK(worst_error_against_direct<Real>(g, first, in, out_second) > 0.1);
+}
+
 }  // namespace gratingsim::test

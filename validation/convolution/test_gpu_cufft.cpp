@@ -121,15 +121,7 @@ TEMPLATE_TEST_CASE("gpu-cufft pattern on a non-blocking stream, kernels replaced
     for (const auto& shape : shapes) {
       const Problem g = test::with_pattern(shape.geometry, pattern);
       INFO(pattern.name << ", " << shape.name);
-      const auto first = test::random_kernels<TestType>(g), second = test::random_kernels<TestType>(g);
-      auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, first);
-      const auto in = test::random_complex<TestType>(g.input_size());
-      const auto out_first = test::run_on_stream(*plan, in, stream.get());  // poisoned before the run
-      CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_first) <= test::backend_tolerance<TestType>());
-      plan->set_kernels(second);
-      const auto out_second = test::run_on_stream(*plan, in, stream.get());
-      CHECK(test::worst_error_against_direct<TestType>(g, second, in, out_second) <= test::backend_tolerance<TestType>());
-      CHECK(test::worst_error_against_direct<TestType>(g, first, in, out_second) > 0.1);  // really the new kernels
+      test::check_stream_and_new_kernels<TestType>(Backend::gpu_cufft, g, stream.get());
     }
 }
 
