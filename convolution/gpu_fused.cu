@@ -351,6 +351,18 @@ class GpuFused final : public Convolution<Real> {
     shared_max_ = shared_memory_limit();
   }
 
+  /// Lets `kernel` use the device's shared memory and returns how many of its CTAs (threads_ threads,
+  /// shared_bytes_ bytes) fit on one SM; refuses the plan when none does.
+  template <class Kernel>
+  int ctas_per_sm(Kernel kernel) const {
+    CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max_));
+    int per_sm = 0;
+    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads_, shared_bytes_));
+    SUPPORTS(per_sm > 0, "gpu-fused: no CTA of " + std::to_string(threads_) + " threads and " +
+                             std::to_string(shared_bytes_) + " bytes of shared memory fits on this device");
+    return per_sm;
+  }
+
   /// Fields per round, threads, fields per CTA and grid; the shared-memory attribute of the kernel.
   void plan_scalar(KernelChoice<Real> choice) {
     const Problem& g = this->problem_;
@@ -375,11 +387,7 @@ class GpuFused final : public Convolution<Real> {
     // Half a column's threads per field, in whole warps: at least one warp (a lone 1x1 field too).
     threads_ = std::min(choice.threads, std::max(32, (fields * column_threads / 2 + 31) / 32 * 32));
     shared_bytes_ = layout.bytes;
-    CUDA_TRY(cudaFuncSetAttribute(scalar_kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max_));
-    int per_sm = 0;
-    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, scalar_kernel_, threads_, shared_bytes_));
-    SUPPORTS(per_sm > 0, "gpu-fused: no CTA of " + std::to_string(threads_) + " threads and " +
-                             std::to_string(shared_bytes_) + " bytes of shared memory fits on this device");
+    const int per_sm = ctas_per_sm(scalar_kernel_);
 
     const int rounds_total = (g.per_slice + fields - 1) / fields;
     const int rounds = rounds_per_cta(rounds_total, 1, spectrum_in_shared<Real>(g.l1, g.l2), per_sm);
@@ -421,11 +429,7 @@ class GpuFused final : public Convolution<Real> {
     SUPPORTS(layout.bytes <= std::size_t(shared_max_), "gpu-fused: the pattern's shared memory exceeds the device's");
     threads_ = std::min(pattern_block_threads, std::max(32, (groups * column_threads / 2 + 31) / 32 * 32));
     shared_bytes_ = layout.bytes;
-    CUDA_TRY(cudaFuncSetAttribute(pattern_kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max_));
-    int per_sm = 0;
-    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, pattern_kernel_, threads_, shared_bytes_));
-    SUPPORTS(per_sm > 0, "gpu-fused: no CTA of " + std::to_string(threads_) + " threads and " +
-                             std::to_string(shared_bytes_) + " bytes of shared memory fits on this device");
+    const int per_sm = ctas_per_sm(pattern_kernel_);
 
     const int set_count = int(sets.sets.size());
     const int rounds_total = (g.per_slice + groups - 1) / groups;

@@ -186,8 +186,6 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   }
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
 
-  void dot(int x, int y, std::span<Scalar> out) override { dots(x, 1, y, out); }
-
   void norm(int x, std::span<double> out) override {
     reduce<true>(x, 1, x);
     for (std::size_t r = 0; r < this->layout_.rhs; ++r) out[r] = std::sqrt(partial_sum(r).real());

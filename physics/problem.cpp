@@ -45,13 +45,14 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   if (normal_vector) {
     const conv::Precision precision = conv::precision_of<Real>();
     const conv::BackendTraits& traits = conv::traits(settings.backend);
-    const conv::Support pattern = traits.can_implement(conv::resolve(geometry), precision);
+    const conv::Problem resolved = conv::resolve(geometry);
+    const conv::Support pattern = traits.can_implement(resolved, precision);
     const conv::Support scalar =
         traits.can_implement(conv::resolve(conv::scalar_problem(n1, n2, nz, int(3 * nr))), precision);
     std::string serving;  // the backends that can, here, for this size and precision
     if (!pattern.ok && scalar.ok)
       for (const conv::BackendTraits& t : conv::backend_table())
-        if (t.can_implement(conv::resolve(geometry), precision))
+        if (t.can_implement(resolved, precision))
           serving += (serving.empty() ? "" : ", ") + std::string(t.name);
     SUPPORTS(pattern.ok || !scalar.ok,
              "backend " + std::string(traits.name) + " cannot serve the normal-vector formulation's convolution (" +

@@ -26,12 +26,10 @@ class HostVectorSpace final : public VectorSpace<Real> {
   Complex* data(int i) override { return storage_.data() + std::size_t(i) * this->layout_.size(); }
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
 
-  void dot(int x, int y, std::span<Scalar> out) override { dots(x, 1, y, out); }
-
   void norm(int x, std::span<double> out) override {
     const BatchLayout& l = this->layout_;
     std::vector<Scalar> sums(l.rhs);
-    reduce(1, sums, [&](std::size_t, std::size_t p, std::size_t r, Scalar* acc) {
+    reduce(1, sums, [&](std::size_t p, std::size_t r, Scalar* acc) {
       const Complex* a = data(x) + (p * l.rhs + r) * l.block;
       double sum = 0;
       for (std::size_t j = 0; j < l.block; ++j) sum += std::norm(Scalar(a[j]));
@@ -43,7 +41,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
   void dots(int first, int count, int y, std::span<Scalar> out) override {
     const BatchLayout& l = this->layout_;
     EXPECTS(out.size() >= std::size_t(count) * l.rhs, "vector space: one dot per basis vector and right-hand side");
-    reduce(std::size_t(count), out, [&](std::size_t, std::size_t p, std::size_t r, Scalar* acc) {
+    reduce(std::size_t(count), out, [&](std::size_t p, std::size_t r, Scalar* acc) {
       const std::size_t off = (p * l.rhs + r) * l.block;
       const Complex* b = data(y) + off;
       for (int i = 0; i < count; ++i) {
@@ -116,7 +114,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
   }
 
  private:
-  /// Per-rhs sums of `terms` values each (out[t·rhs + r]): `row(chunk, p, r, acc)` adds row (p, r)'s
+  /// Per-rhs sums of `terms` values each (out[t·rhs + r]): `row(p, r, acc)` adds row (p, r)'s
   /// contributions to acc[t·rhs] (acc points at rhs r of the chunk's partials). The slices are split
   /// into a fixed number of chunks (not one per thread), each summed in order, the chunks added in
   /// order: the same result for any number of threads.
@@ -131,7 +129,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
     for (std::ptrdiff_t c = 0; c < std::ptrdiff_t(chunks); ++c) {
       const std::size_t p0 = l.slices * std::size_t(c) / chunks, p1 = l.slices * std::size_t(c + 1) / chunks;
       for (std::size_t p = p0; p < p1; ++p)
-        for (std::size_t r = 0; r < l.rhs; ++r) row(std::size_t(c), p, r, partials_.data() + c * per + r);
+        for (std::size_t r = 0; r < l.rhs; ++r) row(p, r, partials_.data() + c * per + r);
     }
     for (std::size_t k = 0; k < per; ++k) {
       Scalar sum = 0;

@@ -6,7 +6,7 @@
 // element (slice p, rhs r, j) at (p·n_rhs + r)·block + j, block = 3·orders (component-major), i.e.
 // b = slice·per_slice + rhs·3 + component with per_slice = 3·n_rhs (convolution.hpp).
 // Scalars (one per right-hand side) live on the host in complex128; reductions return there (a
-// device implementation synchronises in dot() and norm()).
+// device implementation synchronises in dot(), dots() and norm()).
 #include <complex>
 #include <cstddef>
 #include <memory>
@@ -36,7 +36,7 @@ class VectorSpace {
   [[nodiscard]] virtual conv::Memory memory() const = 0;
 
   /// out[r] = Σ conj(x_r)·y_r.
-  virtual void dot(int x, int y, std::span<Scalar> out) = 0;
+  void dot(int x, int y, std::span<Scalar> out) { dots(x, 1, y, out); }
   /// out[r] = ‖x_r‖₂.
   virtual void norm(int x, std::span<double> out) = 0;
   /// y_r += a[r]·x_r.
