@@ -7,11 +7,12 @@ of every sweep point, and prints for each setting the largest |ΔΨ| and |ΔΔ| 
 into (−180°, 180°]) against the last, most converged setting, with the time the run took.
 
     validation/convergence/metrology_convergence.py --gratingsim build/app/gratingsim configs/default.yaml \
-        --settings 12:1:0 20:1:1 30:2:1 48:4:1 [--backend cpu-fftw] [--formulation normal-vector]
+        --settings 12:1:0 20:1:1 30:2:1 48:4:1 [--backend cpu-fftw] [--formulation normal-vector] [--save all.json]
 
 A setting is M:slice_factor:richardson. Needs PyYAML and h5py (Debian: python3-yaml python3-h5py).
 """
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -54,6 +55,12 @@ def wrap(d):
     return (d + 180.0) % 360.0 - 180.0
 
 
+def save(path, rows):
+    with open(path, "w") as f:
+        json.dump({s: {"psi_deg": psi.tolist(), "delta_deg": delta.tolist(), "seconds": seconds, "status": rc}
+                   for s, psi, delta, seconds, rc in rows}, f)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("case")
@@ -61,6 +68,7 @@ def main():
     ap.add_argument("--settings", nargs="+", required=True, help="M:slice_factor:richardson, last = reference")
     ap.add_argument("--backend")
     ap.add_argument("--formulation")
+    ap.add_argument("--save", help="also write every setting's Ψ, Δ and time to this JSON file")
     args = ap.parse_args()
     with open(args.case) as f:
         text = f.read()
@@ -71,6 +79,9 @@ def main():
             case = yaml.safe_load(text)
             rows.append((s,) + run_setting(args.gratingsim, case, int(m), float(factor), int(rich), args.backend,
                                            args.formulation, tmp))
+            print(f"  ran {s}: {rows[-1][3]:.1f} s, status {rows[-1][4]}", file=sys.stderr, flush=True)
+            if args.save:  # after every setting, so a run stopped by a time limit keeps what it finished
+                save(args.save, rows)
     ref_psi, ref_delta = rows[-1][1], rows[-1][2]
     print(f"case {args.case}; reference setting {rows[-1][0]} (M:slice_factor:richardson); "
           f"formulation {args.formulation or 'case default'}; backend {args.backend or 'case default'}")
