@@ -33,7 +33,7 @@ std::vector<std::string> split(const std::string& line, char separator) {
 
 }  // namespace
 
-TEST_CASE("--help and --version succeed with text", "[cli]") {
+TEST_CASE("help (--help) and version (--version) succeed with text", "[cli]") {
   const Result help = cli("--help");
   INFO(help.output);
   CHECK(help.status == 0);

@@ -174,7 +174,7 @@ TEST_CASE("a failing rank reports its points, the others are kept, a resume on 3
     }
 }
 
-TEST_CASE("under mpirun a killed rank ends the launch; the finished points are kept and --resume completes",
+TEST_CASE("under mpirun a killed rank ends the launch, the finished points are kept and --resume completes",
           "[app][mpi]") {
   const test::ScratchDirectory dir("mpi_killed");
   const fs::path config = dir / "sweep.yaml", alone = dir / "alone.h5", out = dir / "out.h5";

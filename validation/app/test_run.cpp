@@ -223,7 +223,7 @@ TEST_CASE("a resumed interrupted run equals an uninterrupted one and keeps the f
   }
 }
 
-TEST_CASE("resume without a partial file starts afresh; a partial file of another case is refused", "[app][run]") {
+TEST_CASE("resume without a partial file starts afresh, a partial file of another case is refused", "[app][run]") {
   const test::ScratchDirectory dir("resume_errors");
   const fs::path config = dir / "sweep.yaml", out = dir / "out.h5";
   std::ofstream(config) << sweep_case;
@@ -377,7 +377,7 @@ TEST_CASE("run refuses outputs that would destroy a file, before solving", "[app
   CHECK(read_text(out) != "an earlier result");
 }
 
-TEST_CASE("an absorbing substrate: one note, ΣT n/a, T = 0 and NaN directions in the file; Δ = 180° at θ = 0",
+TEST_CASE("an absorbing substrate: one note, ΣT n/a, T = 0 and NaN directions in the file, Δ = 180° at θ = 0",
           "[app][run]") {
   const test::ScratchDirectory dir("absorbing");
   const fs::path config = dir / "film.yaml", out = dir / "film.h5";
@@ -445,7 +445,7 @@ TEST_CASE("a GPU backend on a machine without a CUDA device: said at numerics.ba
   CHECK(run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --quiet").status == 0);
 }
 
-TEST_CASE("plot_results.py: Δ in (−180°, 180°] where it wraps along the sweep; titles wrapped to fit", "[app][run]") {
+TEST_CASE("plot_results.py: Δ in (−180°, 180°] where it wraps along the sweep, titles wrapped to fit", "[app][run]") {
   const std::string python = python_for_plots();
   if (python.empty()) {
     WARN("not run: no Python 3 with h5py and matplotlib");

@@ -285,7 +285,7 @@ TEST_CASE("damaged partial files are refused with what to do: a done flag not 0 
   }
 }
 
-TEST_CASE("--resume knows the case by its content: other spellings of its path resume, a changed table does not",
+TEST_CASE("resume (--resume) knows the case by its content: other spellings of its path resume, a changed table does not",
           "[app][run][safety]") {
   const Setup setup("spelling");
   const fs::path out = setup.dir / "out.h5";

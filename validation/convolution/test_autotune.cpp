@@ -159,7 +159,7 @@ TEST_CASE("pattern signatures: compact, blank-free, independent of the order of 
   CHECK(conv::pattern_signature(other_kernel) != conv::pattern_signature(nv));
 }
 
-TEST_CASE("the cache key includes the pattern; version 1 lines are scalar problems", "[autotune][pattern]") {
+TEST_CASE("the cache key includes the pattern, version 1 lines are scalar problems", "[autotune][pattern]") {
   TempDir dir;
   const fs::path cache = dir.path / "backends.txt";
   // Far above what autotune times cpu-direct for (see "a cache hit ..."), so cpu-direct can only come

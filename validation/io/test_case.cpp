@@ -183,7 +183,7 @@ numerics: {harmonics: 10}
   CHECK(c.materials.count("unused") == 0);
 }
 
-TEST_CASE("sweeps: scalar, list in the given order, inclusive range; metres", "[io][case]") {
+TEST_CASE("sweeps: scalar, list in the given order, inclusive range, metres", "[io][case]") {
   const auto read = [](const std::string& wavelength, const std::string& theta) {
     return io::parse_case(
         "units: m\nwavelength: " + wavelength + "\nincidence: {theta_deg: " + theta +
@@ -261,7 +261,7 @@ TEST_CASE("memory estimate: a size past 2^64 bytes saturates instead of wrapping
   CHECK(physics::estimate_bytes(20, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent) > small);
 }
 
-TEST_CASE("line endings: CR only (old Mac) and CRLF read as LF; errors located on the right line", "[io][case]") {
+TEST_CASE("line endings: CR only (old Mac) and CRLF read as LF, errors located on the right line", "[io][case]") {
   const std::string lf =
       "# a film\nwavelength: [500, 600]\nlattice: {period_x: 400}\nsubstrate: SiO2\n"
       "layers:\n  - {thickness: 100, material: SiO2, slices: 3}\nnumerics: {harmonics: 2}\n";

@@ -382,7 +382,7 @@ TEST_CASE("a file that is not a result file is reported", "[io][results]") {
   CHECK_THROWS_AS(io::ResultReader(dir.file("absent.h5")), io::OutputError);
 }
 
-TEST_CASE("another device may resume; the file records both", "[io][results]") {
+TEST_CASE("another device may resume, the file records both", "[io][results]") {
   const TempDir dir("other_device");
   const io::ResultLayout l = test::full_layout();
   const std::string path = dir.file("out.h5");
@@ -405,7 +405,7 @@ TEST_CASE("another device may resume; the file records both", "[io][results]") {
   CHECK(reader.read(0) == first);
 }
 
-TEST_CASE("OutputLock: one holder at a time, named in the refusal; released and removed with it", "[io][results]") {
+TEST_CASE("OutputLock: one holder at a time, named in the refusal, released and removed with it", "[io][results]") {
   const TempDir dir("lock");
   const std::string path = dir.file("out.h5");
   const std::string pid = "pid " + std::to_string(::getpid());
@@ -423,7 +423,7 @@ TEST_CASE("OutputLock: one holder at a time, named in the refusal; released and 
   CHECK(fs::is_directory(io::lock_path(path)));
 }
 
-TEST_CASE("finish never renames onto a non-regular file, nor a file not to be replaced; the partial stays complete",
+TEST_CASE("finish never renames onto a non-regular file, nor a file not to be replaced, the partial stays complete",
           "[io][results]") {
   const TempDir dir("finish_checks");
   const io::ResultLayout l = test::full_layout();

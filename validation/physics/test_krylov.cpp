@@ -313,7 +313,7 @@ TEMPLATE_TEST_CASE("GMRES on a normal operator with spectrum in |λ − c| ≤ �
   CHECK(relative_error(x, times(sys.inverse, b)) <= 3 * 2 * tol);
 }
 
-TEMPLATE_TEST_CASE("restarted GMRES(m < n) stagnates on a cyclic shift and says so; GMRES(n) solves it in n steps",
+TEMPLATE_TEST_CASE("restarted GMRES(m < n) stagnates on a cyclic shift and says so, GMRES(n) solves it in n steps",
                    "[physics][krylov]", float, double) {
   // A = α Q S Qᴴ, b = Q e_j: K_k(A, b) = Q span{e_j, …, e_{j+k−1}} and A K_k ⟂ b for k < n, so the
   // minimal residual over x0 + K_k is ‖b‖ itself (Embree 2003 §2): each restart cycle returns with

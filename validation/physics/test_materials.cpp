@@ -168,7 +168,7 @@ TEST_CASE("Sellmeier: n² = 1 + Σ B_i λ²/(λ² − λ_i²) by hand, and the b
   CHECK_NOTHROW(silica.permittivity(210));
 }
 
-TEST_CASE("Lorentz–Drude: ε = 1 − f0ωp²/(ω(ω + iΓ0)) + Σ f_jωp²/(ω_j² − ω² − iωΓ_j) by hand; Im ε > 0 for loss",
+TEST_CASE("Lorentz–Drude: ε = 1 − f0ωp²/(ω(ω + iΓ0)) + Σ f_jωp²/(ω_j² − ω² − iωΓ_j) by hand, Im ε > 0 for loss",
           "[physics][materials]") {
   // λ = hc/(1 eV) = 1239.841984 nm gives ħω = 1 eV. ωp = 10 eV, f0 = 1, Γ0 = 0.1 eV; one oscillator
   // f1 = 0.5, ω1 = 2 eV, Γ1 = 0.2 eV:
@@ -187,7 +187,7 @@ TEST_CASE("Lorentz–Drude: ε = 1 − f0ωp²/(ω(ω + iΓ0)) + Σ f_jωp²/(ω
   CHECK_THROWS_AS(Material::lorentz_drude("ragged", 10, 1, 0.1, {0.5}, {2}, {}, 1, 100, 5000), InvalidArgument);
 }
 
-TEST_CASE("every built-in material: Im ε ≥ 0 and index² = ε across its range; metals absorb", "[physics][materials]") {
+TEST_CASE("every built-in material: Im ε ≥ 0 and index² = ε across its range, metals absorb", "[physics][materials]") {
   CHECK(library_names() == std::vector<std::string>{"air", "SiO2", "Si", "Si3N4", "Al", "Au", "PMMA"});
   for (const std::string& name : library_names()) {
     const Material m = library_material(name, 1);
