@@ -392,6 +392,7 @@ def main() -> None:
     ap.add_argument("--fmmax-time", type=float,
                     help="fmmax's seconds per case (default 2 × --max-time: each count costs it a compilation)")
     ap.add_argument("--quick", action="store_true", help="a few cheap settings (pipeline check)")
+    ap.add_argument("--threshold", type=float, default=THRESHOLD, help="the error for 'time to reach' (1e-3)")
     ap.add_argument("--backend", default="auto", help="gratingsim backend (default auto)")
     ap.add_argument("--tolerance", type=float, default=1e-6,
                     help="gratingsim GMRES relative residual (default 1e-6; single precision at least 1e-6)")
@@ -430,13 +431,13 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    text = summary(rows, args.cases, THRESHOLD)
+    text = summary(rows, args.cases, args.threshold)
     with open(os.path.join(args.out, "summary.txt"), "w") as f:
         f.write(f"# peers benchmark; command: {' '.join(sys.argv)}\n{HEADER}\n")
         f.write("\n".join(format_row(r) for r in rows) + "\n\n" + text + "\n")
     print("\n" + text, file=log, flush=True)
     if rows:
-        plot(rows, args.cases, os.path.join(args.out, "error_vs_time.png"), THRESHOLD)
+        plot(rows, args.cases, os.path.join(args.out, "error_vs_time.png"), args.threshold)
 
 
 if __name__ == "__main__":
