@@ -25,6 +25,10 @@ if ! { cmake -S . -B build-gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DGRATINGSIM_
   exit 1
 fi
 echo "build: $((SECONDS - start)) s" | tee -a "$out/device.txt"
+# compute_references.py limits jax, OpenMP and BLAS to 2 threads where these are unset (for the shared
+# build machine); here the host's cores are free.
+export XLA_FLAGS="${XLA_FLAGS:-}" OMP_NUM_THREADS="${OMP_NUM_THREADS:-$(nproc)}"
+export OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-$(nproc)}" MKL_NUM_THREADS="${MKL_NUM_THREADS:-$(nproc)}"
 # What is left, less a margin for the last runs that start before their budget ends, shared among
 # 3 cases, each 1 share for gratingsim and 2 for fmmax (bench_peers.py's default: each new count costs
 # fmmax a compilation); at least 10 s a share.
