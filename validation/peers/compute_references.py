@@ -6,7 +6,8 @@
     python3 compute_references.py --check                # conventions only (thin film S3)
 
 Everything geometric is stated once, in CASES below (lengths in the unit of the wavelength,
-λ = 1). The module is also imported by bench_peers.py (solve_case, CASES, read_references).
+λ = 1). The module is also imported by bench_peers.py (CASES, lattice_and_expansion, pattern_inputs,
+efficiencies, summarise, read_references).
 
 Conventions (verified, see README.md): gratingsim (docs/formulation.md §1) uses exp(-iωt), Im ε ≥ 0 for loss,
 incidence from the superstrate going down. fmmax propagates "forward" along +z from layer 0 and
@@ -183,17 +184,18 @@ def _li_rectangle_matrices(case: dict, exp):
     return eps_laurent, inv_laurent, np.block([[eps_yy, zero], [zero, eps_xx]])
 
 
-def _eigensolve_area_weighted(case, lat, exp, kin, grid, base_formulation):
+def _eigensolve_area_weighted(case, lat, exp, kin, frac, base_formulation):
     """fmmax's vector formulation (tangent field from fmmax) with consistent rasters: boundary pixels
     carry the area-weighted ε in the ε matrices and the area-weighted 1/ε in the 1/ε matrices. (fmmax
     itself takes 1/ε of the area-weighted ε raster, whose Fourier coefficients then converge only as
     O(pixel) for curved boundaries; here both converge as O(pixel²).) Mirrors
-    fmmax.fmm._fourier_matrices_patterned_isotropic_media and fmm_matrices.transverse_permittivity_vector."""
+    fmmax.fmm._fourier_matrices_patterned_isotropic_media and fmm_matrices.transverse_permittivity_vector.
+    frac: the shape's fill fraction per pixel (fill_fraction)."""
     from fmmax import fft as _fft, fmm as _fmm, fmm_matrices as _fm, vector as _vector
-    frac = fill_fraction(case, grid)
+    dtype = jnp.result_type(complex)  # complex128 with jax_enable_x64, else complex64
     e_in, e_out = complex(case["eps_shape"]), complex(case["eps_sup"])
-    eps = jnp.asarray(e_out + (e_in - e_out) * frac, dtype=jnp.complex128)
-    eta = jnp.asarray(1 / e_out + (1 / e_in - 1 / e_out) * frac, dtype=jnp.complex128)
+    eps = (e_out + (e_in - e_out) * frac).astype(dtype)
+    eta = (1 / e_out + (1 / e_in - 1 / e_out) * frac).astype(dtype)
     tx, ty = _vector.VECTOR_FIELD_SCHEMES[getattr(fmmax.Formulation, base_formulation).value](eps, exp, lat)
 
     def transform(x):
@@ -206,7 +208,7 @@ def _eigensolve_area_weighted(case, lat, exp, kin, grid, base_formulation):
     p_matrix = jnp.block([[transform(pyy), transform(pyx)], [transform(pxy), transform(pxx)]])
     trans = (jnp.block([[eps_hat, zeros], [zeros, eps_hat]])
              - jnp.block([[delta_hat, zeros], [zeros, delta_hat]]) @ p_matrix)
-    ident = jnp.eye(exp.num_terms, dtype=jnp.complex128)
+    ident = jnp.eye(exp.num_terms, dtype=dtype)
     return _fmm._numerical_eigensolve(
         wavelength=jnp.asarray(case["wavelength"]), in_plane_wavevector=kin, primitive_lattice_vectors=lat,
         z_permittivity_matrix=eps_hat, inverse_z_permittivity_matrix=eta_hat, transverse_permittivity_matrix=trans,
@@ -215,8 +217,24 @@ def _eigensolve_area_weighted(case, lat, exp, kin, grid, base_formulation):
         expansion=exp, tangent_vector_field=(tx, ty))
 
 
-def _efficiencies(case, lat, exp, formulation: str, grid: int | None):
-    """R and T per order, shape (num_terms, 2) with columns (s, p); the index of order (0, 0)."""
+def pattern_inputs(case: dict, exp, formulation: str, grid: int | None) -> tuple:
+    """The patterned layer's data as NumPy arrays (the argument of efficiencies, which is traceable by
+    jax.jit): the exact-coefficient matrices for LI_RECTANGLE, the fill fraction for *_AA, else the
+    permittivity raster; () for a uniform film."""
+    if "eps_film" in case:
+        return ()
+    if formulation == "LI_RECTANGLE":
+        return _li_rectangle_matrices(case, exp)
+    if formulation.endswith("_AA"):
+        return (fill_fraction(case, grid),)
+    return (raster(case, grid),)
+
+
+def efficiencies(case, lat, exp, formulation: str, inputs: tuple):
+    """R and T per order (jax arrays), shape (num_terms, 2) with columns (s, p); inputs from
+    pattern_inputs. Pure jax in `inputs`, so jax.jit(lambda x: efficiencies(case, lat, exp, f, x)) works.
+    Arrays are complex128 with jax_enable_x64 (this module's default), else complex64."""
+    dtype = jnp.result_type(complex)
     lam = jnp.asarray(case["wavelength"])
     kin = fmmax.plane_wave_in_plane_wavevector(
         lam, jnp.deg2rad(case["theta_deg"]), jnp.deg2rad(case["phi_deg"]), jnp.asarray(case["eps_sup"]))
@@ -224,7 +242,7 @@ def _efficiencies(case, lat, exp, formulation: str, grid: int | None):
     def eig(eps, form=fmmax.Formulation.FFT):
         return fmmax.eigensolve_isotropic_media(
             wavelength=lam, in_plane_wavevector=kin, primitive_lattice_vectors=lat,
-            permittivity=jnp.asarray(eps, dtype=jnp.complex128), expansion=exp, formulation=form)
+            permittivity=jnp.asarray(eps, dtype=dtype), expansion=exp, formulation=form)
 
     sup = eig(np.full((1, 1), case["eps_sup"]))
     sub = eig(np.full((1, 1), case["eps_sub"]))
@@ -232,28 +250,28 @@ def _efficiencies(case, lat, exp, formulation: str, grid: int | None):
         pat = eig(np.full((1, 1), case["eps_film"]))
     elif formulation == "LI_RECTANGLE":
         from fmmax import fmm as _fmm
-        ezz, inv_ezz, trans = _li_rectangle_matrices(case, exp)
-        ident = np.eye(exp.num_terms, dtype=complex)
-        zero = np.zeros_like(ident)
+        ezz, inv_ezz, trans = (jnp.asarray(x, dtype=dtype) for x in inputs)
+        ident = jnp.eye(exp.num_terms, dtype=dtype)
+        zero = jnp.zeros_like(ident)
         pat = _fmm._numerical_eigensolve(
             wavelength=lam, in_plane_wavevector=kin, primitive_lattice_vectors=lat,
-            z_permittivity_matrix=jnp.asarray(ezz), inverse_z_permittivity_matrix=jnp.asarray(inv_ezz),
-            transverse_permittivity_matrix=jnp.asarray(trans),
-            z_permeability_matrix=jnp.asarray(ident), inverse_z_permeability_matrix=jnp.asarray(ident),
-            transverse_permeability_matrix=jnp.asarray(np.block([[ident, zero], [zero, ident]])),
+            z_permittivity_matrix=ezz, inverse_z_permittivity_matrix=inv_ezz,
+            transverse_permittivity_matrix=trans,
+            z_permeability_matrix=ident, inverse_z_permeability_matrix=ident,
+            transverse_permeability_matrix=jnp.block([[ident, zero], [zero, ident]]),
             expansion=exp, tangent_vector_field=None)
     elif formulation.endswith("_AA"):
-        pat = _eigensolve_area_weighted(case, lat, exp, kin, grid, formulation[:-3])
+        pat = _eigensolve_area_weighted(case, lat, exp, kin, jnp.asarray(inputs[0]), formulation[:-3])
     else:
-        pat = eig(raster(case, grid), getattr(fmmax.Formulation, formulation))
+        pat = eig(inputs[0], getattr(fmmax.Formulation, formulation))
     S = fmmax.stack_s_matrix([sup, pat, sub], [jnp.asarray(0.0), jnp.asarray(case["height"]), jnp.asarray(0.0)])
     n = exp.num_terms
-    i0 = int(np.where(np.all(exp.basis_coefficients == 0, axis=1))[0][0])
+    i0 = zeroth_order_index(exp)
     c, s = np.cos(np.deg2rad(case["phi_deg"])), np.sin(np.deg2rad(case["phi_deg"]))
     a = np.zeros((2 * n, 2), complex)
     a[i0, 0], a[n + i0, 0] = c, s  # s: H_t ∥ t̂
     a[i0, 1], a[n + i0, 1] = -s, c  # p: H_t ∥ ê = ẑ × t̂
-    a = jnp.asarray(a)
+    a = jnp.asarray(a, dtype=dtype)
     z = jnp.zeros_like(a)
     r = S.s21 @ a
     t = S.s11 @ a
@@ -263,7 +281,23 @@ def _efficiencies(case, lat, exp, formulation: str, grid: int | None):
     inc = jnp.sum(f_inc, axis=-2)
     R = -(f_r[:n] + f_r[n:]) / inc
     T = (f_t[:n] + f_t[n:]) / inc
-    return np.asarray(R), np.asarray(T), i0
+    return R, T
+
+
+def zeroth_order_index(exp) -> int:
+    return int(np.where(np.all(np.asarray(exp.basis_coefficients) == 0, axis=1))[0][0])
+
+
+def summarise(R, T, i0: int) -> dict:
+    """{(pol, quantity): value} from per-order efficiencies (columns s, p)."""
+    R, T = np.asarray(R), np.asarray(T)
+    out = {}
+    for k, pol in enumerate(POLARISATIONS):
+        out[(pol, "R00")] = float(R[i0, k])
+        out[(pol, "T00")] = float(T[i0, k])
+        out[(pol, "sumR")] = float(R[:, k].sum())
+        out[(pol, "sumT")] = float(T[:, k].sum())
+    return out
 
 
 def solve_case(name: str, count: int, formulation: str | None = None, grid: int | None = None,
@@ -273,13 +307,8 @@ def solve_case(name: str, count: int, formulation: str | None = None, grid: int 
     formulation = formulation or SETTINGS[name]["formulation"]
     grid = grid or SETTINGS[name]["grid"]
     lat, exp = lattice_and_expansion(case, count, formulation)
-    R, T, i0 = _efficiencies(case, lat, exp, formulation, grid)
-    out = {}
-    for k, pol in enumerate(POLARISATIONS):
-        out[(pol, "R00")] = float(R[i0, k])
-        out[(pol, "T00")] = float(T[i0, k])
-        out[(pol, "sumR")] = float(R[:, k].sum())
-        out[(pol, "sumT")] = float(T[:, k].sum())
+    R, T = efficiencies(case, lat, exp, formulation, pattern_inputs(case, exp, formulation, grid))
+    out = summarise(R, T, zeroth_order_index(exp))
     out["num_terms"] = exp.num_terms
     return out
 
@@ -307,12 +336,12 @@ def check_conventions(log=sys.stderr) -> float:
     worst = 0.0
     for phi in (0.0, 37.0):  # the s/p basis must not depend on the azimuth of a film
         case["phi_deg"] = phi
-        R, T, i0 = _efficiencies(case, lat, exp, "FFT", None)
+        got = summarise(*efficiencies(case, lat, exp, "FFT", ()), zeroth_order_index(exp))
         for k, pol in enumerate(POLARISATIONS):
-            dR, dT = float(R[i0, k]) - expect["R"][k], float(T[i0, k]) - expect["T"][k]
+            r, t = got[(pol, "R00")], got[(pol, "T00")]
+            dR, dT = r - expect["R"][k], t - expect["T"][k]
             worst = max(worst, abs(dR), abs(dT))
-            print(f"# S3 phi={phi:g} {pol}: R={float(R[i0, k]):.10f} (dev {dR:.1e})  "
-                  f"T={float(T[i0, k]):.10f} (dev {dT:.1e})", file=log)
+            print(f"# S3 phi={phi:g} {pol}: R={r:.10f} (dev {dR:.1e})  T={t:.10f} (dev {dT:.1e})", file=log)
     return worst
 
 
