@@ -332,7 +332,7 @@ Timing time_execute(Convolution<Real>& plan, BufferSets<Real>& buffers, const Ti
 #endif
 }
 
-struct IntervalTimer::Events {
+struct Timeline::Events {
 #ifdef GRATINGSIM_HAVE_CUDA
   std::vector<cudaEvent_t> events;
   ~Events() {
@@ -342,55 +342,51 @@ struct IntervalTimer::Events {
 #endif
 };
 
-IntervalTimer::IntervalTimer(Memory memory, Stream stream, int capacity)
+Timeline::Timeline(Memory memory, Stream stream, int capacity)
     : memory_(memory), stream_(stream), capacity_(capacity), events_(std::make_unique<Events>()) {
-  EXPECTS(capacity >= 1, "an interval timer needs a capacity of at least 1, got " + std::to_string(capacity));
-  if (memory == Memory::host) return;
+  EXPECTS(capacity >= 1, "a timeline needs a capacity of at least 1, got " + std::to_string(capacity));
+  if (memory == Memory::host) {
+    host_us_.resize(std::size_t(capacity));
+    return;
+  }
 #ifdef GRATINGSIM_HAVE_CUDA
-  events_->events.assign(2 * std::size_t(capacity), nullptr);
+  events_->events.assign(std::size_t(capacity), nullptr);
   for (auto& e : events_->events) CUDA_TRY(cudaEventCreate(&e));
 #else
-  SUPPORTS(false, "timing device intervals needs a build with CUDA");
+  SUPPORTS(false, "timing device work needs a build with CUDA");
 #endif
 }
 
-IntervalTimer::~IntervalTimer() = default;
+Timeline::~Timeline() = default;
 
-void IntervalTimer::begin() {
-  EXPECTS(count_ < capacity_, "interval timer full: " + std::to_string(capacity_) + " intervals");
+int Timeline::mark() {
+  EXPECTS(count_ < capacity_, "timeline full: " + std::to_string(capacity_) + " marks");
   if (memory_ == Memory::host) {
-    host_start_us_ = now_us();
-    return;
-  }
+    host_us_[std::size_t(count_)] = now_us();
+  } else {
 #ifdef GRATINGSIM_HAVE_CUDA
-  CUDA_TRY(cudaEventRecord(events_->events[2 * std::size_t(count_)], stream_));
+    CUDA_TRY(cudaEventRecord(events_->events[std::size_t(count_)], stream_));
 #endif
+  }
+  synchronized_ = false;
+  return count_++;
 }
 
-void IntervalTimer::end() {
-  if (memory_ == Memory::host) {
-    host_total_us_ += now_us() - host_start_us_;
-    ++count_;
-    return;
-  }
+double Timeline::elapsed_us(int from, int to) {
+  EXPECTS(from >= 0 && to >= 0 && from < count_ && to < count_,
+          "no marks " + std::to_string(from) + " and " + std::to_string(to) + " among " + std::to_string(count_));
+  if (memory_ == Memory::host) return host_us_[std::size_t(to)] - host_us_[std::size_t(from)];
+  double elapsed = 0;
 #ifdef GRATINGSIM_HAVE_CUDA
-  CUDA_TRY(cudaEventRecord(events_->events[2 * std::size_t(count_) + 1], stream_));
-  ++count_;
-#endif
-}
-
-double IntervalTimer::total_us() {
-  if (memory_ == Memory::host) return host_total_us_;
-  double total = 0;
-#ifdef GRATINGSIM_HAVE_CUDA
-  CUDA_TRY(cudaStreamSynchronize(stream_));
-  for (int i = 0; i < count_; ++i) {
-    float ms = 0;
-    CUDA_TRY(cudaEventElapsedTime(&ms, events_->events[2 * std::size_t(i)], events_->events[2 * std::size_t(i) + 1]));
-    total += 1e3 * double(ms);
+  if (!synchronized_) {
+    CUDA_TRY(cudaStreamSynchronize(stream_));
+    synchronized_ = true;
   }
+  float ms = 0;
+  CUDA_TRY(cudaEventElapsedTime(&ms, events_->events[std::size_t(from)], events_->events[std::size_t(to)]));
+  elapsed = 1e3 * double(ms);
 #endif
-  return total;
+  return elapsed;
 }
 
 template <class Real>

@@ -119,28 +119,31 @@ template <class Real>
 Timing time_execute(Convolution<Real>& plan, BufferSets<Real>& buffers, const TimingOptions& options,
                     const OutputCheck<Real>& check = {});
 
-/// Sums the durations of many intervals of work enqueued on one stream (or run on the host), read
-/// once at the end: for timing the stages of a real solve without a host wait per stage.
-/// GPU (Memory::device): a CUDA event pair per interval on `stream`; host: steady clock.
-class IntervalTimer {
+/// Timestamps of work enqueued on one stream (or run on the host), read after the work: for timing
+/// the stages of a real solve without a host wait per stage. GPU (Memory::device): a CUDA event per
+/// mark, recorded on `stream`, so the times are the device's timeline (including any time the device
+/// waits for the host); host: steady clock.
+class Timeline {
  public:
-  IntervalTimer(Memory memory, Stream stream, int capacity);
-  ~IntervalTimer();
-  IntervalTimer(const IntervalTimer&) = delete;
-  IntervalTimer& operator=(const IntervalTimer&) = delete;
-  void begin();  ///< throws InvalidArgument beyond `capacity` intervals
-  void end();
-  /// Waits for the stream, returns the sum of all intervals since the last reset, in µs.
-  [[nodiscard]] double total_us();
+  Timeline(Memory memory, Stream stream, int capacity);
+  ~Timeline();
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+  /// Records a timestamp now (host) or when the stream reaches it (GPU); returns its index.
+  /// Throws InvalidArgument beyond `capacity` marks.
+  int mark();
+  /// µs from mark `from` to mark `to`; on a GPU the first read waits for the stream.
+  [[nodiscard]] double elapsed_us(int from, int to);
   [[nodiscard]] int count() const { return count_; }
-  void reset() { count_ = 0, host_total_us_ = 0; }
+  void reset() { count_ = 0, synchronized_ = false; }
 
  private:
   struct Events;
   Memory memory_;
   Stream stream_;
   int capacity_, count_ = 0;
-  double host_total_us_ = 0, host_start_us_ = 0;
+  bool synchronized_ = false;
+  std::vector<double> host_us_;
   std::unique_ptr<Events> events_;
 };
 

@@ -1,6 +1,7 @@
 // The timing utility on GPU plans (convolution/timing.hpp): stream time and graph time both taken,
 // every timed output checked in both, so a fault injected into any one timed execution (a corrupted or
 // an unwritten output) is caught, whether it happens in a stream round or inside the captured graph.
+#include <cmath>
 #include <complex>
 #include <vector>
 
@@ -68,22 +69,24 @@ TEST_CASE("GPU time_execute: every timed output checked, a fault in any executio
   }
 }
 
-TEST_CASE("GPU interval timer: sums event intervals on a stream", "[timing][gpu]") {
+TEST_CASE("GPU timeline: event marks on a stream around executions", "[timing][gpu]") {
   cudaStream_t stream = nullptr;
   CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const conv::Problem g{.n1 = 31, .n2 = 31, .slices = 8, .per_slice = 24};
   auto plan = conv::make_convolution<float>(conv::Backend::gpu_cufft, g, conv::random_complex<float>(g.kernels_total(), 1));
   conv::BufferSets<float> buffers(conv::Memory::device, g.input_size(), 1);
-  conv::IntervalTimer timer(conv::Memory::device, reinterpret_cast<conv::Stream>(stream), 3);
-  for (int i = 0; i < 3; ++i) {
-    timer.begin();
-    plan->execute(buffers.input(0), buffers.output(0), reinterpret_cast<conv::Stream>(stream));
-    timer.end();
-  }
-  CHECK(timer.count() == 3);
-  const double total = timer.total_us();
-  CHECK(total > 0);
-  CHECK(total < 1e6);
-  CHECK_THROWS(timer.begin());
+  conv::Timeline timeline(conv::Memory::device, reinterpret_cast<conv::Stream>(stream), 3);
+  const int start = timeline.mark();
+  plan->execute(buffers.input(0), buffers.output(0), reinterpret_cast<conv::Stream>(stream));
+  const int middle = timeline.mark();
+  plan->execute(buffers.input(0), buffers.output(0), reinterpret_cast<conv::Stream>(stream));
+  const int stop = timeline.mark();
+  const double whole = timeline.elapsed_us(start, stop);
+  CHECK(whole > 0);
+  CHECK(whole < 1e6);
+  CHECK(timeline.elapsed_us(start, middle) > 0);
+  // Event times resolve about 0.5 µs.
+  CHECK(std::abs(timeline.elapsed_us(start, middle) + timeline.elapsed_us(middle, stop) - whole) < 2.0);
+  CHECK_THROWS(timeline.mark());
   CUDA_TRY(cudaStreamDestroy(stream));
 }

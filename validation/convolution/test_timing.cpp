@@ -139,18 +139,20 @@ TEST_CASE("time_execute: a fault in any one timed execution is caught", "[timing
   }
 }
 
-TEST_CASE("interval timer: sums host intervals, refuses more than its capacity", "[timing]") {
-  conv::IntervalTimer timer(conv::Memory::host, nullptr, 2);
-  for (int i = 0; i < 2; ++i) {
-    timer.begin();
-    std::this_thread::sleep_for(std::chrono::milliseconds(3));
-    timer.end();
-  }
-  CHECK(timer.count() == 2);
-  CHECK(timer.total_us() >= 6000);
-  CHECK(timer.total_us() < 1e6);
-  CHECK_THROWS_AS(timer.begin(), InvalidArgument);
-  timer.reset();
-  CHECK(timer.count() == 0);
-  CHECK(timer.total_us() == 0);
+TEST_CASE("timeline: host marks and the time between them; no more than its capacity", "[timing]") {
+  conv::Timeline timeline(conv::Memory::host, nullptr, 3);
+  const int first = timeline.mark();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  const int second = timeline.mark();
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  const int third = timeline.mark();
+  CHECK(timeline.count() == 3);
+  CHECK(timeline.elapsed_us(first, second) >= 3000);
+  CHECK(timeline.elapsed_us(first, third) >= 6000);
+  CHECK(std::abs(timeline.elapsed_us(first, second) + timeline.elapsed_us(second, third) - timeline.elapsed_us(first, third)) < 1e-3);
+  CHECK(timeline.elapsed_us(first, third) < 1e6);
+  CHECK_THROWS_AS(timeline.mark(), InvalidArgument);
+  CHECK_THROWS_AS(timeline.elapsed_us(0, 3), InvalidArgument);
+  timeline.reset();
+  CHECK(timeline.count() == 0);
 }
