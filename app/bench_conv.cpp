@@ -259,15 +259,18 @@ template <class Real>
 double worst_block_error(const Problem& g, std::span<const std::complex<Real>> out,
                          const std::vector<std::complex<double>>& expect) {
   const std::size_t n = g.field_size();
+  const auto blocks = std::ptrdiff_t(g.output_blocks());
   double worst = 0;
-  for (std::size_t b = 0; b < g.output_blocks(); ++b) {
+  // Threads over blocks: case 4's outputs are up to 1.3 GB, checked after every timed execution.
+#pragma omp parallel for reduction(max : worst) schedule(static)
+  for (std::ptrdiff_t b = 0; b < blocks; ++b) {
     double diff = 0, ref = 0;
-    for (std::size_t i = b * n; i < (b + 1) * n; ++i) {
+    for (std::size_t i = std::size_t(b) * n; i < std::size_t(b + 1) * n; ++i) {
       diff += std::norm(std::complex<double>(out[i]) - expect[i]);
       ref += std::norm(expect[i]);
     }
     const double error = ref > 0 ? std::sqrt(diff / ref) : INFINITY;
-    worst = std::isnan(error) ? INFINITY : std::max(worst, error);
+    worst = std::max(worst, std::isnan(error) ? INFINITY : error);
   }
   return worst;
 }
