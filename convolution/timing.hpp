@@ -109,8 +109,8 @@ using OutputCheck = std::function<double(int set, std::span<const std::complex<R
 /// - warm-up: executions on sets 0, 1, ... until options.warmup_ms have passed and at least
 ///   options.min_warmup ran;
 /// - stream time: options.repeats executions in rounds of one per set (0, 1, ..., k − 1, 0, ...);
-///   before each, its output is poisoned (NaN; GPU: a memset enqueued before its start event), and
-///   after each round every output of the round is read and checked;
+///   the round's outputs poisoned (NaN) before the round (GPU: memsets enqueued before its first start
+///   event), each output read and checked after its execution (GPU: after the round);
 /// - graph time (GPU plans, options.graph): a graph of one execution per set, replayed
 ///   options.repeats times, all outputs poisoned before and checked after every replay.
 /// So with a check, every timed execution's output is checked. Allocates events, a stream and a
