@@ -11,7 +11,7 @@
 //   includes the launch gaps when the host enqueues slower than the device runs (as in real use);
 // - graph time (GPU plans only), per execution: the executions of all buffer sets captured once in a
 //   CUDA graph; each replay is enqueued behind a host gate (the stream holds until the replay and its
-//   events are all enqueued), so the events around it measure device time only, divided by the sets.
+//   events are enqueued), so the events around it measure device time only, divided by the sets.
 #include <complex>
 #include <cstddef>
 #include <cstdint>
@@ -111,8 +111,8 @@ using OutputCheck = std::function<double(int set, std::span<const std::complex<R
 /// - stream time: options.repeats executions in rounds of one per set (0, 1, ..., k − 1, 0, ...);
 ///   the round's outputs poisoned (NaN) before the round (GPU: memsets enqueued before its first start
 ///   event), each output read and checked after its execution (GPU: after the round);
-/// - graph time (GPU plans, options.graph): a graph of one execution per set, replayed
-///   options.repeats times, all outputs poisoned before and checked after every replay.
+/// - graph time (GPU plans, options.graph, at most 4096 sets): a graph of one execution per set,
+///   replayed options.repeats times, all outputs poisoned before and checked after every replay.
 /// So with a check, every timed execution's output is checked. Allocates events, a stream and a
 /// graph for GPU plans, and waits for all of its device work before returning.
 template <class Real>
