@@ -223,44 +223,80 @@ SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpe
   return out;
 }
 
+/// Times one method on a built and verified problem: warm-up, then the timed solves, into `row`.
 template <class Real>
-Row measure(const BenchCase& c, Backend backend, const MethodSpec& method, const Settings& s, Reference& reference) {
+void time_method(physics::DiscreteProblem<Real>& problem, const BenchCase& c, const MethodSpec& method,
+                 const Settings& s, Row& row) {
+  const bool device = problem.memory() == conv::Memory::device;
+  const physics::BatchLayout& l = problem.layout();
+  row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), method);
+  row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
+  if (device) {
+    const auto gpu = conv::current_cuda_device();
+    SUPPORTS(gpu.has_value(), "no CUDA device");
+    const std::size_t orders = std::size_t(2 * c.harmonics + 1) * (2 * c.harmonics + 1);
+    const std::size_t need = physics::estimate_bytes(l.slices, orders, l.rhs / 2, c.harmonics, c.harmonics,
+                                                     sizeof(Real), method.vectors(), false, problem.formulation());
+    SUPPORTS(need <= gpu->global_memory_bytes / 10 * 9,
+             method.name() + " needs about " + std::to_string(need >> 20) + " MiB, more than 90% of the device's " +
+                 std::to_string(gpu->global_memory_bytes >> 20) + " MiB");
+  }
+  // GMRES: one whole cycle per timed solve; BiCGStab: a fixed number of steps.
+  const int iterations = method.method == physics::Method::gmres ? method.restart : s.bicgstab_steps;
+  conv::Timeline timeline(problem.memory(), problem.stream(), 3 * (method.products() * iterations + 8));
+  // Warm-up: short solves until the clocks settle.
+  const auto warmup_start = std::chrono::steady_clock::now();
+  do {
+    (void)timed_solve(problem, method, std::min(iterations, 4), timeline);
+  } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warmup_start).count() <
+           s.warmup_ms);
+  const int repeats = device ? s.repeats : s.cpu_repeats;
+  for (int r = 0; r < repeats; ++r) {
+    const SolveSample sample = timed_solve(problem, method, iterations, timeline);
+    row.iterations = sample.iterations;
+    row.iteration.us.push_back(sample.iteration_us);
+    row.convolution.us.push_back(sample.convolution_us);
+    row.z_operator.us.push_back(sample.z_operator_us);
+    row.vector_ops.us.push_back(sample.iteration_us - sample.convolution_us - sample.z_operator_us);
+  }
+  row.ok = row.ran = true;
+}
+
+/// One row per method for one backend: the problem built and its product verified once.
+template <class Real>
+std::vector<Row> measure(const BenchCase& c, Backend backend, const Settings& s, Reference& reference) {
   using Complex = std::complex<Real>;
-  Row row;
-  row.case_number = c.number;
-  row.backend = std::string(conv::to_string(backend));
-  row.method = method;
-  row.precision = conv::precision_of<Real>();
+  Row base;
+  base.case_number = c.number;
+  base.backend = std::string(conv::to_string(backend));
+  base.precision = conv::precision_of<Real>();
+  std::vector<Row> rows;
+  const auto each_method = [&](const std::string& note, bool ran) {
+    for (const MethodSpec& m : s.methods) {
+      Row row = base;
+      row.method = m;
+      row.note = note;
+      row.ran = ran;
+      rows.push_back(row);
+    }
+    return rows;
+  };
   const physics::Structure structure = bench_structure(c.slices);
   const auto incidences = bench_incidences();
   physics::ProblemSettings ps;
   ps.m1 = ps.m2 = c.harmonics;
   ps.backend = backend;
   std::vector<std::string> warnings;
+  std::unique_ptr<physics::DiscreteProblem<Real>> problem;
   try {
-    const bool device = conv::memory_of(backend) == conv::Memory::device;
-    if (device) {
+    problem = std::make_unique<physics::DiscreteProblem<Real>>(structure, incidences, ps, 1, warnings);
+    if (problem->memory() == conv::Memory::device) {
       const auto gpu = conv::current_cuda_device();
-      SUPPORTS(gpu.has_value(), "no CUDA device");
-      const std::size_t orders = std::size_t(2 * c.harmonics + 1) * (2 * c.harmonics + 1);
-      const std::size_t need = physics::estimate_bytes(std::size_t(c.slices), orders, incidences.size(), c.harmonics,
-                                                       c.harmonics, sizeof(Real), method.vectors(), false,
-                                                       ps.formulation);
-      SUPPORTS(need <= gpu->global_memory_bytes / 10 * 9,
-               method.name() + " needs about " + std::to_string(need >> 20) + " MiB, more than 90% of the device's " +
-                   std::to_string(gpu->global_memory_bytes >> 20) + " MiB");
-    }
-    physics::DiscreteProblem<Real> problem(structure, incidences, ps, 1, warnings);
-    if (device) {
-      const auto gpu = conv::current_cuda_device();
-      row.device = gpu ? gpu->name : "CUDA device";
+      base.device = gpu ? gpu->name : "CUDA device";
     } else {
-      row.device = conv::describe(conv::host_cpu());
+      base.device = conv::describe(conv::host_cpu());
     }
-    const physics::BatchLayout& l = problem.layout();
-    row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), method);
-    row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
-
+    const physics::BatchLayout& l = problem->layout();
     // Verification: A·x on fresh random x against the complex128 reference on the same (rounded) x.
     if (!reference.problem) {
       physics::ProblemSettings rs = ps;
@@ -268,58 +304,48 @@ Row measure(const BenchCase& c, Backend backend, const MethodSpec& method, const
       std::vector<std::string> ignored;
       reference.problem = std::make_unique<physics::DiscreteProblem<double>>(structure, incidences, rs, 1, ignored);
     }
+    std::mt19937_64 rng(std::random_device{}());
+    std::uniform_real_distribution<double> u(-1, 1);
+    std::vector<Complex> x(l.size()), y(l.size(), Complex(NAN, NAN));
+    for (Complex& z : x) z = {Real(u(rng)), Real(u(rng))};
+    const std::vector<std::complex<double>> x_wide(x.begin(), x.end());
+    std::vector<std::complex<double>> y_ref(l.size());
+    reference.problem->apply(x_wide.data(), y_ref.data());
     {
-      std::mt19937_64 rng(std::random_device{}());
-      std::uniform_real_distribution<double> u(-1, 1);
-      std::vector<Complex> x(l.size()), y(l.size(), Complex(NAN, NAN));
-      for (Complex& z : x) z = {Real(u(rng)), Real(u(rng))};
-      const std::vector<std::complex<double>> x_wide(x.begin(), x.end());
-      std::vector<std::complex<double>> y_ref(l.size());
-      reference.problem->apply(x_wide.data(), y_ref.data());
-      auto space = problem.make_space(2);
+      auto space = problem->make_space(2);
       space->upload(x, 0);
-      problem.apply(space->data(0), space->data(1));
+      problem->apply(space->data(0), space->data(1));
       space->download(1, y);
-      double diff = 0, norm = 0;
-      for (std::size_t i = 0; i < l.size(); ++i) {
-        diff += std::norm(std::complex<double>(y[i]) - y_ref[i]);
-        norm += std::norm(y_ref[i]);
-      }
-      row.verify_error = norm > 0 && std::isfinite(diff) ? std::sqrt(diff / norm) : INFINITY;
     }
-    const double tolerance = row.precision == Precision::single ? 1e-4 : 1e-10;
-    if (!(row.verify_error <= tolerance)) {
-      row.ran = true;
-      row.note = "A·x differs from the complex128 cpu-fftw reference beyond " + std::to_string(tolerance);
-      return row;
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < l.size(); ++i) {
+      diff += std::norm(std::complex<double>(y[i]) - y_ref[i]);
+      norm += std::norm(y_ref[i]);
     }
-
-    // GMRES: one whole cycle per timed solve; BiCGStab: a fixed number of steps.
-    const int iterations = method.method == physics::Method::gmres ? method.restart : s.bicgstab_steps;
-    conv::Timeline timeline(problem.memory(), problem.stream(), 3 * (method.products() * iterations + 8));
-    // Warm-up: short solves until the clocks settle.
-    const auto warmup_start = std::chrono::steady_clock::now();
-    do {
-      (void)timed_solve(problem, method, std::min(iterations, 4), timeline);
-    } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warmup_start).count() <
-             s.warmup_ms);
-    const int repeats = device ? s.repeats : s.cpu_repeats;
-    for (int r = 0; r < repeats; ++r) {
-      const SolveSample sample = timed_solve(problem, method, iterations, timeline);
-      row.iterations = sample.iterations;
-      row.iteration.us.push_back(sample.iteration_us);
-      row.convolution.us.push_back(sample.convolution_us);
-      row.z_operator.us.push_back(sample.z_operator_us);
-      row.vector_ops.us.push_back(sample.iteration_us - sample.convolution_us - sample.z_operator_us);
-    }
-    row.ok = row.ran = true;
+    base.verify_error = norm > 0 && std::isfinite(diff) ? std::sqrt(diff / norm) : INFINITY;
   } catch (const Unsupported& e) {
-    row.note = user_message(e);
+    return each_method(user_message(e), false);
   } catch (const Error& e) {
-    row.ran = true;
-    row.note = user_message(e);
+    return each_method(user_message(e), true);
   }
-  return row;
+  const double tolerance = base.precision == Precision::single ? 1e-4 : 1e-10;
+  if (!(base.verify_error <= tolerance))
+    return each_method("A·x differs from the complex128 cpu-fftw reference beyond " + std::to_string(tolerance), true);
+
+  for (const MethodSpec& m : s.methods) {
+    Row row = base;
+    row.method = m;
+    try {
+      time_method(*problem, c, m, s, row);
+    } catch (const Unsupported& e) {
+      row.note = user_message(e);
+    } catch (const Error& e) {
+      row.ran = true;
+      row.note = user_message(e);
+    }
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 void print_header() {
@@ -389,19 +415,22 @@ std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& re
   print_header();
   std::vector<Row> rows;
   std::fflush(stdout);
+  for (Backend b : s.backends) {
+    const auto part = measure<Real>(c, b, s, reference);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  // Printed per method, backends side by side, each against cpu-fftw with the same method.
   for (const MethodSpec& m : s.methods) {
-    std::vector<Row> part;
-    for (Backend b : s.backends) part.push_back(measure<Real>(c, b, m, s, reference));
     std::optional<double> cpu;
-    for (const Row& r : part)
-      if (r.ok && r.backend == "cpu-fftw") cpu = r.iteration.median();
-    for (Row& r : part) {
+    for (const Row& r : rows)
+      if (r.ok && r.backend == "cpu-fftw" && r.method.name() == m.name()) cpu = r.iteration.median();
+    for (Row& r : rows) {
+      if (r.method.name() != m.name()) continue;
       if (cpu && r.ok && r.backend != "cpu-fftw") r.speedup_vs_cpu = *cpu / r.iteration.median();
       print_row(r);
     }
-    std::fflush(stdout);
-    rows.insert(rows.end(), part.begin(), part.end());
   }
+  std::fflush(stdout);
   return rows;
 }
 
