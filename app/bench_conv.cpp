@@ -1,7 +1,8 @@
 // gratingsim bench conv: every backend on the four problem cases of docs/convolution.md §5
 // (Table 1), as the scalar problem (Laurent's rule) and/or with the 2D normal-vector pattern, timed with
-// the timing utility, each timed output verified against a complex128 reference on the same inputs,
-// reported against the memory floor and against gpu-cufft.
+// the timing utility (stream time, and on a GPU graph time), every timed output checked against a
+// complex128 reference of its own buffer set's input, reported against the largest of the memory and
+// arithmetic floors and against gpu-cufft.
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -114,7 +115,9 @@ struct Settings {
   std::vector<Variant> variants;
   std::vector<Precision> precisions;
   conv::TimingOptions timing;
-  double bandwidth = 3.0e12;  ///< bytes per second for the memory floor
+  double bandwidth = 3.0e12;  ///< bytes per second for the memory floor (the H100's measured copy bandwidth)
+  double fp32_flops = 67e12;  ///< FP32 peak, non-tensor (H100 SXM: 132 SMs · 128 lanes · 2 · 1.98 GHz)
+  double fp64_flops = 34e12;  ///< FP64 peak, non-tensor (H100 SXM: 132 SMs · 64 lanes · 2 · 1.98 GHz)
   std::uint64_t seed = 0;
   std::optional<std::string> csv;
 };
@@ -130,58 +133,104 @@ struct Row {
   Status status = Status::unavailable;
   std::string note;  ///< why unavailable or failed
   std::optional<conv::Timing> timing;
-  double floor_us = 0;
+  double memory_floor_us = 0, arithmetic_floor_us = 0;
   double max_rel_error = 0;
-  std::optional<double> speedup_vs_cufft;
+  std::optional<double> speedup_vs_cufft, graph_speedup_vs_cufft;
+
+  [[nodiscard]] double floor_us() const { return std::max(memory_floor_us, arithmetic_floor_us); }
+  /// The time the floor ratio is taken of: device time (graph) where there is one, else stream time.
+  [[nodiscard]] std::optional<double> device_us() const {
+    if (!timing) return std::nullopt;
+    return timing->graph.empty() ? timing->stream.median() : timing->graph.median();
+  }
 };
 
 /// The fewest bytes the batch must move, s·[(Q + P)·N1·N2·groups + K·L1·L2·slices] (read inputs, write
 /// outputs, read each spectrum once per slice; scalar: s·(2·N1·N2 + L1·L2/per_slice)·batch), at
 /// `bandwidth` bytes/s; in µs.
-double floor_us(const Problem& g, Precision p, double bandwidth) {
+double memory_floor_us(const Problem& g, Precision p, double bandwidth) {
   const double s = p == Precision::single ? 8 : 16;
   const double fields = double(g.inputs + g.outputs) * double(g.field_size()) * double(g.groups());
   const double spectra = double(g.kernels) * g.l1 * g.l2 * double(g.slices);
   return 1e6 * s * (fields + spectra) / bandwidth;
 }
 
-/// Inputs of one case and precision: kernels and fields rounded to Real, the reference output in
-/// complex128 computed once from exactly those values.
-template <class Real>
-struct CaseData {
-  std::vector<std::complex<double>> kernels;
-  std::vector<std::complex<Real>> in;
-  std::vector<std::complex<double>> expect;  ///< empty when no reference could be computed
-  std::string reference;                     ///< which backend computed it, or why none
-};
+/// Real floating-point operations of the pruned FFT route per execution, counting 5·n·log2(n) per
+/// complex FFT of length n and 6 per complex product, 2 per complex addition: per group,
+///   transforms  5·(Q + P)·(N1·L2·log2 L2 + L2·L1·log2 L1)   (rows: only the N1 data/kept rows;
+///                                                          columns: all L2)
+///   products    L1·L2·(8·T − 2·P)                          (T terms: a product each, summed per output)
+/// (kernel spectra are made at plan time, not counted). Scalar: 10·(N1·L2·log2 L2 + L2·L1·log2 L1) + 6·L1·L2.
+double pruned_fft_flops(const Problem& g) {
+  const double rows = double(g.n1) * g.l2 * std::log2(double(g.l2));
+  const double columns = double(g.l2) * g.l1 * std::log2(double(g.l1));
+  const double transforms = 5.0 * double(g.inputs + g.outputs) * (rows + columns);
+  const double products = double(g.l1) * g.l2 * (8.0 * double(g.pattern.size()) - 2.0 * g.outputs);
+  return double(g.groups()) * (transforms + products);
+}
+
+/// That arithmetic at the precision's peak rate (a lower bound: the peak counts every operation as half
+/// of a fused multiply-add; an FFT's additions mostly are not); in µs.
+double arithmetic_floor_us(const Problem& g, Precision p, const Settings& s) {
+  return 1e6 * pruned_fft_flops(g) / (p == Precision::single ? s.fp32_flops : s.fp64_flops);
+}
 
 /// The reference is cpu-direct (the defining sum, complex128 accumulation, independent of every FFT
-/// backend) where it is cheap, cases 1 and 2; else cpu-fftw in complex128.
+/// backend) where it is cheap, cases 1 and 2 (scalar); else cpu-fftw in complex128.
 constexpr double direct_reference_limit = 1e8;
 
+/// Inputs of one case and precision: kernels, and a distinct random input per buffer set (made on
+/// demand, up to the most sets a row rotates through), each with its reference output in complex128
+/// computed from exactly the rounded values the plans see.
 template <class Real>
-CaseData<Real> make_case_data(const Problem& g, std::uint64_t seed) {
-  CaseData<Real> d;
-  d.kernels = conv::random_complex<Real>(g.kernels_total(), seed);
-  const auto wide = conv::random_complex<Real>(g.input_size(), seed + 1);
-  d.in.assign(wide.begin(), wide.end());
-  std::unique_ptr<conv::Convolution<double>> reference;
-  if (direct_multiply_adds(g) <= direct_reference_limit) {
-    reference = conv::make_convolution<double>(Backend::cpu_direct, g, d.kernels);
-    d.reference = "cpu-direct (double)";
-  } else {
+class CaseData {
+ public:
+  CaseData(const Problem& g, std::uint64_t seed) : g_(g), seed_(seed) {
+    kernels = conv::random_complex<Real>(g.kernels_total(), seed);
     try {
-      reference = conv::make_convolution<double>(Backend::cpu_fftw, g, d.kernels);
-      d.reference = "cpu-fftw (double)";
+      if (direct_multiply_adds(g) <= direct_reference_limit) {
+        reference_plan_ = conv::make_convolution<double>(Backend::cpu_direct, g, kernels);
+        reference = "cpu-direct (double)";
+      } else {
+        reference_plan_ = conv::make_convolution<double>(Backend::cpu_fftw, g, kernels);
+        reference = "cpu-fftw (double)";
+      }
     } catch (const Unsupported& e) {
-      d.reference = "none (cpu-fftw unavailable: " + user_message(e) + ")";
-      return d;
+      reference = "none (cpu-fftw unavailable: " + user_message(e) + ")";
     }
   }
-  d.expect.assign(g.output_size(), {});
-  reference->execute(wide.data(), d.expect.data());
-  return d;
-}
+  [[nodiscard]] bool has_reference() const { return reference_plan_ != nullptr; }
+
+  /// Makes the inputs and reference outputs of sets 0 .. count − 1 (each input `elements` long: the
+  /// plan reads its first input_size()).
+  void ensure_sets(int count, std::size_t elements) {
+    while (int(inputs.size()) < count) {
+      const std::uint64_t set = inputs.size();
+      const auto wide = conv::random_complex<Real>(g_.input_size(), mix(seed_, set + 1));
+      inputs.emplace_back(wide.begin(), wide.end());
+      inputs.back().resize(elements, std::complex<Real>(0));
+      expects.emplace_back(g_.output_size());
+      if (reference_plan_) reference_plan_->execute(wide.data(), expects.back().data());
+    }
+  }
+
+  std::vector<std::complex<double>> kernels;
+  std::vector<std::vector<std::complex<Real>>> inputs;
+  std::vector<std::vector<std::complex<double>>> expects;
+  std::string reference;  ///< which backend computes the references, or why none
+
+ private:
+  /// splitmix64 of (seed, n): independent streams for the kernels and each set's input.
+  static std::uint64_t mix(std::uint64_t seed, std::uint64_t n) {
+    std::uint64_t z = seed + 0x9e3779b97f4a7c15ull * (n + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  Problem g_;
+  std::uint64_t seed_;
+  std::unique_ptr<conv::Convolution<double>> reference_plan_;
+};
 
 template <class Real>
 std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Problem& g, const CaseData<Real>& d,
@@ -204,15 +253,38 @@ std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Problem& g, 
   return conv::make_convolution<Real>(chosen, g, d.kernels);
 }
 
+/// The benchmark's check of one output: the largest relative l2 error per output block against the
+/// reference of its set's input (NaN, an unwritten element, gives +inf).
 template <class Real>
-Row measure(Variant v, const ProblemCase& c, Shape shape, const CaseData<Real>& d, const Settings& s) {
+double worst_block_error(const Problem& g, std::span<const std::complex<Real>> out,
+                         const std::vector<std::complex<double>>& expect) {
+  const std::size_t n = g.field_size();
+  const auto blocks = std::ptrdiff_t(g.output_blocks());
+  double worst = 0;
+  // Threads over blocks: case 4's outputs are up to 1.3 GB, checked after every timed execution.
+#pragma omp parallel for reduction(max : worst) schedule(static)
+  for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+    double diff = 0, ref = 0;
+    for (std::size_t i = std::size_t(b) * n; i < std::size_t(b + 1) * n; ++i) {
+      diff += std::norm(std::complex<double>(out[i]) - expect[i]);
+      ref += std::norm(expect[i]);
+    }
+    const double error = ref > 0 ? std::sqrt(diff / ref) : INFINITY;
+    worst = std::max(worst, std::isnan(error) ? INFINITY : error);
+  }
+  return worst;
+}
+
+template <class Real>
+Row measure(Variant v, const ProblemCase& c, Shape shape, CaseData<Real>& d, const Settings& s) {
   const Problem g = problem_of(c, shape);
   Row row;
   row.case_number = c.number;
   row.shape = shape;
   row.backend = std::string(name_of(v));
   row.precision = conv::precision_of<Real>();
-  row.floor_us = floor_us(g, row.precision, s.bandwidth);
+  row.memory_floor_us = memory_floor_us(g, row.precision, s.bandwidth);
+  row.arithmetic_floor_us = arithmetic_floor_us(g, row.precision, s);
 
   std::unique_ptr<conv::Convolution<Real>> plan;
   Backend chosen{};
@@ -240,35 +312,28 @@ Row measure(Variant v, const ProblemCase& c, Shape shape, const CaseData<Real>& 
     const std::size_t elements = std::max(g.input_size(), g.output_size());
     const std::size_t set_bytes = 2 * elements * sizeof(std::complex<Real>);
     conv::BufferSets<Real> buffers(plan->memory(), elements, conv::rotation_count(plan->memory(), set_bytes));
-    std::vector<std::complex<Real>> padded(d.in);
-    padded.resize(elements);
-    buffers.fill_inputs(padded);
-    row.timing = conv::time_execute(*plan, buffers, s.timing);
-
-    if (d.expect.empty()) {
+    d.ensure_sets(buffers.count(), elements);
+    for (int set = 0; set < buffers.count(); ++set) buffers.fill_input(set, d.inputs[std::size_t(set)]);
+    conv::OutputCheck<Real> check;
+    if (d.has_reference())
+      check = [&](int set, std::span<const std::complex<Real>> out) {
+        return worst_block_error<Real>(g, out, d.expects[std::size_t(set)]);
+      };
+    row.timing = conv::time_execute(*plan, buffers, s.timing, check);
+    if (!d.has_reference()) {
       row.status = Status::failed;
       row.note = "no reference: " + d.reference;
       return row;
     }
-    // Every output written while timing, block by block against the reference.
-    const int written = std::min(buffers.count(), s.timing.warmup + s.timing.repeats);
-    const std::size_t n = g.field_size();
-    std::vector<std::complex<Real>> out(elements);
-    for (int set = 0; set < written; ++set) {
-      buffers.read_output(set, out);
-      for (std::size_t b = 0; b < g.output_blocks(); ++b) {
-        double diff = 0, ref = 0;
-        for (std::size_t i = b * n; i < (b + 1) * n; ++i) {
-          diff += std::norm(std::complex<double>(out[i]) - d.expect[i]);
-          ref += std::norm(d.expect[i]);
-        }
-        const double error = ref > 0 ? std::sqrt(diff / ref) : INFINITY;
-        row.max_rel_error = std::isnan(error) ? INFINITY : std::max(row.max_rel_error, error);
-      }
-    }
-    const bool ok = row.max_rel_error <= tolerance(row.precision);
+    row.max_rel_error = row.timing->max_error;
+    const bool every = row.timing->checked_outputs == row.timing->timed_executions;
+    const bool ok = every && row.max_rel_error <= tolerance(row.precision);
     row.status = ok ? Status::verified : Status::failed;
-    if (!ok) row.note = "output differs from the reference beyond " + scientific(tolerance(row.precision));
+    if (!every) row.note = "not every timed output was checked";
+    if (row.max_rel_error > tolerance(row.precision))
+      row.note = "output differs from the reference beyond " + scientific(tolerance(row.precision));
+    if (plan->memory() == conv::Memory::device && row.timing->graph.empty())
+      row.note += (row.note.empty() ? "" : "; ") + std::string("no graph time: ") + row.timing->graph_note;
   } catch (const Unsupported& e) {
     row.status = Status::unavailable;
     row.note = user_message(e);
@@ -288,8 +353,20 @@ std::string_view status_name(Status s) {
 }
 
 void print_header_row() {
-  std::printf("  %-24s %-9s %11s %11s %11s %9s %9s %10s %-9s %s\n", "backend", "precision", "median_us", "min_us",
-              "max_us", "x_floor", "vs_cufft", "max_error", "verified", "device");
+  std::printf("  %-24s %-9s %10s %10s %10s %10s %10s %10s %8s %8s %9s %10s %-13s %-9s %s\n", "backend", "precision",
+              "stream_us", "s_min", "s_max", "graph_us", "g_min", "g_max", "x_floor", "vs_cufft", "vs_cufft_g",
+              "max_error", "checked", "verified", "device");
+}
+
+/// "median min max" of samples, or dashes.
+std::string three_columns(const conv::Samples& t) {
+  char buffer[64];
+  if (t.empty()) {
+    std::snprintf(buffer, sizeof buffer, "%10s %10s %10s", "-", "-", "-");
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%10.2f %10.2f %10.2f", t.median(), t.min(), t.max());
+  }
+  return buffer;
 }
 
 void print_row(const Row& r) {
@@ -299,10 +376,14 @@ void print_row(const Row& r) {
     return;
   }
   const conv::Timing& t = *r.timing;
-  std::printf("  %-24s %-9s %11.2f %11.2f %11.2f %9.1f %9s %10s %-9s %s\n", r.backend.c_str(),
-              std::string(conv::to_string(r.precision)).c_str(), t.median_us(), t.min_us(), t.max_us(),
-              t.median_us() / r.floor_us, r.speedup_vs_cufft ? fixed(*r.speedup_vs_cufft, 2).c_str() : "-",
-              scientific(r.max_rel_error).c_str(), std::string(status_name(r.status)).c_str(), r.device.c_str());
+  const std::string checked = std::to_string(t.checked_outputs) + "/" + std::to_string(t.timed_executions);
+  std::printf("  %-24s %-9s %s %s %8.1f %8s %9s %10s %-13s %-9s %s\n", r.backend.c_str(),
+              std::string(conv::to_string(r.precision)).c_str(), three_columns(t.stream).c_str(),
+              three_columns(t.graph).c_str(), *r.device_us() / r.floor_us(),
+              r.speedup_vs_cufft ? fixed(*r.speedup_vs_cufft, 2).c_str() : "-",
+              r.graph_speedup_vs_cufft ? fixed(*r.graph_speedup_vs_cufft, 2).c_str() : "-",
+              scientific(r.max_rel_error).c_str(), checked.c_str(), std::string(status_name(r.status)).c_str(),
+              r.device.c_str());
   if (!r.note.empty()) std::printf("      %s\n", r.note.c_str());
 }
 
@@ -315,21 +396,30 @@ std::string csv_field(const std::string& s) {
 
 void write_csv(const std::string& file, const std::vector<Row>& rows) {
   std::ofstream out(file, std::ios::trunc);
-  // shape last, so that the columns of the scalar-only format keep their places.
-  out << "case,backend,precision,device,median_us,min_us,max_us,floor_us,ratio_to_floor,speedup_vs_cufft,"
-         "max_rel_error,verified,shape\n";
+  out << "case,shape,backend,precision,device,stream_median_us,stream_q1_us,stream_q3_us,stream_min_us,stream_max_us,"
+         "graph_median_us,graph_q1_us,graph_q3_us,graph_min_us,graph_max_us,graph_executions,warmup_runs,warmup_ms,"
+         "memory_floor_us,arithmetic_floor_us,ratio_to_floor,speedup_vs_cufft,graph_speedup_vs_cufft,max_rel_error,"
+         "checked_outputs,timed_executions,verified,note\n";
+  const auto samples = [&](const conv::Samples& t) {
+    if (t.empty()) return std::string(",,,,");
+    return fixed(t.median(), 3) + ',' + fixed(t.quantile(0.25), 3) + ',' + fixed(t.quantile(0.75), 3) + ',' +
+           fixed(t.min(), 3) + ',' + fixed(t.max(), 3);
+  };
+  const auto optional = [](const std::optional<double>& v) { return v ? significant(*v) : std::string(); };
   for (const Row& r : rows) {
-    out << r.case_number << ',' << csv_field(r.backend) << ',' << conv::to_string(r.precision) << ','
-        << csv_field(r.device) << ',';
+    out << r.case_number << ',' << name_of(r.shape) << ',' << csv_field(r.backend) << ','
+        << conv::to_string(r.precision) << ',' << csv_field(r.device) << ',';
     if (r.timing)
-      out << fixed(r.timing->median_us(), 3) << ',' << fixed(r.timing->min_us(), 3) << ','
-          << fixed(r.timing->max_us(), 3) << ',';
+      out << samples(r.timing->stream) << ',' << samples(r.timing->graph) << ',' << r.timing->graph_executions << ','
+          << r.timing->warmup_runs << ',' << fixed(r.timing->warmup_ms, 1) << ',';
     else
-      out << ",,,";
-    out << significant(r.floor_us) << ',' << (r.timing ? significant(r.timing->median_us() / r.floor_us) : "") << ','
-        << (r.speedup_vs_cufft ? significant(*r.speedup_vs_cufft) : "") << ','
-        << (r.timing ? scientific(r.max_rel_error) : "") << ',' << status_name(r.status) << ',' << name_of(r.shape)
-        << '\n';
+      out << ",,,,,,,,,,,,,";
+    out << significant(r.memory_floor_us) << ',' << significant(r.arithmetic_floor_us) << ','
+        << (r.timing ? significant(*r.device_us() / r.floor_us()) : "") << ',' << optional(r.speedup_vs_cufft) << ','
+        << optional(r.graph_speedup_vs_cufft) << ',' << (r.timing ? scientific(r.max_rel_error) : "") << ','
+        << (r.timing ? std::to_string(r.timing->checked_outputs) : "") << ','
+        << (r.timing ? std::to_string(r.timing->timed_executions) : "") << ',' << status_name(r.status) << ','
+        << csv_field(r.note) << '\n';
   }
   out.close();
   if (!out) throw Error("cannot write " + file);
@@ -339,35 +429,43 @@ template <class Real>
 std::vector<Row> bench_case(const ProblemCase& c, Shape shape, const Settings& s) {
   const Problem g = problem_of(c, shape);
   const Precision p = conv::precision_of<Real>();
-  const CaseData<Real> data =
-      make_case_data<Real>(g, s.seed + 2 * std::uint64_t(2 * c.number + int(p)) + 1000 * std::uint64_t(shape));
+  CaseData<Real> data(g, s.seed + 2 * std::uint64_t(2 * c.number + int(p)) + 1000 * std::uint64_t(shape));
+  const double memory = memory_floor_us(g, p, s.bandwidth), arithmetic = arithmetic_floor_us(g, p, s);
   if (shape == Shape::scalar)
-    std::printf("\ncase %d, %s: N %dx%d, L %dx%d, %d slices x %d fields = %zu convolutions; floor %.2f us; "
-                "reference %s\n",
-                c.number, std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
-                g.input_blocks(), floor_us(g, p, s.bandwidth), data.reference.c_str());
+    std::printf("\ncase %d, %s: N %dx%d, L %dx%d, %d slices x %d fields = %zu convolutions; reference %s\n", c.number,
+                std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
+                g.input_blocks(), data.reference.c_str());
   else
     std::printf("\ncase %d, normal-vector, %s: N %dx%d, L %dx%d, %d slices x %d groups (K %d, Q %d, P %d, %zu terms) "
-                "= %zu input and %zu output blocks; floor %.2f us; reference %s\n",
+                "= %zu input and %zu output blocks; reference %s\n",
                 c.number, std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
                 g.kernels, g.inputs, g.outputs, g.pattern.size(), g.input_blocks(), g.output_blocks(),
-                floor_us(g, p, s.bandwidth), data.reference.c_str());
+                data.reference.c_str());
+  std::printf("  floors: memory %.2f us, %s arithmetic %.2f us (%.3g flop); x_floor against the %s floor\n", memory,
+              p == Precision::single ? "FP32" : "FP64", arithmetic, pruned_fft_flops(g),
+              memory >= arithmetic ? "memory" : "arithmetic");
   print_header_row();
   std::vector<Row> rows;
   for (Variant v : s.variants) rows.push_back(measure(v, c, shape, data, s));
 
-  const auto timed = [&](std::string_view name) -> std::optional<double> {
+  const auto timed = [&](std::string_view name) -> const Row* {
     for (const Row& r : rows)
-      if (r.backend == name && r.timing) return r.timing->median_us();
-    return std::nullopt;
+      if (r.backend == name && r.timing) return &r;
+    return nullptr;
   };
-  const auto cufft = timed("gpu-cufft");
+  const Row* cufft = timed("gpu-cufft");
   for (Row& r : rows) {
-    if (cufft && r.timing) r.speedup_vs_cufft = *cufft / r.timing->median_us();
+    if (cufft && r.timing) {
+      r.speedup_vs_cufft = cufft->timing->stream.median() / r.timing->stream.median();
+      if (!cufft->timing->graph.empty() && !r.timing->graph.empty())
+        r.graph_speedup_vs_cufft = cufft->timing->graph.median() / r.timing->graph.median();
+    }
     print_row(r);
   }
-  if (const auto pruned = timed("cpu-fftw"), unpruned = timed("cpu-fftw-unpruned"); pruned && unpruned)
-    std::printf("  zero-row pruning: cpu-fftw is %.2fx faster than cpu-fftw-unpruned\n", *unpruned / *pruned);
+  if (const Row *pruned = timed("cpu-fftw"), *unpruned = timed("cpu-fftw-unpruned"); pruned && unpruned)
+    std::printf("  zero-row pruning: cpu-fftw is %.2fx faster than cpu-fftw-unpruned\n",
+                unpruned->timing->stream.median() / pruned->timing->stream.median());
+  std::fflush(stdout);
   return rows;
 }
 
@@ -379,9 +477,11 @@ constexpr OptionSpec bench_options[] = {
     {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
     {"shape", "scalar|normal-vector|both",
      "the scalar batch (default) and/or the 2D normal-vector pattern: K 7, Q 3, P 5, 16 groups per slice"},
-    {"repeats", "N", "timed executions per row (default 30)"},
-    {"warmup", "N", "untimed executions first (default 3)"},
-    {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100 copy bandwidth)"},
+    {"repeats", "N", "timed executions per row, and timed graph replays per GPU row (default 30)"},
+    {"warmup-ms", "MS", "untimed executions first, for at least this long (default 200)"},
+    {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100's measured copy bandwidth)"},
+    {"fp32", "TFLOP/s", "FP32 rate of the arithmetic floor (default 67, H100 SXM non-tensor peak)"},
+    {"fp64", "TFLOP/s", "FP64 rate of the arithmetic floor (default 34, H100 SXM non-tensor peak)"},
     {"seed", "N", "random seed of kernels and fields (default: fresh)"},
     {"csv", "FILE", "also write the rows to FILE as CSV"},
     {"help", "", "show this help"},
@@ -420,8 +520,10 @@ Settings parse_settings(const Options& o) {
     throw UsageError("--shape: expected scalar, normal-vector or both, got '" + std::string(shape) + "'");
 
   if (const auto v = o.value("repeats")) s.timing.repeats = parse_int("repeats", *v, 1, 1000000);
-  if (const auto v = o.value("warmup")) s.timing.warmup = parse_int("warmup", *v, 0, 1000000);
+  if (const auto v = o.value("warmup-ms")) s.timing.warmup_ms = parse_int("warmup-ms", *v, 0, 1000000);
   if (const auto v = o.value("bandwidth")) s.bandwidth = 1e9 * parse_positive("bandwidth", *v);
+  if (const auto v = o.value("fp32")) s.fp32_flops = 1e12 * parse_positive("fp32", *v);
+  if (const auto v = o.value("fp64")) s.fp64_flops = 1e12 * parse_positive("fp64", *v);
   s.seed = std::random_device{}() & 0x7fffffff;  // within what --seed accepts
   if (const auto v = o.value("seed")) s.seed = std::uint64_t(parse_int("seed", *v, 0, 2147483647));
   if (const auto v = o.value("csv")) s.csv = std::string(*v);
@@ -435,16 +537,26 @@ int run_bench_conv(Args args) {
   if (options.flag("help")) {
     std::cout << format_help(
         "gratingsim bench conv [--case LIST|all] [--backend LIST|all|auto] [--precision single|double|both] "
-        "[--shape scalar|normal-vector|both] [--repeats N] [--warmup N] [--bandwidth GB/s] [--seed N] [--csv FILE]",
+        "[--shape scalar|normal-vector|both] [--repeats N] [--warmup-ms MS] [--bandwidth GB/s] [--fp32 TFLOP/s] "
+        "[--fp64 TFLOP/s] [--seed N] [--csv FILE]",
         "Times the batched convolution backends on the problem cases of docs/convolution.md §5 (Table 1) with fresh "
-        "random kernels and fields: median/min/max over rotating buffer sets after warm-up (GPU: CUDA events; "
-        "CPU: steady clock). Every timed output is checked against a complex128 reference on the same inputs "
-        "(cpu-direct for cases 1-2, cpu-fftw for 3-4; relative l2 per block <= 1e-4 single, 1e-10 double); a row that fails is marked FAILED and the exit status is 1. "
-        "Reports the ratio to the memory floor and the speed-up over gpu-cufft measured in the same run. Floor: "
-        "scalar s*(2*N1*N2 + L1*L2/per_slice)*batch/B; normal-vector (--shape: K 7 kernels per slice, Q 3 "
-        "inputs and P 5 outputs per group, 16 groups per slice = 8 angles x 2 polarisations) "
+        "random kernels and a distinct random input per buffer set (sets rotated so that together they are twice "
+        "the last-level cache). After a warm-up of at least --warmup-ms: stream time, per execution (GPU: CUDA "
+        "events around each execute() on a stream, one round of one execution per set enqueued without a host "
+        "wait; CPU: steady clock); on a GPU also graph time, device time only (one CUDA graph of one execution per "
+        "set, replayed behind a host gate, events around each replay, divided by the sets). Median, min and max "
+        "(CSV: quartiles too). Every timed output, in both, is poisoned (NaN) before its execution and checked "
+        "after it, outside the timed region, against a complex128 reference of its set's input (cpu-direct for "
+        "scalar cases 1-2, cpu-fftw otherwise; relative l2 per block <= 1e-4 single, 1e-10 double); 'checked' "
+        "counts checked outputs / timed executions; a row that fails is marked FAILED and the exit status is 1. "
+        "Floors: memory, scalar s*(2*N1*N2 + L1*L2/per_slice)*batch/B and normal-vector (--shape: K 7 kernels per "
+        "slice, Q 3 inputs and P 5 outputs per group, 16 groups per slice = 8 angles x 2 polarisations) "
         "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices]/B (read inputs, write outputs, read each spectrum once per "
-        "slice). Backends this machine or build lacks, or that cannot serve a shape, are reported unavailable.",
+        "slice); arithmetic, the pruned FFT route's flops per group 5*(Q + P)*(N1*L2*log2 L2 + L2*L1*log2 L1) + "
+        "L1*L2*(8*terms - 2*P) at the FP32 or FP64 peak. x_floor: graph time (GPU) or stream time (CPU) over the "
+        "larger floor. vs_cufft: gpu-cufft's stream time over the row's, vs_cufft_g the same in graph time, "
+        "measured in the same run. Backends this machine or build lacks, or that cannot serve a shape, are "
+        "reported unavailable.",
         bench_options);
     return 0;
   }
@@ -457,13 +569,23 @@ int run_bench_conv(Args args) {
   }();
 
   const auto gpu = conv::current_cuda_device();
-  std::printf("gratingsim bench conv: %d timed executions after %d warm-up per row, rotating buffer sets\n",
-              s.timing.repeats, s.timing.warmup);
+  std::printf("gratingsim bench conv: per row, warm-up of at least %.0f ms, then %d timed executions (stream time: "
+              "GPU events per execution, CPU steady clock) and on a GPU %d timed replays of a graph of one execution "
+              "per buffer set (graph time: device only, per execution); distinct random inputs per buffer set, sets "
+              "rotated\n",
+              s.timing.warmup_ms, s.timing.repeats, s.timing.repeats);
   std::printf("memory floor: s*(2*N1*N2 + L1*L2/per_slice)*batch / B (scalar), "
               "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices] / B (normal-vector: K 7, Q 3, P 5, %d groups per slice), "
-              "s = 8 (single) or 16 (double) bytes, B = %.0f GB/s\n",
+              "s = 8 (single) or 16 (double) bytes, B = %.0f GB/s (measured H100 copy bandwidth; HBM3 peak 3350)\n",
               normal_vector_groups_per_slice, s.bandwidth / 1e9);
-  std::printf("verified: every timed output, relative l2 per block <= 1e-4 (single), 1e-10 (double)\n");
+  std::printf("arithmetic floor: flops per group 5*(Q + P)*(N1*L2*log2 L2 + L2*L1*log2 L1) + L1*L2*(8*terms - 2*P) "
+              "(pruned FFTs, 5 n log2 n per length-n FFT; products and sums) at FP32 %.1f / FP64 %.1f TFLOP/s "
+              "(H100 SXM non-tensor peaks: 132 SMs x 128 / 64 lanes x 2 x 1.98 GHz)\n",
+              s.fp32_flops / 1e12, s.fp64_flops / 1e12);
+  std::printf("x_floor: graph time (GPU) or stream time (CPU) over the larger floor\n");
+  std::printf("verified: every timed output (stream and graph) poisoned before and checked after its execution, "
+              "relative l2 per block <= 1e-4 (single), 1e-10 (double); 'checked' = outputs checked / timed "
+              "executions\n");
   if (gpu)
     std::printf("GPU: %s, %d SMs, peak SM clock %d MHz, peak memory clock %d MHz\n", gpu->name.c_str(), gpu->multiprocessors,
                 gpu->sm_clock_mhz, gpu->memory_clock_mhz);

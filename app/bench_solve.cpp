@@ -1,6 +1,8 @@
 // gratingsim bench solve: the Krylov iteration of the physics solver on the four problem cases of
-// docs/convolution.md §5 built as real structures, per backend and precision: time per
-// iteration and its split (convolution / z-operator / vector ops), ratio to the iteration's memory
+// docs/convolution.md §5 built as real structures, per backend, method (GMRES(40), the solver's
+// default restart; GMRES(200), as the configs use; BiCGStab) and precision: time per iteration from
+// the timestamps of one real solve (CUDA events on the problem's stream, or the host clock), its
+// split (convolution / z-operator / Krylov vector operations), the ratio to the iteration's memory
 // floor, and GPU versus cpu-fftw on the same case. Every row's operator is verified first: one
 // product A·x on random x against a complex128 cpu-fftw problem of the same structure.
 #include <algorithm>
@@ -17,6 +19,8 @@
 
 #include "app/commands.hpp"
 #include "convolution/devices.hpp"
+#include "convolution/timing.hpp"
+#include "physics/krylov.hpp"
 #include "physics/problem.hpp"
 
 namespace gratingsim::app {
@@ -63,25 +67,47 @@ std::vector<physics::Incidence> bench_incidences() {
   return out;
 }
 
+/// A Krylov method as runs use it: GMRES(restart) or BiCGStab.
+struct MethodSpec {
+  physics::Method method = physics::Method::gmres;
+  int restart = 40;
+  [[nodiscard]] std::string name() const {
+    return method == physics::Method::gmres ? "gmres(" + std::to_string(restart) + ")" : "bicgstab";
+  }
+  /// Operator products per iteration (BiCGStab: two per step).
+  [[nodiscard]] int products() const { return method == physics::Method::gmres ? 1 : 2; }
+  /// Basis vectors each Arnoldi step projects against, averaged over a cycle: step j (0-based) of
+  /// GMRES(m) has j + 1, so (m + 1)/2 (each read twice: CGS2); none for BiCGStab.
+  [[nodiscard]] double mean_depth() const { return method == physics::Method::gmres ? (restart + 1) / 2.0 : 0.0; }
+  /// Krylov vectors the solve allocates (as solver.cpp counts them).
+  [[nodiscard]] int vectors() const { return method == physics::Method::gmres ? restart + 4 : 9; }
+};
+
+MethodSpec parse_method(std::string_view text) {
+  if (text == "bicgstab") return {physics::Method::bicgstab, 0};
+  if (text.starts_with("gmres(") && text.ends_with(")")) {
+    const std::string_view number = text.substr(6, text.size() - 7);
+    return {physics::Method::gmres, parse_int("method", number, 2, 1000)};
+  }
+  throw UsageError("--method: expected gmres(M) or bicgstab, got '" + std::string(text) + "'");
+}
+
 struct Samples {
   std::vector<double> us;
-  [[nodiscard]] double median() const {
-    std::vector<double> v = us;
-    std::sort(v.begin(), v.end());
-    const std::size_t n = v.size();
-    return n == 0 ? NAN : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-  }
-  [[nodiscard]] double min() const { return us.empty() ? NAN : *std::min_element(us.begin(), us.end()); }
-  [[nodiscard]] double max() const { return us.empty() ? NAN : *std::max_element(us.begin(), us.end()); }
+  [[nodiscard]] double median() const { return us.empty() ? NAN : conv::Samples{us}.median(); }
+  [[nodiscard]] double min() const { return us.empty() ? NAN : conv::Samples{us}.min(); }
+  [[nodiscard]] double max() const { return us.empty() ? NAN : conv::Samples{us}.max(); }
 };
 
 struct Settings {
   std::vector<const BenchCase*> cases;
   std::vector<Backend> backends;
   std::vector<Precision> precisions;
-  int repeats = 5;      ///< samples per GPU row
-  int cpu_repeats = 3;  ///< samples per CPU row (a CPU iteration of case 4 takes about a second)
-  int window = 8;       ///< Arnoldi steps of the timed GMRES cycle
+  std::vector<MethodSpec> methods;
+  int repeats = 5;           ///< timed solves per GPU row
+  int cpu_repeats = 3;       ///< timed solves per CPU row (a CPU iteration of case 4 takes about a second)
+  int bicgstab_steps = 50;   ///< BiCGStab steps per timed solve
+  double warmup_ms = 200;    ///< untimed short solves first, for at least this long
   double bandwidth = 3.0e12;
   std::optional<std::string> csv;
 };
@@ -89,65 +115,188 @@ struct Settings {
 struct Row {
   int case_number = 0;
   std::string backend, device, note;
+  MethodSpec method;
   Precision precision = Precision::single;
   bool ok = false, ran = false;
-  Samples iteration, convolution, z_operator;
+  int iterations = 0;  ///< iterations per timed solve
+  Samples iteration, convolution, z_operator, vector_ops;  ///< per iteration, one sample per timed solve
   double floor_us = 0, floor_bytes = 0, verify_error = 0;
   std::optional<double> speedup_vs_cpu;
 };
 
-double now_us() {
-  return 1e-3 * double(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                           std::chrono::steady_clock::now().time_since_epoch())
-                           .count());
-}
-
 /// Bytes one iteration must move at least, counting one pass per operation (nothing fused across
-/// operations); F = one batched vector (slices·rhs·3·orders complex values):
-///   convolution  2F + slices·L1·L2 complex (read x, write c, read each spectrum once);
-///   z-operator   3F (read x and c, write y) + 4 complex128 coefficients per (incidence, slice, order);
-///   vector ops   Arnoldi step j of modified Gram–Schmidt: (j+1) dots (2F each) + (j+1) axpys (3F)
-///                + norm (F) + scale (2F), plus its axpy of the solution update (3F); averaged over the
-///                timed steps j = 1..W−1, i.e. 5F·(W+2)/2 + 6F.
-double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::size_t real_bytes, int window) {
-  const double F = double(l.size()) * 2.0 * double(real_bytes);
-  const double spectra = double(g.slices) * g.l1 * g.l2 * 2.0 * double(real_bytes);
+/// operations); s = bytes per complex value, F = s·(one batched vector), C = s·(the convolution
+/// output: 5/3 F for the 2D normal-vector formulation):
+///   convolution  F + C + s·K·L1·L2·slices (read x, write c, read each spectrum once);
+///   z-operator   2F + C (read x and c, write y) + 4 complex128 coefficients per (incidence, slice, order);
+///   vector ops   GMRES(m), Arnoldi step with b basis vectors (CGS2): two passes of dots (b + 1)F and
+///                combine (b + 2)F, norm F, scale 2F: (4b + 9)F; mean b = (m + 1)/2, so (2m + 11)F, plus
+///                the cycle's solution update (m + 2)F spread over its m steps;
+///                BiCGStab step: 5 dots/norms of two vectors and 2 of one (12F), 8 axpys (24F), a copy
+///                and a scale (4F), minus one vector read in dot(t, t): 39F.
+/// Per iteration: products() × (convolution + z-operator) + vector ops.
+double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::size_t real_bytes,
+                   const MethodSpec& m) {
+  const double s = 2.0 * double(real_bytes);
+  const double F = double(l.size()) * s, C = double(g.output_size()) * s;
+  const double spectra = double(g.slices) * g.kernels * g.l1 * g.l2 * s;
   const double orders = double(l.block) / 3, incidences = double(l.rhs) / 2;
   const double coefficients = incidences * double(l.slices) * orders * 64.0;
-  return (2 * F + spectra) + (3 * F + coefficients) + (5 * F * (window + 2) / 2 + 6 * F);
+  const double product = (F + C + spectra) + (2 * F + C + coefficients);
+  const double vectors = m.method == physics::Method::gmres
+                             ? (2.0 * m.restart + 11) * F + (m.restart + 2.0) / m.restart * F
+                             : 39 * F;
+  return m.products() * product + vectors;
 }
+
+/// The operator the timed solve sees: the problem's two stages, with timestamps before, between and
+/// after them on the problem's stream (device) or the host clock.
+template <class Real>
+class StagedProblem final : public physics::LinearOperator<Real> {
+ public:
+  using Complex = std::complex<Real>;
+  struct Product {
+    int start, convolved, end;  // marks of the timeline
+  };
+  StagedProblem(physics::DiscreteProblem<Real>& problem, conv::Timeline& timeline)
+      : problem_(problem), timeline_(timeline) {}
+  [[nodiscard]] const physics::BatchLayout& layout() const override { return problem_.layout(); }
+  [[nodiscard]] std::unique_ptr<physics::VectorSpace<Real>> make_space(int count) const override {
+    return problem_.make_space(count);
+  }
+  void apply(const Complex* x, Complex* y) override {
+    Product p{};
+    p.start = timeline_.mark();
+    problem_.apply_convolution(x);
+    p.convolved = timeline_.mark();
+    problem_.apply_z_operator(x, y);
+    p.end = timeline_.mark();
+    products.push_back(p);
+  }
+  std::vector<Product> products;
+
+ private:
+  physics::DiscreteProblem<Real>& problem_;
+  conv::Timeline& timeline_;
+};
 
 /// The complex128 cpu-fftw problem of one case: the reference every row's product is checked against.
 struct Reference {
   std::unique_ptr<physics::DiscreteProblem<double>> problem;
 };
 
+/// One timed solve's figures per iteration.
+struct SolveSample {
+  int iterations = 0;
+  double iteration_us = 0, convolution_us = 0, z_operator_us = 0;
+};
+
+/// Runs one solve from the background field with an unreachable tolerance for `iterations` and reads
+/// its timeline: the region from the start of the first iteration's product to the start of the final
+/// true-residual product (GMRES: the m Arnoldi steps of one cycle and the solution update; BiCGStab:
+/// its steps), over the iterations done; the stages summed over the region's products.
 template <class Real>
-Row measure(const BenchCase& c, Backend backend, const Settings& s, Reference& reference) {
+SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpec& m, int iterations,
+                        conv::Timeline& timeline) {
+  timeline.reset();
+  StagedProblem<Real> staged(problem, timeline);
+  physics::KrylovSettings ks;
+  ks.method = m.method;
+  ks.restart = m.method == physics::Method::gmres ? m.restart : ks.restart;
+  ks.tolerance = 1e-300;
+  ks.max_iterations = iterations;
+  const std::vector<std::complex<Real>>& b = problem.background_field();
+  std::vector<std::complex<Real>> x = b;
+  const auto stats = physics::solve<Real>(staged, b, x, ks);
+  SolveSample out;
+  for (const auto& st : stats) out.iterations = std::max(out.iterations, st.iterations);
+  const auto& p = staged.products;
+  EXPECTS(p.size() >= 3 && out.iterations > 0,
+          "the timed solve made " + std::to_string(p.size()) + " products in " + std::to_string(out.iterations) +
+              " iterations");
+  const double n = out.iterations;
+  out.iteration_us = timeline.elapsed_us(p[1].start, p.back().start) / n;
+  for (std::size_t i = 1; i + 1 < p.size(); ++i) {
+    out.convolution_us += timeline.elapsed_us(p[i].start, p[i].convolved) / n;
+    out.z_operator_us += timeline.elapsed_us(p[i].convolved, p[i].end) / n;
+  }
+  return out;
+}
+
+/// Times one method on a built and verified problem: warm-up, then the timed solves, into `row`.
+template <class Real>
+void time_method(physics::DiscreteProblem<Real>& problem, const BenchCase& c, const MethodSpec& method,
+                 const Settings& s, Row& row) {
+  const bool device = problem.memory() == conv::Memory::device;
+  const physics::BatchLayout& l = problem.layout();
+  row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), method);
+  row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
+  if (device) {
+    const auto gpu = conv::current_cuda_device();
+    SUPPORTS(gpu.has_value(), "no CUDA device");
+    const std::size_t orders = std::size_t(2 * c.harmonics + 1) * (2 * c.harmonics + 1);
+    const std::size_t need = physics::estimate_bytes(l.slices, orders, l.rhs / 2, c.harmonics, c.harmonics,
+                                                     sizeof(Real), method.vectors(), false, problem.formulation());
+    SUPPORTS(need <= gpu->global_memory_bytes / 10 * 9,
+             method.name() + " needs about " + std::to_string(need >> 20) + " MiB, more than 90% of the device's " +
+                 std::to_string(gpu->global_memory_bytes >> 20) + " MiB");
+  }
+  // GMRES: one whole cycle per timed solve; BiCGStab: a fixed number of steps.
+  const int iterations = method.method == physics::Method::gmres ? method.restart : s.bicgstab_steps;
+  conv::Timeline timeline(problem.memory(), problem.stream(), 3 * (method.products() * iterations + 8));
+  // Warm-up: short solves until the clocks settle.
+  const auto warmup_start = std::chrono::steady_clock::now();
+  do {
+    (void)timed_solve(problem, method, std::min(iterations, 4), timeline);
+  } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warmup_start).count() <
+           s.warmup_ms);
+  const int repeats = device ? s.repeats : s.cpu_repeats;
+  for (int r = 0; r < repeats; ++r) {
+    const SolveSample sample = timed_solve(problem, method, iterations, timeline);
+    row.iterations = sample.iterations;
+    row.iteration.us.push_back(sample.iteration_us);
+    row.convolution.us.push_back(sample.convolution_us);
+    row.z_operator.us.push_back(sample.z_operator_us);
+    row.vector_ops.us.push_back(sample.iteration_us - sample.convolution_us - sample.z_operator_us);
+  }
+  row.ok = row.ran = true;
+}
+
+/// One row per method for one backend: the problem built and its product verified once.
+template <class Real>
+std::vector<Row> measure(const BenchCase& c, Backend backend, const Settings& s, Reference& reference) {
   using Complex = std::complex<Real>;
-  Row row;
-  row.case_number = c.number;
-  row.backend = std::string(conv::to_string(backend));
-  row.precision = conv::precision_of<Real>();
+  Row base;
+  base.case_number = c.number;
+  base.backend = std::string(conv::to_string(backend));
+  base.precision = conv::precision_of<Real>();
+  std::vector<Row> rows;
+  const auto each_method = [&](const std::string& note, bool ran) {
+    for (const MethodSpec& m : s.methods) {
+      Row row = base;
+      row.method = m;
+      row.note = note;
+      row.ran = ran;
+      rows.push_back(row);
+    }
+    return rows;
+  };
   const physics::Structure structure = bench_structure(c.slices);
   const auto incidences = bench_incidences();
   physics::ProblemSettings ps;
   ps.m1 = ps.m2 = c.harmonics;
   ps.backend = backend;
   std::vector<std::string> warnings;
+  std::unique_ptr<physics::DiscreteProblem<Real>> problem;
   try {
-    physics::DiscreteProblem<Real> problem(structure, incidences, ps, 1, warnings);
-    const bool device = problem.memory() == conv::Memory::device;
-    if (device) {
+    problem = std::make_unique<physics::DiscreteProblem<Real>>(structure, incidences, ps, 1, warnings);
+    if (problem->memory() == conv::Memory::device) {
       const auto gpu = conv::current_cuda_device();
-      row.device = gpu ? gpu->name : "CUDA device";
+      base.device = gpu ? gpu->name : "CUDA device";
     } else {
-      row.device = conv::describe(conv::host_cpu());
+      base.device = conv::describe(conv::host_cpu());
     }
-    const physics::BatchLayout& l = problem.layout();
-    row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), s.window);
-    row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
-
+    const physics::BatchLayout& l = problem->layout();
     // Verification: A·x on fresh random x against the complex128 reference on the same (rounded) x.
     if (!reference.problem) {
       physics::ProblemSettings rs = ps;
@@ -162,85 +311,63 @@ Row measure(const BenchCase& c, Backend backend, const Settings& s, Reference& r
     const std::vector<std::complex<double>> x_wide(x.begin(), x.end());
     std::vector<std::complex<double>> y_ref(l.size());
     reference.problem->apply(x_wide.data(), y_ref.data());
-    auto space = problem.make_space(2);
-    space->upload(x, 0);
-    problem.apply(space->data(0), space->data(1));
-    space->download(1, y);
+    {
+      auto space = problem->make_space(2);
+      space->upload(x, 0);
+      problem->apply(space->data(0), space->data(1));
+      space->download(1, y);
+    }
     double diff = 0, norm = 0;
     for (std::size_t i = 0; i < l.size(); ++i) {
       diff += std::norm(std::complex<double>(y[i]) - y_ref[i]);
       norm += std::norm(y_ref[i]);
     }
-    row.verify_error = norm > 0 && std::isfinite(diff) ? std::sqrt(diff / norm) : INFINITY;
-    const double tolerance = row.precision == Precision::single ? 1e-4 : 1e-10;
-    if (!(row.verify_error <= tolerance)) {
-      row.note = "A·x differs from the complex128 cpu-fftw reference beyond " + std::to_string(tolerance);
-      return row;
-    }
-
-    const int repeats = device ? s.repeats : s.cpu_repeats;
-    // Stages alone: back-to-back products (GPU: enqueued, one wait at the end), per product.
-    const int burst = device ? 20 : 1;
-    const auto time_stage = [&](Samples& out, auto&& stage) {
-      stage();
-      problem.synchronize();  // warm-up
-      for (int r = 0; r < repeats; ++r) {
-        const double t0 = now_us();
-        for (int i = 0; i < burst; ++i) stage();
-        problem.synchronize();
-        out.us.push_back((now_us() - t0) / burst);
-      }
-    };
-    time_stage(row.convolution, [&] { problem.apply_convolution(space->data(0)); });
-    time_stage(row.z_operator, [&] { problem.apply_z_operator(space->data(0), space->data(1)); });
-    space.reset();
-
-    // Iterations: GMRES(W) stopped after 1 and after W Arnoldi steps (tolerance out of reach); the
-    // difference removes the set-up both share (uploads, true residuals, download, allocation).
-    const std::vector<Complex>& b = problem.background_field();
-    physics::KrylovSettings ks;
-    ks.method = physics::Method::gmres;
-    ks.restart = s.window;
-    ks.tolerance = 1e-300;
-    const auto solve_us = [&](int steps) {
-      ks.max_iterations = steps;
-      std::vector<Complex> guess = b;
-      const double t0 = now_us();
-      (void)physics::solve<Real>(problem, b, guess, ks);
-      return now_us() - t0;
-    };
-    (void)solve_us(1);  // warm-up
-    for (int r = 0; r < repeats; ++r) {
-      const double one = solve_us(1), many = solve_us(s.window);
-      row.iteration.us.push_back((many - one) / (s.window - 1));
-    }
-    row.ok = row.ran = true;
+    base.verify_error = norm > 0 && std::isfinite(diff) ? std::sqrt(diff / norm) : INFINITY;
   } catch (const Unsupported& e) {
-    row.note = user_message(e);
+    return each_method(user_message(e), false);
   } catch (const Error& e) {
-    row.ran = true;
-    row.note = user_message(e);
+    return each_method(user_message(e), true);
   }
-  return row;
+  const double tolerance = base.precision == Precision::single ? 1e-4 : 1e-10;
+  if (!(base.verify_error <= tolerance))
+    return each_method("A·x differs from the complex128 cpu-fftw reference beyond " + std::to_string(tolerance), true);
+
+  for (const MethodSpec& m : s.methods) {
+    Row row = base;
+    row.method = m;
+    try {
+      time_method(*problem, c, m, s, row);
+    } catch (const Unsupported& e) {
+      row.note = user_message(e);
+    } catch (const Error& e) {
+      row.ran = true;
+      row.note = user_message(e);
+    }
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 void print_header() {
-  std::printf("  %-10s %-9s %11s %11s %11s %10s %10s %10s %9s %8s %9s  %s\n", "backend", "precision", "iter_us",
-              "min_us", "max_us", "conv_us", "zop_us", "vec_us", "x_floor", "vs_cpu", "verify", "device");
+  std::printf("  %-10s %-11s %-9s %5s %10s %10s %10s %9s %9s %9s %6s %9s %8s %7s %8s  %s\n", "backend", "method",
+              "precision", "iters", "iter_us", "min_us", "max_us", "conv_us", "zop_us", "vec_us", "depth", "floor_us",
+              "x_floor", "vs_cpu", "verify", "device");
 }
 
 void print_row(const Row& r) {
   if (!r.ok) {
-    std::printf("  %-10s %-9s %s: %s\n", r.backend.c_str(), std::string(conv::to_string(r.precision)).c_str(),
-                r.ran ? "FAILED" : "unavailable", r.note.c_str());
+    std::printf("  %-10s %-11s %-9s %s: %s\n", r.backend.c_str(), r.method.name().c_str(),
+                std::string(conv::to_string(r.precision)).c_str(), r.ran ? "FAILED" : "unavailable", r.note.c_str());
     return;
   }
-  const double it = r.iteration.median(), cv = r.convolution.median(), zo = r.z_operator.median();
-  char speed[32] = "-";
+  char speed[32] = "-", depth[32] = "-";
   if (r.speedup_vs_cpu) std::snprintf(speed, sizeof speed, "%.1f", *r.speedup_vs_cpu);
-  std::printf("  %-10s %-9s %11.1f %11.1f %11.1f %10.1f %10.1f %10.1f %9.2f %8s %9.1e  %s\n", r.backend.c_str(),
-              std::string(conv::to_string(r.precision)).c_str(), it, r.iteration.min(), r.iteration.max(), cv, zo,
-              it - cv - zo, it / r.floor_us, speed, r.verify_error, r.device.c_str());
+  if (r.method.mean_depth() > 0) std::snprintf(depth, sizeof depth, "%.1f", r.method.mean_depth());
+  const double it = r.iteration.median();
+  std::printf("  %-10s %-11s %-9s %5d %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %6s %9.1f %8.2f %7s %8.1e  %s\n",
+              r.backend.c_str(), r.method.name().c_str(), std::string(conv::to_string(r.precision)).c_str(),
+              r.iterations, it, r.iteration.min(), r.iteration.max(), r.convolution.median(), r.z_operator.median(),
+              r.vector_ops.median(), depth, r.floor_us, it / r.floor_us, speed, r.verify_error, r.device.c_str());
 }
 
 std::string csv_field(const std::string& s) {
@@ -252,23 +379,27 @@ std::string csv_field(const std::string& s) {
 
 void write_csv(const std::string& file, const std::vector<Row>& rows) {
   std::ofstream out(file, std::ios::trunc);
-  out << "case,backend,precision,device,status,iteration_median_us,iteration_min_us,iteration_max_us,"
-         "convolution_us,z_operator_us,vector_ops_us,floor_bytes,floor_us,ratio_to_floor,speedup_vs_cpu_fftw,"
-         "verify_rel_error,note\n";
+  out << "case,backend,method,precision,device,status,iterations_per_solve,solves,iteration_median_us,"
+         "iteration_min_us,iteration_max_us,convolution_us,z_operator_us,vector_ops_us,vector_ops_min_us,"
+         "vector_ops_max_us,products_per_iteration,mean_arnoldi_depth,floor_bytes,floor_us,ratio_to_floor,"
+         "speedup_vs_cpu_fftw,verify_rel_error,note\n";
   char buf[512];
   for (const Row& r : rows) {
-    out << r.case_number << ',' << r.backend << ',' << conv::to_string(r.precision) << ',' << csv_field(r.device)
-        << ',' << (r.ok ? "ok" : r.ran ? "failed" : "unavailable") << ',';
+    out << r.case_number << ',' << r.backend << ',' << csv_field(r.method.name()) << ','
+        << conv::to_string(r.precision) << ',' << csv_field(r.device) << ','
+        << (r.ok ? "ok" : r.ran ? "failed" : "unavailable") << ',';
     if (r.ok) {
-      const double it = r.iteration.median(), cv = r.convolution.median(), zo = r.z_operator.median();
-      std::snprintf(buf, sizeof buf, "%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.6g,%.3f,%.4g,", it, r.iteration.min(),
-                    r.iteration.max(), cv, zo, it - cv - zo, r.floor_bytes, r.floor_us, it / r.floor_us);
+      const double it = r.iteration.median();
+      std::snprintf(buf, sizeof buf, "%d,%zu,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%.3f,%d,%.1f,%.6g,%.3f,%.4g,", r.iterations,
+                    r.iteration.us.size(), it, r.iteration.min(), r.iteration.max(), r.convolution.median(),
+                    r.z_operator.median(), r.vector_ops.median(), r.vector_ops.min(), r.vector_ops.max(),
+                    r.method.products(), r.method.mean_depth(), r.floor_bytes, r.floor_us, it / r.floor_us);
       out << buf;
       if (r.speedup_vs_cpu) out << *r.speedup_vs_cpu;
       std::snprintf(buf, sizeof buf, ",%.3e,", r.verify_error);
       out << buf;
     } else {
-      out << ",,,,,,,,,,,";
+      out << ",,,,,,,,,,,,,,,,,";
     }
     out << csv_field(r.note) << '\n';
   }
@@ -279,20 +410,25 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
 template <class Real>
 std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& reference) {
   const int n = 2 * c.harmonics + 1;
-  std::printf("\ncase %d, %s: harmonics ±%d (%dx%d orders), %d slices, 8 rhs (4 angles x s,p), GMRES(%d) "
-              "steps 1..%d\n",
-              c.number, std::string(conv::to_string(conv::precision_of<Real>())).c_str(), c.harmonics, n, n,
-              c.slices, s.window, s.window - 1);
+  std::printf("\ncase %d, %s: harmonics ±%d (%dx%d orders), %d slices, 8 rhs (4 angles x s,p)\n", c.number,
+              std::string(conv::to_string(conv::precision_of<Real>())).c_str(), c.harmonics, n, n, c.slices);
   print_header();
   std::vector<Row> rows;
   std::fflush(stdout);
-  for (Backend b : s.backends) rows.push_back(measure<Real>(c, b, s, reference));
-  std::optional<double> cpu;
-  for (const Row& r : rows)
-    if (r.ok && r.backend == "cpu-fftw") cpu = r.iteration.median();
-  for (Row& r : rows) {
-    if (cpu && r.ok && r.backend != "cpu-fftw") r.speedup_vs_cpu = *cpu / r.iteration.median();
-    print_row(r);
+  for (Backend b : s.backends) {
+    const auto part = measure<Real>(c, b, s, reference);
+    rows.insert(rows.end(), part.begin(), part.end());
+  }
+  // Printed per method, backends side by side, each against cpu-fftw with the same method.
+  for (const MethodSpec& m : s.methods) {
+    std::optional<double> cpu;
+    for (const Row& r : rows)
+      if (r.ok && r.backend == "cpu-fftw" && r.method.name() == m.name()) cpu = r.iteration.median();
+    for (Row& r : rows) {
+      if (r.method.name() != m.name()) continue;
+      if (cpu && r.ok && r.backend != "cpu-fftw") r.speedup_vs_cpu = *cpu / r.iteration.median();
+      print_row(r);
+    }
   }
   std::fflush(stdout);
   return rows;
@@ -301,11 +437,13 @@ std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& re
 constexpr OptionSpec options_spec[] = {
     {"case", "LIST|all", "problem cases 1-4 of docs/convolution.md §5, e.g. 3 or 3,4 (default all)"},
     {"backend", "LIST", "comma-separated backends (default gpu-cufft,gpu-fused,gpu-direct,cpu-fftw)"},
+    {"method", "LIST", "comma-separated gmres(M) and bicgstab (default gmres(40),gmres(200),bicgstab)"},
     {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
-    {"repeats", "N", "samples per GPU row (default 5)"},
-    {"cpu-repeats", "N", "samples per CPU row (default 3)"},
-    {"window", "W", "Arnoldi steps of the timed GMRES(W) cycle, >= 2 (default 8)"},
-    {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100 copy bandwidth)"},
+    {"repeats", "N", "timed solves per GPU row (default 5)"},
+    {"cpu-repeats", "N", "timed solves per CPU row (default 3)"},
+    {"bicgstab-steps", "N", "BiCGStab steps per timed solve (default 50)"},
+    {"warmup-ms", "MS", "untimed short solves first, per row, for at least this long (default 200)"},
+    {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100's measured copy bandwidth)"},
     {"csv", "FILE", "also write the rows to FILE as CSV"},
     {"help", "", "show this help"},
 };
@@ -319,10 +457,13 @@ Settings parse_settings(const Options& o) {
   } catch (const InvalidArgument& e) {
     throw UsageError(std::string("--backend: ") + user_message(e));
   }
+  for (std::string_view name : split_list("method", o.value("method").value_or("gmres(40),gmres(200),bicgstab")))
+    s.methods.push_back(parse_method(name));
   s.precisions = parse_precisions(o.value("precision").value_or("both"));
   if (const auto v = o.value("repeats")) s.repeats = parse_int("repeats", *v, 1, 100000);
   if (const auto v = o.value("cpu-repeats")) s.cpu_repeats = parse_int("cpu-repeats", *v, 1, 100000);
-  if (const auto v = o.value("window")) s.window = parse_int("window", *v, 2, 1000);
+  if (const auto v = o.value("bicgstab-steps")) s.bicgstab_steps = parse_int("bicgstab-steps", *v, 2, 100000);
+  if (const auto v = o.value("warmup-ms")) s.warmup_ms = parse_int("warmup-ms", *v, 0, 1000000);
   if (const auto v = o.value("bandwidth")) s.bandwidth = 1e9 * parse_positive("bandwidth", *v);
   if (const auto v = o.value("csv")) s.csv = std::string(*v);
   return s;
@@ -334,18 +475,27 @@ int run_bench_solve(Args args) {
   const Options options("gratingsim bench solve", options_spec, args);
   if (options.flag("help")) {
     std::cout << format_help(
-        "gratingsim bench solve [--case LIST|all] [--backend LIST] [--precision single|double|both] [--repeats N] "
-        "[--cpu-repeats N] [--window W] [--bandwidth GB/s] [--csv FILE]",
-        "Times one Krylov iteration of the physics solver on the problem cases of docs/convolution.md §5 built as "
+        "gratingsim bench solve [--case LIST|all] [--backend LIST] [--method LIST] [--precision single|double|both] "
+        "[--repeats N] [--cpu-repeats N] [--bicgstab-steps N] [--warmup-ms MS] [--bandwidth GB/s] [--csv FILE]",
+        "Times the Krylov iteration of the physics solver on the problem cases of docs/convolution.md §5 built as "
         "crossed gratings (square lattice, circular pillars, harmonics ±3/±7/±15/±31 on both axes, 32/64/128/256 "
-        "slices, 4 incidence angles x s,p = 8 right-hand sides). An iteration is the average Arnoldi step of "
-        "GMRES(W): (time of W steps - time of 1 step)/(W-1) of real solves, host clock, median/min/max over "
-        "the samples. Split: the convolution and the z-operator timed alone (back-to-back products), vector "
-        "ops = iteration - both (includes the host's waits for the per-rhs scalars). The floor counts one "
-        "pass per operation (convolution 2F + spectra, z-operator 3F + coefficients, Gram-Schmidt "
-        "5F(W+2)/2 + 6F, F = one batched vector) at the given bandwidth. Each row's product A*x is first "
-        "checked against a complex128 cpu-fftw problem (relative l2 <= 1e-4 single, 1e-10 double); a row "
-        "that fails makes the exit status 1.",
+        "slices, 4 incidence angles x s,p = 8 right-hand sides; normal-vector formulation, no preconditioner, as "
+        "the solver runs 2D gratings), with the methods runs use: GMRES(40) (the solver's default restart), "
+        "GMRES(200) (as the configs set it) and BiCGStab (the problem-case configs). Each timed solve starts from "
+        "the background field with an unreachable tolerance: GMRES(M) one whole cycle of M Arnoldi steps, "
+        "BiCGStab --bicgstab-steps steps. Timestamps on the problem's stream (CUDA events; CPU: steady clock) "
+        "before each product, between its convolution and z-operator, and after it: an iteration is the time "
+        "from the first iteration's product to the final true-residual product over the iterations (GMRES: "
+        "the cycle's M steps and solution update; set-up, uploads and download excluded), on the device's "
+        "timeline (so host waits for the per-rhs scalars count); conv_us and zop_us are the stages summed over "
+        "the same products per iteration, vec_us the rest. Median, min and max over the timed solves, after "
+        "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
+        "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
+        "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
+        "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M, BiCGStab 39F, at "
+        "--bandwidth. Each row's product A*x is first checked against a complex128 cpu-fftw problem (relative l2 "
+        "<= 1e-4 single, 1e-10 double); a row that fails makes the exit status 1. A method whose Krylov vectors "
+        "do not fit in 90% of the device's memory is reported unavailable.",
         options_spec);
     return 0;
   }
@@ -357,8 +507,15 @@ int run_bench_solve(Args args) {
     }
   }();
   const auto gpu = conv::current_cuda_device();
-  std::printf("gratingsim bench solve: floor at %.0f GB/s; GPU rows %d samples, CPU rows %d\n", s.bandwidth / 1e9,
-              s.repeats, s.cpu_repeats);
+  std::printf("gratingsim bench solve: GPU rows %d timed solves, CPU rows %d, after at least %.0f ms of warm-up; "
+              "BiCGStab %d steps per solve, GMRES(M) one cycle\n",
+              s.repeats, s.cpu_repeats, s.warmup_ms, s.bicgstab_steps);
+  std::printf("iteration: device timeline (CUDA events; CPU: steady clock) from the first iteration's product to the "
+              "final true-residual product, over the iterations; conv/zop summed over those products; vec = the rest\n");
+  std::printf("floor: products x [(F + C + spectra) + (2F + C + coefficients)] + vector ops (GMRES(M): (2M + 11)F + "
+              "(M + 2)F/M, CGS2 at mean depth (M + 1)/2; BiCGStab: 39F) at %.0f GB/s; F one batched vector, C the "
+              "convolution output\n",
+              s.bandwidth / 1e9);
   if (gpu)
     std::printf("GPU: %s, %d SMs, peak SM clock %d MHz\n", gpu->name.c_str(), gpu->multiprocessors, gpu->sm_clock_mhz);
   else

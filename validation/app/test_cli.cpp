@@ -89,6 +89,9 @@ TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
       {"bench conv --shape triangle", "--shape: expected scalar, normal-vector or both"},
       {"bench conv --repeats 0", "--repeats expects"},
       {"bench conv --repeats", "needs a value"},
+      {"bench conv --warmup 3", "unknown option '--warmup'"},
+      {"bench solve --method gmres", "--method: expected gmres(M) or bicgstab"},
+      {"bench solve --method 'gmres(1)'", "--method expects"},
       {"bench conv --case 1 --case 2", "given twice"},
       {"bench conv stray", "unexpected argument 'stray'"},
       {"--version extra", "takes no arguments"},
@@ -107,8 +110,8 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   const fs::path csv = dir / "bench.csv";
   std::ofstream(csv) << "poison: not written by this run\n";
 
-  const Result r = cli("bench conv --case 1 --backend cpu-direct,cpu-fftw --repeats 3 --csv '" +
-                              csv.string() + "'");
+  const Result r = cli("bench conv --case 1 --backend cpu-direct,cpu-fftw --repeats 3 --warmup-ms 10 --csv '" +
+                       csv.string() + "'");
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK(contains(r.output, "case 1, single"));
@@ -118,8 +121,10 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   std::string header;
   std::getline(in, header);
   CHECK(header ==
-        "case,backend,precision,device,median_us,min_us,max_us,floor_us,ratio_to_floor,speedup_vs_cufft,"
-        "max_rel_error,verified,shape");
+        "case,shape,backend,precision,device,stream_median_us,stream_q1_us,stream_q3_us,stream_min_us,stream_max_us,"
+        "graph_median_us,graph_q1_us,graph_q3_us,graph_min_us,graph_max_us,graph_executions,warmup_runs,warmup_ms,"
+        "memory_floor_us,arithmetic_floor_us,ratio_to_floor,speedup_vs_cufft,graph_speedup_vs_cufft,max_rel_error,"
+        "checked_outputs,timed_executions,verified,note");
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(split(line, ','));
   fs::remove_all(dir);
@@ -133,24 +138,37 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& f = rows[i];
     INFO("row " << i);
-    REQUIRE(f.size() == 13);
+    REQUIRE(f.size() == 28);
     CHECK(f[0] == "1");
-    CHECK(f[1] == expected[i].first);
-    CHECK(f[2] == expected[i].second);
-    CHECK(!f[3].empty());  // host CPU model and threads
-    const double median = std::stod(f[4]), min = std::stod(f[5]), max = std::stod(f[6]);
+    CHECK(f[1] == "scalar");
+    CHECK(f[2] == expected[i].first);
+    CHECK(f[3] == expected[i].second);
+    CHECK(!f[4].empty());  // host CPU model and threads
+    const double median = std::stod(f[5]), q1 = std::stod(f[6]), q3 = std::stod(f[7]), min = std::stod(f[8]),
+                 max = std::stod(f[9]);
     CHECK(min > 0);
-    CHECK(min <= median);
-    CHECK(median <= max);
-    // Floor: s·(2·N² + L²/per_slice)·batch / B, N 7, L 16, 24 per slice, batch 792, B = 3e12 B/s.
-    const double s = f[2] == "single" ? 8 : 16;
-    const double floor_us = 1e6 * s * (2 * 49 + 256.0 / 24) * 792 / 3e12;
-    CHECK(std::abs(std::stod(f[7]) - floor_us) <= 1e-4 * floor_us);
-    CHECK(std::abs(std::stod(f[8]) - median / floor_us) <= 1e-3 * median / floor_us);
-    CHECK(f[9].empty());  // no gpu-cufft row to compare with
-    CHECK(std::stod(f[10]) <= (f[2] == "single" ? 1e-4 : 1e-10));
-    CHECK(f[11] == "yes");
-    CHECK(f[12] == "scalar");
+    CHECK(min <= q1);
+    CHECK(q1 <= median);
+    CHECK(median <= q3);
+    CHECK(q3 <= max);
+    for (int graph = 10; graph <= 14; ++graph) CHECK(f[std::size_t(graph)].empty());  // no graph time on the host
+    CHECK(std::stoi(f[16]) >= 1);  // warm-up runs
+    CHECK(std::stod(f[17]) >= 10);  // warm-up ms
+    // Memory floor: s·(2·N² + L²/per_slice)·batch / B, N 7, L 16, 24 per slice, batch 792, B = 3e12 B/s.
+    const double s = f[3] == "single" ? 8 : 16;
+    const double memory_us = 1e6 * s * (2 * 49 + 256.0 / 24) * 792 / 3e12;
+    CHECK(std::abs(std::stod(f[18]) - memory_us) <= 1e-4 * memory_us);
+    // Arithmetic floor: 792 · [10·(7·16·4 + 16·16·4) + 6·256] flop at 67e12 (FP32) or 34e12 (FP64) flop/s.
+    const double arithmetic_us = 1e6 * 792 * (10.0 * (7 * 16 * 4 + 16 * 16 * 4) + 6 * 256) / (s == 8 ? 67e12 : 34e12);
+    CHECK(std::abs(std::stod(f[19]) - arithmetic_us) <= 1e-4 * arithmetic_us);
+    const double floor_us = std::max(memory_us, arithmetic_us);
+    CHECK(std::abs(std::stod(f[20]) - median / floor_us) <= 1e-3 * median / floor_us);
+    CHECK(f[21].empty());  // no gpu-cufft row to compare with
+    CHECK(f[22].empty());
+    CHECK(std::stod(f[23]) <= (f[3] == "single" ? 1e-4 : 1e-10));
+    CHECK(f[24] == "3");  // every timed output checked
+    CHECK(f[25] == "3");
+    CHECK(f[26] == "yes");
   }
 }
 
@@ -171,11 +189,63 @@ TEST_CASE("bench conv --shape normal-vector runs the pattern against its own flo
   fs::remove_all(dir);
   REQUIRE(rows.size() == 1);
   const auto& f = rows[0];
-  REQUIRE(f.size() == 13);
-  CHECK(f[1] == "cpu-direct");
-  CHECK(f[11] == "yes");
-  CHECK(f[12] == "normal-vector");
-  // Floor: s·[(Q + P)·N²·groups + K·L²·slices] / B: Q 3, P 5, K 7, N 7, L 16, 33 slices x 16 groups.
+  REQUIRE(f.size() == 28);
+  CHECK(f[1] == "normal-vector");
+  CHECK(f[2] == "cpu-direct");
+  CHECK(f[26] == "yes");
+  // Memory floor: s·[(Q + P)·N²·groups + K·L²·slices] / B: Q 3, P 5, K 7, N 7, L 16, 33 slices x 16 groups.
   const double floor_us = 1e6 * 16 * (8.0 * 49 * 33 * 16 + 7.0 * 256 * 33) / 3e12;
-  CHECK(std::abs(std::stod(f[7]) - floor_us) <= 1e-4 * floor_us);
+  CHECK(std::abs(std::stod(f[18]) - floor_us) <= 1e-4 * floor_us);
+  // Arithmetic floor (FP64): 528 groups · [5·8·(7·16·4 + 16·16·4) + 256·(8·9 − 2·5)] flop at 34e12 flop/s.
+  const double arithmetic_us = 1e6 * 528 * (40.0 * (7 * 16 * 4 + 16 * 16 * 4) + 256 * (72 - 10)) / 34e12;
+  CHECK(std::abs(std::stod(f[19]) - arithmetic_us) <= 1e-4 * arithmetic_us);
 }
+
+TEST_CASE("bench solve times iterations of real solves, split into stages that add up", "[cli][bench]") {
+  const fs::path dir = fs::temp_directory_path() / ("gratingsim-cli-solve-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path csv = dir / "solve.csv";
+  const Result r = cli("bench solve --case 1 --backend cpu-fftw --precision double --method 'gmres(4),bicgstab' "
+                       "--bicgstab-steps 3 --cpu-repeats 2 --warmup-ms 0 --csv '" + csv.string() + "'");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  std::ifstream in(csv);
+  std::string line;
+  std::getline(in, line);
+  CHECK(line ==
+        "case,backend,method,precision,device,status,iterations_per_solve,solves,iteration_median_us,"
+        "iteration_min_us,iteration_max_us,convolution_us,z_operator_us,vector_ops_us,vector_ops_min_us,"
+        "vector_ops_max_us,products_per_iteration,mean_arnoldi_depth,floor_bytes,floor_us,ratio_to_floor,"
+        "speedup_vs_cpu_fftw,verify_rel_error,note");
+  std::vector<std::vector<std::string>> rows;
+  for (; std::getline(in, line);) rows.push_back(split(line, ','));
+  fs::remove_all(dir);
+  REQUIRE(rows.size() == 2);
+  const char* methods[] = {"gmres(4)", "bicgstab"};
+  const char* iterations[] = {"4", "3"};
+  const char* products[] = {"1", "2"};
+  const char* depths[] = {"2.5", "0.0"};  // (M + 1)/2 basis vectors per Arnoldi step; none for BiCGStab
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& f = rows[i];
+    INFO("row " << i);
+    REQUIRE(f.size() == 24);
+    CHECK(f[1] == "cpu-fftw");
+    CHECK(f[2] == methods[i]);
+    CHECK(f[5] == "ok");
+    CHECK(f[6] == iterations[i]);
+    CHECK(f[7] == "2");
+    const double median = std::stod(f[8]), min = std::stod(f[9]), max = std::stod(f[10]);
+    CHECK(min > 0);
+    CHECK(min <= median);
+    CHECK(median <= max);
+    const double conv = std::stod(f[11]), zop = std::stod(f[12]), vec = std::stod(f[13]);
+    CHECK(conv > 0);
+    CHECK(zop > 0);
+    CHECK(vec > 0);  // the vector operations take time: not a difference of two noisy totals
+    CHECK(f[16] == products[i]);
+    CHECK(f[17] == depths[i]);
+    CHECK(std::stod(f[20]) > 0);
+    CHECK(std::stod(f[22]) <= 1e-10);
+  }
+}
+

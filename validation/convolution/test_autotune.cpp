@@ -1,6 +1,6 @@
-// The `auto` backend choice and its cache file (the key with the pattern, version 1 lines still read), its
-// fallback when a backend cannot serve a problem (a fake backend table), and the timing utility it
-// measures with.
+// The `auto` backend choice and its cache file (the key with the pattern, version 1 lines still read), and its
+// fallback when a backend cannot serve a problem (a fake backend table). The timing utility it measures
+// with is tested in test_timing.cpp.
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -11,7 +11,6 @@
 
 #include "convolution/autotune.hpp"
 #include "convolution/error.hpp"
-#include "convolution/timing.hpp"
 #include "validation/convolution/pattern_cases.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
@@ -331,43 +330,3 @@ TEST_CASE("default cache path follows GRATINGSIM_BACKEND_CACHE, then XDG_CACHE_H
   CHECK(conv::default_backend_cache().filename() == "backends.txt");
 }
 
-TEST_CASE("time_execute rotates buffer sets and every written output is the convolution", "[timing]") {
-  const conv::Problem g{.n1 = 5, .n2 = 3, .slices = 3, .per_slice = 4};
-  const auto kernels = conv::random_complex<double>(g.kernels_total(), test::rng()());
-  const auto in = conv::random_complex<double>(g.input_size(), test::rng()());
-  auto plan = conv::make_convolution<double>(conv::Backend::cpu_direct, g, kernels);
-  std::vector<std::complex<double>> expect(in.size());
-  plan->execute(in.data(), expect.data());
-  REQUIRE(test::l2_norm<double>(expect) > 0);
-
-  const int sets = 5;
-  conv::BufferSets<double> buffers(conv::Memory::host, in.size(), sets);
-  buffers.fill_inputs(in);
-  const conv::TimingOptions options{.warmup = 1, .repeats = 3};  // 4 executions: sets 0..3 written
-  const conv::Timing t = conv::time_execute(*plan, buffers, options);
-  REQUIRE(t.samples_us.size() == 3);
-  CHECK(t.min_us() > 0);
-  CHECK(t.min_us() <= t.median_us());
-  CHECK(t.median_us() <= t.max_us());
-
-  std::vector<std::complex<double>> out(in.size());
-  for (int s = 0; s < sets; ++s) {
-    buffers.read_output(s, out);
-    const double error = test::relative_l2<double, double>(out, expect);
-    if (s < 4)
-      CHECK(error == 0);
-    else
-      CHECK(std::isinf(error));  // never written: still the NaN poison
-  }
-  CHECK(conv::rotation_count(conv::Memory::host, 1) >= 2);
-  CHECK(conv::rotation_count(conv::Memory::host, std::size_t(1) << 40) == 1);
-}
-
-TEST_CASE("timing summaries: median of even and odd sample counts", "[timing]") {
-  conv::Timing t{{4.0, 1.0, 3.0, 2.0}};
-  CHECK(t.median_us() == 2.5);
-  CHECK(t.min_us() == 1.0);
-  CHECK(t.max_us() == 4.0);
-  t.samples_us.push_back(10.0);
-  CHECK(t.median_us() == 3.0);
-}
