@@ -445,7 +445,7 @@ TEST_CASE("a GPU backend on a machine without a CUDA device: said at numerics.ba
   CHECK(run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --quiet").status == 0);
 }
 
-TEST_CASE("plot_results.py: Δ in (−180°, 180°] where it wraps along the sweep, titles wrapped to fit", "[app][run]") {
+TEST_CASE("plot_results.py: −180° < Δ ≤ 180° where it wraps along the sweep, titles wrapped to fit", "[app][run]") {
   const std::string python = python_for_plots();
   if (python.empty()) {
     WARN("not run: no Python 3 with h5py and matplotlib");

@@ -90,7 +90,7 @@ TEST_CASE("normal incidence: t̂ = (cos φ, sin φ, 0) fixes s and p", "[physics
   CHECK(std::abs(g0.total_R[s_pol] - g0.total_R[p_pol]) > 1e-3);
 }
 
-TEST_CASE("ellipsometry: Δ lies in (−180°, 180°], r_pp = −r_ss giving +180°", "[physics][edge]") {
+TEST_CASE("ellipsometry: −180° < Δ ≤ 180°, r_pp = −r_ss giving +180°", "[physics][edge]") {
   // A ratio r_pp/r_ss on the negative real axis, with Im = −0 (std::arg: −180°) or an imaginary part
   // within rounding of 0 of either sign.
   for (const double im : {-0.0, 0.0, -1e-17, 1e-17, -3e-16, 3e-16, -1e-14, 1e-14}) {
