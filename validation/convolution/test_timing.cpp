@@ -139,7 +139,7 @@ TEST_CASE("time_execute: a fault in any one timed execution is caught", "[timing
   }
 }
 
-TEST_CASE("timeline: host marks and the time between them; no more than its capacity", "[timing]") {
+TEST_CASE("timeline: host marks and the time between them, no more than its capacity", "[timing]") {
   conv::Timeline timeline(conv::Memory::host, nullptr, 3);
   const int first = timeline.mark();
   std::this_thread::sleep_for(std::chrono::milliseconds(3));
