@@ -694,8 +694,9 @@ int run_run(Args args) {
             "A rank that fails is reported with its points; the others' results are kept for --resume, which "
             "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "
             "case; a failed sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
-            "some solve did not reach its tolerance: every point is written, the unconverged ones marked in the "
-            "summary and stored with solver/converged = 0; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
+            "some solve did not reach its tolerance, or (numerics.harmonics: auto, slices: auto) some point did not "
+            "reach its target_error within the ladder's maximum: every point is written, those marked in the "
+            "summary and stored with solver/converged = 0 or accuracy/reached = 0; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
             "the points being solved are written, the finished points kept in OUT.h5.partial for --resume (a "
             "second interrupt ends the run at once). While a run writes OUT.h5 it holds OUT.h5.lock: a second "
             "run on the same output refuses at once, naming it.",
