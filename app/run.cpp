@@ -367,14 +367,13 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
                                             : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
   if (l.accuracy) {
     const io::AccuracyTarget& a = *l.accuracy;
-    std::printf("  accuracy: target %g on every efficiency, %s (M ×1.5 per rung up to %d%s); largest estimated error %s",
-                a.target_error,
-                a.harmonics && a.slices ? "harmonics then slices raised"
-                : a.harmonics           ? "harmonics raised"
-                                        : "slices raised",
-                a.harmonics ? a.max_harmonics : problem.solver.m1,
-                a.slices ? ("; slices doubled up to " + std::to_string(a.max_slices)).c_str() : "",
-                number("%.2e", accuracy.worst_error).c_str());
+    std::string ladder;
+    if (a.harmonics) ladder = "harmonics raised (M ×1.5 per rung, up to " + std::to_string(a.max_harmonics) + ")";
+    if (a.slices)
+      ladder += (a.harmonics ? ", then slices" : "slices") + std::string(" raised (doubled per rung, up to ") +
+                std::to_string(a.max_slices) + " in all)";
+    std::printf("  accuracy: target %g on every efficiency, %s; largest estimated error %s", a.target_error,
+                ladder.c_str(), number("%.2e", accuracy.worst_error).c_str());
     if (l.polarizations() == 2)
       std::printf(", Ψ changed by at most %s°, Δ by %s°", number("%.2g", accuracy.worst_psi).c_str(),
                   number("%.2g", accuracy.worst_delta).c_str());

@@ -295,7 +295,7 @@ numerics: {harmonics: auto, target_error: 1e-3, richardson: true}
   INFO(r.output);
   REQUIRE(r.status == 0);
   CHECK(contains(r.output, "(auto)"));
-  CHECK(contains(r.output, "accuracy: target 0.001 on every efficiency, harmonics raised"));
+  CHECK(contains(r.output, "accuracy: target 0.001 on every efficiency, harmonics raised (M ×1.5 per rung, up to 100)"));
   CHECK(!contains(r.output, "did NOT reach"));
 
   const io::ResultReader reader(out.string());
