@@ -2,6 +2,7 @@
 #include "io/accuracy.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <functional>
@@ -28,6 +29,12 @@ struct Change {
   double efficiency = nan, psi_deg = nan, delta_deg = nan;
 };
 
+/// The larger of two changes, value by value (NaN, no change measured, counts as none).
+Change larger(const Change& a, const Change& b) {
+  const auto most = [](double x, double y) { return std::isnan(x) ? y : std::isnan(y) ? x : std::max(x, y); };
+  return {most(a.efficiency, b.efficiency), most(a.psi_deg, b.psi_deg), most(a.delta_deg, b.delta_deg)};
+}
+
 Change change(const PointResult& before, const PointResult& after) {
   Change c;
   c.efficiency = 0;
@@ -46,7 +53,8 @@ struct Climb {
   physics::IncidenceResult latest;  ///< at `rung`
   PointResult latest_point;         ///< the same as the result file stores it (what rungs compare)
   std::vector<std::array<physics::SolveStats, 2>> solves;  ///< of every rung solved
-  Change harmonics_change, slices_change;                  ///< the last change on each ladder
+  /// The last two changes on each ladder ([0] the earlier; NaN until measured).
+  std::array<Change, 2> harmonics_changes, slices_changes;
   bool reached = true;                                     ///< no ladder ended without agreement
 };
 
@@ -74,10 +82,10 @@ class Ladder {
   }
 
   /// Climbs one ladder with `members`, all solved at `rung` already: `next` gives the following rung
-  /// (nullopt: the ladder ends). A point leaves once its change is within `tolerance`; `last` names
-  /// the Climb member that records its last change.
+  /// (nullopt: the ladder ends). A point leaves once its last two changes are both within
+  /// `tolerance`; `changes` names the Climb member that records them.
   void climb(std::vector<std::size_t> members, Rung rung, const std::function<std::optional<Rung>(const Rung&)>& next,
-             double tolerance, Change Climb::*last) {
+             double tolerance, std::array<Change, 2> Climb::*changes) {
     while (!members.empty()) {
       const std::optional<Rung> following = next(rung);
       if (!following) {
@@ -90,9 +98,9 @@ class Ladder {
       solve(members, rung);
       std::vector<std::size_t> climbing;
       for (std::size_t k = 0; k < members.size(); ++k) {
-        Climb& c = climbs_[members[k]];
-        c.*last = change(before[k], c.latest_point);
-        if (!((c.*last).efficiency <= tolerance)) climbing.push_back(members[k]);
+        std::array<Change, 2>& last = climbs_[members[k]].*changes;
+        last = {last[1], change(before[k], climbs_[members[k]].latest_point)};
+        if (!(last[0].efficiency <= tolerance && last[1].efficiency <= tolerance)) climbing.push_back(members[k]);
       }
       members = std::move(climbing);
     }
@@ -113,7 +121,7 @@ class Ladder {
         return Rung{next_harmonics(r.m1, a.max_harmonics), r.m2 > 0 ? next_harmonics(r.m2, a.max_harmonics) : 0,
                     r.slice_factor};
       };
-      climb(all, first, more_harmonics, tolerance, &Climb::harmonics_change);
+      climb(all, first, more_harmonics, tolerance, &Climb::harmonics_changes);
     }
     if (a.slices) {
       const long long slices = problem_.source.total_slices();
@@ -126,7 +134,7 @@ class Ladder {
       for (std::size_t j = 0; j < climbs_.size(); ++j)
         if (climbs_[j].reached) by_harmonics[{climbs_[j].rung.m1, climbs_[j].rung.m2}].push_back(j);
       for (const auto& [m, members] : by_harmonics)
-        climb(members, climbs_[members[0]].rung, more_slices, tolerance, &Climb::slices_change);
+        climb(members, climbs_[members[0]].rung, more_slices, tolerance, &Climb::slices_changes);
     }
 
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -138,15 +146,18 @@ class Ladder {
       PointResult r = to_point_result(problem_, points_[j], c.latest, seconds);
       r.used_harmonics = {c.rung.m1, c.rung.m2};
       r.used_slices = std::int32_t(problem_.source.total_slices() * c.rung.slice_factor);
-      // Each ladder climbed adds its last change (a point whose harmonics did not agree skips the
-      // slices: its estimate is the harmonics' change alone); NaN when no ladder had a second rung.
+      // Each ladder climbed adds the larger of its last two changes (a point whose harmonics did not
+      // agree skips the slices: its estimate is the harmonics' alone); NaN when no ladder had a
+      // second rung.
       Change estimate;
-      for (const Change* last : {a.harmonics ? &c.harmonics_change : nullptr, a.slices ? &c.slices_change : nullptr}) {
-        if (!last || std::isnan(last->efficiency)) continue;
+      for (const auto* changes : {a.harmonics ? &c.harmonics_changes : nullptr, a.slices ? &c.slices_changes : nullptr}) {
+        if (!changes) continue;
+        const Change ladder = larger((*changes)[0], (*changes)[1]);
+        if (std::isnan(ladder.efficiency)) continue;
         const bool first_term = std::isnan(estimate.efficiency);
-        estimate.efficiency = (first_term ? 0 : estimate.efficiency) + last->efficiency;
-        estimate.psi_deg = (first_term ? 0 : estimate.psi_deg) + last->psi_deg;
-        estimate.delta_deg = (first_term ? 0 : estimate.delta_deg) + last->delta_deg;
+        estimate.efficiency = (first_term ? 0 : estimate.efficiency) + ladder.efficiency;
+        estimate.psi_deg = (first_term ? 0 : estimate.psi_deg) + ladder.psi_deg;
+        estimate.delta_deg = (first_term ? 0 : estimate.delta_deg) + ladder.delta_deg;
       }
       r.estimated_error = estimate.efficiency;
       if (problem_.layout.polarizations() == 2) {

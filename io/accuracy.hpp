@@ -4,10 +4,12 @@
 //
 // Harmonics first: M (M1, and M2 on a 2D lattice) goes M0, max(M0 + 1, round(1.5 M0)), ... up to
 // max_harmonics (the last rung is max_harmonics itself), at the case's slices. A point stops at the
-// first rung whose efficiencies (every stored R_m, T_m) differ from the previous rung's by at most
-// the tolerance. Then slices, at the point's M: every layer's count doubled per rung while the total
-// stays within max_slices, with the same test. With both raised each ladder gets half the target,
-// and the estimate recorded is the sum of the two last changes; with one, the whole target.
+// first rung where the last two changes of its efficiencies (every stored R_m, T_m, from rung to
+// rung) are both within the tolerance: one small change alone can be luck (convergence that
+// oscillates, or drops, then creeps). Then slices, at the point's M: every layer's count doubled per
+// rung while the total stays within max_slices, with the same test. With both raised each ladder
+// gets half the target, and the estimate recorded is the sum over the ladders of the larger of
+// their last two changes; with one, the whole target.
 //
 // A point's rungs depend only on its own results (physics::solve treats every right-hand side on its
 // own), so its result does not depend on which points share its batch: a distributed or resumed run

@@ -829,6 +829,7 @@ class CaseReader {
 
   /// numerics.harmonics: auto, numerics.slices: auto and their target and maxima (AccuracyTarget).
   /// The default most harmonics: 100 on a 1D lattice, 20 on a 2D one ((2·20+1)² = 1681 harmonics);
+  /// at least 9, so that the ladder from M = 4 has the two changes (4 → 6 → 9) agreement needs;
   /// the default most slices (8 × the layers' own) is set by finish_accuracy, once they are known.
   void read_accuracy(const Map& m) {
     const Node h = m.required("harmonics");
@@ -857,7 +858,7 @@ class CaseReader {
       target->fail("expected an absolute error on efficiencies in (0, 1), e.g. 1e-3, got " + target->describe());
     if (most_harmonics && !a.harmonics) most_harmonics->fail("applies with harmonics: auto only");
     if (most_slices && !a.slices) most_slices->fail("applies with slices: auto only");
-    a.max_harmonics = most_harmonics ? integer_in(*most_harmonics, 5, 4096, "a highest order M for the ladder")
+    a.max_harmonics = most_harmonics ? integer_in(*most_harmonics, 9, 4096, "a highest order M for the ladder")
                       : c_.lattice.is_1d() ? 100
                                            : 20;
     if (most_slices) {
@@ -868,19 +869,20 @@ class CaseReader {
   }
 
   /// The ladder's most slices, once the layers' own (the first rung) are known: 8 × those by
-  /// default (three doublings), capped at max_total_slices; a given max_slices must allow a doubling.
+  /// default (three doublings), capped at max_total_slices; a given max_slices must allow the two
+  /// doublings that two changes, the least that can agree (io/accuracy.hpp), need.
   void finish_accuracy() {
     if (!c_.numerics.accuracy || !c_.numerics.accuracy->slices) return;
     AccuracyTarget& a = *c_.numerics.accuracy;
     const long long first = c_.total_slices();
     if (!max_slices_node_) {
       a.max_slices = int(std::min<long long>(8 * first, max_total_slices));
-      if (a.max_slices < 2 * first)
+      if (a.max_slices < 4 * first)
         harmonics_node_->fail("slices: auto cannot double the layers' " + std::to_string(first) +
-                              " slices within the limit of " + std::to_string(max_total_slices));
-    } else if (a.max_slices < 2 * first) {
-      max_slices_node_->fail("max_slices must allow at least one doubling of the layers' " + std::to_string(first) +
-                             " slices (the ladder's first rung): at least " + std::to_string(2 * first));
+                              " slices twice within the limit of " + std::to_string(max_total_slices));
+    } else if (a.max_slices < 4 * first) {
+      max_slices_node_->fail("max_slices must allow two doublings of the layers' " + std::to_string(first) +
+                             " slices (the ladder's first rung): at least " + std::to_string(4 * first));
     }
   }
 

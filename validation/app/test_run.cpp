@@ -327,7 +327,7 @@ TEST_CASE("a ladder that hits its maximum without agreement: shown, stored, exit
   const test::ScratchDirectory dir("accuracy_cap");
   const fs::path config = dir / "capped.yaml", out = dir / "capped.h5";
   std::ofstream(config) << std::regex_replace(std::string(test::auto_sweep_case), std::regex("target_error: 2e-3"),
-                                              "target_error: 1e-6, max_harmonics: 6");
+                                              "target_error: 1e-6, max_harmonics: 9");
   const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw");
   INFO(r.output);
   CHECK(r.status == 3);
@@ -340,7 +340,7 @@ TEST_CASE("a ladder that hits its maximum without agreement: shown, stored, exit
   for (std::size_t point = 0; point < reader.layout().points(); ++point) {
     const io::PointResult p = reader.read(point);
     CHECK(p.target_reached == 0);
-    CHECK(p.used_harmonics[0] == 6);
+    CHECK(p.used_harmonics[0] == 9);
     CHECK(p.estimated_error > 1e-6);
   }
   const test::Execution quiet =

@@ -342,12 +342,12 @@ layers: [{thickness: 100, slices: 12, shapes: [{type: line, material: Si3N4, wid
   CHECK(io::estimated_solver_bytes(both) == io::estimated_solver_bytes(largest));
 
   const io::Case given = io::parse_case(
-      head + "numerics: {harmonics: [3, 0], slices: auto, target_error: 1e-4, max_slices: 30, richardson: true}\n",
+      head + "numerics: {harmonics: [3, 0], slices: auto, target_error: 1e-4, max_slices: 60, richardson: true}\n",
       "given.yaml");
   REQUIRE(given.numerics.accuracy);
   CHECK(!given.numerics.accuracy->harmonics);
   CHECK(given.numerics.harmonics_x == 3);
-  CHECK(given.numerics.accuracy->max_slices == 30);
+  CHECK(given.numerics.accuracy->max_slices == 60);
   CHECK(given.numerics.richardson);
 
   const io::Case crossed = io::parse_case(R"(wavelength: 500
