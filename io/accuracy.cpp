@@ -82,10 +82,10 @@ class Ladder {
   }
 
   /// Climbs one ladder with `members`, all solved at `rung` already: `next` gives the following rung
-  /// (nullopt: the ladder ends). A point leaves once its last two changes are both within
-  /// `tolerance`; `changes` names the Climb member that records them.
+  /// (nullopt: the ladder ends). A point leaves once its last two changes are both within its
+  /// tolerance (tolerance[j] for point j); `changes` names the Climb member that records them.
   void climb(std::vector<std::size_t> members, Rung rung, const std::function<std::optional<Rung>(const Rung&)>& next,
-             double tolerance, std::array<Change, 2> Climb::*changes) {
+             const std::vector<double>& tolerance, std::array<Change, 2> Climb::*changes) {
     while (!members.empty()) {
       const std::optional<Rung> following = next(rung);
       if (!following) {
@@ -100,7 +100,8 @@ class Ladder {
       for (std::size_t k = 0; k < members.size(); ++k) {
         std::array<Change, 2>& last = climbs_[members[k]].*changes;
         last = {last[1], change(before[k], climbs_[members[k]].latest_point)};
-        if (!(last[0].efficiency <= tolerance && last[1].efficiency <= tolerance)) climbing.push_back(members[k]);
+        const double within = tolerance[members[k]];
+        if (!(last[0].efficiency <= within && last[1].efficiency <= within)) climbing.push_back(members[k]);
       }
       members = std::move(climbing);
     }
@@ -109,7 +110,9 @@ class Ladder {
   SolvedPoints run() {
     const auto start = std::chrono::steady_clock::now();
     const AccuracyTarget& a = *problem_.layout.accuracy;
-    const double tolerance = a.target_error / (a.harmonics && a.slices ? 2 : 1);
+    // The harmonics get half the target when the slices climb after them; the slices get what the
+    // point's harmonics left (at least half), so that reaching the target means estimate ≤ target.
+    std::vector<double> tolerance(points_.size(), a.target_error / (a.harmonics && a.slices ? 2 : 1));
     std::vector<std::size_t> all(points_.size());
     for (std::size_t j = 0; j < all.size(); ++j) all[j] = j;
     const Rung first{problem_.solver.m1, problem_.solver.m2, 1};
@@ -131,8 +134,14 @@ class Ladder {
       };
       // The points whose harmonics agreed, grouped by the M they chose (each group one batch).
       std::map<std::pair<int, int>, std::vector<std::size_t>> by_harmonics;
-      for (std::size_t j = 0; j < climbs_.size(); ++j)
-        if (climbs_[j].reached) by_harmonics[{climbs_[j].rung.m1, climbs_[j].rung.m2}].push_back(j);
+      for (std::size_t j = 0; j < climbs_.size(); ++j) {
+        if (!climbs_[j].reached) continue;
+        by_harmonics[{climbs_[j].rung.m1, climbs_[j].rung.m2}].push_back(j);
+        if (a.harmonics) {
+          const auto& [earlier, last] = climbs_[j].harmonics_changes;
+          tolerance[j] = a.target_error - larger(earlier, last).efficiency;
+        }
+      }
       for (const auto& [m, members] : by_harmonics)
         climb(members, climbs_[members[0]].rung, more_slices, tolerance, &Climb::slices_changes);
     }

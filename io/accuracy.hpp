@@ -7,9 +7,10 @@
 // first rung where the last two changes of its efficiencies (every stored R_m, T_m, from rung to
 // rung) are both within the tolerance: one small change alone can be luck (convergence that
 // oscillates, or drops, then creeps). Then slices, at the point's M: every layer's count doubled per
-// rung while the total stays within max_slices, with the same test. With both raised each ladder
-// gets half the target, and the estimate recorded is the sum over the ladders of the larger of
-// their last two changes; with one, the whole target.
+// rung while the total stays within max_slices, with the same test. With one raised its tolerance is
+// the target; with both, the harmonics get half of it and the slices what the point's harmonics
+// left (the target less their estimate). The estimate recorded is the sum over the ladders of the
+// larger of their last two changes: a point that reaches the target has an estimate ≤ the target.
 //
 // A point's rungs depend only on its own results (physics::solve treats every right-hand side on its
 // own), so its result does not depend on which points share its batch: a distributed or resumed run

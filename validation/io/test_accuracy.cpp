@@ -88,6 +88,31 @@ numerics: {harmonics: 2, slices: auto, target_error: 1e-4, max_slices: 320}
   }
 }
 
+TEST_CASE("both raised: harmonics, then slices with what the harmonics left of the target", "[io][accuracy]") {
+  // The film of the previous test at 20°: its harmonics change nothing (a laterally uniform layer
+  // couples no orders), so the slices get the whole target and the ladder of harmonics stops after
+  // the two changes agreement needs (M = 4 → 6 → 9).
+  constexpr double target = 1e-4;
+  const io::Problem p = problem_of(R"(wavelength: 600
+incidence: {theta_deg: 20}
+lattice: {period_x: 400}
+materials: {film: {n: 2}, glass: {n: 1.5}}
+substrate: glass
+layers: [{thickness: 150, material: film}]
+numerics: {harmonics: auto, slices: auto, target_error: 1e-4}
+)");
+  const std::size_t point[] = {0};
+  const io::PointResult r = io::solve_to_target(p, point).results.at(0);
+  INFO("slices " << r.used_slices << ", estimated error " << r.estimated_error);
+  CHECK(r.target_reached == 1);
+  CHECK(r.estimated_error <= target);
+  CHECK(r.used_harmonics == std::array<std::int32_t, 2>{9, 0});
+  CHECK(r.used_slices >= 80);
+  for (std::size_t i = 0; i < 2; ++i)
+    CHECK(std::abs(zeroth_reflectance(p, r, i) - test::airy_reflectance(1.0, {{2.0, 150.0}}, 1.5, 600, 20, i == 1)) <=
+          target);
+}
+
 TEST_CASE("a point's ladder and result do not depend on the points sharing its batch", "[io][accuracy]") {
   // At 2e-3 the two angles stop at different rungs (measured: M = 6 at 0°, 9 at 30°).
   const io::Problem p = problem_of(lines_case("{harmonics: auto, target_error: 2e-3}"));
