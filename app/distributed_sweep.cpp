@@ -76,10 +76,9 @@ Solved solve_unit(const io::Problem& problem, Unit unit, int rank, const RankOpt
   try {
     if (options.fail_on_rank == rank) throw Error("injected failure (--fail-on-rank " + std::to_string(rank) + ")");
     if (options.cuda_device >= 0) conv::use_cuda_device(options.cuda_device);  // per thread
-    const BatchSolve batch = solve_points(problem, s.points);
-    for (std::size_t j = 0; j < s.points.size(); ++j)
-      s.results.push_back(io::to_point_result(problem, s.points[j], batch.result.incidences[j], batch.seconds));
-    s.warnings = batch.result.warnings;
+    io::SolvedPoints solved = solve_for_file(problem, s.points);
+    s.results = std::move(solved.results);
+    s.warnings = std::move(solved.warnings);
   } catch (const std::exception& e) {
     s.results.clear();
     s.failure = user_message(e);

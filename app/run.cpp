@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -180,9 +181,14 @@ struct PointSummary {
   bool converged = true;
 };
 
-std::vector<Column> summary_columns() {
-  return {{"λ/nm"},     {"θ/°"},       {"φ/°"},  {"pol", 0, true}, {"orders"},        {"R0"},     {"ΣR"},  {"ΣT"},
-          {"absorbed"}, {"|1-ΣR-ΣT|"}, {"iter"}, {"residual"},     {"conv", 0, true}, {"time/s"}, {"Ψ/°"}, {"Δ/°"}};
+/// With accuracy on demand three more: the harmonics (M1, or M1×M2) and slices the point used, and
+/// its estimated error ("NO" after it where the target was not reached).
+std::vector<Column> summary_columns(bool accuracy) {
+  std::vector<Column> columns{{"λ/nm"},     {"θ/°"},       {"φ/°"},  {"pol", 0, true}, {"orders"},
+                              {"R0"},       {"ΣR"},        {"ΣT"},   {"absorbed"},     {"|1-ΣR-ΣT|"},
+                              {"iter"},     {"residual"},  {"conv", 0, true}, {"time/s"}, {"Ψ/°"}, {"Δ/°"}};
+  if (accuracy) columns.insert(columns.end(), {{"M"}, {"slices"}, {"error est", 0, true}});
+  return columns;
 }
 
 /// The summary rows of a point: one per incident polarisation (Ψ, Δ on the first).
@@ -216,6 +222,14 @@ void add_point_rows(const io::ResultLayout& l, const PointSummary& p, bool absor
                     std::to_string(r.iterations[i]), number("%.1e", r.residual[i]), r.converged[i] ? "yes" : "NO",
                     number("%.2f", r.solve_seconds), i == 0 ? number("%.3f", r.psi_deg) : "",
                     i == 0 ? number("%.3f", r.delta_deg) : ""});
+    if (l.accuracy && i == 0)
+      rows.back().insert(rows.back().end(),
+                         {std::to_string(r.used_harmonics[0]) +
+                              (r.used_harmonics[1] > 0 ? "×" + std::to_string(r.used_harmonics[1]) : ""),
+                          std::to_string(r.used_slices),
+                          number("%.1e", r.estimated_error) + (r.target_reached ? "" : " NO")});
+    else if (l.accuracy)
+      rows.back().insert(rows.back().end(), {"", "", ""});
   }
 }
 
@@ -246,8 +260,6 @@ void print_orders(const io::ResultLayout& l, const io::PointResult& r, bool abso
   for (const auto& row : rows) std::printf("%s\n", format_row(columns, row).c_str());
 }
 
-/// The summary, from the finished file (so that points of an earlier, resumed run are included).
-/// Returns whether every solve converged.
 /// Timing of a run for the summary: from the start of the command, and of the sweep alone (from the
 /// first unit handed out to the last point written), whose points per second is the throughput.
 struct RunTimes {
@@ -255,6 +267,32 @@ struct RunTimes {
   int ranks = 1;
 };
 
+/// What accuracy on demand did over the sweep (io/SCHEMA.md §1.7.1), for the summary: the range of
+/// settings used, the largest estimated error and change of Ψ, Δ, and the points short of the target.
+struct AccuracySummary {
+  int least_m1 = std::numeric_limits<int>::max(), most_m1 = 0, least_m2 = std::numeric_limits<int>::max(), most_m2 = 0;
+  int least_slices = std::numeric_limits<int>::max(), most_slices = 0;
+  double worst_error = 0, worst_psi = 0, worst_delta = 0;
+  std::size_t short_of_target = 0;
+
+  void add(const io::PointResult& r) {
+    least_m1 = std::min(least_m1, r.used_harmonics[0]), most_m1 = std::max(most_m1, r.used_harmonics[0]);
+    least_m2 = std::min(least_m2, r.used_harmonics[1]), most_m2 = std::max(most_m2, r.used_harmonics[1]);
+    least_slices = std::min(least_slices, r.used_slices), most_slices = std::max(most_slices, r.used_slices);
+    // NaN (no second rung) counts as the worst: nothing was estimated.
+    worst_error = std::isnan(r.estimated_error) || std::isnan(worst_error) ? NAN : std::max(worst_error, r.estimated_error);
+    if (!std::isnan(r.psi_change_deg)) worst_psi = std::max(worst_psi, r.psi_change_deg);
+    if (!std::isnan(r.delta_change_deg)) worst_delta = std::max(worst_delta, r.delta_change_deg);
+    if (!r.target_reached) ++short_of_target;
+  }
+};
+
+std::string range(int least, int most) {
+  return least == most ? std::to_string(least) : std::to_string(least) + "–" + std::to_string(most);
+}
+
+/// The summary, from the finished file (so that points of an earlier, resumed run are included).
+/// Returns whether every solve converged and, with accuracy on demand, every point reached the target.
 bool print_summary(const Settings& s, const io::Problem& problem, std::size_t solved, const RunTimes& times) {
   const io::ResultReader reader(s.output);
   const io::ResultLayout& l = reader.layout();
@@ -262,8 +300,13 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
   std::vector<PointSummary> points;
   std::size_t unconverged_solves = 0;
   double worst_balance = NAN;
+  AccuracySummary accuracy;
   for (std::size_t point = 0; point < l.points(); ++point) {
     PointSummary p{point, reader.read(point), true};
+    if (l.accuracy) {
+      accuracy.add(p.result);
+      if (!p.result.target_reached) p.converged = false;  // shown like an unconverged solve
+    }
     for (std::size_t i = 0; i < p.result.converged.size(); ++i) {
       if (!p.result.converged[i]) ++unconverged_solves, p.converged = false;
       const double e = p.result.energy_balance_error[i];
@@ -278,10 +321,18 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
               describe_axis(l.wavelength_nm, " nm").c_str(), describe_axis(l.theta_deg, "°").c_str(),
               describe_axis(l.phi_deg, "°").c_str(), l.points(), std::string(io::to_string(l.polarization)).c_str(),
               l.orders_count());
-  std::printf("  harmonics M1 = %d, M2 = %d; %d slices%s; backend %s, %s precision, on %s\n", problem.solver.m1,
-              problem.solver.m2, problem.source.total_slices(),
-              problem.solver.richardson ? " (and twice as many: Richardson)" : "", info.backend.c_str(),
-              info.precision.c_str(), info.device.c_str());
+  if (l.accuracy) {
+    std::printf("  harmonics M1 = %s, M2 = %s%s; %s slices%s%s; backend %s, %s precision, on %s\n",
+                range(accuracy.least_m1, accuracy.most_m1).c_str(), range(accuracy.least_m2, accuracy.most_m2).c_str(),
+                l.accuracy->harmonics ? " (auto)" : "", range(accuracy.least_slices, accuracy.most_slices).c_str(),
+                l.accuracy->slices ? " (auto)" : "", problem.solver.richardson ? " (and twice as many: Richardson)" : "",
+                info.backend.c_str(), info.precision.c_str(), info.device.c_str());
+  } else {
+    std::printf("  harmonics M1 = %d, M2 = %d; %d slices%s; backend %s, %s precision, on %s\n", problem.solver.m1,
+                problem.solver.m2, problem.source.total_slices(),
+                problem.solver.richardson ? " (and twice as many: Richardson)" : "", info.backend.c_str(),
+                info.precision.c_str(), info.device.c_str());
+  }
   std::printf("  %zu point(s) solved in %s", solved, format_duration(times.total).c_str());
   if (times.ranks > 1) std::printf(" by %d MPI ranks", times.ranks);
   if (solved > 0 && times.sweep > 0)
@@ -295,7 +346,7 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
     if (p.point % stride == 0 || p.point + 1 == points.size() || !p.converged)
       add_point_rows(l, p, substrate_absorbs(problem.source, l.wavelength_nm[p.point / (l.theta_deg.size() * l.phi_deg.size())]),
                      rows);
-  std::vector<Column> columns = summary_columns();
+  std::vector<Column> columns = summary_columns(l.accuracy.has_value());
   widen(columns, rows);
   std::printf("%s\n", format_header(columns).c_str());
   for (const auto& row : rows) std::printf("%s\n", format_row(columns, row).c_str());
@@ -314,9 +365,27 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
   std::printf("  energy balance: %s\n", std::isnan(worst_balance)
                                             ? "not checked (a material absorbs)"
                                             : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
+  if (l.accuracy) {
+    const io::AccuracyTarget& a = *l.accuracy;
+    std::string ladder;
+    if (a.harmonics) ladder = "harmonics raised (M ×1.5 per rung, up to " + std::to_string(a.max_harmonics) + ")";
+    if (a.slices)
+      ladder += (a.harmonics ? ", then slices" : "slices") + std::string(" raised (doubled per rung, up to ") +
+                std::to_string(a.max_slices) + " in all)";
+    std::printf("  accuracy: target %g on every efficiency, %s; largest estimated error %s", a.target_error,
+                ladder.c_str(), number("%.2e", accuracy.worst_error).c_str());
+    if (l.polarizations() == 2)
+      std::printf(", Ψ changed by at most %s°, Δ by %s°", number("%.2g", accuracy.worst_psi).c_str(),
+                  number("%.2g", accuracy.worst_delta).c_str());
+    std::printf(" (the change between the last two rungs: io/SCHEMA.md §1.7.1)\n");
+    if (accuracy.short_of_target > 0)
+      std::printf("  accuracy: %zu point(s) did NOT reach the target within the ladder's maximum ('NO' after the "
+                  "error estimate above, stored with accuracy/reached = 0); exit status %d\n",
+                  accuracy.short_of_target, exit_unconverged);
+  }
   if (unconverged_solves == 0) {
     std::printf("  solver: every solve converged\n");
-    return true;
+    return accuracy.short_of_target == 0;
   }
   std::printf(
       "  solver: %zu solve(s) did NOT converge (conv 'NO' above, stored with solver/converged = 0); "
@@ -325,12 +394,16 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
   return false;
 }
 
-/// Whether any solve of the finished file stopped above its tolerance (for --quiet, which prints no summary).
+/// Whether any solve of the finished file stopped above its tolerance, or (accuracy on demand) any
+/// point fell short of the target (for --quiet, which prints no summary).
 bool any_unconverged(const std::string& output) {
   const io::ResultReader reader(output);
-  for (std::size_t point = 0; point < reader.layout().points(); ++point)
-    for (std::uint8_t c : reader.read(point).converged)
+  for (std::size_t point = 0; point < reader.layout().points(); ++point) {
+    const io::PointResult r = reader.read(point);
+    if (reader.layout().accuracy && !r.target_reached) return true;
+    for (std::uint8_t c : r.converged)
       if (!c) return true;
+  }
   return false;
 }
 
@@ -426,11 +499,11 @@ SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, P
     if ((outcome.interrupted = stop_signal != 0)) return outcome;
     const double wavelength = io::incidence_of(problem, points[0]).wavelength;
     progress.update(done, "solving " + format_wavelength(wavelength));
-    const BatchSolve batch = solve_points(problem, points);
-    if (!batch.result.warnings.empty()) progress.clear();
-    for (const std::string& warning : batch.result.warnings) warnings.report(warning);
+    const io::SolvedPoints solved = solve_for_file(problem, points);
+    if (!solved.warnings.empty()) progress.clear();
+    for (const std::string& warning : solved.warnings) warnings.report(warning);
     for (std::size_t j = 0; j < points.size(); ++j) {
-      writer.write(points[j], io::to_point_result(problem, points[j], batch.result.incidences[j], batch.seconds));
+      writer.write(points[j], solved.results[j]);
       ++done;
       if (++outcome.solved == stop_after) {
         outcome.stopped = true;
@@ -620,8 +693,9 @@ int run_run(Args args) {
             "A rank that fails is reported with its points; the others' results are kept for --resume, which "
             "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "
             "case; a failed sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
-            "some solve did not reach its tolerance: every point is written, the unconverged ones marked in the "
-            "summary and stored with solver/converged = 0; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
+            "some solve did not reach its tolerance, or (numerics.harmonics: auto, slices: auto) some point did not "
+            "reach its target_error within the ladder's maximum: every point is written, those marked in the "
+            "summary and stored with solver/converged = 0 or accuracy/reached = 0; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
             "the points being solved are written, the finished points kept in OUT.h5.partial for --resume (a "
             "second interrupt ends the run at once). While a run writes OUT.h5 it holds OUT.h5.lock: a second "
             "run on the same output refuses at once, naming it.",

@@ -85,4 +85,14 @@ BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t>
   return batch;
 }
 
+io::SolvedPoints solve_for_file(const io::Problem& problem, std::span<const std::size_t> points) {
+  if (problem.layout.accuracy) return io::solve_to_target(problem, points);
+  const BatchSolve batch = solve_points(problem, points);
+  io::SolvedPoints solved;
+  for (std::size_t j = 0; j < points.size(); ++j)
+    solved.results.push_back(io::to_point_result(problem, points[j], batch.result.incidences[j], batch.seconds));
+  solved.warnings = batch.result.warnings;
+  return solved;
+}
+
 }  // namespace gratingsim::app

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "io/accuracy.hpp"
 #include "io/problem.hpp"
 #include "physics/solver.hpp"
 
@@ -44,5 +45,9 @@ struct BatchSolve {
 
 /// Solves `points`, which must share one wavelength, with problem.solver.
 BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t> points);
+
+/// The result-file points of `points` (one wavelength), as `run` stores them: one batched solve with
+/// problem.solver, or, with accuracy on demand (harmonics: auto, slices: auto), io::solve_to_target.
+io::SolvedPoints solve_for_file(const io::Problem& problem, std::span<const std::size_t> points);
 
 }  // namespace gratingsim::app

@@ -127,7 +127,9 @@ std::size_t estimated_solver_bytes(const Case& c) {
   const int krylov_vectors = solver.method == SolverMethod::gmres      ? solver.restart + 4
                              : solver.method == SolverMethod::bicgstab ? 8
                                                                        : 3;
-  const std::size_t slices = std::size_t(c.total_slices()) * (c.numerics.richardson ? 2 : 1);
+  const bool auto_slices = c.numerics.accuracy && c.numerics.accuracy->slices;
+  const std::size_t slices =
+      std::size_t(auto_slices ? c.numerics.accuracy->max_slices : c.total_slices()) * (c.numerics.richardson ? 2 : 1);
   const std::size_t orders = std::size_t(2 * c.numerics.harmonics_x + 1) * std::size_t(2 * c.numerics.harmonics_y + 1);
   const std::size_t incidences = c.incidence.theta_deg.size() * c.incidence.phi_deg.size();
   const std::size_t real_bytes = c.numerics.precision == conv::Precision::single ? 4 : 8;
@@ -218,6 +220,7 @@ class CaseReader {
 
     check_materials();
     assign_default_slices(top.required("layers"));
+    finish_accuracy();
     check_structure(top.required("layers"));
     check_memory(top.required("layers"));
     return std::move(c_);
@@ -755,11 +758,17 @@ class CaseReader {
 
   // --- numerics and output --------------------------------------------------------------------
   void read_numerics(const Node& n) {
-    const Map m(n, {"harmonics", "richardson", "precision", "formulation", "backend", "solver"});
+    const Map m(n, {"harmonics", "slices", "target_error", "max_harmonics", "max_slices", "richardson", "precision",
+                    "formulation", "backend", "solver"});
     const Node h = m.required("harmonics");
     harmonics_node_ = h;
     constexpr int max_order = 4096;
-    if (h.is_sequence()) {
+    read_accuracy(m);
+    if (c_.numerics.accuracy && c_.numerics.accuracy->harmonics) {
+      const int most = c_.numerics.accuracy->max_harmonics;
+      c_.numerics.harmonics_x = most;
+      c_.numerics.harmonics_y = c_.lattice.is_1d() ? 0 : most;
+    } else if (h.is_sequence()) {
       const auto items = h.items();
       if (items.size() != 2)
         h.fail("expected [M1, M2] (highest orders along x and y), got a list of " + std::to_string(items.size()));
@@ -818,12 +827,77 @@ class CaseReader {
     }
   }
 
+  /// numerics.harmonics: auto, numerics.slices: auto and their target and maxima (AccuracyTarget).
+  /// The default most harmonics: 100 on a 1D lattice, 20 on a 2D one ((2·20+1)² = 1681 harmonics);
+  /// at least 9, so that the ladder from M = 4 has the two changes (4 → 6 → 9) agreement needs;
+  /// the default most slices (8 × the layers' own) is set by finish_accuracy, once they are known.
+  void read_accuracy(const Map& m) {
+    const Node h = m.required("harmonics");
+    const auto is_auto = [](const Node& n) { return n.is_scalar() && n.string() == "auto"; };
+    AccuracyTarget a;
+    a.harmonics = is_auto(h);
+    if (const auto s = m.optional("slices")) {
+      if (!is_auto(*s))
+        s->fail("expected auto (the ladder of io/SCHEMA.md §1.7.1), got " + s->describe() +
+                "; fixed slice counts are given per layer (layers[i].slices)");
+      a.slices = true;
+    }
+    const auto target = m.optional("target_error");
+    const auto most_harmonics = m.optional("max_harmonics");
+    const auto most_slices = m.optional("max_slices");
+    if (!a.harmonics && !a.slices) {
+      for (const auto& given : {target, most_harmonics, most_slices})
+        if (given) given->fail("applies with harmonics: auto or slices: auto only");
+      return;
+    }
+    if (!target)
+      m.node().fail("harmonics: auto and slices: auto need target_error, the largest accepted change of any "
+                    "diffraction efficiency between two rungs (e.g. target_error: 1e-3)");
+    a.target_error = target->number();
+    if (!(a.target_error > 0 && a.target_error < 1))
+      target->fail("expected an absolute error on efficiencies in (0, 1), e.g. 1e-3, got " + target->describe());
+    if (most_harmonics && !a.harmonics) most_harmonics->fail("applies with harmonics: auto only");
+    if (most_slices && !a.slices) most_slices->fail("applies with slices: auto only");
+    a.max_harmonics = most_harmonics ? integer_in(*most_harmonics, 9, 4096, "a highest order M for the ladder")
+                      : c_.lattice.is_1d() ? 100
+                                           : 20;
+    if (most_slices) {
+      a.max_slices = integer_in(*most_slices, 2, max_total_slices, "a most slices in all for the ladder");
+      max_slices_node_ = most_slices;
+    }
+    c_.numerics.accuracy = a;
+  }
+
+  /// The ladder's most slices, once the layers' own (the first rung) are known: 8 × those by
+  /// default (three doublings), capped at max_total_slices; a given max_slices must allow the two
+  /// doublings that two changes, the least that can agree (io/accuracy.hpp), need.
+  void finish_accuracy() {
+    if (!c_.numerics.accuracy || !c_.numerics.accuracy->slices) return;
+    AccuracyTarget& a = *c_.numerics.accuracy;
+    const long long first = c_.total_slices();
+    if (!max_slices_node_) {
+      a.max_slices = int(std::min<long long>(8 * first, max_total_slices));
+      if (a.max_slices < 4 * first)
+        harmonics_node_->fail("slices: auto cannot double the layers' " + std::to_string(first) +
+                              " slices twice within the limit of " + std::to_string(max_total_slices));
+    } else if (a.max_slices < 4 * first) {
+      max_slices_node_->fail("max_slices must allow two doublings of the layers' " + std::to_string(first) +
+                             " slices (the ladder's first rung): at least " + std::to_string(4 * first));
+    }
+  }
+
   void read_output(const std::optional<Node>& n) {
-    c_.output.fields = c_.points() == 1;  // on by default for single-point runs only
+    // on by default for single-point runs only, and never with accuracy on demand: the field
+    // harmonics' shape depends on M and the slices, which then differ from point to point
+    c_.output.fields = c_.points() == 1 && !c_.numerics.accuracy;
     std::optional<Node> planes;
     if (n) {
       const Map m(*n, {"fields", "planes"});
       if (const auto f = m.optional("fields")) c_.output.fields = f->boolean(), fields_node_ = f;
+      if (c_.output.fields && c_.numerics.accuracy)
+        fields_node_->fail("fields need fixed harmonics and slices (their shape depends on both, which "
+                           "harmonics: auto and slices: auto choose per point): give fields: false, or numbers "
+                           "for numerics.harmonics and layers[i].slices");
       planes = m.optional("planes");
       if (planes && !c_.output.fields) planes->fail("planes are field maps: they need fields: true");
     }
@@ -886,9 +960,11 @@ class CaseReader {
     const double available = physical_memory_bytes();
     if (available > 0 && needed > available) {
       std::ostringstream os;
+      const auto& a = c_.numerics.accuracy;
       os << "harmonics [" << c_.numerics.harmonics_x << ", " << c_.numerics.harmonics_y << "] with "
-         << c_.total_slices() << " slices need about " << format_gib(needed)
+         << (a && a->slices ? a->max_slices : c_.total_slices()) << " slices need about " << format_gib(needed)
          << " to solve one wavelength, more than this machine's " << format_gib(available) << " of memory";
+      if (a) os << " (harmonics: auto and slices: auto are checked at their max_harmonics and max_slices)";
       harmonics_node_->fail(os.str());
     }
     // The stored fields of a point: the harmonics, P × Nz × 3 × Nm complex values, and each field map,
@@ -1022,6 +1098,7 @@ class CaseReader {
   std::vector<Node> thickness_nodes_;  // per layer, for counts derived from its thickness
   std::vector<Node> plane_nodes_;      // per output plane given (none for the default plane)
   std::optional<Node> fields_node_;    // output.fields, when given
+  std::optional<Node> max_slices_node_;  // numerics.max_slices, when given
   std::map<std::string, Node> defined_, used_;  // first definition / first use of each material
 };
 

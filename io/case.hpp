@@ -130,8 +130,24 @@ struct SourceLocation {
   int line = 0, column = 0;
 };
 
+/// Accuracy on demand (`numerics.harmonics: auto`, `numerics.slices: auto`, io/SCHEMA.md §1.7.1):
+/// per sweep point the harmonics, then the slices, are raised along a ladder until two successive
+/// rungs give efficiencies (every stored R_m, T_m) that differ by at most the target; the ladder
+/// stops at the maxima below, and a point that has not agreed by then is reported unconverged.
+struct AccuracyTarget {
+  bool harmonics = false;   ///< raise M1 (and M2): ×1.5 per rung, rounded, at least +1
+  bool slices = false;      ///< raise the slices: every layer's count doubled per rung
+  double target_error = 0;  ///< absolute, on diffraction efficiencies (fractions of the incident power)
+  int max_harmonics = 0;    ///< highest M1 (and M2) the ladder tries
+  int max_slices = 0;       ///< most slices in all (before Richardson's doubling) the ladder tries
+  bool operator==(const AccuracyTarget&) const = default;
+};
+
 struct Numerics {
-  int harmonics_x = 0, harmonics_y = 0;  ///< M1, M2: orders m_i ∈ [−M_i, M_i]; M2 = 0 for 1D lattices
+  /// M1, M2: orders m_i ∈ [−M_i, M_i]; M2 = 0 for 1D lattices. With harmonics: auto, the largest the
+  /// ladder may reach (AccuracyTarget::max_harmonics), which is what the memory check uses.
+  int harmonics_x = 0, harmonics_y = 0;
+  std::optional<AccuracyTarget> accuracy;  ///< nullopt: the harmonics and slices as given
   bool richardson = false;               ///< also solve at twice the slices and extrapolate (docs/formulation.md §12)
   conv::Precision precision = conv::Precision::double_;
   std::optional<conv::Backend> backend;  ///< nullopt: "auto", the application picks
@@ -198,7 +214,8 @@ Case parse_case(std::string_view yaml, const std::string& name, const std::strin
 
 /// Memory (bytes) the physics solver needs for one wavelength of the case: physics::estimate_bytes
 /// for all (θ, φ) of a wavelength batched together, at the finest slicing (twice the slices with
-/// Richardson extrapolation). Cases needing more than the machine's memory are refused on reading.
+/// Richardson extrapolation; with slices: auto, numerics.max_slices) and the most harmonics. Cases
+/// needing more than the machine's memory are refused on reading.
 std::size_t estimated_solver_bytes(const Case& c);
 
 }  // namespace gratingsim::io

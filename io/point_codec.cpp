@@ -25,6 +25,12 @@ void encode_point(const PointResult& r, std::vector<std::byte>& bytes) {
   put_vector(r.field_harmonics, bytes);
   put_value(std::uint64_t(r.field_maps.size()), bytes);
   for (const auto& map : r.field_maps) put_vector(map, bytes);
+  put_value(r.used_harmonics, bytes);
+  put_value(r.used_slices, bytes);
+  put_value(r.estimated_error, bytes);
+  put_value(r.psi_change_deg, bytes);
+  put_value(r.delta_change_deg, bytes);
+  put_value(r.target_reached, bytes);
 }
 
 PointResult decode_point(std::span<const std::byte> bytes, std::size_t& offset) {
@@ -50,6 +56,12 @@ PointResult decode_point(std::span<const std::byte> bytes, std::size_t& offset) 
   const auto maps = in.value<std::uint64_t>();
   EXPECTS(maps <= bytes.size(), "encoded point: impossible field-map count " + std::to_string(maps));
   for (std::uint64_t k = 0; k < maps; ++k) r.field_maps.push_back(in.vector<std::complex<double>>());
+  r.used_harmonics = in.value<std::array<std::int32_t, 2>>();
+  r.used_slices = in.value<std::int32_t>();
+  r.estimated_error = in.value<double>();
+  r.psi_change_deg = in.value<double>();
+  r.delta_change_deg = in.value<double>();
+  r.target_reached = in.value<std::uint8_t>();
   return r;
 }
 

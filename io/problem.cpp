@@ -220,9 +220,20 @@ Problem make_problem(Case c) {
       l.maps.push_back(std::move(m));
     }
   }
+  l.accuracy = c.numerics.accuracy;
   p.source = std::move(c);
+  // With harmonics: auto the case's harmonics are the ladder's most (AccuracyTarget::max_harmonics):
+  // the orders stored are those propagating at any point at any rung.
   l.orders = propagating_orders(p);
   if (l.orders.empty()) l.orders = {{0, 0}};  // order 0 always reflects into the lossless superstrate
+  if (l.accuracy && l.accuracy->harmonics) {
+    // The ladder's first rung: every propagating order of the sweep inside [−M_i, M_i], and at least
+    // first_auto_harmonics (a coarser truncation says nothing about convergence).
+    int highest_x = 0, highest_y = 0;
+    for (const auto& o : l.orders) highest_x = std::max(highest_x, std::abs(o[0])), highest_y = std::max(highest_y, std::abs(o[1]));
+    o.m1 = std::min(o.m1, std::max(first_auto_harmonics, highest_x));
+    if (o.m2 > 0) o.m2 = std::min(o.m2, std::max(first_auto_harmonics, highest_y));
+  }
   return p;
 }
 

@@ -24,13 +24,16 @@
 
 namespace gratingsim::io {
 
+/// The least M1 (and M2 on a 2D lattice) of the first rung of harmonics: auto (io/SCHEMA.md §1.7.1).
+inline constexpr int first_auto_harmonics = 4;
+
 struct Problem {
   Case source;                   ///< the case as read
   physics::Structure structure;  ///< lengths in nm
   /// Harmonics, method, tolerances, Richardson, precision and the case's backend (physics' default
   /// when the case says "auto": the application picks then); unconverged solves are marked, not
   /// thrown (recorded per point); fields kept when the case asks for them; memory limit: this
-  /// machine's physical memory.
+  /// machine's physical memory. With harmonics: auto, m1 and m2 are the ladder's first rung.
   physics::SolverOptions solver;
   ResultLayout layout;  ///< the result file's shape for this case
 };

@@ -234,6 +234,16 @@ std::vector<Spec> point_specs(const ResultLayout& l) {
       specs.push_back({map_group(k) + "/abs_E", Kind::f64, {p, n1, n2}, true});
     }
   }
+  if (l.accuracy) {
+    specs.push_back({"accuracy/harmonics", Kind::i32, {2}, false});
+    specs.push_back({"accuracy/slices", Kind::i32, {}, false});
+    specs.push_back({"accuracy/estimated_error", Kind::f64, {}, false});
+    specs.push_back({"accuracy/reached", Kind::u8, {}, false});
+    if (p == 2) {
+      specs.push_back({"accuracy/psi_change_deg", Kind::f64, {}, false});
+      specs.push_back({"accuracy/delta_change_deg", Kind::f64, {}, false});
+    }
+  }
   specs.push_back({"done", Kind::u8, {}, false});  // written last for each point
   return specs;
 }
@@ -362,6 +372,18 @@ PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r
       b.data.push_back(sized(r.field_harmonics, p * nz * 3 * nm, "field_harmonics"));
     else if (n == "done")
       b.data.push_back(&b.done);
+    else if (n == "accuracy/harmonics")
+      b.data.push_back(r.used_harmonics.data());
+    else if (n == "accuracy/slices")
+      b.data.push_back(&r.used_slices);
+    else if (n == "accuracy/estimated_error")
+      b.data.push_back(&r.estimated_error);
+    else if (n == "accuracy/reached")
+      b.data.push_back(&r.target_reached);
+    else if (n == "accuracy/psi_change_deg")
+      b.data.push_back(&r.psi_change_deg);
+    else if (n == "accuracy/delta_change_deg")
+      b.data.push_back(&r.delta_change_deg);
     else {  // fields/map_k/E or fields/map_k/abs_E
       const std::size_t k = std::stoul(n.substr(std::strlen("fields/map_")));
       const std::size_t cells = l.maps[k].first_nm.size() * l.maps[k].second_nm.size();
@@ -428,6 +450,16 @@ void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
     write_string_attribute(set, "columns", "m1, m2: kx = kx0 + 2 pi m1 / period_x, ky = ky0 + 2 pi m2 / period_y");
   }
 
+  if (l.accuracy) {
+    const Handle group =
+        h5::group(H5Gcreate2(file, "accuracy", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group accuracy");
+    const AccuracyTarget& a = *l.accuracy;
+    write_string_attribute(group, "raised",
+                           a.harmonics && a.slices ? "harmonics, slices" : a.harmonics ? "harmonics" : "slices");
+    write_scalar_attribute<double>(group, "target_error", a.target_error);
+    write_scalar_attribute<std::int32_t>(group, "max_harmonics", a.max_harmonics);
+    write_scalar_attribute<std::int32_t>(group, "max_slices", a.max_slices);
+  }
   if (!l.fields) return;
   const Handle fields =
       h5::group(H5Gcreate2(file, "fields", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group fields");
@@ -500,6 +532,17 @@ ResultLayout read_layout(hid_t file, const std::string& path) {
       l.maps.push_back(std::move(m));
     }
   }
+  if (exists(file, "accuracy")) {
+    const Handle group = h5::group(H5Gopen2(file, "accuracy", H5P_DEFAULT), "open group accuracy");
+    AccuracyTarget a;
+    const std::string raised = read_string_attribute(group, "raised");
+    a.harmonics = raised.find("harmonics") != std::string::npos;
+    a.slices = raised.find("slices") != std::string::npos;
+    a.target_error = read_scalar_attribute<double>(group, "target_error");
+    a.max_harmonics = read_scalar_attribute<std::int32_t>(group, "max_harmonics");
+    a.max_slices = read_scalar_attribute<std::int32_t>(group, "max_slices");
+    l.accuracy = a;
+  }
   return l;
 }
 
@@ -514,6 +557,7 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
   if (!(a.fields == b.fields && a.harmonics_x == b.harmonics_x && a.harmonics_y == b.harmonics_y &&
         a.slice_center_nm == b.slice_center_nm && a.maps == b.maps))
     return "the field output";
+  if (a.accuracy != b.accuracy) return "the accuracy settings (numerics.target_error, max_harmonics, max_slices)";
   if (ai.backend != bi.backend) return "the backend ('" + ai.backend + "' there, '" + bi.backend + "' now)";
   if (ai.precision != bi.precision) return "the precision ('" + ai.precision + "' there, '" + bi.precision + "' now)";
   if (ai.formulation != bi.formulation)
@@ -645,7 +689,11 @@ bool PointResult::operator==(const PointResult& o) const {
          same(absorption, o.absorption) && same(energy_balance_error, o.energy_balance_error) &&
          same(iterations, o.iterations) && same(matvecs, o.matvecs) && same(residual, o.residual) &&
          same(converged, o.converged) && std::memcmp(&solve_seconds, &o.solve_seconds, sizeof(double)) == 0 &&
-         same(field_harmonics, o.field_harmonics);
+         same(field_harmonics, o.field_harmonics) && used_harmonics == o.used_harmonics &&
+         used_slices == o.used_slices && std::memcmp(&estimated_error, &o.estimated_error, sizeof(double)) == 0 &&
+         std::memcmp(&psi_change_deg, &o.psi_change_deg, sizeof(double)) == 0 &&
+         std::memcmp(&delta_change_deg, &o.delta_change_deg, sizeof(double)) == 0 &&
+         target_reached == o.target_reached;
 }
 
 std::string partial_path(const std::string& path) { return path + ".partial"; }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,8 @@ struct ResultLayout {
   int harmonics_x = 0, harmonics_y = 0;  ///< M1, M2 of the truncation: Nm = (2M1+1)(2M2+1)
   std::vector<double> slice_center_nm;   ///< z of each slice centre, top to bottom
   std::vector<MapLayout> maps;
+  /// Accuracy on demand (the case's numerics.accuracy): the `accuracy` group, what each point used.
+  std::optional<AccuracyTarget> accuracy;
 
   [[nodiscard]] std::size_t points() const { return wavelength_nm.size() * theta_deg.size() * phi_deg.size(); }
   [[nodiscard]] std::size_t point_index(std::size_t iw, std::size_t itheta, std::size_t iphi) const {
@@ -96,6 +99,13 @@ struct PointResult {
   double solve_seconds = 0;
   std::vector<std::complex<double>> field_harmonics;          ///< [P][Nz][3][Nm] (fields only)
   std::vector<std::vector<std::complex<double>>> field_maps;  ///< per map: [P][3][n_first][n_second] (fields only)
+  // Accuracy on demand (layout.accuracy only): the settings the point's result was computed with and
+  // the change of its efficiencies (Ψ, Δ) between the last rungs (io/SCHEMA.md §1.7.1).
+  std::array<std::int32_t, 2> used_harmonics{-1, -1};  ///< M1, M2
+  std::int32_t used_slices = -1;                       ///< in all, before Richardson's doubling
+  double estimated_error = nan;                        ///< absolute, on efficiencies
+  double psi_change_deg = nan, delta_change_deg = nan;  ///< P = 2 only
+  std::uint8_t target_reached = 0;                     ///< 1: estimated_error ≤ the target
   bool operator==(const PointResult&) const;                  ///< bitwise equality of every value (NaN equals NaN)
 };
 

@@ -97,6 +97,18 @@ layers:
 numerics: {harmonics: 4}
 )";
 
+/// The same sweep with harmonics: auto (io/SCHEMA.md §1.7.1): the two angles of a wavelength stop
+/// at different rungs (at 500 nm M = 6 at 0°, 9 at 30°), so a batch holds points of several M.
+inline constexpr const char* auto_sweep_case = R"(# the run tests' sweep with accuracy on demand
+wavelength: [500, 650, 750]
+incidence: {theta_deg: [0, 30]}
+lattice: {period_x: 600}
+substrate: SiO2
+layers:
+  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
+numerics: {harmonics: auto, target_error: 2e-3}
+)";
+
 /// `[launcher] gratingsim <arguments>` running in the background, its stdout and stderr going to
 /// `log`, for tests that signal it or run another beside it. pid() is that of gratingsim, or of the
 /// launcher (e.g. mpirun), itself: the shell execs it.

@@ -104,7 +104,8 @@ TEST_CASE("mpirun -n 2 writes the file one process writes, bit for bit", "[app][
   const test::ScratchDirectory dir("mpi_same");
   std::vector<std::string> backends{"cpu-fftw"};
   if (!conv::cuda_report().devices.empty()) backends.push_back("gpu-fused");  // GPU ranks too, where there are GPUs
-  for (const auto& [name, text] : {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}})
+  for (const auto& [name, text] :
+       {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}, std::pair{"auto", test::auto_sweep_case}})
     for (const std::string& backend : backends)
       for (const char* precision : {"double", "single"}) {
         const std::string tag = std::string(name) + "_" + backend + "_" + precision;

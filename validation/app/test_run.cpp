@@ -178,9 +178,12 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
 }
 
 TEST_CASE("a resumed interrupted run equals an uninterrupted one and keeps the finished points", "[app][run]") {
-  const test::ScratchDirectory dir("resume");
+  // With fixed settings and with harmonics: auto (whose points of one batch climb to different M).
+  const auto [tag, text] = GENERATE(std::pair{"fixed", sweep_case}, std::pair{"auto", test::auto_sweep_case});
+  INFO(tag);
+  const test::ScratchDirectory dir(std::string("resume_") + tag);
   const fs::path config = dir / "sweep.yaml", whole = dir / "whole.h5", resumed = dir / "resumed.h5";
-  std::ofstream(config) << sweep_case;
+  std::ofstream(config) << text;
   const std::string partial = io::partial_path(resumed.string());
 
   const test::Execution uninterrupted =
@@ -270,6 +273,79 @@ TEST_CASE("unconverged solves are stored, shown and give exit status 3", "[app][
   CHECK(quiet.status == 3);
   CHECK(!contains(quiet.output, "did NOT converge"));  // no summary, but the solver's warning
   CHECK(contains(quiet.output, "did not reach the tolerance"));
+}
+
+TEST_CASE("harmonics: auto reaches its target on the lamellar reference and records what it used", "[app][run][accuracy]") {
+  // docs/reference-cases.md §3 (formulation.md §9.3): λ = 1 µm, period 1.5, ridge 0.75 of ε = 4, height
+  // 0.5, on ε = 2.25, θ = 10°; converged RCWA (161 orders): s R0 0.004755, T0 0.098122; p R0 0.052498,
+  // T0 0.062423. Richardson in z at 10/20 slices, so the harmonics are what the ladder must find.
+  constexpr double target = 1e-3;
+  const test::ScratchDirectory dir("accuracy_lamellar");
+  const fs::path config = dir / "lamellar.yaml", out = dir / "lamellar.h5";
+  std::ofstream(config) << R"(units: um
+wavelength: 1
+incidence: {theta_deg: 10}
+lattice: {period_x: 1.5}
+materials: {ridge: {epsilon: [4, 0]}, glass: {epsilon: [2.25, 0]}}
+substrate: glass
+layers: [{thickness: 0.5, slices: 10, shapes: [{type: line, material: ridge, width: 0.75}]}]
+numerics: {harmonics: auto, target_error: 1e-3, richardson: true}
+)";
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "(auto)"));
+  CHECK(contains(r.output, "accuracy: target 0.001 on every efficiency, harmonics raised (M ×1.5 per rung, up to 100)"));
+  CHECK(!contains(r.output, "did NOT reach"));
+
+  const io::ResultReader reader(out.string());
+  REQUIRE(reader.layout().accuracy);
+  CHECK(reader.layout().accuracy->target_error == target);
+  CHECK(reader.layout().accuracy->max_harmonics == 100);
+  CHECK(!reader.layout().fields);  // a single point without fields: their shape depends on M
+  const io::PointResult p = reader.read(0);
+  INFO("M1 " << p.used_harmonics[0] << ", estimated error " << p.estimated_error);
+  CHECK(p.target_reached == 1);
+  CHECK(p.estimated_error <= target);
+  CHECK(p.used_harmonics[0] > 4);  // the ladder climbed
+  CHECK(p.used_harmonics[1] == 0);
+  CHECK(p.used_slices == 10);
+  CHECK(p.psi_change_deg >= 0);
+  const auto& orders = reader.layout().orders;
+  const std::size_t zeroth = std::size_t(std::find(orders.begin(), orders.end(), std::array<int, 2>{0, 0}) - orders.begin());
+  REQUIRE(zeroth < orders.size());
+  const std::size_t no = orders.size();
+  const double reference[2][2] = {{0.004755, 0.098122}, {0.052498, 0.062423}};  // [s, p][R0, T0]
+  for (std::size_t i = 0; i < 2; ++i) {
+    INFO((i == 0 ? "s" : "p") << ": R0 " << p.reflectance[i * no + zeroth] << ", T0 " << p.transmittance[i * no + zeroth]);
+    CHECK(std::abs(p.reflectance[i * no + zeroth] - reference[i][0]) <= target);
+    CHECK(std::abs(p.transmittance[i * no + zeroth] - reference[i][1]) <= target);
+  }
+}
+
+TEST_CASE("a ladder that hits its maximum without agreement: shown, stored, exit status 3", "[app][run][accuracy]") {
+  const test::ScratchDirectory dir("accuracy_cap");
+  const fs::path config = dir / "capped.yaml", out = dir / "capped.h5";
+  std::ofstream(config) << std::regex_replace(std::string(test::auto_sweep_case), std::regex("target_error: 2e-3"),
+                                              "target_error: 1e-6, max_harmonics: 9");
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw");
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(contains(r.output, "6 point(s) did NOT reach the target"));
+  CHECK(contains(r.output, "accuracy/reached = 0"));
+  CHECK(contains(r.output, " NO"));
+  CHECK(contains(r.output, "every solve converged"));  // the Krylov solves did: the target was missed
+  REQUIRE(fs::exists(out));
+  const io::ResultReader reader(out.string());
+  for (std::size_t point = 0; point < reader.layout().points(); ++point) {
+    const io::PointResult p = reader.read(point);
+    CHECK(p.target_reached == 0);
+    CHECK(p.used_harmonics[0] == 9);
+    CHECK(p.estimated_error > 1e-6);
+  }
+  const test::Execution quiet =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --quiet --overwrite");
+  CHECK(quiet.status == 3);
 }
 
 TEST_CASE("malformed cases: a located message, status 1, no output file, an earlier output untouched", "[app][run]") {

@@ -39,6 +39,7 @@ inline io::ResultLayout full_layout() {
   l.slice_center_nm = {75, 45, 15};
   l.maps = {{io::PlaneKind::xz, 0.0, {-100, 0, 100, 200}, {0, 50, 100}},
             {io::PlaneKind::xy, 60.0, {-100, 100}, {-50, 0, 50, 100, 150}}};
+  l.accuracy = io::AccuracyTarget{true, true, 1e-3, 40, 96};
   return l;
 }
 
@@ -75,6 +76,13 @@ inline io::PointResult random_point(const io::ResultLayout& l) {
   r.residual = random_reals(p, 1e-12, 1e-8);
   for (std::size_t i = 0; i < p; ++i) r.converged.push_back(i % 2 ? 0 : 1);
   r.solve_seconds = uniform(0.1, 10);
+  if (l.accuracy) {
+    r.used_harmonics = {std::int32_t(uniform(4, 40)), std::int32_t(uniform(4, 40))};
+    r.used_slices = std::int32_t(uniform(3, 96));
+    r.estimated_error = uniform(1e-6, 1e-2);
+    if (p == 2) r.psi_change_deg = uniform(0, 1), r.delta_change_deg = uniform(0, 5);
+    r.target_reached = r.estimated_error <= l.accuracy->target_error ? 1 : 0;
+  }
   if (l.fields) {
     r.field_harmonics = random_complex<double>(p * l.slice_center_nm.size() * 3 * l.harmonics_count());
     for (const auto& m : l.maps)

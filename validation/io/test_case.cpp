@@ -311,3 +311,63 @@ TEST_CASE("YAML core tags: !!float and !!int are numbers, !!bool a boolean, !!st
     }
   }
 }
+
+TEST_CASE("accuracy on demand: harmonics: auto and slices: auto, their target and maxima", "[io][case]") {
+  const std::string head = R"(wavelength: 500
+lattice: {period_x: 400}
+substrate: SiO2
+layers: [{thickness: 100, slices: 12, shapes: [{type: line, material: Si3N4, width: 150}]}]
+)";
+  const io::Case fixed = io::parse_case(head + "numerics: {harmonics: 5}\n", "fixed.yaml");
+  CHECK(!fixed.numerics.accuracy);
+  CHECK(fixed.output.fields);  // one point: fields on by default
+
+  const io::Case both =
+      io::parse_case(head + "numerics: {harmonics: auto, slices: auto, target_error: 2e-3}\n", "both.yaml");
+  REQUIRE(both.numerics.accuracy);
+  const io::AccuracyTarget& a = *both.numerics.accuracy;
+  CHECK(a.harmonics);
+  CHECK(a.slices);
+  CHECK(a.target_error == 2e-3);
+  CHECK(a.max_harmonics == 100);           // the 1D default
+  CHECK(a.max_slices == 8 * 12);           // three doublings of the layers' own
+  CHECK(both.numerics.harmonics_x == 100);  // the memory check's: the ladder's most
+  CHECK(both.numerics.harmonics_y == 0);
+  CHECK(both.total_slices() == 12);         // the first rung
+  CHECK(!both.output.fields);              // never with auto (their shape would vary per point)
+  // The memory estimate is the largest rung's: the most harmonics and slices.
+  io::Case largest = both;
+  largest.numerics.accuracy.reset();
+  largest.layers[0].slices = a.max_slices;
+  CHECK(io::estimated_solver_bytes(both) == io::estimated_solver_bytes(largest));
+
+  const io::Case given = io::parse_case(
+      head + "numerics: {harmonics: [3, 0], slices: auto, target_error: 1e-4, max_slices: 60, richardson: true}\n",
+      "given.yaml");
+  REQUIRE(given.numerics.accuracy);
+  CHECK(!given.numerics.accuracy->harmonics);
+  CHECK(given.numerics.harmonics_x == 3);
+  CHECK(given.numerics.accuracy->max_slices == 60);
+  CHECK(given.numerics.richardson);
+
+  const io::Case crossed = io::parse_case(R"(wavelength: 500
+lattice: {period_x: 400, period_y: 400}
+substrate: SiO2
+layers: [{thickness: 100, slices: 4, shapes: [{type: circle, material: Si3N4, diameter: 150}]}]
+numerics: {harmonics: auto, target_error: 1e-3, max_harmonics: 9}
+)",
+                                          "crossed.yaml");
+  REQUIRE(crossed.numerics.accuracy);
+  CHECK(crossed.numerics.accuracy->max_harmonics == 9);
+  CHECK(!crossed.numerics.accuracy->slices);
+  CHECK(crossed.numerics.harmonics_x == 9);
+  CHECK(crossed.numerics.harmonics_y == 9);
+  CHECK(io::parse_case(R"(wavelength: 500
+lattice: {period_x: 400, period_y: 400}
+substrate: SiO2
+layers: [{thickness: 100, slices: 4, material: Si3N4}]
+numerics: {harmonics: auto, target_error: 1e-3}
+)",
+                       "crossed_default.yaml")
+            .numerics.accuracy->max_harmonics == 20);  // the 2D default
+}

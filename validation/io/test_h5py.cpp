@@ -57,15 +57,19 @@ TEST_CASE("h5py reads a result file without gratingsim code", "[io][results][pyt
   }
   {
     std::ofstream expected(dir / "expected.txt");
-    std::vector<double> r, jones, mueller;
+    std::vector<double> r, jones, mueller, harmonics, error;
     for (const auto& p : points) {
       r.insert(r.end(), p.reflectance.begin(), p.reflectance.end());
+      harmonics.insert(harmonics.end(), p.used_harmonics.begin(), p.used_harmonics.end());
+      error.push_back(p.estimated_error);
       for (const auto z : p.jones_r) jones.insert(jones.end(), {z.real(), z.imag()});
       mueller.insert(mueller.end(), p.mueller.begin(), p.mueller.end());
     }
     write_values(expected, "results/R", r);
     write_values(expected, "results/jones_r", jones);
     write_values(expected, "results/mueller", mueller);
+    write_values(expected, "accuracy/harmonics", harmonics);
+    write_values(expected, "accuracy/estimated_error", error);
     write_values(expected, "sweep/wavelength", l.wavelength_nm);
     expected << "attribute backend cpu-fftw\nattribute time_dependence exp(-i*omega*t)\nattribute length_unit nm\n";
     std::string text = test::run_info().case_yaml;

@@ -16,7 +16,9 @@ TEST_CASE("points survive encoding bitwise, back to back", "[io][codec]") {
   plain.fields = false;
   plain.maps.clear();
   plain.polarization = io::Polarization::s;
+  plain.accuracy.reset();
   REQUIRE(with_fields.fields);
+  REQUIRE(with_fields.accuracy);
   REQUIRE(!with_fields.maps.empty());
 
   const std::vector<io::PointResult> points{random_point(with_fields), random_point(plain), random_point(with_fields)};

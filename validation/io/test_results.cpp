@@ -165,6 +165,22 @@ TEST_CASE("results round-trip: the C API reads back every value and attribute", 
   CHECK(dims == std::vector<hsize_t>{nw, nt, np, p, 2, 5});
   const auto done = read_doubles(file, "done", dims);
   CHECK(dims == std::vector<hsize_t>{nw, nt, np});
+  const auto used_harmonics = read_doubles(file, "accuracy/harmonics", dims);
+  CHECK(dims == std::vector<hsize_t>{nw, nt, np, 2});
+  const auto estimated_error = read_doubles(file, "accuracy/estimated_error", dims);
+  CHECK(dims == std::vector<hsize_t>{nw, nt, np});
+  const auto reached = read_doubles(file, "accuracy/reached", dims);
+  {
+    const hid_t group = H5Gopen2(file, "accuracy", H5P_DEFAULT);
+    REQUIRE(group >= 0);
+    CHECK(string_attribute(group, "raised") == "harmonics, slices");
+    const hid_t a = H5Aopen(group, "target_error", H5P_DEFAULT);
+    double target = 0;
+    REQUIRE(H5Aread(a, H5T_NATIVE_DOUBLE, &target) >= 0);
+    H5Aclose(a);
+    H5Gclose(group);
+    CHECK(target == l.accuracy->target_error);
+  }
   bool all_equal = true;
   for (std::size_t iw = 0; iw < nw; ++iw)
     for (std::size_t it = 0; it < nt; ++it)
@@ -190,6 +206,8 @@ TEST_CASE("results round-trip: the C API reads back every value and attribute", 
             all_equal &= std::abs(abs_e[point * p * 10 + i * 10 + c] - std::sqrt(sum)) <= 1e-15 * std::sqrt(sum);
           }
         all_equal &= done[point] == 1;
+        all_equal &= used_harmonics[2 * point] == r.used_harmonics[0] && used_harmonics[2 * point + 1] == r.used_harmonics[1];
+        all_equal &= same_bits(estimated_error[point], r.estimated_error) && reached[point] == r.target_reached;
       }
   CHECK(all_equal);
   // Storage: contiguous results, chunked + gzip fields.
