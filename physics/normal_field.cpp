@@ -238,8 +238,26 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
     grid.assign(n, 0.0);
     cross.assign(n, 0.0);
     const double x0 = -lx / 2 + 0.5 * lx / r, y0 = -ly / 2 + 0.5 * ly / r;
-    for (std::size_t e = 0; e < edges->size(); ++e) {
-      const Point p0 = (*edges)[e], p1 = (*edges)[(e + 1) % edges->size()];
+    const std::size_t count = edges->size();
+    const auto vertex = [&](std::size_t k) { return (*edges)[k % count]; };
+    // An edge whose reverse is another edge moved by a lattice vector (a shape spanning a whole period,
+    // e.g. a line drawn as a rectangle of width Λy) is no material edge: both are left out.
+    const auto lattice_multiple = [](double d, double period) {
+      return std::abs(d - period * std::round(d / period)) < 1e-12 * period;
+    };
+    const auto on_image = [&](std::size_t e) {
+      for (std::size_t f = 0; f < count; ++f) {
+        const double dx = vertex(f).x - vertex(e + 1).x, dy = vertex(f).y - vertex(e + 1).y;
+        if (f != e && lattice_multiple(dx, lx) && lattice_multiple(dy, ly) &&
+            std::abs(vertex(f + 1).x - vertex(e).x - dx) < 1e-12 * lx &&
+            std::abs(vertex(f + 1).y - vertex(e).y - dy) < 1e-12 * ly)
+          return true;
+      }
+      return false;
+    };
+    for (std::size_t e = 0; e < count; ++e) {
+      if (on_image(e)) continue;
+      const Point p0 = vertex(e), p1 = vertex(e + 1);
       const double tx = p1.x - p0.x, ty = p1.y - p0.y, l2 = tx * tx + ty * ty;
       if (!(l2 > 0)) continue;
       const double length = std::sqrt(l2), mx = 0.5 * (p0.x + p1.x) - x0, my = 0.5 * (p0.y + p1.y) - y0;

@@ -250,6 +250,14 @@ TEST_CASE("a lone ellipse takes its exact normal field, a lone rectangle its exa
       CHECK(std::abs(edges.xy[i]) < 1e-3);
     }
   CHECK(edge_pixels > 40);
+  // A rectangle spanning the period in y is a line: its horizontal edges coincide with their periodic
+  // images and are no material edges, so n = x̂ everywhere (the 1D field).
+  rect.width_y = 0.9;
+  const NormalFieldRaster line = normal_field_raster(lattice, {Material::constant_index(1.0), {rect}}, 64);
+  for (std::size_t i = 0; i < line.xx.size(); ++i) {
+    REQUIRE(std::abs(line.xx[i] - 1) < 1e-12);
+    REQUIRE(std::abs(line.xy[i]) < 1e-12);
+  }
   // Two shapes keep the raster construction.
   const SliceContent two{Material::constant_index(1.0), {e, circle(0.05, {-0.3, 0.2})}};
   const NormalFieldRaster automatic = normal_field_raster(lattice, two, r);
