@@ -18,11 +18,11 @@
 //     2Txy)/|(Txx − Tyy, 2Txy)|. Only n nᵀ enters the formulation, so the sign of n is irrelevant
 //     (no orientation is needed). On a straight edge away from corners T ∝ n nᵀ exactly. Where T
 //     vanishes (no edge anywhere) n = x̂.
-//  2'. A slice holding a single rectangle or polygon (every slice of a sloped polygon) builds T from
+//  2′. A slice holding a single rectangle or polygon (every slice of a sloped polygon) builds T from
 //     its exact edges instead: T = (G_ρ + w G_ρw) * Σ_e n_e n_eᵀ δ_e (δ_e the line measure on edge e),
 //     its Fourier series exact per segment, i.e. the σ → 0 limit of step 2 without the raster's
 //     diagonal gradients at corners (which bias the field there by O(σ) in step 2).
-//  3'. A slice holding a single ellipse (or circle) takes the exact
+//  3′. A slice holding a single ellipse (or circle) takes the exact
 //     field instead of steps 2–3: n ∥ ∇[(u/a)² + (v/b)²] in the ellipse's axes, measured from the
 //     nearest periodic image of its centre (radial for a circle; ellipse_normal_field()).
 //  4. Coefficients: the pixel-exact transforms (sinc per pixel) of a_r n_i n_j per region and
@@ -172,9 +172,9 @@ std::vector<Point> lone_polygon(const SliceContent& slice) {
   return {};
 }
 
-/// The exact field of a lone ellipse (header comment, step 3'): at every pixel centre p, with
+/// The exact field of a lone ellipse (header comment, step 3′): at every pixel centre p, with
 /// d = p − centre taken to the nearest periodic image and (u, v) = d in the ellipse's own axes,
-/// n ∥ ∇[(u/a)² + (v/b)²] ∝ R(θ) (u/a², v/b²), the normal of the confocal-scaled ellipse through p
+/// n ∥ ∇[(u/a)² + (v/b)²] ∝ R(θ) (u/a², v/b²), the normal of the scaled (homothetic) ellipse through p
 /// (radial for a circle). At the centre itself n = x̂.
 NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e, int r) {
   const double lx = lattice.period_x, ly = lattice.period_y;
@@ -245,6 +245,9 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
     const auto lattice_multiple = [](double d, double period) {
       return std::abs(d - period * std::round(d / period)) < 1e-12 * period;
     };
+    std::vector<double> filtered(n);  // the filter per harmonic, shared by every edge
+    for (int ky = 0; ky < r; ++ky)
+      for (int kx = 0; kx < r; ++kx) filtered[std::size_t(ky) * r + kx] = filter(kx, ky);
     const auto on_image = [&](std::size_t e) {
       for (std::size_t f = 0; f < count; ++f) {
         const double dx = vertex(f).x - vertex(e + 1).x, dy = vertex(f).y - vertex(e + 1).y;
@@ -267,9 +270,10 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
         for (int kx = 0; kx < r; ++kx) {
           const double u = 0.5 * (gx_of[kx] * tx + gy_of[ky] * ty);
           const double sinc_u = std::abs(u) < 1e-12 ? 1.0 : std::sin(u) / u;
-          const Complex w = length * sinc_u * filter(kx, ky) * std::polar(1.0, -(gx_of[kx] * mx + gy_of[ky] * my));
-          grid[std::size_t(ky) * r + kx] += w * diagonal;
-          cross[std::size_t(ky) * r + kx] += w * off_diagonal;
+          const std::size_t k = std::size_t(ky) * r + kx;
+          const Complex w = length * sinc_u * filtered[k] * std::polar(1.0, -(gx_of[kx] * mx + gy_of[ky] * my));
+          grid[k] += w * diagonal;
+          cross[k] += w * off_diagonal;
         }
     }
     fft2(grid, r, true);
