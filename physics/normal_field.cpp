@@ -18,6 +18,13 @@
 //     2Txy)/|(Txx − Tyy, 2Txy)|. Only n nᵀ enters the formulation, so the sign of n is irrelevant
 //     (no orientation is needed). On a straight edge away from corners T ∝ n nᵀ exactly. Where T
 //     vanishes (no edge anywhere) n = x̂.
+//  2′. A slice holding a single rectangle or polygon (every slice of a sloped polygon) builds T from
+//     its exact edges instead: T = (G_ρ + w G_ρw) * Σ_e n_e n_eᵀ δ_e (δ_e the line measure on edge e),
+//     its Fourier series exact per segment, i.e. the σ → 0 limit of step 2 without the raster's
+//     diagonal gradients at corners (which bias the field there by O(σ) in step 2).
+//  3′. A slice holding a single ellipse (or circle) takes the exact
+//     field instead of steps 2–3: n ∥ ∇[(u/a)² + (v/b)²] in the ellipse's axes, measured from the
+//     nearest periodic image of its centre (radial for a circle; ellipse_normal_field()).
 //  4. Coefficients: the pixel-exact transforms (sinc per pixel) of a_r n_i n_j per region and
 //     ij ∈ {xx, xy, yy}, by 2D FFT (Eigen's FFT, kissfft backend, header-only), kept for |n_i| ≤ 2M_i.
 //     They depend on geometry only and are cached process-wide; per wavelength the kernels are sums
@@ -148,8 +155,64 @@ std::vector<std::vector<double>> area_fractions(const Lattice& lattice, const Re
   return a;
 }
 
+/// The single ellipse of `slice` when its exact field applies (one Ellipse; shapes never overlap their
+/// periodic images, PaintedCell refuses that), else null.
+const Ellipse* lone_ellipse(const SliceContent& slice) {
+  return slice.shapes.size() == 1 ? std::get_if<Ellipse>(&slice.shapes.front()) : nullptr;
+}
+
+/// The vertices of the single rectangle or polygon of `slice` (step 2′), else empty.
+std::vector<Point> lone_polygon(const SliceContent& slice) {
+  if (slice.shapes.size() != 1) return {};
+  if (const auto* p = std::get_if<Polygon>(&slice.shapes.front())) return p->vertices;
+  if (const auto* b = std::get_if<Rectangle>(&slice.shapes.front())) {
+    const double hx = b->width_x / 2, hy = b->width_y / 2, cx = b->center.x, cy = b->center.y;
+    return {{cx - hx, cy - hy}, {cx + hx, cy - hy}, {cx + hx, cy + hy}, {cx - hx, cy + hy}};
+  }
+  return {};
+}
+
+/// The exact field of a lone ellipse (header comment, step 3′): at every pixel centre p, with
+/// d = p − centre taken to the nearest periodic image and (u, v) = d in the ellipse's own axes,
+/// n ∥ ∇[(u/a)² + (v/b)²] ∝ R(θ) (u/a², v/b²), the normal of the scaled (homothetic) ellipse through p
+/// (radial for a circle). At the centre itself n = x̂.
+NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e, int r) {
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  const double c = std::cos(e.rotation_deg * pi / 180), s = std::sin(e.rotation_deg * pi / 180);
+  const double a2 = e.semi_axis_x * e.semi_axis_x, b2 = e.semi_axis_y * e.semi_axis_y;
+  NormalFieldRaster out;
+  out.resolution = r;
+  const std::size_t n = std::size_t(r) * r;
+  out.xx.resize(n);
+  out.xy.resize(n);
+  out.yy.resize(n);
+  for (int iy = 0; iy < r; ++iy)
+    for (int ix = 0; ix < r; ++ix) {
+      double dx = -lx / 2 + (ix + 0.5) * lx / r - e.center.x, dy = -ly / 2 + (iy + 0.5) * ly / r - e.center.y;
+      dx -= lx * std::round(dx / lx);
+      dy -= ly * std::round(dy / ly);
+      const double u = c * dx + s * dy, v = -s * dx + c * dy;     // ellipse axes
+      const double gu = u / a2, gv = v / b2;                      // ∇q/2 in those axes
+      const double gx = c * gu - s * gv, gy = s * gu + c * gv;    // back in x, y
+      const double g2 = gx * gx + gy * gy;
+      const std::size_t i = std::size_t(iy) * r + ix;
+      if (!(g2 > 0)) {
+        out.xx[i] = 1;
+        out.xy[i] = out.yy[i] = 0;
+        continue;
+      }
+      out.xx[i] = gx * gx / g2;
+      out.xy[i] = gx * gy / g2;
+      out.yy[i] = gy * gy / g2;
+    }
+  return out;
+}
+
 /// n nᵀ per pixel (steps 2 and 3 of the header comment).
-NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::vector<double>>& a, int r) {
+/// `edges`: the lone polygon's vertices when the structure tensor is built from its exact edges (step 2′),
+/// else null (the area fractions `a`).
+NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::vector<double>>& a, int r,
+                               const std::vector<Point>* edges) {
   const double lx = lattice.period_x, ly = lattice.period_y;
   const std::size_t n = std::size_t(r) * r;
   const double sigma = gradient_smoothing_pixels * std::min(lx, ly) / r;
@@ -162,8 +225,62 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
     gy_d[k] = k == r / 2 ? 0.0 : gy_of[k];
   }
   std::vector<double> txx(n, 0.0), txy(n, 0.0), tyy(n, 0.0);
-  std::vector<Complex> grid(n);
+  std::vector<Complex> grid(n), cross;
+  const auto filter = [&](int kx, int ky) {  // G_ρ + w G_ρw, real and even
+    const double g2 = gx_of[kx] * gx_of[kx] + gy_of[ky] * gy_of[ky];
+    return std::exp(-0.5 * rho * rho * g2) + far_weight * std::exp(-0.5 * rho_far * rho_far * g2);
+  };
+  if (edges != nullptr) {
+    // Step 2′: T = (G_ρ + w G_ρw) * Σ_e n_e n_eᵀ δ_e, the edge measure's Fourier series built exactly:
+    // ∫_e e^{−ik·s} ds = L_e sinc(k·(p1 − p0)/2) e^{−ik·m_e} (m_e the midpoint), then evaluated at the
+    // pixel centres x0 + j h (x0 = −Λ/2 + h/2) by the inverse DFT with the phase e^{ik·x0}.
+    // (Overall scale is irrelevant: only the direction of T is used.)
+    grid.assign(n, 0.0);
+    cross.assign(n, 0.0);
+    const double x0 = -lx / 2 + 0.5 * lx / r, y0 = -ly / 2 + 0.5 * ly / r;
+    const std::size_t count = edges->size();
+    const auto vertex = [&](std::size_t k) { return (*edges)[k % count]; };
+    // An edge whose reverse is another edge moved by a lattice vector (a shape spanning a whole period,
+    // e.g. a line drawn as a rectangle of width Λy) is no material edge: both are left out.
+    const auto lattice_multiple = [](double d, double period) {
+      return std::abs(d - period * std::round(d / period)) < 1e-12 * period;
+    };
+    std::vector<double> filtered(n);  // the filter per harmonic, shared by every edge
+    for (int ky = 0; ky < r; ++ky)
+      for (int kx = 0; kx < r; ++kx) filtered[std::size_t(ky) * r + kx] = filter(kx, ky);
+    const auto on_image = [&](std::size_t e) {
+      for (std::size_t f = 0; f < count; ++f) {
+        const double dx = vertex(f).x - vertex(e + 1).x, dy = vertex(f).y - vertex(e + 1).y;
+        if (f != e && lattice_multiple(dx, lx) && lattice_multiple(dy, ly) &&
+            std::abs(vertex(f + 1).x - vertex(e).x - dx) < 1e-12 * lx &&
+            std::abs(vertex(f + 1).y - vertex(e).y - dy) < 1e-12 * ly)
+          return true;
+      }
+      return false;
+    };
+    for (std::size_t e = 0; e < count; ++e) {
+      if (on_image(e)) continue;
+      const Point p0 = vertex(e), p1 = vertex(e + 1);
+      const double tx = p1.x - p0.x, ty = p1.y - p0.y, l2 = tx * tx + ty * ty;
+      if (!(l2 > 0)) continue;
+      const double length = std::sqrt(l2), mx = 0.5 * (p0.x + p1.x) - x0, my = 0.5 * (p0.y + p1.y) - y0;
+      const Complex diagonal{ty * ty / l2, tx * tx / l2};  // (n_x², n_y²) with n = (t_y, −t_x)/L
+      const double off_diagonal = -tx * ty / l2;
+      for (int ky = 0; ky < r; ++ky)
+        for (int kx = 0; kx < r; ++kx) {
+          const double u = 0.5 * (gx_of[kx] * tx + gy_of[ky] * ty);
+          const double sinc_u = std::abs(u) < 1e-12 ? 1.0 : std::sin(u) / u;
+          const std::size_t k = std::size_t(ky) * r + kx;
+          const Complex w = length * sinc_u * filtered[k] * std::polar(1.0, -(gx_of[kx] * mx + gy_of[ky] * my));
+          grid[k] += w * diagonal;
+          cross[k] += w * off_diagonal;
+        }
+    }
+    fft2(grid, r, true);
+    fft2(cross, r, true);
+  }
   for (const auto& ar : a) {
+    if (edges != nullptr) break;  // step 2′ built T already
     if (std::all_of(ar.begin(), ar.end(), [&](double v) { return v == ar[0]; })) continue;  // no edge
     for (std::size_t i = 0; i < n; ++i) grid[i] = ar[i];
     fft2(grid, r, false);
@@ -181,20 +298,19 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
       tyy[i] += gy * gy;
     }
   }
-  // Tensor smoothing with the real, even filter G_ρ + w G_ρw: (Txx, Tyy) as one complex map, then Txy.
+  // Tensor smoothing with the filter: (Txx, Tyy) as one complex map, then Txy.
   const auto smooth = [&](std::vector<Complex>& g) {
     fft2(g, r, false);
     for (int ky = 0; ky < r; ++ky)
-      for (int kx = 0; kx < r; ++kx) {
-        const double g2 = gx_of[kx] * gx_of[kx] + gy_of[ky] * gy_of[ky];
-        g[std::size_t(ky) * r + kx] *= std::exp(-0.5 * rho * rho * g2) + far_weight * std::exp(-0.5 * rho_far * rho_far * g2);
-      }
+      for (int kx = 0; kx < r; ++kx) g[std::size_t(ky) * r + kx] *= filter(kx, ky);
     fft2(g, r, true);
   };
-  for (std::size_t i = 0; i < n; ++i) grid[i] = {txx[i], tyy[i]};
-  smooth(grid);
-  std::vector<Complex> cross(txy.begin(), txy.end());
-  smooth(cross);
+  if (edges == nullptr) {
+    for (std::size_t i = 0; i < n; ++i) grid[i] = {txx[i], tyy[i]};
+    smooth(grid);
+    cross.assign(txy.begin(), txy.end());
+    smooth(cross);
+  }
   NormalFieldRaster out;
   out.resolution = r;
   out.xx.resize(n);
@@ -264,7 +380,10 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
                                                                             int n2_max, int r) {
   const Regions regions = regions_of(lattice, slice);
   const auto a = area_fractions(lattice, regions, r);
-  const NormalFieldRaster nn = normal_field(lattice, a, r);
+  const Ellipse* ellipse = lone_ellipse(slice);
+  const std::vector<Point> polygon = lone_polygon(slice);
+  const NormalFieldRaster nn = ellipse ? ellipse_normal_field(lattice, *ellipse, r)
+                                       : normal_field(lattice, a, r, polygon.empty() ? nullptr : &polygon);
   auto out = std::make_shared<RegionNormalCoefficients>();
   out->regions = regions.count;
   out->n1_max = n1_max;
@@ -361,10 +480,15 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
   return value;
 }
 
-NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution) {
+NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution,
+                                      bool exact_where_possible) {
   EXPECTS(!lattice.one_dimensional() && !slice.shapes.empty(), "normal_field_raster: a 2D slice with shapes");
+  if (const Ellipse* ellipse = lone_ellipse(slice); ellipse && exact_where_possible)
+    return ellipse_normal_field(lattice, *ellipse, resolution);
+  const std::vector<Point> polygon = exact_where_possible ? lone_polygon(slice) : std::vector<Point>{};
+  if (!polygon.empty()) return normal_field(lattice, {}, resolution, &polygon);
   const Regions regions = regions_of(lattice, slice);
-  return normal_field(lattice, area_fractions(lattice, regions, resolution), resolution);
+  return normal_field(lattice, area_fractions(lattice, regions, resolution), resolution, nullptr);
 }
 
 std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength,

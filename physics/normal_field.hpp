@@ -14,7 +14,8 @@
 //
 // 1D gratings: C_xx and γ are piecewise constant in x; their coefficients are the exact transforms
 // of shape_functions.hpp with the region values 1 − ε1/ε_r and ε1/ε_r − 1.
-// 2D gratings: normal_field.cpp builds n on a raster (construction stated there).
+// 2D gratings: normal_field.cpp builds n on a raster (construction stated there): exact for a slice
+// holding one ellipse (or circle), the structure tensor of the area fractions otherwise.
 #include <complex>
 #include <memory>
 #include <string_view>
@@ -60,11 +61,14 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
                                                            int n1_max, int n2_max, int resolution);
 
 /// The unit field's n n^T on the raster (for tests and diagnostics): row-major iy slow, pixel centres
-/// (−Λx/2 + (ix + ½)Λx/R, −Λy/2 + (iy + ½)Λy/R), three maps xx, xy, yy.
+/// (−Λx/2 + (ix + ½)Λx/R, −Λy/2 + (iy + ½)Λy/R), three maps xx, xy, yy. The field the solver uses
+/// (exact for a lone ellipse, normal_field.cpp); with exact_where_possible = false always the
+/// structure-tensor construction.
 struct NormalFieldRaster {
   int resolution = 0;
   std::vector<double> xx, xy, yy;
 };
-NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution);
+NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution,
+                                      bool exact_where_possible = true);
 
 }  // namespace gratingsim::physics

@@ -92,6 +92,12 @@ SETTINGS = {
     "lamellar": dict(formulation="JONES_DIRECT", counts=[20, 40, 80, 160, 320, 640], grid=16384),
 }
 
+# Same-order rows: fmmax at gratingsim's own truncation, written as case "<name>@M<count>". In 1D both
+# codes use Li's inverse rule, so at equal M they must agree once gratingsim is converged in z: a check
+# of the formulation independent of the truncation error. The thin metal needs it: its p-polarised
+# truncation error is erratic in M and ~3e-3 at M = 15 in fmmax itself (validation/results/nv-accuracy-cpu.txt).
+SAME_ORDER = {"metal_1d": 5}
+
 
 # ---------------------------------------------------------------------------------------------
 # Rasters. fmmax samples the permittivity on a grid with pixel centres at ((i+½)/nx, (j+½)/ny)
@@ -349,7 +355,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--case", action="append", choices=list(CASES), help="only these cases (repeatable)")
     ap.add_argument("--check", action="store_true", help="only the thin-film convention check")
+    ap.add_argument("--same-order", action="store_true", help="only the same-order rows (SAME_ORDER)")
     args = ap.parse_args()
+    same_order = []
+    for name, count in SAME_ORDER.items():
+        res = solve_case(name, count)
+        same_order += [f"{name}@M{count} {p} {q} {res[(p, q)]:.9g}" for p in POLARISATIONS for q in QUANTITIES]
+    if args.same_order:
+        print("\n".join(same_order))
+        return
     s3 = check_conventions()
     if args.check:
         return
@@ -391,6 +405,9 @@ def main() -> None:
         print(c)
     print("# case polarisation quantity value")
     for line in lines:
+        print(line)
+    print(f"# same-order rows (SAME_ORDER): fmmax at gratingsim's truncation, same formulation and grid")
+    for line in same_order:
         print(line)
 
 

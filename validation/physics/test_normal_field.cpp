@@ -1,6 +1,6 @@
 // The normal-vector formulation (docs/normal-vector.md): its 1D kernels against closed
 // forms, the docs/formulation.md §9.3 reference in p where it must beat Laurent's rule, slabs on a 2D lattice against
-// Airy, the raster normal field (a unit projector, normal on circle and rectangle edges, region
+// Airy, the exact field of a lone ellipse, the raster normal field (a unit projector, normal on circle and rectangle edges, region
 // coefficients consistent with the exact shape transforms, convergence as the raster is refined),
 // the energy balance of crossed gratings against the truncation, and the refusal of backends that
 // cannot serve the pattern yet.
@@ -164,7 +164,7 @@ TEST_CASE("the raster normal field: a unit projector, normal on circle and recta
   for (bool with_circle : {true, false}) {
     const SliceContent slice{Material::constant_index(1.0),
                              {with_circle ? PlanarShape(circle(0.22, {-0.2, 0.15})) : PlanarShape(rect)}};
-    const NormalFieldRaster nn = normal_field_raster(lattice, slice, r);
+    const NormalFieldRaster nn = normal_field_raster(lattice, slice, r, /*exact_where_possible=*/false);
     REQUIRE(nn.xx.size() == std::size_t(r) * r);
     for (int iy = 0; iy < r; ++iy)
       for (int ix = 0; ix < r; ++ix) {
@@ -199,6 +199,71 @@ TEST_CASE("the raster normal field: a unit projector, normal on circle and recta
   }
   CHECK(circle_pixels > 1000);
   CHECK(edge_pixels > 50);
+}
+
+TEST_CASE("a lone ellipse takes its exact normal field, a lone rectangle its exact edges, two shapes the raster's", "[physics][normal]") {
+  // n ∥ ∇[(u/a)² + (v/b)²] in the ellipse's axes, from the nearest periodic image of its centre.
+  const Lattice lattice{1.2, 0.9};
+  const int r = 64;
+  Ellipse e = circle(0.3, {0.45, -0.3});  // crosses the cell's corner: the field wraps with it
+  e.semi_axis_y = 0.2;
+  e.rotation_deg = 25;
+  const double c = std::cos(25 * pi / 180), s = std::sin(25 * pi / 180);
+  const NormalFieldRaster exact = normal_field_raster(lattice, {Material::constant_index(1.0), {e}}, r);
+  const NormalFieldRaster raster = normal_field_raster(lattice, {Material::constant_index(1.0), {e}}, r, false);
+  double worst = 0, raster_differs = 0;
+  for (int iy = 0; iy < r; ++iy)
+    for (int ix = 0; ix < r; ++ix) {
+      double dx = -0.6 + (ix + 0.5) * 1.2 / r - 0.45, dy = -0.45 + (iy + 0.5) * 0.9 / r + 0.3;
+      dx -= 1.2 * std::round(dx / 1.2);
+      dy -= 0.9 * std::round(dy / 0.9);
+      // gradient of (u/a)² + (v/b)², u = c dx + s dy, v = −s dx + c dy
+      const double gu = (c * dx + s * dy) / 0.09, gv = (-s * dx + c * dy) / 0.04;
+      const double gx = c * gu - s * gv, gy = s * gu + c * gv, g2 = gx * gx + gy * gy;
+      const std::size_t i = std::size_t(iy) * r + ix;
+      worst = std::max({worst, std::abs(exact.xx[i] - gx * gx / g2), std::abs(exact.xy[i] - gx * gy / g2),
+                        std::abs(exact.yy[i] - gy * gy / g2)});
+      raster_differs = std::max(raster_differs, std::abs(raster.xy[i] - exact.xy[i]));
+    }
+  CHECK(worst < 1e-12);
+  CHECK(raster_differs > 1e-2);  // the structure tensor is a different field away from the edge
+  // A lone rectangle: T from its exact edges. On the middle third of each edge the field is the edge
+  // normal (to the blending of the far term, w = 1e-3, and of the corners, ≥ 2.5ρ away).
+  Rectangle rect;
+  rect.center = {0.1, -0.05};
+  rect.width_x = 0.6;
+  rect.width_y = 0.45;
+  rect.material = Material::constant_permittivity(6.0);
+  const NormalFieldRaster edges = normal_field_raster(lattice, {Material::constant_index(1.0), {rect}}, 256);
+  const double hx = 1.2 / 256, hy = 0.9 / 256;
+  int edge_pixels = 0;
+  for (int iy = 0; iy < 256; ++iy)
+    for (int ix = 0; ix < 256; ++ix) {
+      const double x = -0.6 + (ix + 0.5) * hx - 0.1, y = -0.45 + (iy + 0.5) * hy + 0.05;
+      const bool vertical = std::abs(std::abs(x) - 0.3) < hx && std::abs(y) < 0.225 / 3;
+      const bool horizontal = std::abs(std::abs(y) - 0.225) < hy && std::abs(x) < 0.3 / 3;
+      if (!vertical && !horizontal) continue;
+      ++edge_pixels;
+      const std::size_t i = std::size_t(iy) * 256 + ix;
+      INFO("rectangle edge at (" << x << ", " << y << ")");
+      CHECK(std::abs(edges.xx[i] - (vertical ? 1.0 : 0.0)) < 1e-3);
+      CHECK(std::abs(edges.xy[i]) < 1e-3);
+    }
+  CHECK(edge_pixels > 40);
+  // A rectangle spanning the period in y is a line: its horizontal edges coincide with their periodic
+  // images and are no material edges, so n = x̂ everywhere (the 1D field).
+  rect.width_y = 0.9;
+  const NormalFieldRaster line = normal_field_raster(lattice, {Material::constant_index(1.0), {rect}}, 64);
+  for (std::size_t i = 0; i < line.xx.size(); ++i) {
+    REQUIRE(std::abs(line.xx[i] - 1) < 1e-12);
+    REQUIRE(std::abs(line.xy[i]) < 1e-12);
+  }
+  // Two shapes keep the raster construction.
+  const SliceContent two{Material::constant_index(1.0), {e, circle(0.05, {-0.3, 0.2})}};
+  const NormalFieldRaster automatic = normal_field_raster(lattice, two, r);
+  const NormalFieldRaster structure_tensor = normal_field_raster(lattice, two, r, false);
+  CHECK(automatic.xy == structure_tensor.xy);
+  CHECK(automatic.xx == structure_tensor.xx);
 }
 
 TEST_CASE("region coefficients: Σ_i coef_r,ii is the exact transform of the region's indicator", "[physics][normal]") {
