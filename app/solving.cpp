@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "app/cli.hpp"
@@ -83,6 +84,17 @@ BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t>
   batch.result = physics::solve(problem.structure, incidences, problem.solver);
   batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return batch;
+}
+
+}  // namespace gratingsim::app
+
+namespace gratingsim::app {
+
+io::PointResult point_result(const io::Problem& problem, const BatchSolve& batch, std::size_t j) {
+  io::PointResult r = io::to_point_result(problem, batch.points[j], batch.result.incidences[j], batch.seconds);
+  r.phase_seconds = batch.result.phases.seconds;
+  r.phase_seconds[std::size_t(physics::Phase::writing)] = std::numeric_limits<double>::quiet_NaN();
+  return r;
 }
 
 }  // namespace gratingsim::app

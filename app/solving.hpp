@@ -45,4 +45,8 @@ struct BatchSolve {
 /// Solves `points`, which must share one wavelength, with problem.solver.
 BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t> points);
 
+/// The stored result of batch.points[j], with the batch's time per phase (writing: NaN until the
+/// writer records it, ResultWriter::record_writing).
+io::PointResult point_result(const io::Problem& problem, const BatchSolve& batch, std::size_t j);
+
 }  // namespace gratingsim::app

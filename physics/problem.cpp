@@ -16,6 +16,9 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
                                        std::vector<std::string>& warnings)
     : formulation_(settings.formulation), discretisation_(discretise(structure, slice_factor)) {
   using C = std::complex<double>;
+  const auto lap = [&](Phase phase) {
+    if (settings.timer) settings.timer->lap(phase);
+  };
   EXPECTS(!incidences.empty(), "no incidence to solve");
   EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
   const double wavelength = incidences[0].wavelength;
@@ -76,25 +79,19 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
     EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
     std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t(p * slice_kernels));
   }
+  lap(Phase::structure);
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
+#ifdef GRATINGSIM_HAVE_CUDA
+  if (convolution_->memory() == conv::Memory::device) {
+    device_stream_ = std::make_unique<DeviceStream>();
+    stream_ = device_stream_->get();
+  }
+#endif
+  lap(Phase::spectra_plans);
 
   std::vector<int> rhs_incidence;
   for (std::size_t a = 0; a < incidences.size(); ++a) rhs_incidence.insert(rhs_incidence.end(), {int(a), int(a)});
-  if (convolution_->memory() == conv::Memory::device) {
-#ifdef GRATINGSIM_HAVE_CUDA
-    device_stream_ = std::make_unique<DeviceStream>();
-    stream_ = device_stream_->get();
-    z_operator_ =
-        make_device_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence), sources_per_block_);
-#else
-    SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
-                        " keeps its buffers on the device, and this build has no CUDA");
-#endif
-  } else {
-    z_operator_ =
-        make_host_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence), sources_per_block_);
-  }
-  work_ = make_output_space(1);
+  GreenCoefficients green = green_coefficients(d.grid, orders_);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
   background_.assign(layout_.size(), Complex(0));
@@ -115,6 +112,19 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
           background_[(std::size_t(p) * nr + 2 * a + pol) * 3 * nm + comp * nm + m] = Complex(field[pol][comp]);
     }
   }
+  lap(Phase::z_operator);
+  if (convolution_->memory() == conv::Memory::device) {
+#ifdef GRATINGSIM_HAVE_CUDA
+    z_operator_ = make_device_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
+#else
+    SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
+                        " keeps its buffers on the device, and this build has no CUDA");
+#endif
+  } else {
+    z_operator_ = make_host_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
+  }
+  work_ = make_output_space(1);
+  lap(Phase::uploads);
 }
 
 template <class Real>
