@@ -1,6 +1,7 @@
 #include "physics/problem.hpp"
 
 #include <cmath>
+#include <exception>
 #include <limits>
 
 #include "convolution/error.hpp"
@@ -67,12 +68,25 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   // Kernels per slice (χ̂, or the normal-vector kernels), computed once per distinct slice geometry.
   const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
   const std::size_t slice_kernels = std::size_t(geometry.kernels) * kernel_size;
-  std::vector<std::vector<C>> per_content;
-  for (const SliceContent& c : d.contents)
-    per_content.push_back(normal_vector ? normal_vector_kernels(structure.lattice, c, wavelength, eps1, settings.m1,
-                                                                settings.m2, settings.normal_field_resolution)
-                                        : contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1,
-                                                             settings.m2));
+  // In parallel over the contents (the 2D normal fields' rasters dominate the set-up on the host,
+  // issue #15); each content's kernels are computed by one thread exactly as serially. The error of
+  // the first failing content is rethrown after the loop, as serially (exceptions must not leave an
+  // OpenMP region).
+  std::vector<std::vector<C>> per_content(d.contents.size());
+  std::vector<std::exception_ptr> failures(d.contents.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (std::size_t i = 0; i < d.contents.size(); ++i) {
+    try {
+      const SliceContent& c = d.contents[i];
+      per_content[i] = normal_vector ? normal_vector_kernels(structure.lattice, c, wavelength, eps1, settings.m1,
+                                                             settings.m2, settings.normal_field_resolution)
+                                     : contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1, settings.m2);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
   kernels_.resize(std::size_t(nz) * slice_kernels);
   for (int p = 0; p < nz; ++p) {
     const std::vector<C>& k = per_content[d.content_of_slice[p]];
