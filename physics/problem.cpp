@@ -68,13 +68,15 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   // Kernels per slice (χ̂, or the normal-vector kernels), computed once per distinct slice geometry.
   const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
   const std::size_t slice_kernels = std::size_t(geometry.kernels) * kernel_size;
-  // In parallel over the contents (the 2D normal fields' rasters dominate the set-up on the host,
+  // In parallel over the contents of 2D lattices (the normal fields' rasters dominate the set-up on the host,
   // issue #15); each content's kernels are computed by one thread exactly as serially. The error of
   // the first failing content is rethrown after the loop, as serially (exceptions must not leave an
   // OpenMP region).
   std::vector<std::vector<C>> per_content(d.contents.size());
   std::vector<std::exception_ptr> failures(d.contents.size());
-#pragma omp parallel for schedule(dynamic, 1)
+  // 1D kernels are closed forms of microseconds: there a thread team costs more than it saves.
+  const bool parallel = !structure.lattice.one_dimensional() && d.contents.size() > 1;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (std::size_t i = 0; i < d.contents.size(); ++i) {
     try {
       const SliceContent& c = d.contents[i];
