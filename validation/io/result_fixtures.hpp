@@ -75,6 +75,7 @@ inline io::PointResult random_point(const io::ResultLayout& l) {
   r.residual = random_reals(p, 1e-12, 1e-8);
   for (std::size_t i = 0; i < p; ++i) r.converged.push_back(i % 2 ? 0 : 1);
   r.solve_seconds = uniform(0.1, 10);
+  for (auto& s : r.phase_seconds) s = uniform(0, 2);
   if (l.fields) {
     r.field_harmonics = random_complex<double>(p * l.slice_center_nm.size() * 3 * l.harmonics_count());
     for (const auto& m : l.maps)
