@@ -206,9 +206,18 @@ SweepOutcome coordinate_sweep(Ranks& ranks, const io::Problem& problem, io::Resu
       return;
     }
     for (const std::string& w : s.warnings) report.warn(w);
+    physics::PhaseTimer timer;  // the writes of this unit's points: its `writing` phase
+    std::size_t written = 0;
+    const auto record_writing = [&] {
+      timer.lap(physics::Phase::writing);
+      writer.record_writing(std::span(s.points).first(written), timer.times()[physics::Phase::writing]);
+    };
     for (std::size_t j = 0; j < s.points.size() && writing; ++j) {
       try {
         writer.write(s.points[j], s.results[j]);
+        ++written;
+        ++outcome.solved;
+        if (written == s.points.size() || outcome.solved == stop_after) record_writing();
       } catch (...) {
         writer_error = std::current_exception();
         writing = false;
@@ -216,7 +225,7 @@ SweepOutcome coordinate_sweep(Ranks& ranks, const io::Problem& problem, io::Resu
         return;
       }
       ++done;
-      if (++outcome.solved == stop_after) {
+      if (outcome.solved == stop_after) {
         outcome.stopped = true;
         writing = false;
         queue.close();

@@ -16,6 +16,8 @@ namespace {
 constexpr Command bench_commands[] = {
     {"conv", "time the convolution backends on the four problem cases, verify every output", run_bench_conv},
     {"solve", "time the solver's Krylov iteration (split, floor, GPU vs cpu-fftw) on the four cases", run_bench_solve},
+    {"e2e", "a case's whole sweep end to end: time per phase (set-up, iterations, output) per wavelength batch",
+     run_bench_e2e},
 };
 
 int run_bench(Args args) {
@@ -27,7 +29,7 @@ constexpr Command commands[] = {
     {"validate", "compare every backend and precision with a reference on a built-in set or given cases",
      run_validate},
     {"info", "version, build, CUDA devices, available backends, library versions", run_info},
-    {"bench", "benchmarks (bench conv, bench solve)", run_bench},
+    {"bench", "benchmarks (bench conv, bench solve, bench e2e)", run_bench},
 };
 
 int run(Args args) {

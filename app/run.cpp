@@ -22,6 +22,7 @@
 #include "app/cli.hpp"
 #include "app/commands.hpp"
 #include "app/distributed_sweep.hpp"
+#include "app/phases.hpp"
 #include "app/progress.hpp"
 #include "app/ranks.hpp"
 #include "app/solving.hpp"
@@ -362,6 +363,8 @@ bool print_summary(const Settings& s, const io::Problem& problem, std::size_t so
       "  absorbs); |1-ΣR-ΣT|: lossless structures only; time: the wavelength's batch\n");
   if (any_absorbing)
     std::printf("  ΣT, T: n/a where the substrate absorbs (no order propagates in it: transmission is undefined)\n");
+  std::printf("\n  time per phase of each wavelength batch, s (solver/phase_seconds; sweep wall time %.3f s):\n%s\n",
+              times.sweep, format_phase_table(batch_phases(reader), times.sweep).c_str());
   std::printf("  energy balance: %s\n", std::isnan(worst_balance)
                                             ? "not checked (a material absorbs)"
                                             : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
@@ -502,10 +505,15 @@ SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, P
     const io::SolvedPoints solved = solve_for_file(problem, points);
     if (!solved.warnings.empty()) progress.clear();
     for (const std::string& warning : solved.warnings) warnings.report(warning);
+    physics::PhaseTimer timer;  // the writes of the batch's points: its `writing` phase
     for (std::size_t j = 0; j < points.size(); ++j) {
       writer.write(points[j], solved.results[j]);
       ++done;
-      if (++outcome.solved == stop_after) {
+      if (++outcome.solved == stop_after || j + 1 == points.size()) {
+        timer.lap(physics::Phase::writing);
+        writer.record_writing(std::span(points).first(j + 1), timer.times()[physics::Phase::writing]);
+      }
+      if (outcome.solved == stop_after) {
         outcome.stopped = true;
         return outcome;
       }

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include "app/cli.hpp"
@@ -90,9 +91,20 @@ io::SolvedPoints solve_for_file(const io::Problem& problem, std::span<const std:
   const BatchSolve batch = solve_points(problem, points);
   io::SolvedPoints solved;
   for (std::size_t j = 0; j < points.size(); ++j)
-    solved.results.push_back(io::to_point_result(problem, points[j], batch.result.incidences[j], batch.seconds));
+    solved.results.push_back(point_result(problem, batch, j));
   solved.warnings = batch.result.warnings;
   return solved;
+}
+
+}  // namespace gratingsim::app
+
+namespace gratingsim::app {
+
+io::PointResult point_result(const io::Problem& problem, const BatchSolve& batch, std::size_t j) {
+  io::PointResult r = io::to_point_result(problem, batch.points[j], batch.result.incidences[j], batch.seconds);
+  r.phase_seconds = batch.result.phases.seconds;
+  r.phase_seconds[std::size_t(physics::Phase::writing)] = std::numeric_limits<double>::quiet_NaN();
+  return r;
 }
 
 }  // namespace gratingsim::app

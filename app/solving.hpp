@@ -50,4 +50,8 @@ BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t>
 /// problem.solver, or, with accuracy on demand (harmonics: auto, slices: auto), io::solve_to_target.
 io::SolvedPoints solve_for_file(const io::Problem& problem, std::span<const std::size_t> points);
 
+/// The stored result of batch.points[j], with the batch's time per phase (writing: NaN until the
+/// writer records it, ResultWriter::record_writing).
+io::PointResult point_result(const io::Problem& problem, const BatchSolve& batch, std::size_t j);
+
 }  // namespace gratingsim::app

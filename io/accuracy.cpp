@@ -72,6 +72,7 @@ class Ladder {
     for (const std::size_t j : members) incidences.push_back(incidence_of(problem_, points_[j]));
     physics::SolveResult result = physics::solve(structure(rung.slice_factor), incidences, options);
     warnings_.insert(warnings_.end(), result.warnings.begin(), result.warnings.end());
+    phases_ += result.phases;
     for (std::size_t k = 0; k < members.size(); ++k) {
       Climb& c = climbs_[members[k]];
       c.rung = rung;
@@ -153,6 +154,8 @@ class Ladder {
       Climb& c = climbs_[j];
       c.latest.solves = c.solves;  // the point's statistics cover every rung
       PointResult r = to_point_result(problem_, points_[j], c.latest, seconds);
+      r.phase_seconds = phases_.seconds;  // every rung's batches; writing: recorded by the writer
+      r.phase_seconds[std::size_t(physics::Phase::writing)] = std::numeric_limits<double>::quiet_NaN();
       r.used_harmonics = {c.rung.m1, c.rung.m2};
       r.used_slices = std::int32_t(problem_.source.total_slices() * c.rung.slice_factor);
       // Each ladder climbed adds the larger of its last two changes (a point whose harmonics did not
@@ -196,6 +199,7 @@ class Ladder {
   std::vector<std::size_t> points_;
   std::vector<Climb> climbs_;
   std::vector<std::string> warnings_;
+  physics::PhaseTimes phases_;  // summed over every batch the ladder solved
   std::map<int, physics::Structure> structures_;
 };
 

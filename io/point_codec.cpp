@@ -22,6 +22,7 @@ void encode_point(const PointResult& r, std::vector<std::byte>& bytes) {
   put_vector(r.residual, bytes);
   put_vector(r.converged, bytes);
   put_value(r.solve_seconds, bytes);
+  put_value(r.phase_seconds, bytes);
   put_vector(r.field_harmonics, bytes);
   put_value(std::uint64_t(r.field_maps.size()), bytes);
   for (const auto& map : r.field_maps) put_vector(map, bytes);
@@ -52,6 +53,7 @@ PointResult decode_point(std::span<const std::byte> bytes, std::size_t& offset) 
   r.residual = in.vector<double>();
   r.converged = in.vector<std::uint8_t>();
   r.solve_seconds = in.value<double>();
+  r.phase_seconds = in.value<decltype(r.phase_seconds)>();
   r.field_harmonics = in.vector<std::complex<double>>();
   const auto maps = in.value<std::uint64_t>();
   EXPECTS(maps <= bytes.size(), "encoded point: impossible field-map count " + std::to_string(maps));

@@ -203,6 +203,8 @@ hid_t file_type(Kind kind) {
 
 std::string map_group(std::size_t k) { return "fields/map_" + std::to_string(k); }
 
+constexpr const char* phase_dataset = "solver/phase_seconds";
+
 std::vector<Spec> point_specs(const ResultLayout& l) {
   const hsize_t p = hsize_t(l.polarizations()), no = l.orders_count();
   std::vector<Spec> specs = {
@@ -225,6 +227,7 @@ std::vector<Spec> point_specs(const ResultLayout& l) {
   specs.push_back({"solver/residual", Kind::f64, {p}, false});
   specs.push_back({"solver/converged", Kind::u8, {p}, false});
   specs.push_back({"solver/seconds", Kind::f64, {}, false});
+  specs.push_back({phase_dataset, Kind::f64, {physics::phase_count}, false});
   if (l.fields) {
     specs.push_back(
         {"fields/harmonics", Kind::f64, {p, hsize_t(l.slice_center_nm.size()), 3, l.harmonics_count(), 2}, true});
@@ -368,6 +371,8 @@ PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r
       b.data.push_back(sized(r.converged, p, "converged"));
     else if (n == "solver/seconds")
       b.data.push_back(&r.solve_seconds);
+    else if (n == phase_dataset)
+      b.data.push_back(r.phase_seconds.data());
     else if (n == "fields/harmonics")
       b.data.push_back(sized(r.field_harmonics, p * nz * 3 * nm, "field_harmonics"));
     else if (n == "done")
@@ -587,6 +592,8 @@ struct OpenDatasets {
 OpenDatasets open_point_datasets(hid_t file, const ResultLayout& l) {
   OpenDatasets d;
   d.specs = point_specs(l);
+  // Files written before solver/phase_seconds existed are read (and resumed) without it.
+  std::erase_if(d.specs, [&](const Spec& s) { return s.path == phase_dataset && H5Lexists(file, s.path.c_str(), H5P_DEFAULT) <= 0; });
   for (const auto& s : d.specs) {
     d.sets.push_back(h5::dataset(H5Dopen2(file, s.path.c_str(), H5P_DEFAULT), "open dataset " + s.path));
     const auto expected = full_dims(l, s);
@@ -689,7 +696,7 @@ bool PointResult::operator==(const PointResult& o) const {
          same(absorption, o.absorption) && same(energy_balance_error, o.energy_balance_error) &&
          same(iterations, o.iterations) && same(matvecs, o.matvecs) && same(residual, o.residual) &&
          same(converged, o.converged) && std::memcmp(&solve_seconds, &o.solve_seconds, sizeof(double)) == 0 &&
-         same(field_harmonics, o.field_harmonics) && used_harmonics == o.used_harmonics &&
+         same(phase_seconds, o.phase_seconds) && same(field_harmonics, o.field_harmonics) && used_harmonics == o.used_harmonics &&
          used_slices == o.used_slices && std::memcmp(&estimated_error, &o.estimated_error, sizeof(double)) == 0 &&
          std::memcmp(&psi_change_deg, &o.psi_change_deg, sizeof(double)) == 0 &&
          std::memcmp(&delta_change_deg, &o.delta_change_deg, sizeof(double)) == 0 &&
@@ -778,6 +785,13 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultLayout& l
     write_metadata(s->file, layout, info);
     for (const auto& spec : point_specs(layout)) create_point_dataset(s->file, layout, spec);
     s->datasets = open_point_datasets(s->file, layout);
+    std::string names;  // the phases of solver/phase_seconds, in order
+    for (const std::string_view n : physics::phase_names) {
+      if (!names.empty()) names += ',';
+      names += n;
+    }
+    const Handle phases = h5::dataset(H5Dopen2(s->file, phase_dataset, H5P_DEFAULT), "open dataset " + std::string(phase_dataset));
+    write_string_attribute(phases, "phases", names);
     h5::check(H5Fflush(s->file, H5F_SCOPE_LOCAL), "flush " + partial);
   } catch (const OutputError& e) {
     // Nothing of value in it yet: removed, and HDF5 does not touch it again.
@@ -866,6 +880,30 @@ void ResultWriter::write(std::size_t point, const PointResult& result) {
     throw OutputError(what + ": " + e.what());
   }
   s.done[point] = 1;
+}
+
+void ResultWriter::record_writing(std::span<const std::size_t> points, double seconds) {
+  State& s = *state_;
+  const std::string partial = partial_path(s.path);
+  EXPECTS(!s.finished, "the result file is already finished");
+  if (s.broken) throw OutputError("an earlier write to " + partial + " failed; nothing more is written to it");
+  const auto at = std::find_if(s.datasets.specs.begin(), s.datasets.specs.end(),
+                               [](const Spec& spec) { return spec.path == phase_dataset; });
+  if (at == s.datasets.specs.end()) return;  // a file resumed from before the dataset existed
+  const std::size_t i = std::size_t(at - s.datasets.specs.begin());
+  try {
+    for (const std::size_t point : points) {
+      EXPECTS(point < s.done.size() && s.done[point], "record_writing: point " + std::to_string(point) + " is not written");
+      std::array<double, physics::phase_count> row{};
+      transfer_point(s.datasets.sets[i], s.layout, *at, point, row.data(), false);
+      row[std::size_t(physics::Phase::writing)] = seconds;
+      transfer_point(s.datasets.sets[i], s.layout, *at, point, row.data(), true);
+    }
+    h5::check(H5Fflush(s.file, H5F_SCOPE_LOCAL), "flush " + partial);
+  } catch (const OutputError& e) {
+    s.broken = true;
+    throw OutputError("cannot record the writing time in " + partial + ": " + e.what());
+  }
 }
 
 void ResultWriter::finish(bool replace) {

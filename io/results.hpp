@@ -12,11 +12,13 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "convolution/error.hpp"
 #include "io/case.hpp"
+#include "physics/phase_times.hpp"
 
 namespace gratingsim::io {
 
@@ -97,6 +99,13 @@ struct PointResult {
   std::vector<double> residual;                          ///< [P] final relative residual
   std::vector<std::uint8_t> converged;                   ///< [P] 1 converged, 0 not
   double solve_seconds = 0;
+  /// [phases] wall time per phase of the point's batch (physics/phase_times.hpp; shared by the batch's
+  /// points, like solve_seconds); NaN where not recorded (writing: until record_writing()).
+  std::array<double, physics::phase_count> phase_seconds = [] {
+    std::array<double, physics::phase_count> s;
+    s.fill(nan);
+    return s;
+  }();
   std::vector<std::complex<double>> field_harmonics;          ///< [P][Nz][3][Nm] (fields only)
   std::vector<std::vector<std::complex<double>>> field_maps;  ///< per map: [P][3][n_first][n_second] (fields only)
   // Accuracy on demand (layout.accuracy only): the settings the point's result was computed with and
@@ -158,6 +167,9 @@ class ResultWriter {
   /// (and stays usable: close it and resume later). Should HDF5 itself fail while writing, the file
   /// is left as it is on disk (HDF5 is not asked to close it) and every later call throws.
   void write(std::size_t point, const PointResult& result);
+  /// Stores `seconds`, the time the writes of one batch's points took, as the `writing` phase of
+  /// each of them (points already written), and flushes. Failures throw OutputError as write().
+  void record_writing(std::span<const std::size_t> points, double seconds);
   /// Every point must be done: closes the file, syncs it, renames it to the final path (unless that
   /// path is, by now, not a regular file, or a file that `replace` does not allow to replace: then
   /// OutputError, and OUT.h5.partial stays complete for a later resume), then syncs the directory.

@@ -44,6 +44,7 @@
 #include <list>
 #include <mutex>
 #include <numbers>
+#include <span>
 #include <string>
 #include <utility>
 
@@ -59,26 +60,65 @@ constexpr double gradient_smoothing_pixels = 2;   // σ
 constexpr double tensor_smoothing = 0.04;         // ρ / min(Λx, Λy)
 constexpr double far_smoothing = 0.25;            // ρw / min(Λx, Λy)
 constexpr double far_weight = 1e-3;               // w
-constexpr std::size_t cache_entries = 64;
+/// Bytes of region coefficients kept across problems (every slice of a sweep's structure, so that
+/// later wavelengths only combine them: problem case 4's 256 slices take 0.4 GiB).
+constexpr std::size_t cache_bytes = std::size_t(1) << 30;
 
 double sinc(double t) { return std::abs(t) < 1e-8 ? 1.0 : std::sin(pi * t) / (pi * t); }
 
+/// out ← inᵀ for R × R row-major grids, in cache-sized tiles.
+void transpose(const Complex* in, Complex* out, int r) {
+  constexpr int tile = 32;
+  for (int i0 = 0; i0 < r; i0 += tile)
+    for (int j0 = 0; j0 < r; j0 += tile)
+      for (int i = i0; i < std::min(i0 + tile, r); ++i)
+        for (int j = j0; j < std::min(j0 + tile, r); ++j) out[std::size_t(j) * r + i] = in[std::size_t(i) * r + j];
+}
+
 /// In-place 2D DFT of an R × R row-major grid: forward e^{−2πi jk/R} unscaled, inverse scaled by 1/R².
+/// Rows, then columns as the rows of the transposed grid (contiguous lines; the same 1D transforms
+/// of the same values as line-by-line strided access, so the same result to the bit). The FFT object
+/// keeps its plans per size, one per thread (kernels are built in parallel over slices).
 void fft2(std::vector<Complex>& grid, int r, bool inverse) {
-  Eigen::FFT<double> fft;
-  std::vector<Complex> in(r), out(r);
-  for (int pass = 0; pass < 2; ++pass)
-    for (int line = 0; line < r; ++line) {
-      // pass 0: rows (x fast), pass 1: columns
-      const auto index = [&](int k) { return pass == 0 ? std::size_t(line) * r + k : std::size_t(k) * r + line; };
-      for (int k = 0; k < r; ++k) in[k] = grid[index(k)];
+  thread_local Eigen::FFT<double> fft;
+  thread_local std::vector<Complex> line, transposed;
+  line.resize(std::size_t(r));
+  transposed.resize(grid.size());
+  const auto rows = [&](Complex* data) {
+    for (int l = 0; l < r; ++l) {
+      Complex* row = data + std::size_t(l) * r;
       if (inverse) {
-        fft.inv(out.data(), in.data(), r);
+        fft.inv(line.data(), row, r);
       } else {
-        fft.fwd(out.data(), in.data(), r);
+        fft.fwd(line.data(), row, r);
       }
-      for (int k = 0; k < r; ++k) grid[index(k)] = out[k];
+      std::copy(line.begin(), line.end(), row);
     }
+  };
+  rows(grid.data());
+  transpose(grid.data(), transposed.data(), r);
+  rows(transposed.data());
+  transpose(transposed.data(), grid.data(), r);
+}
+
+/// The forward 2D DFT of an R × R grid at the columns (x frequencies) `columns` only: every row, then
+/// only those columns (the other columns hold row transforms alone). The values kept are those of
+/// fft2(grid, r, false) to the bit (the same 1D transforms of the same values).
+void fft2_columns(std::vector<Complex>& grid, int r, std::span<const std::size_t> columns) {
+  thread_local Eigen::FFT<double> fft;
+  thread_local std::vector<Complex> line, out;
+  line.resize(std::size_t(r));
+  out.resize(std::size_t(r));
+  for (int l = 0; l < r; ++l) {
+    Complex* row = grid.data() + std::size_t(l) * r;
+    fft.fwd(out.data(), row, r);
+    std::copy(out.begin(), out.end(), row);
+  }
+  for (const std::size_t c : columns) {
+    for (int k = 0; k < r; ++k) line[std::size_t(k)] = grid[std::size_t(k) * r + c];
+    fft.fwd(out.data(), line.data(), r);
+    for (int k = 0; k < r; ++k) grid[std::size_t(k) * r + c] = out[std::size_t(k)];
+  }
 }
 
 /// Signed frequency of FFT index k; 0 at the Nyquist index where a derivative must stay real.
@@ -399,6 +439,9 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
   for (int j = -n2_max; j <= n2_max; ++j)
     phase_y[j + n2_max] = sinc(double(j) / r) * std::polar(1.0, pi * j * (1 - 1.0 / r)) / double(r);
   const auto wrap = [r](int k) { return std::size_t(((k % r) + r) % r); };
+  // Only the x frequencies |n1| ≤ n1_max are read below: the column transforms of the others are skipped.
+  std::vector<std::size_t> columns;
+  for (int i = -n1_max; i <= n1_max; ++i) columns.push_back(wrap(i));
   std::vector<Complex> both(n), cross(n);
   for (int reg = 0; reg < regions.count; ++reg) {
     const auto& ar = a[reg];
@@ -407,8 +450,8 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
       both[i] = {ar[i] * nn.xx[i], ar[i] * nn.yy[i]};
       cross[i] = ar[i] * nn.xy[i];
     }
-    fft2(both, r, false);
-    fft2(cross, r, false);
+    fft2_columns(both, r, columns);
+    fft2_columns(cross, r, columns);
     for (int i = -n1_max; i <= n1_max; ++i)
       for (int j = -n2_max; j <= n2_max; ++j) {
         // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
@@ -465,18 +508,28 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
   EXPECTS(2 * std::max(n1_max, n2_max) < resolution,
           "normal-field raster of " + std::to_string(resolution) + " pixels is too coarse for harmonics up to " +
               std::to_string(std::max(n1_max, n2_max)));
+  // Least recently used first out, bounded by cache_bytes (a hit moves to the front).
   static std::mutex mutex;
   static std::list<std::pair<std::string, std::shared_ptr<const RegionNormalCoefficients>>> cache;
+  static std::size_t cached_bytes = 0;
+  const auto bytes = [](const RegionNormalCoefficients& c) { return c.values.size() * sizeof(Complex); };
   const std::string key = geometry_key(lattice, slice, n1_max, n2_max, resolution);
   {
     const std::lock_guard lock(mutex);
-    for (const auto& [k, v] : cache)
-      if (k == key) return v;
+    for (auto it = cache.begin(); it != cache.end(); ++it)
+      if (it->first == key) {
+        cache.splice(cache.begin(), cache, it);
+        return it->second;
+      }
   }
   auto value = compute_region_coefficients(lattice, slice, n1_max, n2_max, resolution);
   const std::lock_guard lock(mutex);
   cache.emplace_front(key, value);
-  if (cache.size() > cache_entries) cache.pop_back();
+  cached_bytes += bytes(*value);
+  while (cached_bytes > cache_bytes && cache.size() > 1) {
+    cached_bytes -= bytes(*cache.back().second);
+    cache.pop_back();
+  }
   return value;
 }
 

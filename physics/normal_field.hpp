@@ -50,7 +50,8 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
 /// The geometry-only part of a 2D slice's normal field: per region r (0 the slice background, 1 + k
 /// shape k, or 1 + k a raster's material k) and ij ∈ {xx, xy, yy}, the coefficients of a_r n_i n_j
 /// (a_r the region's indicator) for |n_i| ≤ n_i_max, at [(r·3 + ij)·size + (n1 + n1_max)(2n2_max+1) +
-/// n2 + n2_max]. Cached process-wide by geometry (shapes, lattice, range, resolution).
+/// n2 + n2_max]. Cached process-wide by geometry (shapes, lattice, range, resolution), up to 1 GiB,
+/// least recently used out: a sweep's later wavelengths reuse every slice's.
 struct RegionNormalCoefficients {
   int regions = 0, n1_max = 0, n2_max = 0, resolution = 0;
   std::vector<Complex> values;

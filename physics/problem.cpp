@@ -1,6 +1,7 @@
 #include "physics/problem.hpp"
 
 #include <cmath>
+#include <exception>
 #include <limits>
 
 #include "convolution/error.hpp"
@@ -16,6 +17,9 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
                                        std::vector<std::string>& warnings)
     : formulation_(settings.formulation), discretisation_(discretise(structure, slice_factor)) {
   using C = std::complex<double>;
+  const auto lap = [&](Phase phase) {
+    if (settings.timer) settings.timer->lap(phase);
+  };
   EXPECTS(!incidences.empty(), "no incidence to solve");
   EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
   const double wavelength = incidences[0].wavelength;
@@ -64,37 +68,46 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   // Kernels per slice (χ̂, or the normal-vector kernels), computed once per distinct slice geometry.
   const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
   const std::size_t slice_kernels = std::size_t(geometry.kernels) * kernel_size;
-  std::vector<std::vector<C>> per_content;
-  for (const SliceContent& c : d.contents)
-    per_content.push_back(normal_vector ? normal_vector_kernels(structure.lattice, c, wavelength, eps1, settings.m1,
-                                                                settings.m2, settings.normal_field_resolution)
-                                        : contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1,
-                                                             settings.m2));
+  // In parallel over the contents of 2D lattices (the normal fields' rasters dominate the set-up on the host,
+  // issue #15); each content's kernels are computed by one thread exactly as serially. The error of
+  // the first failing content is rethrown after the loop, as serially (exceptions must not leave an
+  // OpenMP region).
+  std::vector<std::vector<C>> per_content(d.contents.size());
+  std::vector<std::exception_ptr> failures(d.contents.size());
+  // 1D kernels are closed forms of microseconds: there a thread team costs more than it saves.
+  const bool parallel = !structure.lattice.one_dimensional() && d.contents.size() > 1;
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+  for (std::size_t i = 0; i < d.contents.size(); ++i) {
+    try {
+      const SliceContent& c = d.contents[i];
+      per_content[i] = normal_vector ? normal_vector_kernels(structure.lattice, c, wavelength, eps1, settings.m1,
+                                                             settings.m2, settings.normal_field_resolution)
+                                     : contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1, settings.m2);
+    } catch (...) {
+      failures[i] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& failure : failures)
+    if (failure) std::rethrow_exception(failure);
   kernels_.resize(std::size_t(nz) * slice_kernels);
   for (int p = 0; p < nz; ++p) {
     const std::vector<C>& k = per_content[d.content_of_slice[p]];
     EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
     std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t(p * slice_kernels));
   }
+  lap(Phase::structure);
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
+#ifdef GRATINGSIM_HAVE_CUDA
+  if (convolution_->memory() == conv::Memory::device) {
+    device_stream_ = std::make_unique<DeviceStream>();
+    stream_ = device_stream_->get();
+  }
+#endif
+  lap(Phase::spectra_plans);
 
   std::vector<int> rhs_incidence;
   for (std::size_t a = 0; a < incidences.size(); ++a) rhs_incidence.insert(rhs_incidence.end(), {int(a), int(a)});
-  if (convolution_->memory() == conv::Memory::device) {
-#ifdef GRATINGSIM_HAVE_CUDA
-    device_stream_ = std::make_unique<DeviceStream>();
-    stream_ = device_stream_->get();
-    z_operator_ =
-        make_device_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence), sources_per_block_);
-#else
-    SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
-                        " keeps its buffers on the device, and this build has no CUDA");
-#endif
-  } else {
-    z_operator_ =
-        make_host_z_operator<Real>(green_coefficients(d.grid, orders_), std::move(rhs_incidence), sources_per_block_);
-  }
-  work_ = make_output_space(1);
+  GreenCoefficients green = green_coefficients(d.grid, orders_);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
   background_.assign(layout_.size(), Complex(0));
@@ -115,6 +128,19 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
           background_[(std::size_t(p) * nr + 2 * a + pol) * 3 * nm + comp * nm + m] = Complex(field[pol][comp]);
     }
   }
+  lap(Phase::z_operator);
+  if (convolution_->memory() == conv::Memory::device) {
+#ifdef GRATINGSIM_HAVE_CUDA
+    z_operator_ = make_device_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
+#else
+    SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
+                        " keeps its buffers on the device, and this build has no CUDA");
+#endif
+  } else {
+    z_operator_ = make_host_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
+  }
+  work_ = make_output_space(1);
+  lap(Phase::uploads);
 }
 
 template <class Real>

@@ -19,6 +19,7 @@
 #include "physics/floquet.hpp"
 #include "physics/krylov.hpp"
 #include "physics/normal_field.hpp"
+#include "physics/phase_times.hpp"
 #include "physics/preconditioner.hpp"
 #include "physics/z_operator.hpp"
 
@@ -30,6 +31,9 @@ struct ProblemSettings {
   double rayleigh_tolerance = 1e-6;
   Formulation formulation = Formulation::normal_vector;
   int normal_field_resolution = 0;  ///< raster pixels per axis of 2D normal fields; 0: the default
+  /// When given, the constructor laps it at the end of each set-up phase (structure, spectra+plans,
+  /// z-operator, uploads).
+  PhaseTimer* timer = nullptr;
 };
 
 /// Far-field amplitudes of one right-hand side, per order (the engine's harmonic layout), phase

@@ -59,12 +59,15 @@ struct GroupSolve {
   std::vector<std::array<std::vector<Complex>, 2>> fields;  // per incidence, per polarisation
   std::vector<FloquetOrders> orders;
   ZGrid grid;
+  PhaseTimes phases;  // of this solve (writing: 0)
 };
 
 template <class Real>
 GroupSolve solve_group(const Structure& structure, std::span<const Incidence> group, const SolverOptions& options,
                        int slice_factor, std::vector<std::string>& warnings) {
+  PhaseTimer timer;
   const int slices = discretise(structure, slice_factor).grid.slices();
+  timer.lap(Phase::structure);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
   const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
                       : options.method == Method::bicgstab ? 8 : 3;
@@ -118,6 +121,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
     }
   }
 
+  timer.lap(Phase::spectra_plans);  // the memory check (device backends: cudaMemGetInfo, the CUDA context)
   ProblemSettings settings;
   settings.m1 = options.m1;
   settings.m2 = options.m2;
@@ -125,6 +129,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   settings.rayleigh_tolerance = options.rayleigh_tolerance;
   settings.formulation = options.formulation;
   settings.normal_field_resolution = options.normal_field_resolution;
+  settings.timer = &timer;
   DiscreteProblem<Real> problem(structure, group, settings, slice_factor, warnings);
 
   const std::vector<std::complex<Real>>& b = problem.background_field();
@@ -139,6 +144,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   if (precondition) {
     // Right preconditioning: A P u = b from u = 0, then x = P u (residuals are those of A x = b).
     const std::unique_ptr<Preconditioner<Real>> p = problem.make_preconditioner();
+    timer.lap(Phase::preconditioner);
     RightPreconditioned<Real> ap(problem, *p, problem.stream());
     std::vector<std::complex<Real>> u(x.size(), std::complex<Real>(0));
     // A nearly singular Ā (preconditioner.hpp) can leave a residual floor above the tolerance: with
@@ -165,6 +171,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   } else {
     out.stats = physics::solve<Real>(problem, b, x, ks);
   }
+  timer.lap(Phase::krylov);
   out.preconditioned = precondition;
   for (std::size_t r = 0; r < out.stats.size(); ++r) {
     const SolveStats& st = out.stats[r];
@@ -194,6 +201,8 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
             f[p * l.block + j] = Complex(e[(p * l.rhs + 2 * a + pol) * l.block + j]);
       }
   }
+  timer.lap(Phase::far_field);
+  out.phases = timer.times();
   return out;
 }
 
@@ -334,6 +343,7 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
         if (w.find("Rayleigh") == std::string::npos) result.warnings.push_back(w);
     }
     const GroupSolve& last = runs.back();
+    PhaseTimer assembly;  // efficiencies, Richardson and ellipsometry: part of the far field
     if (!last.orders[0].substrate_lossless) {
       std::ostringstream os;
       os << "substrate absorbs at λ = " << wavelength
@@ -352,6 +362,9 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
       if (options.keep_fields) res.fields = Fields{last.grid.z, last.grid.thickness, last.fields[a]};
       result.incidences[members[a]] = std::move(res);
     }
+    assembly.lap(Phase::far_field);
+    for (const GroupSolve& run : runs) result.phases += run.phases;
+    result.phases += assembly.times();
   }
   return result;
 }

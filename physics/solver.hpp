@@ -21,6 +21,7 @@
 #include "convolution/error.hpp"
 #include "physics/krylov.hpp"
 #include "physics/normal_field.hpp"
+#include "physics/phase_times.hpp"
 #include "physics/preconditioner.hpp"
 #include "physics/structure.hpp"
 
@@ -126,6 +127,9 @@ struct IncidenceResult {
 struct SolveResult {
   std::vector<IncidenceResult> incidences;  ///< in the order given
   std::vector<std::string> warnings;        ///< Rayleigh anomalies, absorbing substrate, unconverged solves
+  /// Wall time per phase (phase_times.hpp), summed over the wavelength groups and the Richardson
+  /// grids of this call; `writing` is 0 (the caller's).
+  PhaseTimes phases;
 };
 
 /// Solves every incidence; those sharing a wavelength are batched into one problem (their

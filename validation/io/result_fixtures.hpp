@@ -76,6 +76,7 @@ inline io::PointResult random_point(const io::ResultLayout& l) {
   r.residual = random_reals(p, 1e-12, 1e-8);
   for (std::size_t i = 0; i < p; ++i) r.converged.push_back(i % 2 ? 0 : 1);
   r.solve_seconds = uniform(0.1, 10);
+  for (auto& s : r.phase_seconds) s = uniform(0, 2);
   if (l.accuracy) {
     r.used_harmonics = {std::int32_t(uniform(4, 40)), std::int32_t(uniform(4, 40))};
     r.used_slices = std::int32_t(uniform(3, 96));

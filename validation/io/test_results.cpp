@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -488,4 +489,53 @@ TEST_CASE("a done flag that is neither 0 nor 1 is refused by the reader and by r
   }
   CHECK_THROWS_WITH(io::ResultReader(partial), Catch::Contains("the done flag of point 1 is 2"));
   CHECK_THROWS_WITH(io::ResultWriter::resume(path, l, test::run_info()), Catch::Contains("is damaged"));
+}
+
+TEST_CASE("phase times: stored per point, the writing phase recorded per batch, absent in older files",
+          "[io][results]") {
+  const TempDir dir("phases");
+  const io::ResultLayout l = test::full_layout();
+  auto points = random_points(l);
+  constexpr std::size_t writing = std::size_t(physics::Phase::writing);
+  for (auto& p : points) p.phase_seconds[writing] = io::PointResult::nan;  // as run writes them
+  const std::string path = dir.file("p.h5");
+  {
+    io::ResultWriter w = io::ResultWriter::create(path, l, test::run_info());
+    const std::vector<std::size_t> batch = {0, 1, 2, 3};
+    for (const std::size_t p : batch) w.write(p, points[p]);
+    CHECK_THROWS_AS(w.record_writing(std::vector<std::size_t>{4}, 1.0), InvalidArgument);  // not written yet
+    const double seconds = test::uniform(0.01, 1);
+    w.record_writing(batch, seconds);
+    for (const std::size_t p : batch) points[p].phase_seconds[writing] = seconds;
+  }
+  {
+    const io::ResultReader r(io::partial_path(path));
+    for (std::size_t p = 0; p < 4; ++p) CHECK(r.read(p) == points[p]);  // every phase as given, writing recorded
+    for (const double s : r.read(4).phase_seconds) CHECK(std::isnan(s));  // unwritten: the NaN fill
+  }
+  // A partial file from before the dataset: read with NaN phases, resumed and finished without it.
+  {
+    const hid_t file = H5Fopen(io::partial_path(path).c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(file >= 0);
+    REQUIRE(H5Ldelete(file, "solver/phase_seconds", H5P_DEFAULT) >= 0);
+    H5Fclose(file);
+  }
+  {
+    io::ResultWriter w = io::ResultWriter::resume(path, l, test::run_info());
+    std::vector<std::size_t> rest;
+    for (std::size_t p = 4; p < l.points(); ++p) {
+      w.write(p, points[p]);
+      rest.push_back(p);
+    }
+    w.record_writing(rest, 0.5);
+    w.finish();
+  }
+  const io::ResultReader r(path);
+  for (std::size_t p = 0; p < l.points(); ++p) {
+    INFO("point " << p);
+    io::PointResult read = r.read(p);
+    for (const double s : read.phase_seconds) CHECK(std::isnan(s));
+    read.phase_seconds = points[p].phase_seconds;
+    CHECK(read == points[p]);
+  }
 }

@@ -13,6 +13,7 @@
 #include "validation/physics/airy.hpp"
 #include "validation/physics/grating_cases.hpp"
 #include "validation/support/catch.hpp"
+#include "validation/support/random.hpp"
 
 using namespace gratingsim;
 using namespace gratingsim::physics;
@@ -296,6 +297,50 @@ TEST_CASE("region coefficients: Σ_i coef_r,ii is the exact transform of the reg
       for (int j = -n_max; j <= n_max; ++j)
         CHECK(std::abs(coef->at(1, ij)[std::size_t(i + n_max) * k2 + j + n_max] -
                        std::conj(coef->at(1, ij)[std::size_t(-i + n_max) * k2 - j + n_max])) < 1e-12);
+}
+
+TEST_CASE("region coefficients: Σ_r coef_r,ij is the pixel-exact transform of n_i n_j, by a direct DFT",
+          "[physics][normal]") {
+  // Σ_r a_r = 1, so the regions' coefficients sum to the transform of n_i n_j itself; the reference
+  // is the pixel-exact transform ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1+n2)(1−1/R)} Σ_pixels f e^{−2πi k·p/R}/R²
+  // summed directly from normal_field_raster (no FFT, every frequency), against the pruned FFTs of
+  // the coefficients (issue #15). Random lattice, shapes and range each run.
+  std::uniform_real_distribution<double> u(0, 1);
+  auto& g = test::rng();
+  const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
+  Rectangle rect;
+  rect.center = {0.3 * (u(g) - 0.5), 0.3 * (u(g) - 0.5)};
+  rect.width_x = 0.2 + 0.3 * u(g);
+  rect.width_y = 0.2 + 0.3 * u(g);
+  rect.material = Material::constant_permittivity(3.0);
+  const std::vector<PlanarShape> shapes{rect, circle(0.1 + 0.15 * u(g), {0.4 * (u(g) - 0.5), 0.4 * (u(g) - 0.5)})};
+  const SliceContent slice{Material::constant_index(1.0), shapes};
+  const int r = 64, n1_max = 1 + int(6 * u(g)), n2_max = 1 + int(6 * u(g));
+  INFO("n1_max " << n1_max << ", n2_max " << n2_max);
+  const auto coef = region_normal_coefficients(lattice, slice, n1_max, n2_max, r);
+  const NormalFieldRaster nn = normal_field_raster(lattice, slice, r);
+  const std::vector<double>* maps[3] = {&nn.xx, &nn.xy, &nn.yy};
+  const auto sinc = [](double t) { return t == 0 ? 1.0 : std::sin(pi * t) / (pi * t); };
+  const int k2 = 2 * n2_max + 1;
+  for (int ij = 0; ij < 3; ++ij) {
+    double worst = 0, largest = 0;
+    for (int i = -n1_max; i <= n1_max; ++i)
+      for (int j = -n2_max; j <= n2_max; ++j) {
+        C sum = 0;
+        for (int iy = 0; iy < r; ++iy)
+          for (int ix = 0; ix < r; ++ix)
+            sum += (*maps[ij])[std::size_t(iy) * r + ix] * std::polar(1.0, -2 * pi * double(i * ix + j * iy) / r);
+        const C reference = sinc(double(i) / r) * sinc(double(j) / r) * std::polar(1.0, pi * (i + j) * (1 - 1.0 / r)) *
+                            sum / double(r * r);
+        C total = 0;
+        for (int region = 0; region < coef->regions; ++region)
+          total += coef->at(region, ij)[std::size_t(i + n1_max) * k2 + j + n2_max];
+        worst = std::max(worst, std::abs(total - reference));
+        largest = std::max(largest, std::abs(reference));
+      }
+    INFO("ij " << ij << ": largest difference " << worst << " of " << largest);
+    CHECK(worst <= 1e-14 * largest);
+  }
 }
 
 TEST_CASE("the raster normal field converges as the raster is refined", "[physics][normal]") {

@@ -1,0 +1,144 @@
+// gratingsim bench e2e: a case's whole sweep, end to end, as `run` solves it (one batched solve per
+// wavelength, every point written to a result file), with the time of each phase per wavelength batch
+// (physics/phase_times.hpp): where the time around the Krylov iterations goes (issue #15). The result
+// file goes to the temporary directory and is removed.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "app/commands.hpp"
+#include "app/distributed_sweep.hpp"
+#include "app/phases.hpp"
+#include "app/solving.hpp"
+#include "io/problem.hpp"
+
+namespace gratingsim::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr OptionSpec options_spec[] = {
+    {"case", "LIST|all", "the problem cases DIR/problem_case_N.yaml, N in 1-4, e.g. 3 or 3,4 or all"},
+    {"configs", "DIR", "where --case finds its files (default configs)"},
+    {"backend", "LIST", "comma-separated backends (default: the case's numerics.backend; auto: as run)"},
+    {"precision", "single|double", "arithmetic precision (default: the case's)"},
+    {"help", "", "show this help"},
+};
+
+struct Settings {
+  std::vector<std::string> cases;
+  std::vector<std::string> backends;  // empty: the case's own
+  std::optional<conv::Precision> precision;
+};
+
+Settings parse_settings(const Options& o) {
+  Settings s;
+  for (const std::string_view p : o.positional()) s.cases.emplace_back(p);
+  if (const auto v = o.value("case")) {
+    const std::string dir(o.value("configs").value_or("configs"));
+    const std::vector<std::string_view> numbers =
+        *v == "all" ? std::vector<std::string_view>{"1", "2", "3", "4"} : split_list("case", *v);
+    for (const std::string_view n : numbers) {
+      if (n != "1" && n != "2" && n != "3" && n != "4")
+        throw UsageError("--case expects 1, 2, 3, 4, a list of them or all, got '" + std::string(n) + "'");
+      s.cases.push_back(dir + "/problem_case_" + std::string(n) + ".yaml");
+    }
+  }
+  if (s.cases.empty()) throw UsageError("give case files CASE.yaml or --case LIST|all");
+  if (const auto v = o.value("backend"))
+    for (const std::string_view name : split_list("backend", *v)) {
+      if (name != "auto") try {
+          (void)conv::parse_backend(name);
+        } catch (const InvalidArgument& e) {
+          throw UsageError(std::string("--backend: ") + user_message(e));
+        }
+      s.backends.emplace_back(name);
+    }
+  if (const auto p = o.value("precision")) {
+    if (*p != "single" && *p != "double")
+      throw UsageError("--precision expects single or double, got '" + std::string(*p) + "'");
+    s.precision = conv::parse_precision(*p);
+  }
+  return s;
+}
+
+/// The sweep of `problem` (its solver settings as given), written to `output`; returns its wall time.
+double sweep(const io::Problem& problem, const std::string& output) {
+  const std::string backend(conv::to_string(problem.solver.backend));
+  io::ResultWriter writer = io::ResultWriter::create(
+      output, problem.layout,
+      io::run_info(problem, backend, conv::to_string(problem.solver.precision), device_of(problem.solver.backend)));
+  const auto start = std::chrono::steady_clock::now();
+  for (const Unit& points : pending_by_wavelength(problem, writer)) {
+    const BatchSolve batch = solve_points(problem, points);
+    physics::PhaseTimer timer;
+    for (std::size_t j = 0; j < points.size(); ++j) writer.write(points[j], point_result(problem, batch, j));
+    timer.lap(physics::Phase::writing);
+    writer.record_writing(points, timer.times()[physics::Phase::writing]);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  writer.finish(true);
+  return wall;
+}
+
+}  // namespace
+
+int run_bench_e2e(Args args) {
+  const Options options("gratingsim bench e2e", options_spec, args, 64);
+  if (options.flag("help")) {
+    std::cout << format_help(
+        "gratingsim bench e2e [CASE.yaml ...] [--case LIST|all] [--configs DIR] [--backend LIST] "
+        "[--precision single|double]",
+        "Runs each case's whole sweep as 'gratingsim run' does (one batched solve per wavelength, every point "
+        "written to a result file in the temporary directory, then removed) and prints the wall time of each "
+        "phase per wavelength batch: structure (slicing, orders, shape functions and kernels), spectra+plans "
+        "(memory check, convolution plan and kernel spectra, device: their upload), z-operator (Green "
+        "coefficients, right-hand sides), uploads (device: the z-operator's), preconditioner, krylov (the "
+        "iterations), far-field (one more convolution, efficiencies), writing (the result file). Device work "
+        "is included where it is started: every set-up step waits for the device before it returns. Phases "
+        "never overlap; their sum is at most the sweep's wall time, printed with it.",
+        options_spec);
+    return 0;
+  }
+  const Settings s = [&] {
+    try {
+      return parse_settings(options);
+    } catch (const UsageError& e) {
+      throw UsageError(std::string("gratingsim bench e2e: ") + e.what() + " (see 'gratingsim bench e2e --help')");
+    }
+  }();
+  const std::string output =
+      (fs::temp_directory_path() / ("gratingsim-bench-e2e-" + std::to_string(::getpid()) + ".h5")).string();
+  for (const std::string& path : s.cases) {
+    io::Problem problem = io::load_problem(path);
+    if (s.precision) problem.solver.precision = *s.precision;
+    std::vector<conv::Backend> backends;
+    for (const std::string& name : s.backends)
+      backends.push_back(name == "auto" ? automatic_backend(problem) : conv::parse_backend(name));
+    if (backends.empty())
+      backends.push_back(problem.source.numerics.backend ? *problem.source.numerics.backend : automatic_backend(problem));
+    for (const conv::Backend backend : backends) {
+      problem.solver.backend = backend;
+      std::printf("%s: backend %s, %s precision, on %s; %zu point(s), %zu wavelength batch(es)\n", path.c_str(),
+                  std::string(conv::to_string(backend)).c_str(), std::string(conv::to_string(problem.solver.precision)).c_str(),
+                  device_of(backend).c_str(), problem.layout.points(), problem.layout.wavelength_nm.size());
+      if (const std::string why = physics_unavailable(backend, problem.solver.precision, problem.solver.formulation);
+          !why.empty()) {
+        std::printf("  skipped: %s\n\n", why.c_str());
+        continue;
+      }
+      const double wall = sweep(problem, output);
+      std::printf("%s\n", format_phase_table(batch_phases(io::ResultReader(output)), wall).c_str());
+      std::fflush(stdout);
+      fs::remove(output);
+    }
+  }
+  return 0;
+}
+
+}  // namespace gratingsim::app

@@ -1,0 +1,75 @@
+#include "app/phases.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "app/table.hpp"
+
+namespace gratingsim::app {
+
+std::vector<BatchPhases> batch_phases(const io::ResultReader& reader) {
+  const io::ResultLayout& l = reader.layout();
+  const std::size_t per_wavelength = l.theta_deg.size() * l.phi_deg.size();
+  std::vector<BatchPhases> out;
+  for (std::size_t w = 0; w < l.wavelength_nm.size(); ++w) {
+    BatchPhases b;
+    char label[64];
+    std::snprintf(label, sizeof label, "λ = %g nm", l.wavelength_nm[w]);
+    b.label = label;
+    bool incomplete = false;
+    std::vector<std::array<double, physics::phase_count>> seen;  // the distinct batches of this wavelength
+    for (std::size_t j = 0; j < per_wavelength; ++j) {
+      const auto row = reader.read(w * per_wavelength + j).phase_seconds;
+      bool known = false;
+      for (const auto& s : seen) known = known || std::memcmp(s.data(), row.data(), sizeof row) == 0;
+      if (known) continue;
+      seen.push_back(row);
+      for (std::size_t p = 0; p < physics::phase_count; ++p) {
+        if (std::isnan(row[p])) incomplete = true;
+        else b.times.seconds[p] += row[p];
+      }
+    }
+    if (incomplete) b.label += " (incomplete)";
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::string format_phase_table(const std::vector<BatchPhases>& batches, double wall_seconds, std::size_t rows) {
+  std::vector<Column> columns{{"batch", 0, true}};
+  for (const std::string_view name : physics::phase_names) columns.push_back({std::string(name)});
+  columns.push_back({"sum"});
+  const auto seconds = [](double s) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f", s);
+    return std::string(text);
+  };
+  const auto row_of = [&](const std::string& label, const physics::PhaseTimes& t) {
+    std::vector<std::string> row{label};
+    for (const double s : t.seconds) row.push_back(seconds(s));
+    row.push_back(seconds(t.total()));
+    return row;
+  };
+  physics::PhaseTimes total;
+  for (const BatchPhases& b : batches) total += b.times;
+  const std::size_t stride = batches.size() <= rows ? 1 : (batches.size() + rows - 1) / rows;
+  std::vector<std::vector<std::string>> table;
+  for (std::size_t i = 0; i < batches.size(); ++i)
+    if (i % stride == 0 || i + 1 == batches.size()) table.push_back(row_of(batches[i].label, batches[i].times));
+  table.push_back(row_of("total (" + std::to_string(batches.size()) + " batches)", total));
+  std::vector<std::string> share{"share of the wall time"};
+  for (const double s : total.seconds) share.push_back(wall_seconds > 0 ? seconds(100 * s / wall_seconds) + " %" : "-");
+  share.push_back(wall_seconds > 0 ? seconds(100 * total.total() / wall_seconds) + " %" : "-");
+  table.push_back(share);
+  widen(columns, table);
+  std::string text = format_header(columns) + "\n";
+  for (const auto& row : table) text += format_row(columns, row) + "\n";
+  if (stride > 1) text += "  (" + std::to_string(batches.size()) + " batches: one in " + std::to_string(stride) + " shown)\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "  phases sum to %.3f s of %.3f s wall time (the rest: between batches, progress, summary)\n",
+                total.total(), wall_seconds);
+  return text + line;
+}
+
+}  // namespace gratingsim::app

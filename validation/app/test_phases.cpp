@@ -1,0 +1,163 @@
+// The time per phase of each wavelength batch (physics/phase_times.hpp, app/phases.hpp): `run`
+// stores it in solver/phase_seconds (every phase finite, non-negative, shared by a batch's points,
+// the batches' sum within the wall time of the whole command) and prints it in the summary;
+// `bench e2e` prints the same table, whose sum stays within the sweep's wall time it prints.
+#include <hdf5.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "io/results.hpp"
+#include "validation/app/executable.hpp"
+#include "validation/support/catch.hpp"
+
+using namespace gratingsim;
+using test::contains;
+using test::quoted;
+using test::run_gratingsim;
+
+namespace {
+
+/// Wall time of `arguments` run by the executable, s; its output in `out`.
+double timed_run(const std::string& arguments, test::Execution& out) {
+  const auto start = std::chrono::steady_clock::now();
+  out = run_gratingsim(arguments);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The phases attribute of solver/phase_seconds, read through the HDF5 C API ("" when absent).
+std::string phases_attribute(const std::string& path) {
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  REQUIRE(file >= 0);
+  std::string text;
+  if (H5Lexists(file, "solver/phase_seconds", H5P_DEFAULT) > 0) {
+    const hid_t set = H5Dopen2(file, "solver/phase_seconds", H5P_DEFAULT);
+    if (H5Aexists(set, "phases") > 0) {
+      const hid_t attribute = H5Aopen(set, "phases", H5P_DEFAULT);
+      const hid_t type = H5Aget_type(attribute);
+      char* value = nullptr;
+      const hid_t memory = H5Tget_native_type(type, H5T_DIR_DEFAULT);
+      if (H5Tis_variable_str(type) > 0 && H5Aread(attribute, memory, &value) >= 0 && value) {
+        text = value;
+        H5free_memory(value);
+      } else if (H5Tis_variable_str(type) <= 0) {
+        text.resize(H5Tget_size(type));
+        H5Aread(attribute, memory, text.data());
+        text.resize(std::strlen(text.c_str()));
+      }
+      H5Tclose(memory);
+      H5Tclose(type);
+      H5Aclose(attribute);
+    }
+    H5Dclose(set);
+  }
+  H5Fclose(file);
+  return text;
+}
+
+/// Checks every point's phases; returns their sum over the distinct batches.
+double check_points(const std::string& path, std::size_t per_batch) {
+  const io::ResultReader reader(path);
+  const std::size_t points = reader.layout().points();
+  double sum = 0;
+  for (std::size_t p = 0; p < points; ++p) {
+    INFO("point " << p);
+    const auto row = reader.read(p).phase_seconds;
+    // The fill value is NaN: a phase never recorded (or a missing dataset) fails here.
+    for (std::size_t i = 0; i < physics::phase_count; ++i) {
+      INFO("phase " << physics::phase_names[i]);
+      CHECK(std::isfinite(row[i]));
+      CHECK(row[i] >= 0);
+    }
+    CHECK(row[std::size_t(physics::Phase::krylov)] > 0);
+    CHECK(row[std::size_t(physics::Phase::writing)] > 0);
+    const std::size_t first = p - p % per_batch;  // the batch's points share its row
+    CHECK(std::memcmp(row.data(), reader.read(first).phase_seconds.data(), sizeof row) == 0);
+    if (p == first)
+      for (const double s : row) sum += s;
+  }
+  return sum;
+}
+
+}  // namespace
+
+TEST_CASE("run: the phases of every batch are stored, non-negative, within the wall time, and summarised",
+          "[app][phases]") {
+  const test::ScratchDirectory dir("phases");
+  const auto config = dir / "sweep.yaml", output = dir / "sweep.h5";
+  std::ofstream(config) << test::sweep_case;  // 3 wavelengths × 2 angles: 3 batches of 2 points
+  for (const char* backend : {"cpu-direct", "cpu-fftw"}) {
+    INFO(backend);
+    test::Execution run;
+    const double wall = timed_run("run " + quoted(config) + " -o " + quoted(output) + " --overwrite --backend " + backend, run);
+    INFO(run.output);
+    REQUIRE(run.status == 0);
+    CHECK(phases_attribute(output.string()) ==
+          "structure,spectra+plans,z-operator,uploads,preconditioner,krylov,far-field,writing");
+    const double sum = check_points(output.string(), 2);
+    CHECK(sum > 0);
+    CHECK(sum <= wall);
+    // The summary's table: a row per batch, the total, the share and the comparison with the sweep's wall time.
+    CHECK(contains(run.output, "time per phase of each wavelength batch"));
+    CHECK(contains(run.output, "λ = 650 nm"));
+    CHECK(contains(run.output, "total (3 batches)"));
+    std::smatch m;
+    REQUIRE(std::regex_search(run.output, m, std::regex(R"(phases sum to ([0-9.]+) s of ([0-9.]+) s wall time)")));
+    CHECK(std::stod(m[1]) <= std::stod(m[2]) + 1e-3);  // printed to 1 ms
+    CHECK(std::stod(m[2]) <= wall);
+  }
+}
+
+TEST_CASE("run: an interrupted run records the writing of the points it wrote, resume completes the phases",
+          "[app][phases]") {
+  const test::ScratchDirectory dir("phases_resume");
+  const auto config = dir / "sweep.yaml", output = dir / "sweep.h5";
+  std::ofstream(config) << test::sweep_case;
+  const test::Execution stopped = run_gratingsim("run " + quoted(config) + " -o " + quoted(output) + " --stop-after 3");
+  REQUIRE(stopped.status == 1);
+  {
+    const io::ResultReader partial(io::partial_path(output.string()));
+    for (std::size_t p = 0; p < 6; ++p) {
+      INFO("point " << p);
+      const auto row = partial.read(p).phase_seconds;
+      // Points 0-2 written (the second batch stopped after its first point), the rest NaN as filled.
+      for (const double s : row) CHECK(std::isfinite(s) == (p < 3));
+    }
+  }
+  const test::Execution resumed = run_gratingsim("run " + quoted(config) + " -o " + quoted(output) + " --resume");
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  const io::ResultReader reader(output.string());
+  for (std::size_t p = 0; p < 6; ++p)
+    for (const double s : reader.read(p).phase_seconds) CHECK((std::isfinite(s) && s >= 0));
+}
+
+TEST_CASE("bench e2e prints the phases of each batch within the sweep's wall time", "[app][phases]") {
+  const test::ScratchDirectory dir("phases_bench");
+  const auto config = dir / "sweep.yaml";
+  std::ofstream(config) << test::sweep_case;
+  test::Execution bench;
+  const double wall = timed_run("bench e2e " + quoted(config) + " --backend cpu-direct,cpu-fftw", bench);
+  INFO(bench.output);
+  REQUIRE(bench.status == 0);
+  const std::regex total(R"(phases sum to ([0-9.]+) s of ([0-9.]+) s wall time)");
+  int tables = 0;
+  for (std::sregex_iterator it(bench.output.begin(), bench.output.end(), total), end; it != end; ++it, ++tables) {
+    const double sum = std::stod((*it)[1]), sweep = std::stod((*it)[2]);
+    CHECK(sum > 0);
+    CHECK(sum <= sweep + 1e-3);
+    CHECK(sweep <= wall);
+  }
+  CHECK(tables == 2);
+  for (const char* phase : {"structure", "spectra+plans", "z-operator", "uploads", "preconditioner", "krylov",
+                            "far-field", "writing", "total (3 batches)"})
+    CHECK(contains(bench.output, phase));
+  const test::Execution wrong = run_gratingsim("bench e2e --case 5");
+  CHECK(wrong.status == 2);
+  CHECK(contains(wrong.output, "--case expects 1, 2, 3, 4"));
+}
