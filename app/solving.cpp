@@ -8,6 +8,7 @@
 #include "app/cli.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/devices.hpp"
+#include "physics/normal_field.hpp"
 
 namespace gratingsim::app {
 
@@ -54,12 +55,19 @@ std::string physics_unavailable(conv::Backend backend, conv::Precision precision
 }
 
 conv::Problem convolution_geometry(const io::Problem& problem) {
+  // As physics::DiscreteProblem builds it (physics/problem.cpp): the normal-vector pattern with one
+  // group per right-hand side, or Laurent's scalar problem with 3 components per right-hand side. The
+  // automatic choice must time, and check, the problem the solver will run: a backend that serves the
+  // scalar shape may refuse the pattern at this size and precision.
   const io::Case& c = problem.source;
-  conv::Problem g;
+  const int rhs = 2 * int(c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
+  const bool normal_vector = problem.solver.formulation == physics::Formulation::normal_vector;
+  conv::Problem g = normal_vector ? physics::normal_vector_problem(problem.structure.lattice.one_dimensional())
+                                  : conv::Problem{};
   g.n1 = 2 * problem.solver.m1 + 1;
   g.n2 = 2 * problem.solver.m2 + 1;
   g.slices = c.total_slices() * (c.numerics.richardson ? 2 : 1);
-  g.per_slice = 3 * 2 * int(c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
+  g.per_slice = normal_vector ? rhs : 3 * rhs;
   return g;
 }
 

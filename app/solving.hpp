@@ -32,8 +32,9 @@ std::string physics_unavailable(conv::Backend backend, conv::Precision precision
 /// case's formulation), cpu-fftw if it can, else cpu-direct.
 conv::Backend automatic_backend(const io::Problem& problem);
 
-/// The convolution shape of one wavelength's solve: N_i = 2M_i + 1, the finest slicing, and
-/// 3 components × 2 polarisations × every (θ, φ) of the sweep per slice.
+/// The convolution problem of one wavelength's solve: N_i = 2M_i + 1, the finest slicing, per slice
+/// 2 polarisations × every (θ, φ) of the sweep, each 3 components (Laurent) or one group of the
+/// normal-vector pattern (normal-vector).
 conv::Problem convolution_geometry(const io::Problem& problem);
 
 /// Points of one wavelength solved together.
