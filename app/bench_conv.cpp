@@ -243,7 +243,7 @@ std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Problem& g, 
       chosen = conv::select_backend(g, conv::precision_of<Real>(), conv::default_backend_cache());
       break;
     case Variant::cpu_direct:
-      SUPPORTS(direct_multiply_adds(g) <= direct_limit,
+      GS_SUPPORTS(direct_multiply_adds(g) <= direct_limit,
                "cpu-direct declines this case: " + scientific(direct_multiply_adds(g)) +
                    " complex multiply-adds per execution (limit 1e9; it is O(N1^2 N2^2) per block)");
       chosen = Backend::cpu_direct;

@@ -211,7 +211,7 @@ SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpe
   SolveSample out;
   for (const auto& st : stats) out.iterations = std::max(out.iterations, st.iterations);
   const auto& p = staged.products;
-  EXPECTS(p.size() >= 3 && out.iterations > 0,
+  GS_EXPECTS(p.size() >= 3 && out.iterations > 0,
           "the timed solve made " + std::to_string(p.size()) + " products in " + std::to_string(out.iterations) +
               " iterations");
   const double n = out.iterations;
@@ -233,11 +233,11 @@ void time_method(physics::DiscreteProblem<Real>& problem, const BenchCase& c, co
   row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
   if (device) {
     const auto gpu = conv::current_cuda_device();
-    SUPPORTS(gpu.has_value(), "no CUDA device");
+    GS_SUPPORTS(gpu.has_value(), "no CUDA device");
     const std::size_t orders = std::size_t(2 * c.harmonics + 1) * (2 * c.harmonics + 1);
     const std::size_t need = physics::estimate_bytes(l.slices, orders, l.rhs / 2, c.harmonics, c.harmonics,
                                                      sizeof(Real), method.vectors(), false, problem.formulation());
-    SUPPORTS(need <= gpu->global_memory_bytes / 10 * 9,
+    GS_SUPPORTS(need <= gpu->global_memory_bytes / 10 * 9,
              method.name() + " needs about " + std::to_string(need >> 20) + " MiB, more than 90% of the device's " +
                  std::to_string(gpu->global_memory_bytes >> 20) + " MiB");
   }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::app {
 

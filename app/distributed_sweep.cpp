@@ -254,7 +254,7 @@ SweepOutcome coordinate_sweep(Ranks& ranks, const io::Problem& problem, io::Resu
   // in the collectives of the set-up: their ready messages come at once.)
   for (int waiting = remote_running; waiting > 0; --waiting) {
     const Message m = ranks.receive();
-    EXPECTS(m.tag == Tag::ready, "unexpected message (tag " + std::to_string(int(m.tag)) + ") from rank " +
+    GS_EXPECTS(m.tag == Tag::ready, "unexpected message (tag " + std::to_string(int(m.tag)) + ") from rank " +
                                      std::to_string(m.source) + " before its first unit");
     hand_out(m.source);
   }
@@ -308,7 +308,7 @@ void serve_sweep(Ranks& ranks, const io::Problem& problem, const RankOptions& op
   for (;;) {
     const Message m = ranks.receive();
     if (m.tag == Tag::stop) return;
-    EXPECTS(m.tag == Tag::work, "unexpected message (tag " + std::to_string(int(m.tag)) + ") from rank 0");
+    GS_EXPECTS(m.tag == Tag::work, "unexpected message (tag " + std::to_string(int(m.tag)) + ") from rank 0");
     const Solved s = solve_unit(problem, decode_unit(m.bytes), ranks.rank(), options);
     if (!s.failure.empty()) {
       ranks.send(0, Tag::failed, std::as_bytes(std::span(s.failure)));

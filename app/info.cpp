@@ -11,6 +11,7 @@
 #include "convolution/convolution.hpp"
 #include "convolution/devices.hpp"
 #include "io/versions.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::app {
 namespace {

@@ -4,11 +4,14 @@
 // the ranks of an MPI run, rank 0 alone prints an error that all of them met.
 #include <exception>
 #include <iostream>
+#include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "app/commands.hpp"
 #include "app/ranks.hpp"
 #include "io/case.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::app {
 namespace {
@@ -57,6 +60,11 @@ int main(int argc, char* argv[]) {
     return 2;
   } catch (const gratingsim::io::CaseError& e) {
     std::cerr << e.what() << '\n';
+    return 1;
+  } catch (const gratingsim::Error& e) {
+    // The message is the user's; the check's position helps a bug report.
+    const std::string at = gratingsim::source_position(e);
+    std::cerr << "gratingsim: error: " << e.what() << (at.empty() ? "" : " [" + at + "]") << '\n';
     return 1;
   } catch (const std::exception& e) {
     std::cerr << "gratingsim: error: " << e.what() << '\n';

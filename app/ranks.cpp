@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "app/cli.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::app {
 namespace {
@@ -31,7 +32,7 @@ Launch detect_launch() {
   return {};
 }
 
-#ifndef GRATINGSIM_HAVE_MPI
+#if !GRATINGSIM_HAVE_MPI
 std::optional<std::string> mpi_library() { return std::nullopt; }
 
 std::unique_ptr<Ranks> Ranks::join() {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::app {
 

@@ -14,7 +14,8 @@
 #include <vector>
 
 #include "convolution/devices.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
+#include "core/atomic_file.hpp"
 #include "convolution/timing.hpp"
 
 namespace gratingsim::conv {
@@ -148,25 +149,10 @@ void append(const fs::path& file, const std::string& line) {
   }
   content += line;
 
-  std::error_code ec;
-  if (file.has_parent_path()) fs::create_directories(file.parent_path(), ec);
-  fs::path temporary = file;
-  temporary += ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    out << content;
-    out.close();
-    if (!out) {
-      std::cerr << "gratingsim: warning: cannot write backend cache " << temporary << "; choice not remembered\n";
-      fs::remove(temporary, ec);
-      return;
-    }
-  }
-  fs::rename(temporary, file, ec);
-  if (ec) {
-    std::cerr << "gratingsim: warning: cannot replace backend cache " << file << ": " << ec.message()
-              << "; choice not remembered\n";
-    fs::remove(temporary, ec);
+  try {
+    write_file_atomically(file, content);
+  } catch (const FileError& e) {
+    std::cerr << "gratingsim: warning: " << e.what() << "; backend choice not remembered\n";
   }
 }
 
@@ -235,7 +221,7 @@ Backend measure_fastest(const Problem& g, Precision precision, std::span<const B
   const std::string shape = "N " + std::to_string(g.n1) + "x" + std::to_string(g.n2) + ", L " + std::to_string(g.l1) +
                             "x" + std::to_string(g.l2) + ", " + std::to_string(g.groups()) + " groups, " +
                             pattern_signature(g);
-  SUPPORTS(first_accepting.has_value(), "no backend can serve this problem (" + shape + ")");
+  GS_SUPPORTS(first_accepting.has_value(), "no backend can serve this problem (" + shape + ")");
   if (!best) {
     best = first_accepting;
     add_note(note, "auto: no backend could be timed for " + shape + "; using " + std::string(to_string(*best)) +

@@ -2,6 +2,7 @@
 // Internal: per backend, its factory, its can_implement and its workspace_bytes, each defined in that
 // backend's own file; convolution.cpp gathers them into the backend table.
 #include "convolution/convolution.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::conv::detail {
 
@@ -16,7 +17,7 @@ using Kernels = std::span<const std::complex<double>>;
 
 GRATINGSIM_DECLARE_BACKEND(cpu_direct)
 GRATINGSIM_DECLARE_BACKEND(cpu_fftw)
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
 GRATINGSIM_DECLARE_BACKEND(gpu_cufft)
 GRATINGSIM_DECLARE_BACKEND(gpu_fused)
 GRATINGSIM_DECLARE_BACKEND(gpu_direct)

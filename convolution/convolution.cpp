@@ -4,7 +4,8 @@
 #include <utility>
 
 #include "convolution/backends.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::conv {
 namespace {
@@ -26,7 +27,7 @@ std::string_view to_string(Backend backend) {
 Backend parse_backend(std::string_view name) {
   for (auto [b, n] : backend_names)
     if (n == name) return b;
-  EXPECTS(false, "unknown convolution backend '" + std::string(name) +
+  GS_EXPECTS(false, "unknown convolution backend '" + std::string(name) +
                      "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-fused or gpu-direct)");
 }
 
@@ -35,7 +36,7 @@ std::string_view to_string(Precision precision) { return precision == Precision:
 Precision parse_precision(std::string_view name) {
   if (name == "single") return Precision::single;
   if (name == "double") return Precision::double_;
-  EXPECTS(false, "unknown precision '" + std::string(name) + "' (expected single or double)");
+  GS_EXPECTS(false, "unknown precision '" + std::string(name) + "' (expected single or double)");
 }
 
 Memory memory_of(Backend backend) {
@@ -43,7 +44,7 @@ Memory memory_of(Backend backend) {
 }
 
 int minimal_fft_length(int n) {
-  EXPECTS(n >= 1, "harmonic count must be positive, got " + std::to_string(n));
+  GS_EXPECTS(n >= 1, "harmonic count must be positive, got " + std::to_string(n));
   int l = 1;
   while (l < 2 * n - 1) l *= 2;
   return l;
@@ -60,41 +61,41 @@ Problem scalar_problem(int n1, int n2, int slices, int blocks_per_slice) {
 
 Problem resolve(Problem g) {
   const auto check_axis = [](int n, int& l, const char* axis) {
-    EXPECTS(n >= 1 && n % 2 == 1,
+    GS_EXPECTS(n >= 1 && n % 2 == 1,
             std::string("harmonic count N") + axis + " must be odd and positive, got " + std::to_string(n));
     if (l == 0) l = minimal_fft_length(n);
-    EXPECTS(l >= 2 * n - 1, std::string("FFT length L") + axis + " = " + std::to_string(l) +
+    GS_EXPECTS(l >= 2 * n - 1, std::string("FFT length L") + axis + " = " + std::to_string(l) +
                                 " is below 2N" + axis + " - 1 = " + std::to_string(2 * n - 1) +
                                 " (the kept outputs would alias)");
   };
   check_axis(g.n1, g.l1, "1");
   check_axis(g.n2, g.l2, "2");
-  EXPECTS(g.slices >= 1, "slice count must be positive, got " + std::to_string(g.slices));
-  EXPECTS(g.per_slice >= 1, "groups per slice must be positive, got " + std::to_string(g.per_slice));
-  EXPECTS(g.kernels >= 1 && g.inputs >= 1 && g.outputs >= 1,
+  GS_EXPECTS(g.slices >= 1, "slice count must be positive, got " + std::to_string(g.slices));
+  GS_EXPECTS(g.per_slice >= 1, "groups per slice must be positive, got " + std::to_string(g.per_slice));
+  GS_EXPECTS(g.kernels >= 1 && g.inputs >= 1 && g.outputs >= 1,
           "kernel, input and output counts must be positive, got K = " + std::to_string(g.kernels) +
               ", Q = " + std::to_string(g.inputs) + ", P = " + std::to_string(g.outputs));
   std::vector<char> seen(std::size_t(g.outputs) * g.inputs, 0), reached(std::size_t(g.outputs), 0);
   for (const Term& t : g.pattern) {
     const std::string term = "pattern term (output " + std::to_string(t.output) + ", input " +
                              std::to_string(t.input) + ", kernel " + std::to_string(t.kernel) + ")";
-    EXPECTS(t.output >= 0 && t.output < g.outputs && t.input >= 0 && t.input < g.inputs && t.kernel >= 0 &&
+    GS_EXPECTS(t.output >= 0 && t.output < g.outputs && t.input >= 0 && t.input < g.inputs && t.kernel >= 0 &&
                 t.kernel < g.kernels,
             term + " is out of range (P = " + std::to_string(g.outputs) + ", Q = " + std::to_string(g.inputs) +
                 ", K = " + std::to_string(g.kernels) + ")");
     char& s = seen[std::size_t(t.output) * g.inputs + t.input];
-    EXPECTS(!s, term + " repeats its (output, input) pair");
+    GS_EXPECTS(!s, term + " repeats its (output, input) pair");
     s = 1;
     reached[t.output] = 1;
   }
   for (int o = 0; o < g.outputs; ++o)
-    EXPECTS(reached[o], "output " + std::to_string(o) + " has no term in the pattern");
+    GS_EXPECTS(reached[o], "output " + std::to_string(o) + " has no term in the pattern");
   return g;
 }
 
 namespace detail {
 void check_kernels(const Problem& g, Kernels kernels) {
-  EXPECTS(kernels.size() == g.kernels_total(),
+  GS_EXPECTS(kernels.size() == g.kernels_total(),
           "expected " + std::to_string(g.kernels_total()) + " kernel coefficients (" + std::to_string(g.slices) +
               " slices × " + std::to_string(g.kernels) + " kernels of " + std::to_string(2 * g.n1 - 1) + "x" +
               std::to_string(2 * g.n2 - 1) + "), got " + std::to_string(kernels.size()));
@@ -102,7 +103,7 @@ void check_kernels(const Problem& g, Kernels kernels) {
 
 Support unsupported(std::string reason) { return Support{false, std::move(reason)}; }
 
-#ifndef GRATINGSIM_HAVE_CUDA
+#if !GRATINGSIM_HAVE_CUDA
 namespace {
 Support no_cuda(const Problem&, Precision) { return unsupported("this build has no CUDA backends"); }
 std::size_t no_workspace(const Problem&, Precision) { return 0; }
@@ -114,7 +115,7 @@ namespace {
 constexpr BackendTraits table[] = {
     {Backend::cpu_direct, "cpu-direct", Memory::host, detail::can_implement_cpu_direct, detail::workspace_cpu_direct},
     {Backend::cpu_fftw, "cpu-fftw", Memory::host, detail::can_implement_cpu_fftw, detail::workspace_cpu_fftw},
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
     {Backend::gpu_cufft, "gpu-cufft", Memory::device, detail::can_implement_gpu_cufft, detail::workspace_gpu_cufft},
     {Backend::gpu_fused, "gpu-fused", Memory::device, detail::can_implement_gpu_fused, detail::workspace_gpu_fused},
     {Backend::gpu_direct, "gpu-direct", Memory::device, detail::can_implement_gpu_direct, detail::workspace_gpu_direct},
@@ -132,12 +133,12 @@ std::span<const BackendTraits> backend_table() { return table; }
 const BackendTraits& traits(Backend backend) {
   for (const BackendTraits& t : table)
     if (t.backend == backend) return t;
-  EXPECTS(false, "unknown backend");
+  GS_EXPECTS(false, "unknown backend");
 }
 
 bool backend_available(Backend backend) {
   if (memory_of(backend) == Memory::host) return true;
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   return detail::cuda_device_present();
 #else
   return false;
@@ -150,18 +151,18 @@ std::unique_ptr<Convolution<Real>> make_convolution(Backend backend, const Probl
   const Problem g = resolve(problem);
   detail::check_kernels(g, kernels);
   const Support support = traits(backend).can_implement(g, precision_of<Real>());
-  SUPPORTS(support.ok, "backend " + std::string(to_string(backend)) + ": " + support.reason);
+  GS_SUPPORTS(support.ok, "backend " + std::string(to_string(backend)) + ": " + support.reason);
   switch (backend) {
     case Backend::cpu_direct: return detail::make_cpu_direct<Real>(g, kernels);
     case Backend::cpu_fftw: return detail::make_cpu_fftw<Real>(g, kernels);
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
     case Backend::gpu_cufft: return detail::make_gpu_cufft<Real>(g, kernels);
     case Backend::gpu_fused: return detail::make_gpu_fused<Real>(g, kernels);
     case Backend::gpu_direct: return detail::make_gpu_direct<Real>(g, kernels);
 #endif
     default: break;
   }
-  SUPPORTS(false, "backend " + std::string(to_string(backend)) + " is not in this build");
+  GS_SUPPORTS(false, "backend " + std::string(to_string(backend)) + " is not in this build");
 }
 
 template std::unique_ptr<Convolution<float>> make_convolution<float>(Backend, const Problem&,

@@ -59,7 +59,8 @@
 
 #include "convolution/backends.hpp"
 #include "convolution/devices.hpp"
-#include "convolution/error.hpp"
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::conv {
 namespace {
@@ -163,7 +164,7 @@ FftwPlanning planning_from_environment() {
   try {
     return parse_fftw_planning(value);
   } catch (const InvalidArgument&) {
-    EXPECTS(false, std::string("GRATINGSIM_FFTW_PLANNING='") + value +
+    GS_EXPECTS(false, std::string("GRATINGSIM_FFTW_PLANNING='") + value +
                        "' is not measure, estimate or wisdom-only");
   }
 }
@@ -184,25 +185,14 @@ std::string read_file(const std::filesystem::path& file) {
   return text.str();
 }
 
-/// Writes `text` to `file` through a temporary in the same directory and a rename, so a reader never
-/// sees a half-written file. Failures are ignored (wisdom is a cache).
-void write_file_atomically(const std::filesystem::path& file, const std::string& text) {
-  std::error_code ignored;
-  std::filesystem::create_directories(file.parent_path(), ignored);
-  std::filesystem::path temporary = file;
-  temporary += ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream stream(temporary, std::ios::binary | std::ios::trunc);
-    if (!stream) return;
-    stream << text;
-    stream.close();
-    if (!stream) {
-      std::filesystem::remove(temporary, ignored);
-      return;
-    }
+/// Publishes `text` as `file` atomically (core/atomic_file.hpp): a reader never sees a half-written
+/// file. Failures are ignored (wisdom is a cache).
+void save_wisdom_file(const std::filesystem::path& file, const std::string& text) {
+  try {
+    write_file_atomically(file, text);
+  } catch (const FileError&) {
+    // wisdom is an optimisation: a cache that cannot be written only costs planning time next run
   }
-  std::filesystem::rename(temporary, file, ignored);
-  if (ignored) std::filesystem::remove(temporary, ignored);
 }
 
 // The spectrum multiply is about a tenth of the pipeline; built for the baseline ISA alone (SSE2) it
@@ -407,7 +397,7 @@ class FftwConvolution final : public Convolution<Real> {
         if (rank == 2) message << "x" << n[1];
         if (planning == FftwPlanning::wisdom_only)
           message << " from wisdom alone (none for it in '" << wisdom_file.string() << "')";
-        SUPPORTS(false, message.str());
+        GS_SUPPORTS(false, message.str());
       }
       return FftPlan<Real>(p);
     };
@@ -429,7 +419,7 @@ class FftwConvolution final : public Convolution<Real> {
 
     if (planning == FftwPlanning::measure && !wisdom_file.empty()) {
       std::unique_ptr<char, FftwFreeChars> learnt(Lib::export_wisdom());
-      if (learnt && stored != learnt.get()) write_file_atomically(wisdom_file, learnt.get());
+      if (learnt && stored != learnt.get()) save_wisdom_file(wisdom_file, learnt.get());
     }
   }
 
@@ -454,7 +444,7 @@ FftwPlanning parse_fftw_planning(std::string_view name) {
   if (name == "measure") return FftwPlanning::measure;
   if (name == "estimate") return FftwPlanning::estimate;
   if (name == "wisdom-only") return FftwPlanning::wisdom_only;
-  EXPECTS(false, "unknown FFTW planning '" + std::string(name) + "' (expected measure, estimate or wisdom-only)");
+  GS_EXPECTS(false, "unknown FFTW planning '" + std::string(name) + "' (expected measure, estimate or wisdom-only)");
 }
 
 std::filesystem::path fftw_wisdom_file(Precision precision) {
@@ -477,7 +467,7 @@ std::unique_ptr<Convolution<Real>> make_fftw_convolution(const Problem& geometry
   const Problem g = resolve(geometry);
   detail::check_kernels(g, kernels);
   const Support support = detail::can_implement_cpu_fftw(g, precision_of<Real>());
-  SUPPORTS(support.ok, "backend cpu-fftw: " + support.reason);
+  GS_SUPPORTS(support.ok, "backend cpu-fftw: " + support.reason);
   return std::make_unique<FftwConvolution<Real>>(g, kernels, options);
 }
 template std::unique_ptr<Convolution<float>> make_fftw_convolution<float>(const Problem&,

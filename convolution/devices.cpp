@@ -5,23 +5,24 @@
 #include <fstream>
 #include <string>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
+#include "core/config.hpp"
 
-#ifdef GRATINGSIM_HAVE_CUDA
-#include "convolution/cuda_check.hpp"
+#if GRATINGSIM_HAVE_CUDA
+#include "core/cuda_check.hpp"
 #endif
 
 namespace gratingsim::conv {
 
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
 namespace {
 CudaDevice query_device(int index) {
   cudaDeviceProp p{};
-  CUDA_TRY(cudaGetDeviceProperties(&p, index));
+  GS_CUDA_TRY(cudaGetDeviceProperties(&p, index));
   // Clock rates are device attributes (cudaDeviceProp lost its clock fields in CUDA 13), in kHz.
   int sm_khz = 0, memory_khz = 0;
-  CUDA_TRY(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, index));
-  CUDA_TRY(cudaDeviceGetAttribute(&memory_khz, cudaDevAttrMemoryClockRate, index));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&sm_khz, cudaDevAttrClockRate, index));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&memory_khz, cudaDevAttrMemoryClockRate, index));
   CudaDevice d;
   d.index = index;
   d.name = p.name;
@@ -64,21 +65,21 @@ std::optional<CudaDevice> current_cuda_device() {
     return std::nullopt;
   }
   int index = 0;
-  CUDA_TRY(cudaGetDevice(&index));
+  GS_CUDA_TRY(cudaGetDevice(&index));
   return query_device(index);
 }
 
 void use_cuda_device(int index) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) cudaGetLastError();
-  EXPECTS(index >= 0 && index < count,
+  GS_EXPECTS(index >= 0 && index < count,
           "CUDA device " + std::to_string(index) + " does not exist (" + std::to_string(count) + " visible)");
-  CUDA_TRY(cudaSetDevice(index));
+  GS_CUDA_TRY(cudaSetDevice(index));
 }
 
 std::string cufft_version() {
   int v = 0;
-  CUFFT_TRY(cufftGetVersion(&v));  // encoded 1000·major + 100·minor + patch
+  GS_CUFFT_TRY(cufftGetVersion(&v));  // encoded 1000·major + 100·minor + patch
   return std::to_string(v / 1000) + '.' + std::to_string(v % 1000 / 100) + '.' + std::to_string(v % 100);
 }
 #else
@@ -88,7 +89,7 @@ CudaReport cuda_report() {
   return r;
 }
 std::optional<CudaDevice> current_cuda_device() { return std::nullopt; }
-void use_cuda_device(int) { SUPPORTS(false, "CUDA devices: this build has no CUDA backends"); }
+void use_cuda_device(int) { GS_SUPPORTS(false, "CUDA devices: this build has no CUDA backends"); }
 std::string cufft_version() { return {}; }
 #endif
 

@@ -35,8 +35,8 @@
 #include <vector>
 
 #include "convolution/backends.hpp"
-#include "convolution/cuda_check.hpp"
-#include "convolution/device_buffer.hpp"
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
 
 namespace gratingsim::conv::detail {
 namespace {
@@ -72,11 +72,11 @@ class CufftPlan {
     if (l1 > 1) lengths.push_back(l1);
     if (l2 > 1) lengths.push_back(l2);
     if (lengths.empty() || batch == 0) return;
-    CUFFT_TRY(cufftCreate(&handle_));
+    GS_CUFFT_TRY(cufftCreate(&handle_));
     owned_ = true;
     const long long distance = static_cast<long long>(l1) * l2;
     std::size_t work_bytes = 0;
-    CUFFT_TRY(cufftMakePlanMany64(handle_, static_cast<int>(lengths.size()), lengths.data(), nullptr, 1, distance,
+    GS_CUFFT_TRY(cufftMakePlanMany64(handle_, static_cast<int>(lengths.size()), lengths.data(), nullptr, 1, distance,
                                   nullptr, 1, distance, type, static_cast<long long>(batch), &work_bytes));
   }
   CufftPlan(const CufftPlan&) = delete;
@@ -238,50 +238,50 @@ class GpuCufft final : public Convolution<Real> {
     const Problem& g = this->problem_;
     check_kernels(g, kernels);
     for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
-    CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaDeviceSynchronize());
     kernels_device_.upload(kernels_host_);
     const std::size_t count = std::size_t(g.slices) * g.kernels;  // kernel k of slice p is block p·K + k
     pad_kernel<<<grid_for(spectrum_size_, count), threads_per_block>>>(
         device(kernels_device_.data()), spectra_.data(), g.n1 - 1, g.n2 - 1, g.l1, g.l2, count,
         Real(1) / Real(spectrum_size_));
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
     if (!kernels_plan_.empty()) {
-      CUFFT_TRY(cufftSetStream(kernels_plan_.get(), nullptr));
-      CUFFT_TRY(Cufft<Real>::exec(kernels_plan_.get(), spectra_.data(), CUFFT_FORWARD));
+      GS_CUFFT_TRY(cufftSetStream(kernels_plan_.get(), nullptr));
+      GS_CUFFT_TRY(Cufft<Real>::exec(kernels_plan_.get(), spectra_.data(), CUFFT_FORWARD));
     }
-    CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaDeviceSynchronize());
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
     const Problem& g = this->problem_;
-    EXPECTS(in != nullptr && out != nullptr, "gpu-cufft execute: null buffer");
+    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-cufft execute: null buffer");
     const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
+    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
                 out_address + g.output_size() * sizeof(Complex) <= in_address,
             "gpu-cufft execute: input and output buffers overlap");
 
     const std::size_t input_blocks = g.input_blocks(), output_blocks = g.output_blocks();
     pad_kernel<<<grid_for(spectrum_size_, input_blocks), threads_per_block, 0, stream>>>(
         device(in), inputs_.data(), g.n1 / 2, g.n2 / 2, g.l1, g.l2, input_blocks, Real(1));
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
     transform(forward_plan_, inputs_.data(), stream, CUFFT_FORWARD);
     DeviceComplex* y = inputs_.data();
     if (g.scalar()) {
       multiply_kernel<<<grid_for(spectrum_size_, input_blocks), threads_per_block, 0, stream>>>(
           inputs_.data(), spectra_.data(), static_cast<int>(spectrum_size_), g.per_slice, input_blocks);
-      CUDA_CHECK_LAUNCH();
+      GS_CUDA_CHECK_LAUNCH();
       transform(forward_plan_, y, stream, CUFFT_INVERSE);
     } else {
       y = outputs_.data();
       const PatternView pattern{terms_.data(), term_begin_.data(), g.kernels, g.inputs, g.outputs, g.per_slice};
       pattern_multiply_kernel<<<grid_for(spectrum_size_, output_blocks), threads_per_block, 0, stream>>>(
           inputs_.data(), spectra_.data(), y, pattern, static_cast<int>(spectrum_size_), output_blocks);
-      CUDA_CHECK_LAUNCH();
+      GS_CUDA_CHECK_LAUNCH();
       transform(inverse_plan_, y, stream, CUFFT_INVERSE);
     }
     extract_kernel<<<grid_for(g.field_size(), output_blocks), threads_per_block, 0, stream>>>(
         y, device(out), g.n1, g.n2, g.l1, g.l2, output_blocks);
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
   }
 
   [[nodiscard]] Backend backend() const override { return Backend::gpu_cufft; }
@@ -292,8 +292,8 @@ class GpuCufft final : public Convolution<Real> {
 
   static void transform(const CufftPlan& plan, DeviceComplex* data, Stream stream, int direction) {
     if (plan.empty()) return;
-    CUFFT_TRY(cufftSetStream(plan.get(), stream));
-    CUFFT_TRY(Cufft<Real>::exec(plan.get(), data, direction));
+    GS_CUFFT_TRY(cufftSetStream(plan.get(), stream));
+    GS_CUFFT_TRY(Cufft<Real>::exec(plan.get(), data, direction));
   }
 
   std::size_t spectrum_size_;             // L1·L2

@@ -52,8 +52,8 @@
 #include <vector>
 
 #include "convolution/backends.hpp"
-#include "convolution/cuda_check.hpp"
-#include "convolution/device_buffer.hpp"
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
 #include "convolution/gpu_direct.hpp"
 
 namespace gratingsim::conv::detail {
@@ -253,9 +253,9 @@ struct DeviceLimits {
 DeviceLimits current_device_limits() {
   int device = 0;
   DeviceLimits limits;
-  CUDA_TRY(cudaGetDevice(&device));
-  CUDA_TRY(cudaDeviceGetAttribute(&limits.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  CUDA_TRY(cudaDeviceGetAttribute(&limits.shared_bytes_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  GS_CUDA_TRY(cudaGetDevice(&device));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&limits.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&limits.shared_bytes_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   return limits;
 }
 
@@ -298,35 +298,35 @@ class GpuDirect final : public Convolution<Real> {
       blocks = plan_direct_sum(tiling.outputs_per_thread, limits);
     else
       blocks = plan_toeplitz_product(tiling.outputs_per_thread, limits);
-    SUPPORTS(shared_bytes_ <= std::size_t(limits.shared_bytes_per_block),
+    GS_SUPPORTS(shared_bytes_ <= std::size_t(limits.shared_bytes_per_block),
              "gpu-direct needs " + std::to_string(shared_bytes_) + " bytes of shared memory per block for N1xN2 = " +
                  std::to_string(g.n1) + "x" + std::to_string(g.n2) + ", above the device's " +
                  std::to_string(limits.shared_bytes_per_block));
-    SUPPORTS(blocks <= std::size_t(INT32_MAX), "gpu-direct: batch too large for one grid (" + std::to_string(blocks) +
+    GS_SUPPORTS(blocks <= std::size_t(INT32_MAX), "gpu-direct: batch too large for one grid (" + std::to_string(blocks) +
                                                    " CUDA blocks, limit 2^31 - 1)");
     blocks_ = static_cast<unsigned>(blocks);
-    CUDA_TRY(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes_)));
+    GS_CUDA_TRY(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes_)));
     set_kernels(kernels);
   }
 
   void set_kernels(Kernels kernels) override {
     check_kernels(this->problem_, kernels);
     for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
-    CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaDeviceSynchronize());
     kernels_device_.upload(kernels_host_);
-    CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaDeviceSynchronize());
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
-    EXPECTS(in != nullptr && out != nullptr, "gpu-direct execute: null buffer");
+    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-direct execute: null buffer");
     const Problem& g = this->problem_;
     const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
+    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
                 out_address + g.output_size() * sizeof(Complex) <= in_address,
             "gpu-direct execute: input and output buffers overlap");
     kernel_<<<blocks_, threads_, shared_bytes_, stream>>>(reinterpret_cast<const C*>(in), reinterpret_cast<C*>(out),
                                                           reinterpret_cast<const C*>(kernels_device_.data()), params_);
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
   }
 
   [[nodiscard]] Backend backend() const override { return Backend::gpu_direct; }
@@ -342,7 +342,7 @@ class GpuDirect final : public Convolution<Real> {
       case 2: kernel_ = direct_sum_kernel<C, 2>; break;
       case 4: kernel_ = direct_sum_kernel<C, 4>; break;
       case 8: kernel_ = direct_sum_kernel<C, 8>; break;
-      default: EXPECTS(false, "gpu-direct: direct-sum tile R must be 1, 2, 4 or 8, got " + std::to_string(r));
+      default: GS_EXPECTS(false, "gpu-direct: direct-sum tile R must be 1, 2, 4 or 8, got " + std::to_string(r));
     }
     DirectParams& p = params_;
     p.n2_padded = round_up(g.n2, r);
@@ -368,7 +368,7 @@ class GpuDirect final : public Convolution<Real> {
       case 1: kernel_ = toeplitz_product_kernel<C, 1>; break;
       case 2: kernel_ = toeplitz_product_kernel<C, 2>; break;
       case 4: kernel_ = toeplitz_product_kernel<C, 4>; break;
-      default: EXPECTS(false, "gpu-direct: Toeplitz-product tile TM must be 1, 2 or 4, got " + std::to_string(tm));
+      default: GS_EXPECTS(false, "gpu-direct: Toeplitz-product tile TM must be 1, 2 or 4, got " + std::to_string(tm));
     }
     DirectParams& p = params_;
     const int field_size = g.n1 * g.n2;
@@ -447,7 +447,7 @@ template <class Real>
 Plan<Real> make_gpu_direct(const Problem& geometry, Kernels kernels, DirectTiling tiling) {
   const Problem g = resolve(geometry);
   check_kernels(g, kernels);
-  SUPPORTS(g.field_size() <= std::size_t(gpu_direct_max_field_size),
+  GS_SUPPORTS(g.field_size() <= std::size_t(gpu_direct_max_field_size),
            "gpu-direct serves N1*N2 <= " + std::to_string(gpu_direct_max_field_size) + " (N = 31 square), got " +
                std::to_string(g.n1) + "*" + std::to_string(g.n2) + " = " + std::to_string(g.field_size()) +
                "; use an FFT backend");

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "convolution/backends.hpp"
-#include "convolution/cuda_check.hpp"
-#include "convolution/device_buffer.hpp"
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
 #include "convolution/gpu_fused/kernel.cuh"
 
 namespace gratingsim::conv::detail {
@@ -36,8 +36,8 @@ std::string precision_name(std::size_t real_bytes) { return real_bytes == 4 ? "s
 /// Opt-in shared memory per block of the current device.
 int shared_memory_limit() {
   int device = 0, shared_max = 0;
-  CUDA_TRY(cudaGetDevice(&device));
-  CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  GS_CUDA_TRY(cudaGetDevice(&device));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   return shared_max;
 }
 
@@ -272,7 +272,7 @@ class GpuFused final : public Convolution<Real> {
   GpuFused(const Problem& geometry, Kernels kernels) : Convolution<Real>(geometry) {
     const Problem& g = this->problem_;
     const Support support = check_problem<Real>(g);
-    SUPPORTS(support.ok, "gpu-fused " + support.reason);
+    GS_SUPPORTS(support.ok, "gpu-fused " + support.reason);
     if (g.scalar()) plan_scalar(select_kernel<Real>(g.l1, g.l2));
     else plan_pattern(select_pattern_kernel<Real>(g.l1, g.l2));
     chi_ = DeviceBuffer<double2>(g.kernels_total());
@@ -285,21 +285,21 @@ class GpuFused final : public Convolution<Real> {
   void set_kernels(Kernels kernels) override {
     const Problem& g = this->problem_;
     check_kernels(g, kernels);
-    CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaDeviceSynchronize());
     static_assert(sizeof(double2) == sizeof(std::complex<double>));
-    CUDA_TRY(cudaMemcpy(chi_.data(), kernels.data(), chi_.bytes(), cudaMemcpyHostToDevice));
+    GS_CUDA_TRY(cudaMemcpy(chi_.data(), kernels.data(), chi_.bytes(), cudaMemcpyHostToDevice));
     const SpectraParams p{g.n1,  g.n2, g.l1, g.l2, axis_shape<Real>(g.l1), axis_shape<Real>(g.l2),
                           spectrum_width<Real>(g.l1)};
     spectra_kernel<Real><<<g.slices * g.kernels * g.l2, 128>>>(chi_.data(), spectra_.data(), p);
-    CUDA_CHECK_LAUNCH();
-    CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_CHECK_LAUNCH();
+    GS_CUDA_TRY(cudaDeviceSynchronize());
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
     const Problem& g = this->problem_;
-    EXPECTS(in != nullptr && out != nullptr, "gpu-fused execute: null buffer");
+    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-fused execute: null buffer");
     const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
+    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
                 out_address + g.output_size() * sizeof(Complex) <= in_address,
             "gpu-fused execute: input and output buffers overlap");
     if (g.scalar()) {
@@ -315,7 +315,7 @@ class GpuFused final : public Convolution<Real> {
       p.spectra = spectra_.data();
       pattern_kernel_<<<grid_, threads_, shared_bytes_, stream>>>(p);
     }
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
   }
 
   [[nodiscard]] Backend backend() const override { return Backend::gpu_fused; }
@@ -324,7 +324,7 @@ class GpuFused final : public Convolution<Real> {
   /// Blocks of `ctas_per_slice` CTAs per slice (all output sets), checked against the grid limit.
   void set_grid(long ctas_per_slice) {
     const long ctas = long(this->problem_.slices) * ctas_per_slice;
-    SUPPORTS(ctas <= 0x7fffffffL, "gpu-fused: too many slices for one launch");
+    GS_SUPPORTS(ctas <= 0x7fffffffL, "gpu-fused: too many slices for one launch");
     grid_ = unsigned(ctas);
   }
 
@@ -346,8 +346,8 @@ class GpuFused final : public Convolution<Real> {
 
   void query_device() {
     int device = 0;
-    CUDA_TRY(cudaGetDevice(&device));
-    CUDA_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
+    GS_CUDA_TRY(cudaGetDevice(&device));
+    GS_CUDA_TRY(cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, device));
     shared_max_ = shared_memory_limit();
   }
 
@@ -355,10 +355,10 @@ class GpuFused final : public Convolution<Real> {
   /// shared_bytes_ bytes) fit on one SM; refuses the plan when none does.
   template <class Kernel>
   int ctas_per_sm(Kernel kernel) const {
-    CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max_));
+    GS_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, shared_max_));
     int per_sm = 0;
-    CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads_, shared_bytes_));
-    SUPPORTS(per_sm > 0, "gpu-fused: no CTA of " + std::to_string(threads_) + " threads and " +
+    GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads_, shared_bytes_));
+    GS_SUPPORTS(per_sm > 0, "gpu-fused: no CTA of " + std::to_string(threads_) + " threads and " +
                              std::to_string(shared_bytes_) + " bytes of shared memory fits on this device");
     return per_sm;
   }
@@ -380,7 +380,7 @@ class GpuFused final : public Convolution<Real> {
     SharedLayout layout = scalar_layout<Real>(g, fields, stage);
     while (fields > 1 && layout.bytes > std::size_t(shared_max_)) layout = scalar_layout<Real>(g, --fields, stage);
     if (layout.bytes > std::size_t(shared_max_)) layout = scalar_layout<Real>(g, fields, stage = false);
-    SUPPORTS(layout.bytes <= std::size_t(shared_max_),
+    GS_SUPPORTS(layout.bytes <= std::size_t(shared_max_),
              "gpu-fused needs " + std::to_string(layout.bytes) + " bytes of shared memory per block for L1 = " +
                  std::to_string(g.l1) + ", L2 = " + std::to_string(g.l2) + " in " + precision_name(sizeof(Real)) +
                  " precision; the device allows " + std::to_string(shared_max_));
@@ -414,7 +414,7 @@ class GpuFused final : public Convolution<Real> {
     pattern_kernel_ = kernel;
     query_device();
     const SetPlan sets = plan_pattern_sets<Real>(g, std::size_t(shared_max_));
-    SUPPORTS(sets.refusal.empty(), "gpu-fused " + sets.refusal);
+    GS_SUPPORTS(sets.refusal.empty(), "gpu-fused " + sets.refusal);
 
     const bool paired = a1.a == 1 && a1.h == 16;
     const int column_threads = g.l2 * (paired ? 2 : a1.a);
@@ -426,7 +426,7 @@ class GpuFused final : public Convolution<Real> {
     SharedLayout layout = layout_of();
     while (groups > 1 && layout.bytes > std::size_t(shared_max_)) --groups, layout = layout_of();
     if (layout.bytes > std::size_t(shared_max_)) stage = false, layout = layout_of();
-    SUPPORTS(layout.bytes <= std::size_t(shared_max_), "gpu-fused: the pattern's shared memory exceeds the device's");
+    GS_SUPPORTS(layout.bytes <= std::size_t(shared_max_), "gpu-fused: the pattern's shared memory exceeds the device's");
     threads_ = std::min(pattern_block_threads, std::max(32, (groups * column_threads / 2 + 31) / 32 * 32));
     shared_bytes_ = layout.bytes;
     const int per_sm = ctas_per_sm(pattern_kernel_);

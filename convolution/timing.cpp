@@ -11,16 +11,17 @@
 #include <thread>
 
 #include "convolution/devices.hpp"
-#include "convolution/error.hpp"
-#ifdef GRATINGSIM_HAVE_CUDA
-#include "convolution/cuda_check.hpp"
+#include "core/error.hpp"
+#include "core/config.hpp"
+#if GRATINGSIM_HAVE_CUDA
+#include "core/cuda_check.hpp"
 #endif
 
 namespace gratingsim::conv {
 
 double Samples::quantile(double q) const {
-  EXPECTS(!us.empty(), "no timing samples");
-  EXPECTS(q >= 0 && q <= 1, "quantile " + std::to_string(q) + " outside [0, 1]");
+  GS_EXPECTS(!us.empty(), "no timing samples");
+  GS_EXPECTS(q >= 0 && q <= 1, "quantile " + std::to_string(q) + " outside [0, 1]");
   std::vector<double> s = us;
   std::sort(s.begin(), s.end());
   const double position = q * double(s.size() - 1);
@@ -32,7 +33,7 @@ double Samples::quantile(double q) const {
 template <class Real>
 BufferSets<Real>::BufferSets(Memory memory, std::size_t elements, int count)
     : memory_(memory), elements_(elements), count_(count) {
-  EXPECTS(count >= 1, "need at least one buffer set, got " + std::to_string(count));
+  GS_EXPECTS(count >= 1, "need at least one buffer set, got " + std::to_string(count));
   const std::size_t total = 2 * std::size_t(count) * elements;
   if (memory == Memory::host) {
     base_ = new Complex[total];
@@ -40,19 +41,19 @@ BufferSets<Real>::BufferSets(Memory memory, std::size_t elements, int count)
     std::fill(base_, base_ + total, Complex(nan, nan));
     return;
   }
-#ifdef GRATINGSIM_HAVE_CUDA
-  CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&base_), total * sizeof(Complex)));
+#if GRATINGSIM_HAVE_CUDA
+  GS_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&base_), total * sizeof(Complex)));
   // All-ones bytes are a NaN in float and double. cudaMemset may return before it completes, hence
   // the wait: the plans' streams do not order after the legacy default stream's work.
   const cudaError_t poisoned = cudaMemset(base_, 0xff, total * sizeof(Complex));
   const cudaError_t synced = cudaDeviceSynchronize();
   if (poisoned != cudaSuccess || synced != cudaSuccess) {
     cudaFree(base_);
-    CUDA_TRY(poisoned);
-    CUDA_TRY(synced);
+    GS_CUDA_TRY(poisoned);
+    GS_CUDA_TRY(synced);
   }
 #else
-  SUPPORTS(false, "device buffers need a build with CUDA");
+  GS_SUPPORTS(false, "device buffers need a build with CUDA");
 #endif
 }
 
@@ -62,7 +63,7 @@ BufferSets<Real>::~BufferSets() {
     delete[] base_;
     return;
   }
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   cudaFree(base_);  // no throw from a destructor; a failure here means a dead context
 #endif
 }
@@ -74,36 +75,36 @@ void BufferSets<Real>::fill_inputs(std::span<const Complex> host) {
 
 template <class Real>
 void BufferSets<Real>::fill_input(int set, std::span<const Complex> host) {
-  EXPECTS(set >= 0 && set < count_, "no buffer set " + std::to_string(set));
-  EXPECTS(host.size() == elements_, "input has " + std::to_string(host.size()) + " elements, buffer sets hold " +
+  GS_EXPECTS(set >= 0 && set < count_, "no buffer set " + std::to_string(set));
+  GS_EXPECTS(host.size() == elements_, "input has " + std::to_string(host.size()) + " elements, buffer sets hold " +
                                         std::to_string(elements_));
   Complex* in = base_ + std::size_t(2 * set) * elements_;
   if (memory_ == Memory::host) {
     std::copy(host.begin(), host.end(), in);
     return;
   }
-#ifdef GRATINGSIM_HAVE_CUDA
-  CUDA_TRY(cudaMemcpy(in, host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
+#if GRATINGSIM_HAVE_CUDA
+  GS_CUDA_TRY(cudaMemcpy(in, host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
 #endif
 }
 
 template <class Real>
 void BufferSets<Real>::read_output(int set, std::span<Complex> host) const {
-  EXPECTS(set >= 0 && set < count_, "no buffer set " + std::to_string(set));
-  EXPECTS(host.size() == elements_, "output has " + std::to_string(host.size()) + " elements, buffer sets hold " +
+  GS_EXPECTS(set >= 0 && set < count_, "no buffer set " + std::to_string(set));
+  GS_EXPECTS(host.size() == elements_, "output has " + std::to_string(host.size()) + " elements, buffer sets hold " +
                                         std::to_string(elements_));
   const Complex* out = base_ + std::size_t(2 * set + 1) * elements_;
   if (memory_ == Memory::host) {
     std::copy(out, out + elements_, host.begin());
     return;
   }
-#ifdef GRATINGSIM_HAVE_CUDA
-  CUDA_TRY(cudaMemcpy(host.data(), out, host.size_bytes(), cudaMemcpyDeviceToHost));
+#if GRATINGSIM_HAVE_CUDA
+  GS_CUDA_TRY(cudaMemcpy(host.data(), out, host.size_bytes(), cudaMemcpyDeviceToHost));
 #endif
 }
 
 int rotation_count(Memory memory, std::size_t set_bytes) {
-  EXPECTS(set_bytes > 0, "rotation_count needs a positive set size");
+  GS_EXPECTS(set_bytes > 0, "rotation_count needs a positive set size");
   std::size_t cache = 0;
   if (memory == Memory::device) {
     if (const auto device = current_cuda_device()) cache = device->l2_cache_bytes;
@@ -172,13 +173,13 @@ Timing time_on_host(Convolution<Real>& plan, BufferSets<Real>& buffers, const Ti
   return timing;
 }
 
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
 /// A stream with `pairs` timing event pairs, a host gate, and a graph, all released on every exit path.
 class DeviceTimer {
  public:
   explicit DeviceTimer(int pairs) : events_(2 * std::size_t(pairs), nullptr) {
-    CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    for (auto& e : events_) CUDA_TRY(cudaEventCreate(&e));
+    GS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    for (auto& e : events_) GS_CUDA_TRY(cudaEventCreate(&e));
   }
   ~DeviceTimer() {
     if (gate_closed_) open_gate();
@@ -197,7 +198,7 @@ class DeviceTimer {
   [[nodiscard]] cudaEvent_t stop(int r) const { return events_[2 * std::size_t(r) + 1]; }
   [[nodiscard]] double elapsed_us(int r) const {
     float ms = 0;
-    CUDA_TRY(cudaEventElapsedTime(&ms, start(r), stop(r)));
+    GS_CUDA_TRY(cudaEventElapsedTime(&ms, start(r), stop(r)));
     return 1e3 * double(ms);
   }
 
@@ -205,7 +206,7 @@ class DeviceTimer {
   /// to back, without gaps from the host's enqueueing. (The host function touches no CUDA API.)
   void close_gate() {
     gate_open_.store(false);
-    CUDA_TRY(cudaLaunchHostFunc(stream_, &wait_for_gate, &gate_open_));
+    GS_CUDA_TRY(cudaLaunchHostFunc(stream_, &wait_for_gate, &gate_open_));
     gate_closed_ = true;
   }
   void open_gate() {
@@ -215,7 +216,7 @@ class DeviceTimer {
 
   /// Captures `enqueue` (work on stream()) as a graph; an empty string on success, else why not.
   std::string capture(const std::function<void()>& enqueue) {
-    CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    GS_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
     std::string failure;
     try {
       enqueue();
@@ -231,7 +232,7 @@ class DeviceTimer {
     if (!failure.empty()) (void)cudaGetLastError();  // the refusal is reported, not left for the next call
     return failure;
   }
-  void replay() const { CUDA_TRY(cudaGraphLaunch(exec_, stream_)); }
+  void replay() const { GS_CUDA_TRY(cudaGraphLaunch(exec_, stream_)); }
 
  private:
   static void CUDART_CB wait_for_gate(void* flag) {
@@ -252,7 +253,7 @@ constexpr int max_graph_executions = 4096;
 template <class Real>
 void poison_on_device(BufferSets<Real>& buffers, int set, cudaStream_t stream) {
   // All-ones bytes are a NaN in float and double.
-  CUDA_TRY(cudaMemsetAsync(buffers.output(set), 0xff, buffers.elements() * sizeof(std::complex<Real>), stream));
+  GS_CUDA_TRY(cudaMemsetAsync(buffers.output(set), 0xff, buffers.elements() * sizeof(std::complex<Real>), stream));
 }
 
 template <class Real>
@@ -266,7 +267,7 @@ Timing time_on_device(Convolution<Real>& plan, BufferSets<Real>& buffers, const 
   while (timing.warmup_runs < options.min_warmup || now_us() - warmup_start < 1e3 * options.warmup_ms) {
     const int set = timing.warmup_runs++ % k;
     plan.execute(buffers.input(set), buffers.output(set), stream);
-    CUDA_TRY(cudaStreamSynchronize(stream));  // so that the host clock sees the device's time
+    GS_CUDA_TRY(cudaStreamSynchronize(stream));  // so that the host clock sees the device's time
   }
   timing.warmup_ms = 1e-3 * (now_us() - warmup_start);
   std::vector<std::complex<Real>> host(check ? buffers.elements() : 0);
@@ -278,11 +279,11 @@ Timing time_on_device(Convolution<Real>& plan, BufferSets<Real>& buffers, const 
     const int round = std::min(k, options.repeats - first);
     for (int set = 0; set < round; ++set) poison_on_device(buffers, set, stream);  // ahead, as on the host
     for (int set = 0; set < round; ++set) {
-      CUDA_TRY(cudaEventRecord(timer.start(first + set), stream));
+      GS_CUDA_TRY(cudaEventRecord(timer.start(first + set), stream));
       plan.execute(buffers.input(set), buffers.output(set), stream);
-      CUDA_TRY(cudaEventRecord(timer.stop(first + set), stream));
+      GS_CUDA_TRY(cudaEventRecord(timer.stop(first + set), stream));
     }
-    CUDA_TRY(cudaStreamSynchronize(stream));  // errors of the executes surface here
+    GS_CUDA_TRY(cudaStreamSynchronize(stream));  // errors of the executes surface here
     for (int set = 0; set < round; ++set) {
       timing.stream.us.push_back(timer.elapsed_us(first + set));
       ++timing.timed_executions;
@@ -307,16 +308,16 @@ Timing time_on_device(Convolution<Real>& plan, BufferSets<Real>& buffers, const 
   if (!timing.graph_note.empty()) return timing;
   timing.graph_executions = k;
   timer.replay();  // the graph's first launch uploads it: not timed
-  CUDA_TRY(cudaStreamSynchronize(stream));
+  GS_CUDA_TRY(cudaStreamSynchronize(stream));
   timing.graph.us.reserve(std::size_t(options.repeats));
   for (int r = 0; r < options.repeats; ++r) {
     for (int set = 0; set < k; ++set) poison_on_device(buffers, set, stream);
     timer.close_gate();  // only the events and the replay behind it: nothing that could fill the queue
-    CUDA_TRY(cudaEventRecord(timer.start(r), stream));
+    GS_CUDA_TRY(cudaEventRecord(timer.start(r), stream));
     timer.replay();
-    CUDA_TRY(cudaEventRecord(timer.stop(r), stream));
+    GS_CUDA_TRY(cudaEventRecord(timer.stop(r), stream));
     timer.open_gate();
-    CUDA_TRY(cudaStreamSynchronize(stream));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream));
     timing.graph.us.push_back(timer.elapsed_us(r) / k);
     timing.timed_executions += k;
     for (int set = 0; set < k; ++set) check_output(buffers, set, host, check, timing);
@@ -329,24 +330,24 @@ Timing time_on_device(Convolution<Real>& plan, BufferSets<Real>& buffers, const 
 template <class Real>
 Timing time_execute(Convolution<Real>& plan, BufferSets<Real>& buffers, const TimingOptions& options,
                     const OutputCheck<Real>& check) {
-  EXPECTS(options.repeats >= 1 && options.min_warmup >= 0 && options.warmup_ms >= 0,
+  GS_EXPECTS(options.repeats >= 1 && options.min_warmup >= 0 && options.warmup_ms >= 0,
           "timing needs repeats >= 1, min_warmup >= 0 and warmup_ms >= 0, got " + std::to_string(options.repeats) +
               ", " + std::to_string(options.min_warmup) + " and " + std::to_string(options.warmup_ms));
-  EXPECTS(buffers.memory() == plan.memory(), "buffer sets are not in the memory the plan executes on");
+  GS_EXPECTS(buffers.memory() == plan.memory(), "buffer sets are not in the memory the plan executes on");
   // One size for inputs and outputs: a pattern's P output blocks per group may outnumber its Q inputs.
   const std::size_t needed = std::max(plan.problem().input_size(), plan.problem().output_size());
-  EXPECTS(buffers.elements() >= needed, "buffer sets hold " + std::to_string(buffers.elements()) +
+  GS_EXPECTS(buffers.elements() >= needed, "buffer sets hold " + std::to_string(buffers.elements()) +
                                             " elements, the plan needs " + std::to_string(needed));
   if (plan.memory() == Memory::host) return time_on_host(plan, buffers, options, check);
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   return time_on_device(plan, buffers, options, check);
 #else
-  SUPPORTS(false, "timing a GPU plan needs a build with CUDA");
+  GS_SUPPORTS(false, "timing a GPU plan needs a build with CUDA");
 #endif
 }
 
 struct Timeline::Events {
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   std::vector<cudaEvent_t> events;
   ~Events() {
     for (auto e : events)
@@ -357,28 +358,28 @@ struct Timeline::Events {
 
 Timeline::Timeline(Memory memory, Stream stream, int capacity)
     : memory_(memory), stream_(stream), capacity_(capacity), events_(std::make_unique<Events>()) {
-  EXPECTS(capacity >= 1, "a timeline needs a capacity of at least 1, got " + std::to_string(capacity));
+  GS_EXPECTS(capacity >= 1, "a timeline needs a capacity of at least 1, got " + std::to_string(capacity));
   if (memory == Memory::host) {
     host_us_.resize(std::size_t(capacity));
     return;
   }
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   events_->events.assign(std::size_t(capacity), nullptr);
-  for (auto& e : events_->events) CUDA_TRY(cudaEventCreate(&e));
+  for (auto& e : events_->events) GS_CUDA_TRY(cudaEventCreate(&e));
 #else
-  SUPPORTS(false, "timing device work needs a build with CUDA");
+  GS_SUPPORTS(false, "timing device work needs a build with CUDA");
 #endif
 }
 
 Timeline::~Timeline() = default;
 
 int Timeline::mark() {
-  EXPECTS(count_ < capacity_, "timeline full: " + std::to_string(capacity_) + " marks");
+  GS_EXPECTS(count_ < capacity_, "timeline full: " + std::to_string(capacity_) + " marks");
   if (memory_ == Memory::host) {
     host_us_[std::size_t(count_)] = now_us();
   } else {
-#ifdef GRATINGSIM_HAVE_CUDA
-    CUDA_TRY(cudaEventRecord(events_->events[std::size_t(count_)], stream_));
+#if GRATINGSIM_HAVE_CUDA
+    GS_CUDA_TRY(cudaEventRecord(events_->events[std::size_t(count_)], stream_));
 #endif
   }
   synchronized_ = false;
@@ -386,17 +387,17 @@ int Timeline::mark() {
 }
 
 double Timeline::elapsed_us(int from, int to) {
-  EXPECTS(from >= 0 && to >= 0 && from < count_ && to < count_,
+  GS_EXPECTS(from >= 0 && to >= 0 && from < count_ && to < count_,
           "no marks " + std::to_string(from) + " and " + std::to_string(to) + " among " + std::to_string(count_));
   if (memory_ == Memory::host) return host_us_[std::size_t(to)] - host_us_[std::size_t(from)];
   double elapsed = 0;
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   if (!synchronized_) {
-    CUDA_TRY(cudaStreamSynchronize(stream_));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream_));
     synchronized_ = true;
   }
   float ms = 0;
-  CUDA_TRY(cudaEventElapsedTime(&ms, events_->events[std::size_t(from)], events_->events[std::size_t(to)]));
+  GS_CUDA_TRY(cudaEventElapsedTime(&ms, events_->events[std::size_t(from)], events_->events[std::size_t(to)]));
   elapsed = 1e3 * double(ms);
 #endif
   return elapsed;

@@ -210,7 +210,7 @@ int next_harmonics(int m, int most) {
 }
 
 SolvedPoints solve_to_target(const Problem& problem, std::span<const std::size_t> points) {
-  EXPECTS(problem.layout.accuracy.has_value(), "solve_to_target needs a case with harmonics: auto or slices: auto");
+  GS_EXPECTS(problem.layout.accuracy.has_value(), "solve_to_target needs a case with harmonics: auto or slices: auto");
   return Ladder(problem, points).run();
 }
 

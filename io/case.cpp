@@ -112,13 +112,13 @@ double Case::total_thickness_nm() const {
 int Case::total_slices() const {
   std::int64_t n = 0;  // the reader refuses more than max_total_slices; a Case built otherwise is checked here
   for (const auto& layer : layers) n += layer.slices;
-  EXPECTS(n <= std::numeric_limits<int>::max(), "the layers have " + std::to_string(n) + " slices in all, more than an int holds");
+  GS_EXPECTS(n <= std::numeric_limits<int>::max(), "the layers have " + std::to_string(n) + " slices in all, more than an int holds");
   return int(n);
 }
 
 const physics::Material& Case::material(std::string_view name) const {
   const auto it = materials.find(name);
-  EXPECTS(it != materials.end(), "unknown material '" + std::string(name) + "'");
+  GS_EXPECTS(it != materials.end(), "unknown material '" + std::string(name) + "'");
   return it->second;
 }
 
@@ -419,9 +419,7 @@ class CaseReader {
         try {
           (void)material.index(w);
         } catch (const InvalidArgument& e) {
-          std::string what = e.what();  // "source:line: material 'x': ..." from physics
-          if (const auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
-          blame.fail(what);
+          blame.fail(e.what());
         }
       }
     }
@@ -949,9 +947,7 @@ class CaseReader {
     try {
       (void)physics::discretise(to_structure(c_));
     } catch (const InvalidArgument& e) {
-      std::string what = e.what();  // "source:line: message" from physics
-      if (const auto colon = what.find(": "); colon != std::string::npos) what = what.substr(colon + 2);
-      layers.fail(what);
+      layers.fail(e.what());
     }
   }
 

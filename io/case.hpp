@@ -20,7 +20,7 @@
 
 #include "convolution/convolution.hpp"
 #include "physics/preconditioner.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "physics/materials.hpp"
 #include "physics/normal_field.hpp"
 

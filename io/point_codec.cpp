@@ -56,7 +56,7 @@ PointResult decode_point(std::span<const std::byte> bytes, std::size_t& offset) 
   r.phase_seconds = in.value<decltype(r.phase_seconds)>();
   r.field_harmonics = in.vector<std::complex<double>>();
   const auto maps = in.value<std::uint64_t>();
-  EXPECTS(maps <= bytes.size(), "encoded point: impossible field-map count " + std::to_string(maps));
+  GS_EXPECTS(maps <= bytes.size(), "encoded point: impossible field-map count " + std::to_string(maps));
   for (std::uint64_t k = 0; k < maps; ++k) r.field_maps.push_back(in.vector<std::complex<double>>());
   r.used_harmonics = in.value<std::array<std::int32_t, 2>>();
   r.used_slices = in.value<std::int32_t>();

@@ -54,7 +54,7 @@ class ByteReader {
   template <class T>
   std::vector<T> vector() {
     const auto count = value<std::uint64_t>();
-    EXPECTS(count <= (bytes_.size() - offset_) / sizeof(T),
+    GS_EXPECTS(count <= (bytes_.size() - offset_) / sizeof(T),
             "encoded bytes: a vector of " + std::to_string(count) + " elements runs past the end");
     std::vector<T> v(count);
     if (count) std::memcpy(v.data(), take(count * sizeof(T)), count * sizeof(T));
@@ -69,7 +69,7 @@ class ByteReader {
 
  private:
   const std::byte* take(std::size_t n) {
-    EXPECTS(offset_ <= bytes_.size() && n <= bytes_.size() - offset_, "encoded bytes end early");
+    GS_EXPECTS(offset_ <= bytes_.size() && n <= bytes_.size() - offset_, "encoded bytes end early");
     const std::byte* p = bytes_.data() + offset_;
     offset_ += n;
     return p;

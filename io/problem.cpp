@@ -139,7 +139,7 @@ physics::Structure to_structure(const Case& c) {
     });
     if (steps) {
       // A sloped polygon would be cut as a vertical one by section(): the reader refuses the pair.
-      EXPECTS(std::none_of(layer.shapes.begin(), layer.shapes.end(),
+      GS_EXPECTS(std::none_of(layer.shapes.begin(), layer.shapes.end(),
                            [](const Shape& shape) {
                              const auto* p = std::get_if<PolygonShape>(&shape.geometry);
                              return p && p->sidewall_angle_deg != 90;
@@ -241,14 +241,14 @@ Problem load_problem(const std::string& path) { return make_problem(load_case(pa
 
 physics::Incidence incidence_of(const Problem& problem, std::size_t point) {
   const ResultLayout& l = problem.layout;
-  EXPECTS(point < l.points(), "point index out of range");
+  GS_EXPECTS(point < l.points(), "point index out of range");
   const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
   return {l.wavelength_nm[point / (ntheta * nphi)], l.theta_deg[(point / nphi) % ntheta], l.phi_deg[point % nphi]};
 }
 
 std::vector<std::size_t> points_at_wavelength(const Problem& problem, std::size_t wavelength_index) {
   const ResultLayout& l = problem.layout;
-  EXPECTS(wavelength_index < l.wavelength_nm.size(), "wavelength index out of range");
+  GS_EXPECTS(wavelength_index < l.wavelength_nm.size(), "wavelength index out of range");
   const std::size_t per = l.theta_deg.size() * l.phi_deg.size();
   std::vector<std::size_t> points(per);
   for (std::size_t j = 0; j < per; ++j) points[j] = wavelength_index * per + j;
@@ -259,7 +259,7 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
                             double solve_seconds) {
   const ResultLayout& l = problem.layout;
   const physics::Incidence incidence = incidence_of(problem, point);
-  EXPECTS(result.incidence.wavelength == incidence.wavelength && result.incidence.theta_deg == incidence.theta_deg &&
+  GS_EXPECTS(result.incidence.wavelength == incidence.wavelength && result.incidence.theta_deg == incidence.theta_deg &&
               result.incidence.phi_deg == incidence.phi_deg,
           "the result is for another incidence than point " + std::to_string(point));
   const std::size_t p = std::size_t(l.polarizations()), no = l.orders_count();
@@ -276,7 +276,7 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
   r.transmitted_direction.assign(no * 3, nan);
   for (const auto& order : result.orders) {
     const auto at = std::find(l.orders.begin(), l.orders.end(), std::array<int, 2>{order.m1, order.m2});
-    EXPECTS(at != l.orders.end(), "order (" + std::to_string(order.m1) + ", " + std::to_string(order.m2) +
+    GS_EXPECTS(at != l.orders.end(), "order (" + std::to_string(order.m1) + ", " + std::to_string(order.m2) +
                                       ") propagates but is not in the result layout");
     const std::size_t o = std::size_t(at - l.orders.begin());
     for (std::size_t i = 0; i < p; ++i) {
@@ -325,16 +325,16 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
   r.solve_seconds = solve_seconds;
 
   if (!l.fields) return r;
-  EXPECTS(result.fields.has_value(), "the case asks for fields but the solver kept none (SolverOptions::keep_fields)");
+  GS_EXPECTS(result.fields.has_value(), "the case asks for fields but the solver kept none (SolverOptions::keep_fields)");
   const physics::Fields& f = *result.fields;
   const std::size_t nz = l.slice_center_nm.size(), nm = l.harmonics_count();
-  EXPECTS(f.z.size() == nz, "the solver's slices differ from the result layout's");
+  GS_EXPECTS(f.z.size() == nz, "the solver's slices differ from the result layout's");
   for (std::size_t q = 0; q < nz; ++q)
-    EXPECTS(std::abs(f.z[q] - l.slice_center_nm[q]) <= 1e-9 * (1 + std::abs(f.z[q])),
+    GS_EXPECTS(std::abs(f.z[q] - l.slice_center_nm[q]) <= 1e-9 * (1 + std::abs(f.z[q])),
             "slice centres differ from the layout's");
   for (std::size_t i = 0; i < p; ++i) {
     const auto& h = f.harmonics[std::size_t(pols[i])];
-    EXPECTS(h.size() == nz * 3 * nm, "field harmonics of the wrong size");
+    GS_EXPECTS(h.size() == nz * 3 * nm, "field harmonics of the wrong size");
     r.field_harmonics.insert(r.field_harmonics.end(), h.begin(), h.end());
   }
   // Maps: E_c(x, y, z_q) = Σ_m e_q,c(m) e^{i(kx_m x + ky_m y)}, with the solver's own kx_m, ky_m.

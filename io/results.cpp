@@ -14,6 +14,8 @@
 #include <sstream>
 #include <utility>
 
+#include "core/atomic_file.hpp"
+#include "core/config.hpp"
 #include "io/hdf5_handles.hpp"
 
 namespace gratingsim::io {
@@ -331,7 +333,7 @@ PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r
   b.scratch.reserve(l.maps.size());
   const auto sized = [&](auto& v, std::size_t n, const char* name) {
     if constexpr (for_write)
-      EXPECTS(v.size() == n, std::string("PointResult::") + name + " has " + std::to_string(v.size()) +
+      GS_EXPECTS(v.size() == n, std::string("PointResult::") + name + " has " + std::to_string(v.size()) +
                                  " values, the layout needs " + std::to_string(n));
     else
       v.resize(n);
@@ -575,12 +577,12 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
 }
 
 void check_layout(const ResultLayout& l) {
-  EXPECTS(!l.wavelength_nm.empty() && !l.theta_deg.empty() && !l.phi_deg.empty(), "every sweep axis needs a value");
-  EXPECTS(!l.orders.empty(), "a result file stores at least one diffraction order");
+  GS_EXPECTS(!l.wavelength_nm.empty() && !l.theta_deg.empty() && !l.phi_deg.empty(), "every sweep axis needs a value");
+  GS_EXPECTS(!l.orders.empty(), "a result file stores at least one diffraction order");
   if (l.fields) {
-    EXPECTS(!l.slice_center_nm.empty(), "field output needs the slice positions");
+    GS_EXPECTS(!l.slice_center_nm.empty(), "field output needs the slice positions");
     for (const auto& m : l.maps)
-      EXPECTS(!m.first_nm.empty() && !m.second_nm.empty(), "a field map needs grid coordinates");
+      GS_EXPECTS(!m.first_nm.empty() && !m.second_nm.empty(), "a field map needs grid coordinates");
   }
 }
 
@@ -845,7 +847,7 @@ ResultWriter ResultWriter::resume(const std::string& path, const ResultLayout& l
 const ResultLayout& ResultWriter::layout() const { return state_->layout; }
 
 bool ResultWriter::done(std::size_t point) const {
-  EXPECTS(point < state_->done.size(), "point index out of range");
+  GS_EXPECTS(point < state_->done.size(), "point index out of range");
   return state_->done[point] != 0;
 }
 
@@ -858,10 +860,10 @@ std::size_t ResultWriter::points_done() const {
 void ResultWriter::write(std::size_t point, const PointResult& result) {
   State& s = *state_;
   const std::string partial = partial_path(s.path);
-  EXPECTS(!s.finished, "the result file is already finished");
+  GS_EXPECTS(!s.finished, "the result file is already finished");
   if (s.broken) throw OutputError("an earlier write to " + partial + " failed; nothing more is written to it");
-  EXPECTS(point < s.done.size(), "point index " + std::to_string(point) + " out of range");
-  EXPECTS(!s.done[point],
+  GS_EXPECTS(point < s.done.size(), "point index " + std::to_string(point) + " out of range");
+  GS_EXPECTS(!s.done[point],
           "point " + std::to_string(point) + " is already written (finished points are never rewritten)");
   const PointBuffers b = buffers(s.layout, s.datasets.specs, result);
   const std::string what = "cannot write point " + std::to_string(point) + " to " + partial;
@@ -885,7 +887,7 @@ void ResultWriter::write(std::size_t point, const PointResult& result) {
 void ResultWriter::record_writing(std::span<const std::size_t> points, double seconds) {
   State& s = *state_;
   const std::string partial = partial_path(s.path);
-  EXPECTS(!s.finished, "the result file is already finished");
+  GS_EXPECTS(!s.finished, "the result file is already finished");
   if (s.broken) throw OutputError("an earlier write to " + partial + " failed; nothing more is written to it");
   const auto at = std::find_if(s.datasets.specs.begin(), s.datasets.specs.end(),
                                [](const Spec& spec) { return spec.path == phase_dataset; });
@@ -893,7 +895,7 @@ void ResultWriter::record_writing(std::span<const std::size_t> points, double se
   const std::size_t i = std::size_t(at - s.datasets.specs.begin());
   try {
     for (const std::size_t point : points) {
-      EXPECTS(point < s.done.size() && s.done[point], "record_writing: point " + std::to_string(point) + " is not written");
+      GS_EXPECTS(point < s.done.size() && s.done[point], "record_writing: point " + std::to_string(point) + " is not written");
       std::array<double, physics::phase_count> row{};
       transfer_point(s.datasets.sets[i], s.layout, *at, point, row.data(), false);
       row[std::size_t(physics::Phase::writing)] = seconds;
@@ -908,20 +910,19 @@ void ResultWriter::record_writing(std::span<const std::size_t> points, double se
 
 void ResultWriter::finish(bool replace) {
   State& s = *state_;
-  EXPECTS(!s.finished, "the result file is already finished");
+  GS_EXPECTS(!s.finished, "the result file is already finished");
   const std::size_t missing = s.done.size() - points_done();
-  EXPECTS(missing == 0, std::to_string(missing) + " sweep points are not written yet");
+  GS_EXPECTS(missing == 0, std::to_string(missing) + " sweep points are not written yet");
   const std::string partial = partial_path(s.path);
   if (s.file.valid()) {  // (closed already when an earlier finish() stopped before renaming)
     s.datasets.sets.clear();
     s.file.close("close " + partial);
     // Durable before visible: the data reach the disk before the rename publishes the file.
-    const int fd = ::open(partial.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::fsync(fd) != 0) {
-      if (fd >= 0) ::close(fd);
-      throw OutputError("cannot sync " + partial + ": " + std::strerror(errno));
+    try {
+      sync_file(partial);
+    } catch (const FileError& e) {
+      throw OutputError(e.what());
     }
-    ::close(fd);
   }
   // Checked again just before renaming (the path may have changed during the run): a rename never
   // replaces a directory, device, FIFO or socket, nor a file that `replace` does not allow.
@@ -939,15 +940,12 @@ void ResultWriter::finish(bool replace) {
   s.finished = true;
   // The rename itself reaches the disk with the directory (file systems without directory fsync,
   // EINVAL, have nothing to sync).
-  const std::filesystem::path parent = std::filesystem::path(s.path).parent_path();
-  const int dir = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0 || (::fsync(dir) != 0 && errno != EINVAL)) {
-    const int e = errno;
-    if (dir >= 0) ::close(dir);
-    throw OutputError(s.path + " is complete, but its directory cannot be synced (" + std::strerror(e) +
+  try {
+    sync_parent_directory(s.path);
+  } catch (const FileError& e) {
+    throw OutputError(s.path + " is complete, but its directory cannot be synced (" + e.what() +
                       "): a power failure now could lose the rename");
   }
-  ::close(dir);
 }
 
 // --- ResultReader ----------------------------------------------------------------------------
@@ -980,13 +978,13 @@ const ResultLayout& ResultReader::layout() const { return state_->layout; }
 const RunInfo& ResultReader::info() const { return state_->info; }
 
 bool ResultReader::done(std::size_t point) const {
-  EXPECTS(point < state_->done.size(), "point index out of range");
+  GS_EXPECTS(point < state_->done.size(), "point index out of range");
   return state_->done[point] != 0;
 }
 
 PointResult ResultReader::read(std::size_t point) const {
   const State& s = *state_;
-  EXPECTS(point < s.done.size(), "point index out of range");
+  GS_EXPECTS(point < s.done.size(), "point index out of range");
   PointResult r;
   const PointBuffers b = buffers(s.layout, s.datasets.specs, r);
   try {

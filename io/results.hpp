@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "io/case.hpp"
 #include "physics/phase_times.hpp"
 

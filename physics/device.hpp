@@ -6,7 +6,9 @@
 // Every operation enqueues on the stream it was given and returns without waiting, except those that
 // bring data to the host: VectorSpace::dot(), dots(), norm() and download() wait for the stream (the per-rhs
 // scalars and the downloaded vector are complete when they return), upload() waits for its copy.
-#ifdef GRATINGSIM_HAVE_CUDA
+#include "core/config.hpp"
+
+#if GRATINGSIM_HAVE_CUDA
 #include <cstddef>
 #include <memory>
 #include <vector>

@@ -9,7 +9,7 @@
 // Memory traffic per apply: every matrix once, three passes over the batched vector.
 #include <complex>
 
-#include "convolution/device_buffer.hpp"
+#include "core/device_buffer.hpp"
 #include "physics/device.hpp"
 #include "physics/preconditioner.hpp"
 
@@ -125,36 +125,36 @@ class DevicePreconditioner final : public Preconditioner<Real> {
 
   DevicePreconditioner(const AveragedInverse& inverse, const LocalInverse& local, const std::vector<int>& rhs_incidence)
       : nm_(inverse.orders), nz_(inverse.slices), na_(inverse.incidences), nr_(int(rhs_incidence.size())) {
-    EXPECTS(local.incidences == na_ && local.orders == nm_ && local.slices == nz_,
+    GS_EXPECTS(local.incidences == na_ && local.orders == nm_ && local.slices == nz_,
             "device preconditioner: the averaged and local parts disagree in size");
     per_ = na_ > 0 ? nr_ / na_ : 0;
-    EXPECTS(per_ >= 1 && per_ <= 2 && per_ * na_ == nr_,
+    GS_EXPECTS(per_ >= 1 && per_ <= 2 && per_ * na_ == nr_,
             "device preconditioner: expects one or two right-hand sides per incidence");
     for (int r = 0; r < nr_; ++r)
-      EXPECTS(rhs_incidence[r] == r / per_, "device preconditioner: right-hand sides must be grouped by incidence");
+      GS_EXPECTS(rhs_incidence[r] == r / per_, "device preconditioner: right-hand sides must be grouped by incidence");
     shared_bytes_ = std::size_t(per_) * inverse.n() * sizeof(double2);
-    EXPECTS(shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(inverse.slices) +
+    GS_EXPECTS(shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(inverse.slices) +
                                             " slices exceed the shared memory of one block; use preconditioner: none");
     local_shared_bytes_ = local.n() * sizeof(double2);
-    EXPECTS(local_shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(nm_) +
+    GS_EXPECTS(local_shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(nm_) +
                                                   " orders exceed the shared memory of one block; use preconditioner: none");
     const auto rounded = [](const std::vector<std::complex<double>>& v) {
       std::vector<V> out(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) out[i] = V{Real(v[i].real()), Real(v[i].imag())};
       return out;
     };
-    matrices_ = conv::DeviceBuffer<V>(inverse.matrices.size());
+    matrices_ = DeviceBuffer<V>(inverse.matrices.size());
     matrices_.upload(rounded(inverse.matrices));
-    local_ = conv::DeviceBuffer<V>(local.inverses.size());
+    local_ = DeviceBuffer<V>(local.inverses.size());
     local_.upload(rounded(local.inverses));
     std::vector<double2> averaged(local.averaged.size());
     for (std::size_t i = 0; i < averaged.size(); ++i) averaged[i] = {local.averaged[i].real(), local.averaged[i].imag()};
-    local_averaged_ = conv::DeviceBuffer<double2>(averaged.size());
+    local_averaged_ = DeviceBuffer<double2>(averaged.size());
     local_averaged_.upload(averaged);
     const std::size_t vector = std::size_t(nz_) * nr_ * 3 * nm_;
-    t1_ = conv::DeviceBuffer<V>(vector);
-    t2_ = conv::DeviceBuffer<V>(vector);
-    CUDA_TRY(cudaDeviceSynchronize());  // pageable uploads: wait once here (see device_z_operator.cu)
+    t1_ = DeviceBuffer<V>(vector);
+    t2_ = DeviceBuffer<V>(vector);
+    GS_CUDA_TRY(cudaDeviceSynchronize());  // pageable uploads: wait once here (see device_z_operator.cu)
   }
 
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
@@ -167,21 +167,21 @@ class DevicePreconditioner final : public Preconditioner<Real> {
       apply_inverses<Real, 2><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, t1_.data(), nm_, nz_, nr_);
     else
       apply_inverses<Real, 1><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, t1_.data(), nm_, nz_, nr_);
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
     const std::size_t elements = std::size_t(nz_) * nr_ * nm_;
     apply_local_averaged<Real><<<unsigned((elements + 255) / 256), 256, 0, stream>>>(local_averaged_.data(), t1_.data(),
                                                                                       t2_.data(), nm_, nz_, nr_, per_);
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
     apply_local<Real><<<unsigned(nz_) * unsigned(nr_), threads, local_shared_bytes_, stream>>>(local_.data(), t2_.data(),
                                                                                                out, nm_, nz_, nr_, per_);
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
   }
 
  private:
   int nm_, nz_, na_, nr_, per_ = 0;
   std::size_t shared_bytes_ = 0, local_shared_bytes_ = 0;
-  conv::DeviceBuffer<V> matrices_, local_, t1_, t2_;
-  conv::DeviceBuffer<double2> local_averaged_;
+  DeviceBuffer<V> matrices_, local_, t1_, t2_;
+  DeviceBuffer<double2> local_averaged_;
 };
 
 }  // namespace

@@ -10,24 +10,24 @@
 #include <cmath>
 #include <complex>
 
-#include "convolution/device_buffer.hpp"
+#include "core/device_buffer.hpp"
 #include "physics/device.hpp"
 
 namespace gratingsim::physics {
 
 DeviceStream::DeviceStream() {
   cudaStream_t s = nullptr;
-  CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  GS_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   stream_ = s;
 }
 DeviceStream::~DeviceStream() {
   if (stream_) cudaStreamDestroy(stream_);  // no throw from a destructor
 }
-void DeviceStream::synchronize() const { CUDA_TRY(cudaStreamSynchronize(stream_)); }
+void DeviceStream::synchronize() const { GS_CUDA_TRY(cudaStreamSynchronize(stream_)); }
 
 DeviceMemoryInfo device_memory_info() {
   DeviceMemoryInfo info;
-  CUDA_TRY(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
+  GS_CUDA_TRY(cudaMemGetInfo(&info.free_bytes, &info.total_bytes));
   return info;
 }
 
@@ -147,7 +147,7 @@ __global__ void combine_rows(const typename Vec2<Real>::type* __restrict__ basis
 class PinnedPartials {
  public:
   explicit PinnedPartials(std::size_t count) {
-    CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(double2)));
+    GS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(double2)));
   }
   ~PinnedPartials() {
     if (data_) cudaFreeHost(data_);
@@ -176,12 +176,12 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
         storage_(layout.size() * std::size_t(count)),
         partial_device_(std::size_t(count) * layout.rhs * std::size_t(reduce_blocks_)),
         partial_host_(std::size_t(count) * layout.rhs * std::size_t(reduce_blocks_)) {
-    EXPECTS(layout.slices <= 0x7fffffffu && layout.block <= 0x7fffffffu, "device vector space: layout too large");
-    EXPECTS(layout.rhs <= 65535, "device vector space: at most 65535 right-hand sides per problem");
+    GS_EXPECTS(layout.slices <= 0x7fffffffu && layout.block <= 0x7fffffffu, "device vector space: layout too large");
+    GS_EXPECTS(layout.rhs <= 65535, "device vector space: at most 65535 right-hand sides per problem");
   }
 
   Complex* data(int i) override {
-    EXPECTS(i >= 0 && i < this->count_, "device vector space: no vector " + std::to_string(i));
+    GS_EXPECTS(i >= 0 && i < this->count_, "device vector space: no vector " + std::to_string(i));
     return reinterpret_cast<Complex*>(storage_.data()) + std::size_t(i) * this->layout_.size();
   }
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
@@ -193,7 +193,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
 
   void dots(int first, int count, int y, std::span<Scalar> out) override {
     const std::size_t n = std::size_t(count) * this->layout_.rhs;
-    EXPECTS(out.size() >= n, "vector space: one dot per basis vector and right-hand side");
+    GS_EXPECTS(out.size() >= n, "vector space: one dot per basis vector and right-hand side");
     reduce<false>(first, count, y);
     for (std::size_t k = 0; k < n; ++k) out[k] = partial_sum(k);
   }
@@ -202,8 +202,8 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   /// rhs_per_launch, basis vectors in groups of rhs_per_launch / group size; all-zero groups skipped.
   void combine(std::span<const Scalar> a, int first, int count, int y) override {
     const BatchLayout& l = this->layout_;
-    EXPECTS(a.size() >= std::size_t(count) * l.rhs, "vector space: one coefficient per basis vector and right-hand side");
-    EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
+    GS_EXPECTS(a.size() >= std::size_t(count) * l.rhs, "vector space: one coefficient per basis vector and right-hand side");
+    GS_EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
     V* target = reinterpret_cast<V*>(data(y));
     for (std::size_t r0 = 0; r0 < l.rhs; r0 += rhs_per_launch) {
       const std::size_t n = std::min<std::size_t>(rhs_per_launch, l.rhs - r0);
@@ -222,7 +222,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
         const dim3 grid(unsigned(l.slices), unsigned(n));
         combine_rows<Real><<<grid, threads_per_block, 0, stream_>>>(vec(first + i0), target, c, m, l.size(), int(r0),
                                                                     int(l.rhs), int(l.block));
-        CUDA_CHECK_LAUNCH();
+        GS_CUDA_CHECK_LAUNCH();
       }
     }
   }
@@ -232,19 +232,19 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
 
   void copy(int x, int y) override {
     if (x == y) return;
-    CUDA_TRY(cudaMemcpyAsync(data(y), data(x), this->layout_.size() * sizeof(Complex), cudaMemcpyDeviceToDevice,
+    GS_CUDA_TRY(cudaMemcpyAsync(data(y), data(x), this->layout_.size() * sizeof(Complex), cudaMemcpyDeviceToDevice,
                              stream_));
   }
 
   void upload(std::span<const Complex> host, int i) override {
-    EXPECTS(host.size() == this->layout_.size(), "upload: size mismatch");
-    CUDA_TRY(cudaMemcpyAsync(data(i), host.data(), host.size_bytes(), cudaMemcpyHostToDevice, stream_));
-    CUDA_TRY(cudaStreamSynchronize(stream_));  // the caller may reuse `host` when this returns
+    GS_EXPECTS(host.size() == this->layout_.size(), "upload: size mismatch");
+    GS_CUDA_TRY(cudaMemcpyAsync(data(i), host.data(), host.size_bytes(), cudaMemcpyHostToDevice, stream_));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream_));  // the caller may reuse `host` when this returns
   }
   void download(int i, std::span<Complex> host) override {
-    EXPECTS(host.size() == this->layout_.size(), "download: size mismatch");
-    CUDA_TRY(cudaMemcpyAsync(host.data(), data(i), host.size_bytes(), cudaMemcpyDeviceToHost, stream_));
-    CUDA_TRY(cudaStreamSynchronize(stream_));
+    GS_EXPECTS(host.size() == this->layout_.size(), "download: size mismatch");
+    GS_CUDA_TRY(cudaMemcpyAsync(host.data(), data(i), host.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
  private:
@@ -255,15 +255,15 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   template <bool is_norm>
   void reduce(int first, int count, int y) {
     const BatchLayout& l = this->layout_;
-    EXPECTS(count >= 1 && first >= 0 && first + count <= this->count_, "vector space: basis out of range");
+    GS_EXPECTS(count >= 1 && first >= 0 && first + count <= this->count_, "vector space: basis out of range");
     const dim3 grid(unsigned(reduce_blocks_), unsigned(l.rhs), unsigned(count));
     reduce_rows<Real, is_norm><<<grid, threads_per_block, 0, stream_>>>(
         vec(first), vec(y), partial_device_.data(), int(l.slices), int(l.rhs), int(l.block), l.size());
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
     const std::size_t used = std::size_t(count) * l.rhs * std::size_t(reduce_blocks_);
-    CUDA_TRY(cudaMemcpyAsync(partial_host_.data(), partial_device_.data(), used * sizeof(double2),
+    GS_CUDA_TRY(cudaMemcpyAsync(partial_host_.data(), partial_device_.data(), used * sizeof(double2),
                              cudaMemcpyDeviceToHost, stream_));
-    CUDA_TRY(cudaStreamSynchronize(stream_));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 
   /// The partial sums of result k (= i·rhs + r), added in block order.
@@ -277,7 +277,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   template <bool is_axpy>
   void rowwise_launch(std::span<const Scalar> a, int x, int y) {
     const BatchLayout& l = this->layout_;
-    EXPECTS(a.size() >= l.rhs, "vector space: one coefficient per right-hand side");
+    GS_EXPECTS(a.size() >= l.rhs, "vector space: one coefficient per right-hand side");
     V* target = reinterpret_cast<V*>(data(y));
     for (std::size_t r0 = 0; r0 < l.rhs; r0 += rhs_per_launch) {
       const std::size_t n = std::min<std::size_t>(rhs_per_launch, l.rhs - r0);
@@ -291,14 +291,14 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
       const dim3 grid(unsigned(l.slices), unsigned(n));
       rowwise<Real, is_axpy><<<grid, threads_per_block, 0, stream_>>>(vec(x), target, c, int(r0), int(l.rhs),
                                                                       int(l.block));
-      CUDA_CHECK_LAUNCH();
+      GS_CUDA_CHECK_LAUNCH();
     }
   }
 
   cudaStream_t stream_;
   int reduce_blocks_;
-  conv::DeviceBuffer<V> storage_;
-  conv::DeviceBuffer<double2> partial_device_;
+  DeviceBuffer<V> storage_;
+  DeviceBuffer<double2> partial_device_;
   PinnedPartials partial_host_;
 };
 
@@ -306,7 +306,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
 
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& layout, int count, conv::Stream stream) {
-  EXPECTS(count >= 1 && layout.size() > 0, "vector space: empty layout or count");
+  GS_EXPECTS(count >= 1 && layout.size() > 0, "vector space: empty layout or count");
   return std::make_unique<DeviceVectorSpace<Real>>(layout, count, stream);
 }
 template std::unique_ptr<VectorSpace<float>> make_device_vector_space<float>(const BatchLayout&, int, conv::Stream);

@@ -9,7 +9,7 @@
 // rhs·orders threads (7688 for ±15 harmonics and 8 rhs) this prefetch is what hides the latency.
 #include <complex>
 
-#include "convolution/device_buffer.hpp"
+#include "core/device_buffer.hpp"
 #include "physics/device.hpp"
 
 namespace gratingsim::physics {
@@ -191,10 +191,10 @@ class DeviceZOperator final : public ZOperator<Real> {
         tx_(per_order_), ty_(per_order_), krho_(per_order_),
         step_(per_slice_), weight_(per_slice_), self_(per_slice_), depth_(per_slice_),
         rhs_incidence_(rhs_incidence.size()) {
-    EXPECTS(nr_ >= 1, "z-operator: no right-hand side");
-    EXPECTS(sc_ >= 3 && sc_ <= 5, "z-operator: the source has 3, 4 or 5 components per block");
-    for (int a : rhs_incidence) EXPECTS(a >= 0 && a < g.incidences, "z-operator: rhs names an unknown incidence");
-    EXPECTS(std::size_t(nr_) * std::size_t(nm_) < std::size_t(1) << 31, "z-operator: too many (rhs, order) pairs");
+    GS_EXPECTS(nr_ >= 1, "z-operator: no right-hand side");
+    GS_EXPECTS(sc_ >= 3 && sc_ <= 5, "z-operator: the source has 3, 4 or 5 components per block");
+    for (int a : rhs_incidence) GS_EXPECTS(a >= 0 && a < g.incidences, "z-operator: rhs names an unknown incidence");
+    GS_EXPECTS(std::size_t(nr_) * std::size_t(nm_) < std::size_t(1) << 31, "z-operator: too many (rhs, order) pairs");
     const auto as_double2 = [](const std::vector<std::complex<double>>& v) {
       std::vector<double2> out(v.size());
       for (std::size_t i = 0; i < v.size(); ++i) out[i] = {v[i].real(), v[i].imag()};
@@ -224,7 +224,7 @@ class DeviceZOperator final : public ZOperator<Real> {
     rhs_incidence_.upload(rhs_incidence);
     // cudaMemcpy from pageable memory may return before its DMA lands, and the problem's stream does
     // not synchronise with the legacy default stream: wait here, once.
-    CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaDeviceSynchronize());
   }
 
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
@@ -236,7 +236,7 @@ class DeviceZOperator final : public ZOperator<Real> {
     z_sweeps<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
         reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), g,
         rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_);
-    CUDA_CHECK_LAUNCH();
+    GS_CUDA_CHECK_LAUNCH();
   }
 
  private:
@@ -244,10 +244,10 @@ class DeviceZOperator final : public ZOperator<Real> {
   int sc_;
   int nr_, nm_, nz_;
   std::size_t per_order_, per_slice_;
-  conv::DeviceBuffer<double2> kz_, rs_, rp_;
-  conv::DeviceBuffer<double> tx_, ty_, krho_;
-  conv::DeviceBuffer<double2> step_, weight_, self_, depth_;
-  conv::DeviceBuffer<int> rhs_incidence_;
+  DeviceBuffer<double2> kz_, rs_, rp_;
+  DeviceBuffer<double> tx_, ty_, krho_;
+  DeviceBuffer<double2> step_, weight_, self_, depth_;
+  DeviceBuffer<int> rhs_incidence_;
 };
 
 }  // namespace

@@ -6,7 +6,7 @@
 #include <numbers>
 #include <string>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -15,7 +15,7 @@ constexpr double pi = std::numbers::pi;
 
 /// cot of a sidewall angle in degrees, checked to lie in (0°, 180°).
 double sidewall_cot(double angle_deg, const std::string& what) {
-  EXPECTS(angle_deg > 0 && angle_deg < 180,
+  GS_EXPECTS(angle_deg > 0 && angle_deg < 180,
           what + ": sidewall angle must be in (0°, 180°), got " + std::to_string(angle_deg));
   return angle_deg == 90 ? 0.0 : std::cos(angle_deg * pi / 180) / std::sin(angle_deg * pi / 180);
 }
@@ -23,7 +23,7 @@ double sidewall_cot(double angle_deg, const std::string& what) {
 Rectangle trapezoid_at(const TrapezoidLine& t, const Lattice& lattice, double height, const std::string& what) {
   const double cot = sidewall_cot(t.sidewall_angle_deg, what);
   const double width = t.bottom_width - 2 * height * cot;
-  EXPECTS(width > 0, what + ": trapezoid line width is " + std::to_string(width) + " at height " +
+  GS_EXPECTS(width > 0, what + ": trapezoid line width is " + std::to_string(width) + " at height " +
                          std::to_string(height) + " above the layer bottom (bottom width " +
                          std::to_string(t.bottom_width) + ", sidewall " + std::to_string(t.sidewall_angle_deg) +
                          "°): it must stay positive through the layer");
@@ -38,7 +38,7 @@ Rectangle trapezoid_at(const TrapezoidLine& t, const Lattice& lattice, double he
 Polygon sloped_at(const SlopedPolygon& s, double height, const std::string& what) {
   const double inset = height * sidewall_cot(s.sidewall_angle_deg, what);
   std::vector<Point> v = s.bottom.vertices;
-  EXPECTS(v.size() >= 3, what + ": a polygon needs at least 3 vertices");
+  GS_EXPECTS(v.size() >= 3, what + ": a polygon needs at least 3 vertices");
   double area = 0;
   for (std::size_t i = 0, j = v.size() - 1; i < v.size(); j = i++) area += v[j].x * v[i].y - v[i].x * v[j].y;
   if (area < 0) std::reverse(v.begin(), v.end());
@@ -48,7 +48,7 @@ Polygon sloped_at(const SlopedPolygon& s, double height, const std::string& what
   for (std::size_t i = 0; i < n; ++i) {
     const Point a = v[i], b = v[(i + 1) % n];
     const double len = std::hypot(b.x - a.x, b.y - a.y);
-    EXPECTS(len > 0, what + ": polygon has a zero-length edge");
+    GS_EXPECTS(len > 0, what + ": polygon has a zero-length edge");
     normal[i] = {-(b.y - a.y) / len, (b.x - a.x) / len};
   }
   // Each vertex moves to the intersection of its two offset edges: v + inset (n_a + n_b)/(1 + n_a·n_b).
@@ -56,12 +56,12 @@ Polygon sloped_at(const SlopedPolygon& s, double height, const std::string& what
   for (std::size_t i = 0; i < n; ++i) {
     const Point na = normal[(i + n - 1) % n], nb = normal[i];
     const double denom = 1 + na.x * nb.x + na.y * nb.y;
-    EXPECTS(denom > 1e-12, what + ": polygon has a 180° spike at vertex " + std::to_string(i));
+    GS_EXPECTS(denom > 1e-12, what + ": polygon has a 180° spike at vertex " + std::to_string(i));
     out[i] = {v[i].x + inset * (na.x + nb.x) / denom, v[i].y + inset * (na.y + nb.y) / denom};
   }
   for (std::size_t i = 0; i < n; ++i) {
     const Point a = v[i], b = v[(i + 1) % n], c = out[i], d = out[(i + 1) % n];
-    EXPECTS((d.x - c.x) * (b.x - a.x) + (d.y - c.y) * (b.y - a.y) > 0,
+    GS_EXPECTS((d.x - c.x) * (b.x - a.x) + (d.y - c.y) * (b.y - a.y) > 0,
             what + ": edge " + std::to_string(i) + " of the sloped polygon vanishes or turns over at height " +
                 std::to_string(height) + " above the layer bottom (sidewall " +
                 std::to_string(s.sidewall_angle_deg) + "° is too shallow for the layer's thickness)");
@@ -72,17 +72,17 @@ Polygon sloped_at(const SlopedPolygon& s, double height, const std::string& what
 /// Cheap size checks with the layer and shape named (the geometric ones follow in PaintedCell).
 void check_sizes(const PlanarShape& shape, const std::string& what) {
   if (const auto* r = std::get_if<Rectangle>(&shape))
-    EXPECTS(r->width_x > 0 && r->width_y >= 0, what + ": rectangle widths must be positive, got " +
+    GS_EXPECTS(r->width_x > 0 && r->width_y >= 0, what + ": rectangle widths must be positive, got " +
                                                    std::to_string(r->width_x) + " × " + std::to_string(r->width_y));
   if (const auto* e = std::get_if<Ellipse>(&shape))
-    EXPECTS(e->semi_axis_x > 0 && e->semi_axis_y > 0,
+    GS_EXPECTS(e->semi_axis_x > 0 && e->semi_axis_y > 0,
             what + ": ellipse semi-axes must be positive, got " + std::to_string(e->semi_axis_x) + ", " +
                 std::to_string(e->semi_axis_y));
   if (const auto* p = std::get_if<Polygon>(&shape))
-    EXPECTS(p->vertices.size() >= 3, what + ": a polygon needs at least 3 vertices, got " +
+    GS_EXPECTS(p->vertices.size() >= 3, what + ": a polygon needs at least 3 vertices, got " +
                                          std::to_string(p->vertices.size()));
   if (const auto* r = std::get_if<Raster>(&shape))
-    EXPECTS(r->nx > 0 && r->ny > 0 && r->pixels.size() == std::size_t(r->nx) * r->ny,
+    GS_EXPECTS(r->nx > 0 && r->ny > 0 && r->pixels.size() == std::size_t(r->nx) * r->ny,
             what + ": raster needs nx, ny > 0 and nx·ny pixels");
 }
 
@@ -109,26 +109,26 @@ PlanarShape sample(const Shape& shape, const Lattice& lattice, double height, co
 
 Discretisation discretise(const Structure& structure, int slice_factor) {
   const Lattice& lattice = structure.lattice;
-  EXPECTS(lattice.period_x > 0, "lattice period_x must be positive, got " + std::to_string(lattice.period_x));
-  EXPECTS(lattice.period_y >= 0, "lattice period_y must be positive (or 0 for a 1D grating), got " +
+  GS_EXPECTS(lattice.period_x > 0, "lattice period_x must be positive, got " + std::to_string(lattice.period_x));
+  GS_EXPECTS(lattice.period_y >= 0, "lattice period_y must be positive (or 0 for a 1D grating), got " +
                                      std::to_string(lattice.period_y));
-  EXPECTS(slice_factor >= 1, "slice factor must be ≥ 1");
+  GS_EXPECTS(slice_factor >= 1, "slice factor must be ≥ 1");
   Discretisation d;
   double top = 0;
   for (const Layer& layer : structure.layers) top += layer.thickness;
   for (std::size_t l = 0; l < structure.layers.size(); ++l) {
     const Layer& layer = structure.layers[l];
     const std::string where = "layer " + std::to_string(l);
-    EXPECTS(layer.thickness > 0 && std::isfinite(layer.thickness),
+    GS_EXPECTS(layer.thickness > 0 && std::isfinite(layer.thickness),
             where + ": thickness must be positive, got " + std::to_string(layer.thickness));
-    EXPECTS(layer.slices >= 0, where + ": slice count must be ≥ 0, got " + std::to_string(layer.slices));
-    EXPECTS(layer.slices > 0 || layer.max_slice_thickness > 0,
+    GS_EXPECTS(layer.slices >= 0, where + ": slice count must be ≥ 0, got " + std::to_string(layer.slices));
+    GS_EXPECTS(layer.slices > 0 || layer.max_slice_thickness > 0,
             where + ": give a positive slice count or a positive max_slice_thickness (zero slices)");
-    EXPECTS(layer.steps.empty() || layer.shapes.empty(), where + ": give either shapes or steps, not both");
+    GS_EXPECTS(layer.steps.empty() || layer.shapes.empty(), where + ": give either shapes or steps, not both");
     const int steps = layer.steps.empty() ? 1 : int(layer.steps.size());
     int slices = layer.slices;
     if (slices == 0) slices = steps * int(std::ceil(layer.thickness / steps / layer.max_slice_thickness - 1e-12));
-    EXPECTS(slices % steps == 0, where + ": slice count " + std::to_string(slices) +
+    GS_EXPECTS(slices % steps == 0, where + ": slice count " + std::to_string(slices) +
                                      " is not a multiple of its " + std::to_string(steps) + " steps");
     slices *= slice_factor;
     const double dz = layer.thickness / slices;

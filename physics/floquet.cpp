@@ -4,7 +4,7 @@
 #include <numbers>
 #include <sstream>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -19,14 +19,14 @@ Complex kz_branch(Complex kz2) {
 FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence, Complex eps1, Complex eps2,
                              int m1_max, int m2_max, double rayleigh_tolerance, std::vector<std::string>& warnings) {
   constexpr double pi = std::numbers::pi;
-  EXPECTS(incidence.wavelength > 0, "wavelength must be positive, got " + std::to_string(incidence.wavelength));
-  EXPECTS(incidence.theta_deg >= 0 && incidence.theta_deg < 90,
+  GS_EXPECTS(incidence.wavelength > 0, "wavelength must be positive, got " + std::to_string(incidence.wavelength));
+  GS_EXPECTS(incidence.theta_deg >= 0 && incidence.theta_deg < 90,
           "polar angle θ must be in [0°, 90°), got " + std::to_string(incidence.theta_deg));
-  EXPECTS(eps1.imag() == 0 && eps1.real() > 0,
+  GS_EXPECTS(eps1.imag() == 0 && eps1.real() > 0,
           "the superstrate must be lossless with ε1 > 0 (docs/formulation.md §1), got ε1 = (" +
               std::to_string(eps1.real()) + ", " + std::to_string(eps1.imag()) + ")");
-  EXPECTS(m1_max >= 0 && m2_max >= 0, "harmonic counts M1, M2 must be ≥ 0");
-  EXPECTS(!lattice.one_dimensional() || m2_max == 0, "a 1D lattice needs M2 = 0");
+  GS_EXPECTS(m1_max >= 0 && m2_max >= 0, "harmonic counts M1, M2 must be ≥ 0");
+  GS_EXPECTS(!lattice.one_dimensional() || m2_max == 0, "a 1D lattice needs M2 = 0");
 
   FloquetOrders f;
   f.m1_max = m1_max;

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -56,7 +56,7 @@ template <class Real>
 std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
                               std::span<std::complex<Real>> x_host, const KrylovSettings& s) {
   const int m = s.restart;
-  EXPECTS(m >= 1, "GMRES restart must be ≥ 1, got " + std::to_string(m));
+  GS_EXPECTS(m >= 1, "GMRES restart must be ≥ 1, got " + std::to_string(m));
   auto space = op.make_space(m + 4);
   VectorSpace<Real>& v = *space;
   const std::size_t nr = v.layout().rhs;
@@ -328,8 +328,8 @@ std::vector<SolveStats> solve_dense(LinearOperator<Real>& op, std::span<const st
 template <class Real>
 std::vector<SolveStats> solve(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
                               std::span<std::complex<Real>> x, const KrylovSettings& settings) {
-  EXPECTS(b.size() == op.layout().size() && x.size() == op.layout().size(), "solve: vector sizes do not match the operator");
-  EXPECTS(settings.tolerance > 0 && settings.max_iterations >= 1, "solve: tolerance must be > 0 and max_iterations ≥ 1");
+  GS_EXPECTS(b.size() == op.layout().size() && x.size() == op.layout().size(), "solve: vector sizes do not match the operator");
+  GS_EXPECTS(settings.tolerance > 0 && settings.max_iterations >= 1, "solve: tolerance must be > 0 and max_iterations ≥ 1");
   std::vector<SolveStats> stats;
   switch (settings.method) {
     case Method::gmres: return gmres(op, b, x, settings);

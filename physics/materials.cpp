@@ -5,7 +5,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -19,14 +19,14 @@ std::string format_range(double lo, double hi) {
 }
 
 void check_in_range(const std::string& name, double wavelength, double lo, double hi) {
-  EXPECTS(wavelength >= lo && wavelength <= hi,
+  GS_EXPECTS(wavelength >= lo && wavelength <= hi,
           describe(name) + ": wavelength " + std::to_string(wavelength) + " is outside its data range " +
               format_range(lo, hi) + " (model length units; data are never extrapolated)");
 }
 
 void check_permittivity(Complex eps, const std::string& name) {
-  EXPECTS(std::isfinite(eps.real()) && std::isfinite(eps.imag()), describe(name) + ": permittivity is not finite");
-  EXPECTS(eps.imag() >= 0, describe(name) + ": Im ε must be ≥ 0 (loss, exp(−iωt) convention), got " +
+  GS_EXPECTS(std::isfinite(eps.real()) && std::isfinite(eps.imag()), describe(name) + ": permittivity is not finite");
+  GS_EXPECTS(eps.imag() >= 0, describe(name) + ": Im ε must be ≥ 0 (loss, exp(−iωt) convention), got " +
                                std::to_string(eps.imag()));
 }
 
@@ -74,7 +74,7 @@ Material silicon(double nm_per_unit) {
 }  // namespace
 
 Material Material::constant_index(Complex index, std::string name) {
-  EXPECTS(index.imag() >= 0, describe(name) + ": κ must be ≥ 0 (loss, exp(−iωt) convention), got " +
+  GS_EXPECTS(index.imag() >= 0, describe(name) + ": κ must be ≥ 0 (loss, exp(−iωt) convention), got " +
                                  std::to_string(index.imag()));
   return constant_permittivity(index * index, std::move(name));
 }
@@ -89,14 +89,14 @@ Material Material::constant_permittivity(Complex permittivity, std::string name)
 
 Material Material::tabulated(std::string name, std::vector<double> wavelengths, std::vector<double> n,
                              std::vector<double> kappa) {
-  EXPECTS(wavelengths.size() >= 2, describe(name) + ": a table needs at least two wavelengths");
-  EXPECTS(n.size() == wavelengths.size() && kappa.size() == wavelengths.size(),
+  GS_EXPECTS(wavelengths.size() >= 2, describe(name) + ": a table needs at least two wavelengths");
+  GS_EXPECTS(n.size() == wavelengths.size() && kappa.size() == wavelengths.size(),
           describe(name) + ": table columns differ in length");
   for (std::size_t i = 0; i < wavelengths.size(); ++i) {
-    EXPECTS(wavelengths[i] > 0 && (i == 0 || wavelengths[i] > wavelengths[i - 1]),
+    GS_EXPECTS(wavelengths[i] > 0 && (i == 0 || wavelengths[i] > wavelengths[i - 1]),
             describe(name) + ": table wavelengths must be positive and strictly increasing (row " +
                 std::to_string(i) + ")");
-    EXPECTS(kappa[i] >= 0, describe(name) + ": κ must be ≥ 0 (row " + std::to_string(i) + ")");
+    GS_EXPECTS(kappa[i] >= 0, describe(name) + ": κ must be ≥ 0 (row " + std::to_string(i) + ")");
   }
   Material m;
   m.name_ = std::move(name);
@@ -106,9 +106,9 @@ Material Material::tabulated(std::string name, std::vector<double> wavelengths, 
 
 Material Material::sellmeier(std::string name, std::vector<double> b, std::vector<double> resonance_wavelengths,
                              double min_wavelength, double max_wavelength) {
-  EXPECTS(!b.empty() && b.size() == resonance_wavelengths.size(),
+  GS_EXPECTS(!b.empty() && b.size() == resonance_wavelengths.size(),
           describe(name) + ": Sellmeier needs as many B_i as resonance wavelengths (and at least one)");
-  EXPECTS(min_wavelength > 0 && max_wavelength > min_wavelength,
+  GS_EXPECTS(min_wavelength > 0 && max_wavelength > min_wavelength,
           describe(name) + ": Sellmeier validity range must satisfy 0 < min < max");
   Material m;
   m.name_ = std::move(name);
@@ -119,9 +119,9 @@ Material Material::sellmeier(std::string name, std::vector<double> b, std::vecto
 Material Material::lorentz_drude(std::string name, double plasma_ev, double f0, double gamma0_ev,
                                  std::vector<double> f, std::vector<double> omega_ev, std::vector<double> gamma_ev,
                                  double nm_per_unit, double min_wavelength, double max_wavelength) {
-  EXPECTS(f.size() == omega_ev.size() && f.size() == gamma_ev.size(),
+  GS_EXPECTS(f.size() == omega_ev.size() && f.size() == gamma_ev.size(),
           describe(name) + ": Lorentz–Drude oscillator lists differ in length");
-  EXPECTS(nm_per_unit > 0 && min_wavelength > 0 && max_wavelength > min_wavelength,
+  GS_EXPECTS(nm_per_unit > 0 && min_wavelength > 0 && max_wavelength > min_wavelength,
           describe(name) + ": Lorentz–Drude needs nm_per_unit > 0 and 0 < min < max");
   Material m;
   m.name_ = std::move(name);
@@ -131,7 +131,7 @@ Material Material::lorentz_drude(std::string name, double plasma_ev, double f0, 
 }
 
 Complex Material::permittivity(double wavelength) const {
-  EXPECTS(wavelength > 0 && std::isfinite(wavelength),
+  GS_EXPECTS(wavelength > 0 && std::isfinite(wavelength),
           describe(name_) + ": wavelength must be positive, got " + std::to_string(wavelength));
   struct Visitor {
     const std::string& name;
@@ -175,7 +175,7 @@ Complex Material::index(double wavelength) const {
 std::vector<std::string> library_names() { return {"air", "SiO2", "Si", "Si3N4", "Al", "Au", "PMMA"}; }
 
 Material library_material(std::string_view name, double nm_per_unit) {
-  EXPECTS(nm_per_unit > 0, "library_material: nm_per_unit must be positive");
+  GS_EXPECTS(nm_per_unit > 0, "library_material: nm_per_unit must be positive");
   const double um = 1000.0 / nm_per_unit;  // one micrometre in model units
   // Air: n = 1 exactly (real air's n − 1 ≈ 2.7e-4 is left out, as is usual for grating metrology).
   if (name == "air") return Material::constant_index(1.0, "air");
@@ -209,7 +209,7 @@ Material library_material(std::string_view name, double nm_per_unit) {
     return Material::sellmeier("PMMA", {1.1819}, {std::sqrt(0.011313) * um}, 0.4368 * um, 1.052 * um);
   std::string known;
   for (const auto& n : library_names()) known += (known.empty() ? "" : ", ") + n;
-  EXPECTS(false, "unknown library material '" + std::string(name) + "' (known: " + known + ")");
+  GS_EXPECTS(false, "unknown library material '" + std::string(name) + "' (known: " + known + ")");
 }
 
 }  // namespace gratingsim::physics

@@ -48,7 +48,7 @@
 #include <string>
 #include <utility>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -136,8 +136,8 @@ Regions regions_of(const Lattice& lattice, const SliceContent& slice) {
     return Point{std::clamp(p.x, -lx / 2, lx / 2), std::clamp(p.y, -ly / 2, ly / 2)};
   };
   if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
-    EXPECTS(slice.shapes.size() == 1, "a raster must be the only shape of its slice");
-    EXPECTS(raster->nx > 0 && raster->ny > 0 && raster->pixels.size() == std::size_t(raster->nx) * raster->ny,
+    GS_EXPECTS(slice.shapes.size() == 1, "a raster must be the only shape of its slice");
+    GS_EXPECTS(raster->nx > 0 && raster->ny > 0 && raster->pixels.size() == std::size_t(raster->nx) * raster->ny,
             "raster: needs nx, ny > 0 and nx·ny pixels");
     regions.count = 1 + int(raster->materials.size());
     regions.at = [raster, lx, ly](Point p) {
@@ -476,7 +476,7 @@ std::string_view to_string(Formulation formulation) {
 Formulation parse_formulation(std::string_view name) {
   if (name == "normal-vector") return Formulation::normal_vector;
   if (name == "laurent") return Formulation::laurent;
-  EXPECTS(false, "unknown formulation '" + std::string(name) + "' (expected normal-vector or laurent)");
+  GS_EXPECTS(false, "unknown formulation '" + std::string(name) + "' (expected normal-vector or laurent)");
 }
 
 conv::Problem normal_vector_problem(bool one_dimensional) {
@@ -501,11 +501,11 @@ int default_normal_field_resolution(int m1, int m2) {
 std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const Lattice& lattice,
                                                                            const SliceContent& slice, int n1_max,
                                                                            int n2_max, int resolution) {
-  EXPECTS(!lattice.one_dimensional(), "normal fields on a raster are for 2D lattices");
-  EXPECTS(!slice.shapes.empty(), "region_normal_coefficients: the slice has no shape");
-  EXPECTS(resolution >= 8 && std::has_single_bit(unsigned(resolution)),
+  GS_EXPECTS(!lattice.one_dimensional(), "normal fields on a raster are for 2D lattices");
+  GS_EXPECTS(!slice.shapes.empty(), "region_normal_coefficients: the slice has no shape");
+  GS_EXPECTS(resolution >= 8 && std::has_single_bit(unsigned(resolution)),
           "normal-field raster resolution must be a power of two ≥ 8, got " + std::to_string(resolution));
-  EXPECTS(2 * std::max(n1_max, n2_max) < resolution,
+  GS_EXPECTS(2 * std::max(n1_max, n2_max) < resolution,
           "normal-field raster of " + std::to_string(resolution) + " pixels is too coarse for harmonics up to " +
               std::to_string(std::max(n1_max, n2_max)));
   // Least recently used first out, bounded by cache_bytes (a hit moves to the front).
@@ -535,7 +535,7 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
 
 NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution,
                                       bool exact_where_possible) {
-  EXPECTS(!lattice.one_dimensional() && !slice.shapes.empty(), "normal_field_raster: a 2D slice with shapes");
+  GS_EXPECTS(!lattice.one_dimensional() && !slice.shapes.empty(), "normal_field_raster: a 2D slice with shapes");
   if (const Ellipse* ellipse = lone_ellipse(slice); ellipse && exact_where_possible)
     return ellipse_normal_field(lattice, *ellipse, resolution);
   const std::vector<Point> polygon = exact_where_possible ? lone_polygon(slice) : std::vector<Point>{};
@@ -546,11 +546,11 @@ NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent
 
 std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength,
                                            Complex eps1, int m1, int m2, int resolution) {
-  EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
+  GS_EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
   const int n1 = 2 * m1, n2 = 2 * m2;
   const std::size_t size = std::size_t(2 * n1 + 1) * (2 * n2 + 1), zero = std::size_t(n1) * (2 * n2 + 1) + n2;
   const auto nonzero = [](Complex eps) {
-    EXPECTS(eps != Complex(0), "the normal-vector formulation needs ε ≠ 0 in every material (it uses 1/ε)");
+    GS_EXPECTS(eps != Complex(0), "the normal-vector formulation needs ε ≠ 0 in every material (it uses 1/ε)");
     return eps;
   };
   const auto chi = [&](Complex eps) { return eps / eps1 - 1.0; };
@@ -585,7 +585,7 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
   const auto coef = region_normal_coefficients(lattice, slice, n1, n2,
                                                resolution > 0 ? resolution : default_normal_field_resolution(m1, m2));
   const std::vector<Complex> eps = region_permittivities(slice, wavelength);
-  EXPECTS(int(eps.size()) == coef->regions, "normal field: region count mismatch");
+  GS_EXPECTS(int(eps.size()) == coef->regions, "normal field: region count mismatch");
   for (int r = 0; r < coef->regions; ++r) {
     const Complex b = beta(eps[r]), g = gamma(eps[r]);
     const Complex *xx = coef->at(r, 0), *xy = coef->at(r, 1), *yy = coef->at(r, 2);

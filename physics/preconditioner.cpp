@@ -5,7 +5,7 @@
 #include <cmath>
 #include <string>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -25,7 +25,7 @@ std::string_view to_string(Preconditioning p) {
 Preconditioning parse_preconditioning(std::string_view name) {
   for (Preconditioning p : {Preconditioning::automatic, Preconditioning::averaged, Preconditioning::none})
     if (name == to_string(p)) return p;
-  EXPECTS(false, "unknown preconditioner '" + std::string(name) + "' (choose auto, averaged or none)");
+  GS_EXPECTS(false, "unknown preconditioner '" + std::string(name) + "' (choose auto, averaged or none)");
   return Preconditioning::none;
 }
 
@@ -38,7 +38,7 @@ std::size_t preconditioner_bytes(std::size_t slices, std::size_t orders, std::si
 
 MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels) {
   const std::size_t size = problem.kernel_size();
-  EXPECTS(slice_kernels.size() == std::size_t(problem.kernels) * size, "mean_tensors: kernel count of the slice");
+  GS_EXPECTS(slice_kernels.size() == std::size_t(problem.kernels) * size, "mean_tensors: kernel count of the slice");
   // Coefficient (0, 0) sits at (0 + 2M1)·K2 + (0 + 2M2), K2 = 2N2 − 1 (convolution.hpp).
   const std::size_t centre = std::size_t(problem.n1 - 1) * (2 * problem.n2 - 1) + std::size_t(problem.n2 - 1);
   const auto mean = [&](int k) { return slice_kernels[std::size_t(k) * size + centre]; };
@@ -47,7 +47,7 @@ MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::comp
     for (int i = 0; i < 3; ++i) t.c[i * 3 + i] = mean(0);
     return t;
   }
-  EXPECTS(problem.inputs == 3 && problem.outputs >= 3 && problem.outputs <= 5,
+  GS_EXPECTS(problem.inputs == 3 && problem.outputs >= 3 && problem.outputs <= 5,
           "mean_tensors: expected the normal-vector pattern (3 inputs, 3 to 5 outputs)");
   for (const conv::Term& term : problem.pattern) {
     if (term.output < 3)
@@ -60,7 +60,7 @@ MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::comp
 
 AveragedInverse averaged_inverse(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
   using C = std::complex<double>;
-  EXPECTS(int(slices.size()) == g.slices, "averaged_inverse: one mean tensor per slice");
+  GS_EXPECTS(int(slices.size()) == g.slices, "averaged_inverse: one mean tensor per slice");
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   AveragedInverse out{na, nm, nz, {}};
   const std::size_t n = out.n(), block = 3 * std::size_t(nm);
@@ -112,7 +112,7 @@ AveragedInverse averaged_inverse(const GreenCoefficients& g, std::span<const Mea
     a = lu.inverse();
   }
   for (std::ptrdiff_t am = 0; am < count; ++am)
-    EXPECTS(!singular[std::size_t(am)], "the laterally averaged problem is singular for incidence " +
+    GS_EXPECTS(!singular[std::size_t(am)], "the laterally averaged problem is singular for incidence " +
                                             std::to_string(am / nm) + ", order index " + std::to_string(am % nm) +
                                             " (a guided resonance of the averaged stack?): use preconditioner: none");
   return out;
@@ -122,7 +122,7 @@ LocalInverse local_inverse(const GreenCoefficients& g, const conv::Problem& prob
                            std::span<const std::complex<double>> kernels, std::span<const MeanTensors> mean) {
   using C = std::complex<double>;
   const int nz = g.slices, nm = g.orders, na = g.incidences;
-  EXPECTS(int(mean.size()) == nz && std::size_t(nm) == problem.field_size() &&
+  GS_EXPECTS(int(mean.size()) == nz && std::size_t(nm) == problem.field_size() &&
               kernels.size() == problem.kernels_total() && problem.slices == nz,
           "local_inverse: sizes of the problem, kernels and Green coefficients disagree");
   LocalInverse out{na, nm, nz, {}, {}};
@@ -197,7 +197,7 @@ LocalInverse local_inverse(const GreenCoefficients& g, const conv::Problem& prob
     l = lu.inverse();
   }
   for (std::ptrdiff_t ap = 0; ap < count; ++ap)
-    EXPECTS(!singular[std::size_t(ap)], "the slice block of slice " + std::to_string(ap % nz) + " is singular");
+    GS_EXPECTS(!singular[std::size_t(ap)], "the slice block of slice " + std::to_string(ap % nz) + " is singular");
   return out;
 }
 
@@ -211,12 +211,12 @@ class HostPreconditioner final : public Preconditioner<Real> {
       : incidences_(inverse.incidences), orders_(inverse.orders), slices_(inverse.slices),
         rhs_(std::move(rhs_incidence)), matrices_(inverse.matrices.begin(), inverse.matrices.end()),
         local_(local.inverses.begin(), local.inverses.end()), local_averaged_(local.averaged) {
-    EXPECTS(local.incidences == incidences_ && local.orders == orders_ && local.slices == slices_,
+    GS_EXPECTS(local.incidences == incidences_ && local.orders == orders_ && local.slices == slices_,
             "preconditioner: the averaged and local parts disagree in size");
     const BatchLayout l{std::size_t(slices_), rhs_.size(), 3 * std::size_t(orders_)};
     t1_.resize(l.size());
     t2_.resize(l.size());
-    for (int a : rhs_) EXPECTS(a >= 0 && a < incidences_, "preconditioner: rhs names an unknown incidence");
+    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < incidences_, "preconditioner: rhs names an unknown incidence");
     for (int a = 0; a < incidences_; ++a) {
       std::vector<int> mine;
       for (std::size_t r = 0; r < rhs_.size(); ++r)

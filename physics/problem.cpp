@@ -4,7 +4,8 @@
 #include <exception>
 #include <limits>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -20,11 +21,11 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   const auto lap = [&](Phase phase) {
     if (settings.timer) settings.timer->lap(phase);
   };
-  EXPECTS(!incidences.empty(), "no incidence to solve");
-  EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
+  GS_EXPECTS(!incidences.empty(), "no incidence to solve");
+  GS_EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
   const double wavelength = incidences[0].wavelength;
   for (const Incidence& inc : incidences)
-    EXPECTS(inc.wavelength == wavelength, "incidences of one problem must share the wavelength");
+    GS_EXPECTS(inc.wavelength == wavelength, "incidences of one problem must share the wavelength");
   const C eps1 = structure.superstrate.permittivity(wavelength);
   const C eps2 = structure.substrate.permittivity(wavelength);
   for (const Incidence& inc : incidences)
@@ -58,7 +59,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
       for (const conv::BackendTraits& t : conv::backend_table())
         if (t.can_implement(resolved, precision))
           serving += (serving.empty() ? "" : ", ") + std::string(t.name);
-    SUPPORTS(pattern.ok || !scalar.ok,
+    GS_SUPPORTS(pattern.ok || !scalar.ok,
              "backend " + std::string(traits.name) + " cannot serve the normal-vector formulation's convolution (" +
                  std::to_string(geometry.kernels) + " kernels, 3 inputs → " + std::to_string(geometry.outputs) +
                  " outputs per right-hand side): " + pattern.reason + "; choose numerics.formulation: laurent" +
@@ -92,12 +93,12 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   kernels_.resize(std::size_t(nz) * slice_kernels);
   for (int p = 0; p < nz; ++p) {
     const std::vector<C>& k = per_content[d.content_of_slice[p]];
-    EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
+    GS_EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
     std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t(p * slice_kernels));
   }
   lap(Phase::structure);
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   if (convolution_->memory() == conv::Memory::device) {
     device_stream_ = std::make_unique<DeviceStream>();
     stream_ = device_stream_->get();
@@ -130,10 +131,10 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   }
   lap(Phase::z_operator);
   if (convolution_->memory() == conv::Memory::device) {
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
     z_operator_ = make_device_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
 #else
-    SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
+    GS_SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
                         " keeps its buffers on the device, and this build has no CUDA");
 #endif
   } else {
@@ -145,7 +146,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
 
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_space(int count) const {
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   if (convolution_->memory() == conv::Memory::device) return make_device_vector_space<Real>(layout_, count, stream_);
 #endif
   return make_host_vector_space<Real>(layout_, count);
@@ -154,7 +155,7 @@ std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_space(int count) 
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_output_space(int count) const {
   const BatchLayout output{layout_.slices, layout_.rhs, layout_.block / 3 * std::size_t(sources_per_block_)};
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   if (convolution_->memory() == conv::Memory::device) return make_device_vector_space<Real>(output, count, stream_);
 #endif
   return make_host_vector_space<Real>(output, count);
@@ -189,7 +190,7 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
   std::vector<int> rhs_incidence;
   for (std::size_t r = 0; r < layout_.rhs; ++r) rhs_incidence.push_back(int(r / 2));
   if (convolution_->memory() == conv::Memory::device) {
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
     return make_device_preconditioner<Real>(inverse, local, std::move(rhs_incidence));
 #endif
   }
@@ -198,14 +199,14 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
 
 template <class Real>
 void DiscreteProblem<Real>::synchronize() const {
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   if (device_stream_) device_stream_->synchronize();
 #endif
 }
 
 template <class Real>
 std::vector<std::complex<Real>> DiscreteProblem<Real>::convolve_on_host(std::span<const Complex> solution) {
-  EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
+  GS_EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
   std::vector<Complex> c(layout_.size() / 3 * std::size_t(sources_per_block_));
   if (convolution_->memory() == conv::Memory::device) {
     auto in = make_space(1);

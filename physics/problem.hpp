@@ -22,6 +22,7 @@
 #include "physics/phase_times.hpp"
 #include "physics/preconditioner.hpp"
 #include "physics/z_operator.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::physics {
 
@@ -109,7 +110,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
   Discretisation discretisation_;
   std::vector<FloquetOrders> orders_;
   BatchLayout layout_;
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   std::unique_ptr<DeviceStream> device_stream_;  // declared before everything that enqueues on it
 #endif
   conv::Stream stream_ = nullptr;

@@ -6,7 +6,7 @@
 #include <numbers>
 #include <string>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -128,14 +128,14 @@ bool segments_cross(Point a, Point b, Point c, Point d) {
 }
 
 Region polygon_region(std::vector<Point> vertices, const std::string& what) {
-  EXPECTS(vertices.size() >= 3, what + ": a polygon needs at least 3 vertices, got " + std::to_string(vertices.size()));
+  GS_EXPECTS(vertices.size() >= 3, what + ": a polygon needs at least 3 vertices, got " + std::to_string(vertices.size()));
   for (const Point& p : vertices)
-    EXPECTS(std::isfinite(p.x) && std::isfinite(p.y), what + ": polygon vertex is not finite");
+    GS_EXPECTS(std::isfinite(p.x) && std::isfinite(p.y), what + ": polygon vertex is not finite");
   const std::size_t n = vertices.size();
   for (std::size_t i = 0; i < n; ++i)
     for (std::size_t j = i + 2; j < n; ++j) {
       if (i == 0 && j == n - 1) continue;  // adjacent through the closing edge
-      EXPECTS(!segments_cross(vertices[i], vertices[(i + 1) % n], vertices[j], vertices[(j + 1) % n]),
+      GS_EXPECTS(!segments_cross(vertices[i], vertices[(i + 1) % n], vertices[j], vertices[(j + 1) % n]),
               what + ": polygon edges " + std::to_string(i) + " and " + std::to_string(j) +
                   " cross (the polygon must be simple)");
     }
@@ -143,7 +143,7 @@ Region polygon_region(std::vector<Point> vertices, const std::string& what) {
   Region r;
   r.vertices = std::move(vertices);
   const Box box = bounding_box(r);
-  EXPECTS(std::abs(area) > 1e-14 * (box.x1 - box.x0 + box.y1 - box.y0) * (box.x1 - box.x0 + box.y1 - box.y0),
+  GS_EXPECTS(std::abs(area) > 1e-14 * (box.x1 - box.x0 + box.y1 - box.y0) * (box.x1 - box.x0 + box.y1 - box.y0),
           what + ": polygon has zero area");
   if (area < 0) std::reverse(r.vertices.begin(), r.vertices.end());
   return r;
@@ -151,13 +151,13 @@ Region polygon_region(std::vector<Point> vertices, const std::string& what) {
 
 Region to_region(const PlanarShape& shape, const Lattice& lattice, double ly, const std::string& what) {
   if (const auto* rect = std::get_if<Rectangle>(&shape)) {
-    EXPECTS(rect->width_x > 0, what + ": rectangle width_x must be positive, got " + std::to_string(rect->width_x));
+    GS_EXPECTS(rect->width_x > 0, what + ": rectangle width_x must be positive, got " + std::to_string(rect->width_x));
     double cy = rect->center.y, wy = rect->width_y;
     if (lattice.one_dimensional()) {
       cy = 0;
       wy = ly;
     } else {
-      EXPECTS(wy > 0, what + ": rectangle width_y must be positive, got " + std::to_string(wy));
+      GS_EXPECTS(wy > 0, what + ": rectangle width_y must be positive, got " + std::to_string(wy));
     }
     const double x0 = rect->center.x - rect->width_x / 2, x1 = rect->center.x + rect->width_x / 2;
     const double y0 = cy - wy / 2, y1 = cy + wy / 2;
@@ -165,10 +165,10 @@ Region to_region(const PlanarShape& shape, const Lattice& lattice, double ly, co
     r.vertices = {{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}};
     return r;
   }
-  EXPECTS(!lattice.one_dimensional(),
+  GS_EXPECTS(!lattice.one_dimensional(),
           what + ": a 1D lattice (period_y = 0) takes only rectangles, trapezoid lines and rasters");
   if (const auto* e = std::get_if<Ellipse>(&shape)) {
-    EXPECTS(e->semi_axis_x > 0 && e->semi_axis_y > 0,
+    GS_EXPECTS(e->semi_axis_x > 0 && e->semi_axis_y > 0,
             what + ": ellipse semi-axes must be positive, got " + std::to_string(e->semi_axis_x) + ", " +
                 std::to_string(e->semi_axis_y));
     Region r;
@@ -181,7 +181,7 @@ Region to_region(const PlanarShape& shape, const Lattice& lattice, double ly, co
     return r;
   }
   if (const auto* p = std::get_if<Polygon>(&shape)) return polygon_region(p->vertices, what);
-  EXPECTS(false, what + ": a raster must be the only shape of its slice");
+  GS_EXPECTS(false, what + ": a raster must be the only shape of its slice");
 }
 
 // --- Splitting the boundary curves at their mutual intersections ----------------------------
@@ -312,7 +312,7 @@ void sort_unique(std::vector<double>& v, double tol) {
 
 PaintedCell::PaintedCell(const Lattice& lattice, std::span<const PlanarShape> shapes)
     : lx_(lattice.period_x), ly_(lattice.one_dimensional() ? 1.0 : lattice.period_y) {
-  EXPECTS(lattice.period_x > 0 && lattice.period_y >= 0,
+  GS_EXPECTS(lattice.period_x > 0 && lattice.period_y >= 0,
           "lattice periods must be positive (period_y = 0 for a 1D grating), got " + std::to_string(lattice.period_x) +
               ", " + std::to_string(lattice.period_y));
   const double scale = std::max(lx_, ly_);
@@ -322,7 +322,7 @@ PaintedCell::PaintedCell(const Lattice& lattice, std::span<const PlanarShape> sh
     const std::string what = "shape " + std::to_string(k);
     Region r = to_region(shapes[k], lattice, ly_, what);
     const Box box = bounding_box(r);
-    EXPECTS(box.x1 - box.x0 <= lx_ * (1 + 1e-12) && box.y1 - box.y0 <= ly_ * (1 + 1e-12),
+    GS_EXPECTS(box.x1 - box.x0 <= lx_ * (1 + 1e-12) && box.y1 - box.y0 <= ly_ * (1 + 1e-12),
             what + ": spans more than one period (" + std::to_string(box.x1 - box.x0) + " × " +
                 std::to_string(box.y1 - box.y0) + " in a cell of " + std::to_string(lx_) + " × " +
                 std::to_string(ly_) + "), so its periodic images would overlap");
@@ -461,10 +461,10 @@ int PaintedCell::region_at(Point p) const {
 
 std::vector<Complex> PaintedCell::harmonics(Complex background, std::span<const Complex> shape_values, int n1_max,
                                             int n2_max) const {
-  EXPECTS(shape_values.size() == regions_.size(), "PaintedCell::harmonics: expected " +
+  GS_EXPECTS(shape_values.size() == regions_.size(), "PaintedCell::harmonics: expected " +
                                                       std::to_string(regions_.size()) + " shape values, got " +
                                                       std::to_string(shape_values.size()));
-  EXPECTS(n1_max >= 0 && n2_max >= 0, "PaintedCell::harmonics: negative harmonic range");
+  GS_EXPECTS(n1_max >= 0 && n2_max >= 0, "PaintedCell::harmonics: negative harmonic range");
   const int k1 = 2 * n1_max + 1, k2 = 2 * n2_max + 1;
   std::vector<Complex> out(std::size_t(k1) * k2, 0.0);
   const auto value = [&](int region) -> Complex {
@@ -543,16 +543,16 @@ std::vector<Complex> PaintedCell::harmonics(Complex background, std::span<const 
 
 std::vector<Complex> raster_harmonics(const Lattice& lattice, const Raster& raster, Complex background,
                                       std::span<const Complex> values, int n1_max, int n2_max) {
-  EXPECTS(raster.nx > 0 && raster.ny > 0, "raster: nx and ny must be positive, got " + std::to_string(raster.nx) +
+  GS_EXPECTS(raster.nx > 0 && raster.ny > 0, "raster: nx and ny must be positive, got " + std::to_string(raster.nx) +
                                               " × " + std::to_string(raster.ny));
-  EXPECTS(!lattice.one_dimensional() || raster.ny == 1, "raster: a 1D lattice needs ny = 1, got " +
+  GS_EXPECTS(!lattice.one_dimensional() || raster.ny == 1, "raster: a 1D lattice needs ny = 1, got " +
                                                             std::to_string(raster.ny));
-  EXPECTS(raster.pixels.size() == std::size_t(raster.nx) * raster.ny,
+  GS_EXPECTS(raster.pixels.size() == std::size_t(raster.nx) * raster.ny,
           "raster: expected nx·ny = " + std::to_string(std::size_t(raster.nx) * raster.ny) + " pixels, got " +
               std::to_string(raster.pixels.size()));
-  EXPECTS(values.size() == raster.materials.size(), "raster: one value per material expected");
+  GS_EXPECTS(values.size() == raster.materials.size(), "raster: one value per material expected");
   for (int idx : raster.pixels)
-    EXPECTS(idx >= -1 && idx < int(raster.materials.size()),
+    GS_EXPECTS(idx >= -1 && idx < int(raster.materials.size()),
             "raster: pixel material index " + std::to_string(idx) + " out of range (−1 = background)");
   const double lx = lattice.period_x, ly = lattice.one_dimensional() ? 1.0 : lattice.period_y;
   const int k1 = 2 * n1_max + 1, k2 = 2 * n2_max + 1;
@@ -584,8 +584,8 @@ std::vector<Complex> raster_harmonics(const Lattice& lattice, const Raster& rast
 
 std::vector<Complex> material_harmonics(const Lattice& lattice, const SliceContent& slice, double wavelength,
                                         const std::function<Complex(Complex)>& f, int n1_max, int n2_max) {
-  EXPECTS(n1_max >= 0 && n2_max >= 0, "harmonic ranges must be ≥ 0");
-  EXPECTS(!lattice.one_dimensional() || n2_max == 0,
+  GS_EXPECTS(n1_max >= 0 && n2_max >= 0, "harmonic ranges must be ≥ 0");
+  GS_EXPECTS(!lattice.one_dimensional() || n2_max == 0,
           "a 1D lattice (period_y = 0) has no y-harmonics, got a range of " + std::to_string(n2_max));
   const auto value = [&](const Material& m) { return f(m.permittivity(wavelength)); };
   const Complex background = value(slice.background);
@@ -595,7 +595,7 @@ std::vector<Complex> material_harmonics(const Lattice& lattice, const SliceConte
     return out;
   }
   if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
-    EXPECTS(slice.shapes.size() == 1, "a raster must be the only shape of its slice");
+    GS_EXPECTS(slice.shapes.size() == 1, "a raster must be the only shape of its slice");
     std::vector<Complex> values;
     for (const Material& m : raster->materials) values.push_back(value(m));
     return raster_harmonics(lattice, *raster, background, values, n1_max, n2_max);
@@ -606,7 +606,7 @@ std::vector<Complex> material_harmonics(const Lattice& lattice, const SliceConte
         [&](const auto& shape) {
           using T = std::decay_t<decltype(shape)>;
           if constexpr (std::is_same_v<T, Raster>) {
-            EXPECTS(false, "a raster must be the only shape of its slice");
+            GS_EXPECTS(false, "a raster must be the only shape of its slice");
           } else {
             values.push_back(value(shape.material));
           }
@@ -617,8 +617,8 @@ std::vector<Complex> material_harmonics(const Lattice& lattice, const SliceConte
 
 std::vector<Complex> contrast_harmonics(const Lattice& lattice, const SliceContent& slice, double wavelength,
                                         Complex superstrate_permittivity, int m1, int m2) {
-  EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
-  EXPECTS(!lattice.one_dimensional() || m2 == 0, "a 1D lattice (period_y = 0) needs M2 = 0, got " + std::to_string(m2));
+  GS_EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
+  GS_EXPECTS(!lattice.one_dimensional() || m2 == 0, "a 1D lattice (period_y = 0) needs M2 = 0, got " + std::to_string(m2));
   return material_harmonics(
       lattice, slice, wavelength, [&](Complex eps) { return eps / superstrate_permittivity - 1.0; }, 2 * m1, 2 * m2);
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "physics/problem.hpp"
+#include "core/config.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -81,7 +82,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   const bool on_device = conv::memory_of(options.backend) == conv::Memory::device;
   std::size_t budget = options.memory_limit_bytes;
   std::string budget_text = format_bytes(options.memory_limit_bytes) + " (memory_limit_bytes)";
-#ifdef GRATINGSIM_HAVE_CUDA
+#if GRATINGSIM_HAVE_CUDA
   // The device's own capacity is the limit for device backends; 10 % of the free memory is left for
   // the backend's private scratch (cuFFT work areas), which is not estimated.
   if (on_device && conv::backend_available(options.backend)) {
@@ -96,7 +97,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   const std::string what = "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) +
                            " orders × " + std::to_string(2 * group.size()) + " right-hand sides needs about " +
                            format_bytes(need);
-  EXPECTS(need <= budget, what + "; the limit is " + budget_text +
+  GS_EXPECTS(need <= budget, what + "; the limit is " + budget_text +
                               "; reduce the harmonics, slices or incidences per wavelength" +
                               (on_device ? ", use complex64, or a host backend" : ", or raise memory_limit_bytes"));
   bool precondition = !dense && (options.preconditioner == Preconditioning::averaged ||
@@ -111,7 +112,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
     const std::string size_text = "the preconditioner needs " + format_bytes(inverses) + " (" +
                                   std::to_string(slices) + " slices × " + std::to_string(nm) + " orders × " +
                                   std::to_string(group.size()) + " incidences)";
-    EXPECTS(fits || options.preconditioner != Preconditioning::averaged,
+    GS_EXPECTS(fits || options.preconditioner != Preconditioning::averaged,
             size_text + ", more than a quarter of what is left of " + budget_text +
                 "; choose preconditioner: auto or none");
     if (!fits) {
@@ -182,7 +183,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
        << (r % 2 == 0 ? ", s" : ", p") << " polarisation, " << slices << " slices: relative residual "
        << st.residual << " after " << st.iterations << " iterations";
     if (options.on_unconverged == OnUnconverged::throw_error)
-      detail::throw_located<NotConverged>(__FILE__, __LINE__, os.str());
+      throw NotConverged(os.str(), std::source_location::current());
     warnings.push_back(os.str() + " (result marked unconverged)");
   }
   out.far = problem.far_field(x);
@@ -318,11 +319,11 @@ Ellipsometry ellipsometry(const Jones& r) {
 }
 
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {
-  EXPECTS(!incidences.empty(), "solve: no incidence given");
-  EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
-  EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
-  EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
-  EXPECTS(options.precision == conv::Precision::double_ || options.tolerance >= 1e-6,
+  GS_EXPECTS(!incidences.empty(), "solve: no incidence given");
+  GS_EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
+  GS_EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
+  GS_EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
+  GS_EXPECTS(options.precision == conv::Precision::double_ || options.tolerance >= 1e-6,
           "solve: tolerance " + std::to_string(options.tolerance) +
               " is below what complex64 arithmetic can reach; use ≥ 1e-6 in single precision");
   SolveResult result;

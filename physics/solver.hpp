@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "physics/krylov.hpp"
 #include "physics/normal_field.hpp"
 #include "physics/phase_times.hpp"

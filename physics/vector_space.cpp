@@ -4,7 +4,7 @@
 #include <cmath>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -40,7 +40,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
 
   void dots(int first, int count, int y, std::span<Scalar> out) override {
     const BatchLayout& l = this->layout_;
-    EXPECTS(out.size() >= std::size_t(count) * l.rhs, "vector space: one dot per basis vector and right-hand side");
+    GS_EXPECTS(out.size() >= std::size_t(count) * l.rhs, "vector space: one dot per basis vector and right-hand side");
     reduce(std::size_t(count), out, [&](std::size_t p, std::size_t r, Scalar* acc) {
       const std::size_t off = (p * l.rhs + r) * l.block;
       const Complex* b = data(y) + off;
@@ -55,8 +55,8 @@ class HostVectorSpace final : public VectorSpace<Real> {
 
   void combine(std::span<const Scalar> a, int first, int count, int y) override {
     const BatchLayout& l = this->layout_;
-    EXPECTS(a.size() >= std::size_t(count) * l.rhs, "vector space: one coefficient per basis vector and right-hand side");
-    EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
+    GS_EXPECTS(a.size() >= std::size_t(count) * l.rhs, "vector space: one coefficient per basis vector and right-hand side");
+    GS_EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
     Complex* v = data(y);
 #pragma omp parallel for schedule(static) if (l.size() * std::size_t(count) >= parallel_threshold)
     for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
@@ -104,11 +104,11 @@ class HostVectorSpace final : public VectorSpace<Real> {
   }
 
   void upload(std::span<const Complex> host, int i) override {
-    EXPECTS(host.size() == this->layout_.size(), "upload: size mismatch");
+    GS_EXPECTS(host.size() == this->layout_.size(), "upload: size mismatch");
     std::copy(host.begin(), host.end(), data(i));
   }
   void download(int i, std::span<Complex> host) override {
-    EXPECTS(host.size() == this->layout_.size(), "download: size mismatch");
+    GS_EXPECTS(host.size() == this->layout_.size(), "download: size mismatch");
     const Complex* u = data(i);
     std::copy(u, u + this->layout_.size(), host.begin());
   }
@@ -123,7 +123,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
     const BatchLayout& l = this->layout_;
     const std::size_t chunks = std::min<std::size_t>(reduction_chunks, l.slices);
     const std::size_t per = terms * l.rhs;
-    EXPECTS(chunks * per <= partials_.size(), "vector space: more dots than basis vectors");
+    GS_EXPECTS(chunks * per <= partials_.size(), "vector space: more dots than basis vectors");
     std::fill(partials_.begin(), partials_.begin() + std::ptrdiff_t(chunks * per), Scalar(0));
 #pragma omp parallel for schedule(dynamic) if (l.size() * terms >= parallel_threshold)
     for (std::ptrdiff_t c = 0; c < std::ptrdiff_t(chunks); ++c) {
@@ -147,7 +147,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
 
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> make_host_vector_space(const BatchLayout& layout, int count) {
-  EXPECTS(count >= 1 && layout.size() > 0, "vector space: empty layout or count");
+  GS_EXPECTS(count >= 1 && layout.size() > 0, "vector space: empty layout or count");
   return std::make_unique<HostVectorSpace<Real>>(layout, count);
 }
 template std::unique_ptr<VectorSpace<float>> make_host_vector_space<float>(const BatchLayout&, int);

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <string>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -21,8 +21,8 @@ Complex expm1(Complex u) {
 }  // namespace
 
 GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences) {
-  EXPECTS(!incidences.empty(), "green_coefficients: no incidence");
-  EXPECTS(grid.slices() >= 1, "green_coefficients: no slices");
+  GS_EXPECTS(!incidences.empty(), "green_coefficients: no incidence");
+  GS_EXPECTS(grid.slices() >= 1, "green_coefficients: no slices");
   GreenCoefficients g;
   g.incidences = int(incidences.size());
   g.orders = int(incidences[0].orders.size());
@@ -40,7 +40,7 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
   g.self.resize(n);
   g.depth.resize(n);
   for (int a = 0; a < g.incidences; ++a) {
-    EXPECTS(int(incidences[a].orders.size()) == g.orders && incidences[a].k1 == g.k1,
+    GS_EXPECTS(int(incidences[a].orders.size()) == g.orders && incidences[a].k1 == g.k1,
             "green_coefficients: incidences of one batch must share the wavelength and the orders");
     for (int m = 0; m < g.orders; ++m) {
       const Order& o = incidences[a].orders[m];
@@ -73,8 +73,8 @@ class HostZOperator final : public ZOperator<Real> {
   using typename ZOperator<Real>::Complex;
   HostZOperator(GreenCoefficients g, std::vector<int> rhs_incidence, int source_components)
       : g_(std::move(g)), rhs_(std::move(rhs_incidence)), source_components_(source_components) {
-    for (int a : rhs_) EXPECTS(a >= 0 && a < g_.incidences, "z-operator: rhs names an unknown incidence");
-    EXPECTS(source_components >= 3 && source_components <= 5,
+    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < g_.incidences, "z-operator: rhs names an unknown incidence");
+    GS_EXPECTS(source_components >= 3 && source_components <= 5,
             "z-operator: the source has 3, 4 or 5 components per block, got " + std::to_string(source_components));
   }
 

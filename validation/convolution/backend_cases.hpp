@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
 #include "validation/support/random.hpp"

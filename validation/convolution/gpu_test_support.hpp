@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "convolution/cuda_check.hpp"
-#include "convolution/device_buffer.hpp"
-#include "convolution/error.hpp"
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
+#include "core/error.hpp"
 #include "validation/convolution/backend_cases.hpp"
 #include "validation/convolution/pattern_cases.hpp"
 #include "validation/support/catch.hpp"
@@ -31,12 +31,12 @@ template <class Real>
 std::vector<std::complex<Real>> run_on_stream(conv::Convolution<Real>& plan, const std::vector<std::complex<Real>>& in,
                                               cudaStream_t stream) {
   std::vector<std::complex<Real>> out(plan.problem().output_size(), poison<Real>());
-  conv::DeviceBuffer<std::complex<Real>> d_in(in.size()), d_out(out.size());
+  DeviceBuffer<std::complex<Real>> d_in(in.size()), d_out(out.size());
   d_in.upload(in);
   d_out.upload(out);
   plan.execute(d_in.data(), d_out.data(), stream);
-  CUDA_TRY(cudaMemcpyAsync(out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost, stream));
-  CUDA_TRY(cudaStreamSynchronize(stream));
+  GS_CUDA_TRY(cudaMemcpyAsync(out.data(), d_out.data(), d_out.bytes(), cudaMemcpyDeviceToHost, stream));
+  GS_CUDA_TRY(cudaStreamSynchronize(stream));
   return out;
 }
 
@@ -55,7 +55,7 @@ double worst_error_against_direct(const conv::Problem& g, std::span<const std::c
 /// An explicit non-blocking stream (no implicit synchronisation with the legacy stream), destroyed at scope end.
 class TestStream {
  public:
-  TestStream() { CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  TestStream() { GS_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
   TestStream(const TestStream&) = delete;
   TestStream& operator=(const TestStream&) = delete;
   ~TestStream() { cudaStreamDestroy(stream_); }
@@ -70,14 +70,14 @@ class TestStream {
 inline void check_pattern_overlap_refused(conv::Backend backend) {
   const conv::Problem g = with_pattern({.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2}, normal_vector_pattern());
   auto plan = conv::make_convolution<float>(backend, g, random_kernels<float>(g));
-  conv::DeviceBuffer<std::complex<float>> buffer(g.input_size() + g.output_size());
+  DeviceBuffer<std::complex<float>> buffer(g.input_size() + g.output_size());
   buffer.upload(random_complex<float>(buffer.size()));
   // The output (5 blocks per group) starting inside the input (3 per group) overlaps it, and vice versa.
   CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() - 1), gratingsim::InvalidArgument);
   CHECK_THROWS_AS(plan->execute(buffer.data() + g.output_size() - 1, buffer.data()), gratingsim::InvalidArgument);
   CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
   CHECK_NOTHROW(plan->execute(buffer.data() + g.output_size(), buffer.data()));
-  CUDA_TRY(cudaDeviceSynchronize());
+  GS_CUDA_TRY(cudaDeviceSynchronize());
 }
 
 /// A plan of `backend` run on `stream` equals cpu-direct, then again after set_kernels() with new

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "validation/convolution/backend_cases.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"

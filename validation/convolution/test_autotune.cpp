@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "convolution/autotune.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "validation/convolution/pattern_cases.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"

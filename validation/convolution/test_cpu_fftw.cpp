@@ -14,7 +14,7 @@
 #include <string>
 
 #include "convolution/cpu_fftw.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "validation/convolution/backend_cases.hpp"
 #include "validation/convolution/pattern_cases.hpp"
 

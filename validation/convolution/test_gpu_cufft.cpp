@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "validation/convolution/gpu_test_support.hpp"
 #include "validation/convolution/pattern_cases.hpp"
 
@@ -29,7 +29,7 @@ TEMPLATE_TEST_CASE("gpu-cufft runs on a non-blocking stream, twice back to back"
   const auto in_a = test::random_complex<TestType>(g.input_size());
   const auto in_b = test::random_complex<TestType>(g.input_size());
   std::vector<std::complex<TestType>> out_a(in_a.size(), test::poison<TestType>()), out_b = out_a;
-  conv::DeviceBuffer<std::complex<TestType>> d_in_a(in_a.size()), d_in_b(in_b.size()), d_out_a(in_a.size()),
+  DeviceBuffer<std::complex<TestType>> d_in_a(in_a.size()), d_in_b(in_b.size()), d_out_a(in_a.size()),
       d_out_b(in_b.size());
   d_in_a.upload(in_a);
   d_in_b.upload(in_b);
@@ -37,9 +37,9 @@ TEMPLATE_TEST_CASE("gpu-cufft runs on a non-blocking stream, twice back to back"
   d_out_b.upload(out_b);
   plan->execute(d_in_a.data(), d_out_a.data(), stream.get());
   plan->execute(d_in_b.data(), d_out_b.data(), stream.get());
-  CUDA_TRY(cudaMemcpyAsync(out_a.data(), d_out_a.data(), d_out_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  CUDA_TRY(cudaMemcpyAsync(out_b.data(), d_out_b.data(), d_out_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  CUDA_TRY(cudaStreamSynchronize(stream.get()));
+  GS_CUDA_TRY(cudaMemcpyAsync(out_a.data(), d_out_a.data(), d_out_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  GS_CUDA_TRY(cudaMemcpyAsync(out_b.data(), d_out_b.data(), d_out_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  GS_CUDA_TRY(cudaStreamSynchronize(stream.get()));
   CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_a, out_a) <= test::backend_tolerance<TestType>());
   CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_b, out_b) <= test::backend_tolerance<TestType>());
 }
@@ -95,13 +95,13 @@ TEMPLATE_TEST_CASE("gpu-cufft shifts a field by a delta kernel", "[convolution][
 TEST_CASE("gpu-cufft rejects bad arguments", "[convolution][gpu-cufft]") {
   const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
   auto plan = conv::make_convolution<float>(Backend::gpu_cufft, g, test::random_kernels<float>(g));
-  conv::DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
+  DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
   buffer.upload(test::random_complex<float>(buffer.size()));
   CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
   CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
   CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() - 1)), InvalidArgument);
   CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
-  CUDA_TRY(cudaDeviceSynchronize());
+  GS_CUDA_TRY(cudaDeviceSynchronize());
 }
 
 TEMPLATE_TEST_CASE("gpu-cufft pattern problems equal cpu-direct", "[convolution][gpu-cufft][pattern]", float, double) {

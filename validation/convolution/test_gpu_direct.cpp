@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "convolution/gpu_direct.hpp"
 #include "validation/convolution/gpu_test_support.hpp"
 #include "validation/convolution/pattern_cases.hpp"
@@ -165,13 +165,13 @@ TEST_CASE("gpu-direct rejects bad arguments", "[convolution][gpu-direct]") {
   CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::direct_sum, 3}), InvalidArgument);
   CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::toeplitz_product, 8}), InvalidArgument);
   auto plan = conv::make_convolution<float>(Backend::gpu_direct, g, kernels);
-  conv::DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
+  DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
   buffer.upload(test::random_complex<float>(buffer.size()));
   CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
   CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
   CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() + 1)), InvalidArgument);
   CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
-  CUDA_TRY(cudaDeviceSynchronize());
+  GS_CUDA_TRY(cudaDeviceSynchronize());
 }
 
 TEMPLATE_TEST_CASE("gpu-direct pattern problems (its own choice of form) equal cpu-direct",

@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "convolution/cuda_check.hpp"
-#include "convolution/device_buffer.hpp"
-#include "convolution/error.hpp"
+#include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
+#include "core/error.hpp"
 #include "validation/convolution/backend_cases.hpp"
 #include "validation/convolution/gpu_test_support.hpp"
 #include "validation/convolution/pattern_cases.hpp"
@@ -129,15 +129,15 @@ TEMPLATE_TEST_CASE("gpu-fused runs on a non-default stream and follows set_kerne
   auto plan = conv::make_convolution<Real>(Backend::gpu_fused, g, first);
 
   cudaStream_t stream = nullptr;
-  CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  conv::DeviceBuffer<Complex<Real>> d_in(in.size()), d_out(in.size());
+  GS_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  DeviceBuffer<Complex<Real>> d_in(in.size()), d_out(in.size());
   d_in.upload(in);
   std::vector<Complex<Real>> out(in.size());
   const auto run = [&] {
     std::fill(out.begin(), out.end(), test::poison<Real>());
     d_out.upload(out);
     plan->execute(d_in.data(), d_out.data(), stream);
-    CUDA_TRY(cudaStreamSynchronize(stream));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream));
     d_out.download(out);
   };
   const auto expect_first = direct<Real>(g, first, in), expect_second = direct<Real>(g, second, in);
@@ -151,7 +151,7 @@ TEMPLATE_TEST_CASE("gpu-fused runs on a non-default stream and follows set_kerne
       CHECK(worst <= test::backend_tolerance<Real>());
     }
   }
-  CUDA_TRY(cudaStreamDestroy(stream));
+  GS_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
 TEMPLATE_TEST_CASE("gpu-fused on the full problem batches, checked on a subset of slices",
@@ -223,8 +223,8 @@ int most_inputs_per_output(const Problem& g) {
 template <class Real>
 bool one_output_exceeds_shared_memory(const Problem& g) {
   int device = 0, shared_max = 0;
-  CUDA_TRY(cudaGetDevice(&device));
-  CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+  GS_CUDA_TRY(cudaGetDevice(&device));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   const std::size_t block = std::size_t(g.l1 / 2) * (g.l2 + 1) * sizeof(Complex<Real>);
   return std::size_t(std::max(1, most_inputs_per_output(g))) * block > std::size_t(shared_max);
 }

@@ -5,7 +5,7 @@
 #include <complex>
 #include <vector>
 
-#include "convolution/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 #include "convolution/timing.hpp"
 #include "validation/convolution/faulty_convolution.hpp"
 #include "validation/support/catch.hpp"
@@ -44,7 +44,7 @@ TEST_CASE("GPU time_execute: every timed output checked, a fault in any executio
         CAPTURE(conv::to_string(backend), int(fault), call);
         test::FaultyConvolution<float> plan(conv::make_convolution<float>(backend, g, kernels), call, fault,
                                             [&](std::complex<float>* out, conv::Stream stream) {
-                                              CUDA_TRY(cudaMemsetAsync(out + g.output_size() / 2, 0,
+                                              GS_CUDA_TRY(cudaMemsetAsync(out + g.output_size() / 2, 0,
                                                                        sizeof(std::complex<float>), stream));
                                             });
         conv::BufferSets<float> buffers(conv::Memory::device, g.input_size(), sets);
@@ -71,7 +71,7 @@ TEST_CASE("GPU time_execute: every timed output checked, a fault in any executio
 
 TEST_CASE("GPU timeline: event marks on a stream around executions", "[timing][gpu]") {
   cudaStream_t stream = nullptr;
-  CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  GS_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const conv::Problem g{.n1 = 31, .n2 = 31, .slices = 8, .per_slice = 24};
   auto plan = conv::make_convolution<float>(conv::Backend::gpu_cufft, g, conv::random_complex<float>(g.kernels_total(), 1));
   conv::BufferSets<float> buffers(conv::Memory::device, g.input_size(), 1);
@@ -88,5 +88,5 @@ TEST_CASE("GPU timeline: event marks on a stream around executions", "[timing][g
   // Event times resolve about 0.5 µs.
   CHECK(std::abs(timeline.elapsed_us(start, middle) + timeline.elapsed_us(middle, stop) - whole) < 2.0);
   CHECK_THROWS(timeline.mark());
-  CUDA_TRY(cudaStreamDestroy(stream));
+  GS_CUDA_TRY(cudaStreamDestroy(stream));
 }

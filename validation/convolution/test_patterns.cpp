@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "validation/convolution/pattern_cases.hpp"
 
 using namespace gratingsim;

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "convolution/timing.hpp"
 #include "validation/convolution/faulty_convolution.hpp"
 #include "validation/support/catch.hpp"

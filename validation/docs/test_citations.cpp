@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"  // GRATINGSIM_SOURCE_DIR (a path, not __FILE__: ccache's base directory makes that relative)
 #include "validation/support/catch.hpp"
 
 namespace fs = std::filesystem;

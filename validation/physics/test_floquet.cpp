@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "physics/floquet.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/random.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "convolution/error.hpp"
+#include "core/error.hpp"
 #include "physics/materials.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/random.hpp"

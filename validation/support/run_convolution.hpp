@@ -6,8 +6,9 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#ifdef GRATINGSIM_HAVE_CUDA
-#include "convolution/device_buffer.hpp"
+#include "core/config.hpp"
+#if GRATINGSIM_HAVE_CUDA
+#include "core/device_buffer.hpp"
 #endif
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
@@ -24,12 +25,12 @@ void run_on_host(conv::Convolution<Real>& plan, const std::vector<std::complex<R
     plan.execute(in.data(), out.data());
     return;
   }
-#ifdef GRATINGSIM_HAVE_CUDA
-  conv::DeviceBuffer<std::complex<Real>> d_in(in.size()), d_out(out.size());
+#if GRATINGSIM_HAVE_CUDA
+  DeviceBuffer<std::complex<Real>> d_in(in.size()), d_out(out.size());
   d_in.upload(in);
   d_out.upload(out);
   plan.execute(d_in.data(), d_out.data(), nullptr);
-  CUDA_TRY(cudaDeviceSynchronize());
+  GS_CUDA_TRY(cudaDeviceSynchronize());
   d_out.download(out);
 #endif
 }

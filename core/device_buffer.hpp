@@ -4,16 +4,16 @@
 #include <span>
 #include <utility>
 
-#include "convolution/cuda_check.hpp"
+#include "core/cuda_check.hpp"
 
-namespace gratingsim::conv {
+namespace gratingsim {
 
 template <class T>
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t count) : size_(count) {
-    if (count) CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
+    if (count) GS_CUDA_TRY(cudaMalloc(reinterpret_cast<void**>(&data_), count * sizeof(T)));
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
@@ -35,12 +35,12 @@ class DeviceBuffer {
 
   /// Synchronous copies (cudaMemcpy: waits for all prior work on the legacy default stream).
   void upload(std::span<const T> host) {
-    EXPECTS(host.size() == size_, "upload size mismatch");
-    CUDA_TRY(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
+    GS_EXPECTS(host.size() == size_, "upload size mismatch");
+    GS_CUDA_TRY(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
   }
   void download(std::span<T> host) const {
-    EXPECTS(host.size() == size_, "download size mismatch");
-    CUDA_TRY(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
+    GS_EXPECTS(host.size() == size_, "download size mismatch");
+    GS_CUDA_TRY(cudaMemcpy(host.data(), data_, bytes(), cudaMemcpyDeviceToHost));
   }
 
  private:
@@ -48,4 +48,4 @@ class DeviceBuffer {
   std::size_t size_ = 0;
 };
 
-}  // namespace gratingsim::conv
+}  // namespace gratingsim
