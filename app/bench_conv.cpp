@@ -384,7 +384,6 @@ constexpr OptionSpec bench_options[] = {
     {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100 copy bandwidth)"},
     {"seed", "N", "random seed of kernels and fields (default: fresh)"},
     {"csv", "FILE", "also write the rows to FILE as CSV"},
-    {"help", "", "show this help"},
 };
 
 Settings parse_settings(const Options& o) {
@@ -428,26 +427,7 @@ Settings parse_settings(const Options& o) {
   return s;
 }
 
-}  // namespace
-
-int run_bench_conv(Args args) {
-  const Options options("gratingsim bench conv", bench_options, args);
-  if (options.flag("help")) {
-    std::cout << format_help(
-        "gratingsim bench conv [--case LIST|all] [--backend LIST|all|auto] [--precision single|double|both] "
-        "[--shape scalar|normal-vector|both] [--repeats N] [--warmup N] [--bandwidth GB/s] [--seed N] [--csv FILE]",
-        "Times the batched convolution backends on the problem cases of convolution.md (Table 1) with fresh "
-        "random kernels and fields: median/min/max over rotating buffer sets after warm-up (GPU: CUDA events; "
-        "CPU: steady clock). Every timed output is checked against a complex128 reference on the same inputs "
-        "(cpu-direct for cases 1-2, cpu-fftw for 3-4; relative l2 per block <= 1e-4 single, 1e-10 double); a row that fails is marked FAILED and the exit status is 1. "
-        "Reports the ratio to the memory floor and the speed-up over gpu-cufft measured in the same run. Floor: "
-        "scalar s*(2*N1*N2 + L1*L2/per_slice)*batch/B; normal-vector (--shape: K 7 kernels per slice, Q 3 "
-        "inputs and P 5 outputs per group, 16 groups per slice = 8 angles x 2 polarisations) "
-        "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices]/B (read inputs, write outputs, read each spectrum once per "
-        "slice). Backends this machine or build lacks, or that cannot serve a shape, are reported unavailable.",
-        bench_options);
-    return 0;
-  }
+int run_bench_conv(const Options& options) {
   const Settings s = [&] {
     try {
       return parse_settings(options);
@@ -491,5 +471,26 @@ int run_bench_conv(Args args) {
   }
   return 0;
 }
+
+}  // namespace
+
+const Command gratingsim_bench_conv{
+    .name = "conv",
+    .summary = "time the convolution backends on the four problem cases, verify every output",
+    .usage =
+        "gratingsim bench conv [--case LIST|all] [--backend LIST|all|auto] [--precision single|double|both] "
+        "[--shape scalar|normal-vector|both] [--repeats N] [--warmup N] [--bandwidth GB/s] [--seed N] [--csv FILE]",
+    .description =
+        "Times the batched convolution backends on the problem cases of convolution.md (Table 1) with fresh "
+        "random kernels and fields: median/min/max over rotating buffer sets after warm-up (GPU: CUDA events; "
+        "CPU: steady clock). Every timed output is checked against a complex128 reference on the same inputs "
+        "(cpu-direct for cases 1-2, cpu-fftw for 3-4; relative l2 per block <= 1e-4 single, 1e-10 double); a row that fails is marked FAILED and the exit status is 1. "
+        "Reports the ratio to the memory floor and the speed-up over gpu-cufft measured in the same run. Floor: "
+        "scalar s*(2*N1*N2 + L1*L2/per_slice)*batch/B; normal-vector (--shape: K 7 kernels per slice, Q 3 "
+        "inputs and P 5 outputs per group, 16 groups per slice = 8 angles x 2 polarisations) "
+        "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices]/B (read inputs, write outputs, read each spectrum once per "
+        "slice). Backends this machine or build lacks, or that cannot serve a shape, are reported unavailable.",
+    .options = bench_options,
+    .run = run_bench_conv};
 
 }  // namespace gratingsim::app

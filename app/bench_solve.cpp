@@ -307,7 +307,6 @@ constexpr OptionSpec options_spec[] = {
     {"window", "W", "Arnoldi steps of the timed GMRES(W) cycle, >= 2 (default 8)"},
     {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100 copy bandwidth)"},
     {"csv", "FILE", "also write the rows to FILE as CSV"},
-    {"help", "", "show this help"},
 };
 
 Settings parse_settings(const Options& o) {
@@ -328,27 +327,7 @@ Settings parse_settings(const Options& o) {
   return s;
 }
 
-}  // namespace
-
-int run_bench_solve(Args args) {
-  const Options options("gratingsim bench solve", options_spec, args);
-  if (options.flag("help")) {
-    std::cout << format_help(
-        "gratingsim bench solve [--case LIST|all] [--backend LIST] [--precision single|double|both] [--repeats N] "
-        "[--cpu-repeats N] [--window W] [--bandwidth GB/s] [--csv FILE]",
-        "Times one Krylov iteration of the physics solver on the problem cases of convolution.md built as "
-        "crossed gratings (square lattice, circular pillars, harmonics ±3/±7/±15/±31 on both axes, 32/64/128/256 "
-        "slices, 4 incidence angles x s,p = 8 right-hand sides). An iteration is the average Arnoldi step of "
-        "GMRES(W): (time of W steps - time of 1 step)/(W-1) of real solves, host clock, median/min/max over "
-        "the samples. Split: the convolution and the z-operator timed alone (back-to-back products), vector "
-        "ops = iteration - both (includes the host's waits for the per-rhs scalars). The floor counts one "
-        "pass per operation (convolution 2F + spectra, z-operator 3F + coefficients, Gram-Schmidt "
-        "5F(W+2)/2 + 6F, F = one batched vector) at the given bandwidth. Each row's product A*x is first "
-        "checked against a complex128 cpu-fftw problem (relative l2 <= 1e-4 single, 1e-10 double); a row "
-        "that fails makes the exit status 1.",
-        options_spec);
-    return 0;
-  }
+int run_bench_solve(const Options& options) {
   const Settings s = [&] {
     try {
       return parse_settings(options);
@@ -384,5 +363,27 @@ int run_bench_solve(Args args) {
   }
   return 0;
 }
+
+}  // namespace
+
+const Command gratingsim_bench_solve{
+    .name = "solve",
+    .summary = "time the solver's Krylov iteration (split, floor, GPU vs cpu-fftw) on the four cases",
+    .usage =
+        "gratingsim bench solve [--case LIST|all] [--backend LIST] [--precision single|double|both] [--repeats N] "
+        "[--cpu-repeats N] [--window W] [--bandwidth GB/s] [--csv FILE]",
+    .description =
+        "Times one Krylov iteration of the physics solver on the problem cases of convolution.md built as "
+        "crossed gratings (square lattice, circular pillars, harmonics ±3/±7/±15/±31 on both axes, 32/64/128/256 "
+        "slices, 4 incidence angles x s,p = 8 right-hand sides). An iteration is the average Arnoldi step of "
+        "GMRES(W): (time of W steps - time of 1 step)/(W-1) of real solves, host clock, median/min/max over "
+        "the samples. Split: the convolution and the z-operator timed alone (back-to-back products), vector "
+        "ops = iteration - both (includes the host's waits for the per-rhs scalars). The floor counts one "
+        "pass per operation (convolution 2F + spectra, z-operator 3F + coefficients, Gram-Schmidt "
+        "5F(W+2)/2 + 6F, F = one batched vector) at the given bandwidth. Each row's product A*x is first "
+        "checked against a complex128 cpu-fftw problem (relative l2 <= 1e-4 single, 1e-10 double); a row "
+        "that fails makes the exit status 1.",
+    .options = options_spec,
+    .run = run_bench_solve};
 
 }  // namespace gratingsim::app
