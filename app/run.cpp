@@ -46,7 +46,7 @@ constexpr double single_tolerance_floor = 1e-6;
 /// unconverged one.
 constexpr std::size_t summary_rows = 40, summary_sample = 20;
 
-// The last two options are for the tests only and not shown in the help.
+// The hidden options are for the tests only.
 constexpr OptionSpec run_options[] = {
     {"output", "OUT.h5", "the result file (default: the case file's name with .h5, next to it)", 'o'},
     {"backend", "NAME|auto",
@@ -60,11 +60,9 @@ constexpr OptionSpec run_options[] = {
      "recomputed (without a partial file: a new run)"},
     {"overwrite", "", "replace an existing complete OUT.h5 (without it, an existing OUT.h5 is never replaced)"},
     {"quiet", "", "no progress line, no summary (warnings and errors still go to stderr)"},
-    {"help", "", "show this help"},
-    {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)"},
-    {"fail-on-rank", "R", "MPI rank R fails its first unit of work (tests)"},
+    {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)", 0, true},
+    {"fail-on-rank", "R", "MPI rank R fails its first unit of work (tests)", 0, true},
 };
-constexpr std::size_t shown_options = std::size(run_options) - 2;
 
 struct Settings {
   std::string case_path, output;
@@ -524,13 +522,7 @@ SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, P
 }
 
 int run_command(const Options& options, const Launch& launch) {
-  const Settings s = [&] {
-    try {
-      return parse_settings(options);
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("gratingsim run: ") + e.what() + " (see 'gratingsim run --help')");
-    }
-  }();
+  const Settings s = parse_settings(options);
   const auto start = std::chrono::steady_clock::now();
   install_signal_handlers();
   // Several processes: every step below that can fail is settled (every rank agrees, rank 0 tells).
@@ -678,38 +670,9 @@ int run_command(const Options& options, const Launch& launch) {
   return status;
 }
 
-}  // namespace
-
-int run_run(Args args) {
+int run_run(const Options& options) {
   const Launch launch = detect_launch();  // before MPI starts: only rank 0 talks to the user
   try {
-    const Options options("gratingsim run", run_options, args, 1);
-    if (options.flag("help")) {
-      if (launch.rank == 0)
-        std::cout << format_help(
-            "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] "
-            "[--overwrite] [--quiet]\n       mpirun -n K gratingsim run CASE.yaml ...",
-            "Solves every sweep point of the case (wavelengths × θ × φ; the points of one wavelength in one batched "
-            "solve) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
-            "finished point flushed to disk, renamed to OUT.h5 when every point is done. A sweep shows its "
-            "progress on stderr when that is a terminal; at the end a summary table lists per point the "
-            "propagating orders, R, T, the energy balance, the solver's iterations and residual, and the time. "
-            "Errors in the case file are reported at their line and column before anything is written. Launched "
-            "by mpirun (a build with MPI), the K ranks share the sweep: each takes its own GPU on a host with "
-            "several, asks rank 0 for the next wavelength's points when it is done with the last, and rank 0 "
-            "writes the one result file, the same as a one-process run's; every rank must see the case file. "
-            "A rank that fails is reported with its points; the others' results are kept for --resume, which "
-            "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "
-            "case; a failed sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
-            "some solve did not reach its tolerance, or (numerics.harmonics: auto, slices: auto) some point did not "
-            "reach its target_error within the ladder's maximum: every point is written, those marked in the "
-            "summary and stored with solver/converged = 0 or accuracy/reached = 0; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
-            "the points being solved are written, the finished points kept in OUT.h5.partial for --resume (a "
-            "second interrupt ends the run at once). While a run writes OUT.h5 it holds OUT.h5.lock: a second "
-            "run on the same output refuses at once, naming it.",
-            std::span(run_options).first(shown_options));
-      return 0;
-    }
     return run_command(options, launch);
   } catch (const Error& e) {
     // Before MPI starts (a wrong command line, a build without MPI) every process fails alike: one says so.
@@ -717,5 +680,37 @@ int run_run(Args args) {
     throw;
   }
 }
+
+}  // namespace
+
+const Command gratingsim_run{
+    .name = "run",
+    .summary = "solve a YAML case file, write its HDF5 result file (exit 3: some solve did not converge)",
+    .usage =
+        "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] "
+        "[--overwrite] [--quiet]\n       mpirun -n K gratingsim run CASE.yaml ...",
+    .description =
+        "Solves every sweep point of the case (wavelengths × θ × φ; the points of one wavelength in one batched "
+        "solve) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
+        "finished point flushed to disk, renamed to OUT.h5 when every point is done. A sweep shows its "
+        "progress on stderr when that is a terminal; at the end a summary table lists per point the "
+        "propagating orders, R, T, the energy balance, the solver's iterations and residual, and the time. "
+        "Errors in the case file are reported at their line and column before anything is written. Launched "
+        "by mpirun (a build with MPI), the K ranks share the sweep: each takes its own GPU on a host with "
+        "several, asks rank 0 for the next wavelength's points when it is done with the last, and rank 0 "
+        "writes the one result file, the same as a one-process run's; every rank must see the case file. "
+        "A rank that fails is reported with its points; the others' results are kept for --resume, which "
+        "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "
+        "case; a failed sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
+        "some solve did not reach its tolerance, or (numerics.harmonics: auto, slices: auto) some point did not "
+        "reach its target_error within the ladder's maximum: every point is written, those marked in the "
+        "summary and stored with solver/converged = 0 or accuracy/reached = 0; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
+        "the points being solved are written, the finished points kept in OUT.h5.partial for --resume (a "
+        "second interrupt ends the run at once). While a run writes OUT.h5 it holds OUT.h5.lock: a second "
+        "run on the same output refuses at once, naming it.",
+    .options = run_options,
+    .max_positional = 1,
+    .positional = "CASE.yaml",
+    .run = run_run};
 
 }  // namespace gratingsim::app
