@@ -1,6 +1,8 @@
 // gratingsim run: solves every sweep point of a case file and writes the result file of io/SCHEMA.md,
-// point by point (OUT.h5.partial, renamed to OUT.h5 when complete), then prints a summary. Launched
-// by mpirun, the ranks share the sweep (distributed_sweep.hpp) and rank 0 writes the one file.
+// point by point (OUT.h5.partial, renamed to OUT.h5 when complete), then prints a summary
+// (summary.hpp). Launched by mpirun, the ranks share the sweep (distributed_sweep.hpp) and rank 0
+// writes the one file. run_command's steps: the settings, the case and the output's lock, the backend,
+// the result file, then the sweep and what became of it.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -126,7 +129,6 @@ conv::Backend choose_backend(const Settings& s, const io::Problem& problem, bool
   if (resuming) return conv::parse_backend(io::ResultReader(io::partial_path(s.output)).info().backend);
   return automatic_backend(problem);
 }
-
 
 /// Physics warnings on stderr, each kind once: a warning repeated with other numbers (the same
 /// anomaly at the next wavelength) is counted, not printed again.
@@ -245,152 +247,187 @@ SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, P
   return outcome;
 }
 
-int run_command(const Options& options, const Launch& launch) {
-  const Settings s = parse_settings(options);
-  const auto start = std::chrono::steady_clock::now();
-  install_signal_handlers();
-  // Several processes: every step below that can fail is settled (every rank agrees, rank 0 tells).
-  const std::unique_ptr<Ranks> ranks = launch.size > 1 ? Ranks::join() : nullptr;
-  Ranks* const all = ranks.get();
-  const bool root = !ranks || ranks->rank() == 0;
-  const int rank_count = ranks ? ranks->size() : 1;
-
-  // The case is read and checked completely (by every rank) before any file is touched.
+/// What a run builds up, step by step (run_command), on every rank of an MPI launch; rank 0 leads.
+struct Run {
+  Settings settings;
+  std::chrono::steady_clock::time_point start;
+  std::unique_ptr<Ranks> ranks;  ///< null: one process
   io::Problem problem;
-  settle(all, [&] { problem = io::load_problem(s.case_path); });
-  // Rank 0 takes the output's lock before anything is written (the lock file also proves the
-  // directory writable), and checks the path again under it: a run that finished meanwhile is seen.
-  std::optional<io::OutputLock> lock;
-  settle(all, [&] {
-    if (!root) return;
-    check_output_path(s, problem.source.inputs);
-    lock.emplace(s.output);
-    check_output_path(s, problem.source.inputs);
-  });
-  if (root)
-    for (const std::string& warning : problem.source.warnings) std::cerr << warning << '\n';
-  if (s.precision) problem.solver.precision = *s.precision;
-  if (problem.solver.precision == conv::Precision::single && problem.solver.tolerance < single_tolerance_floor) {
-    if (root)
-      std::cerr << "gratingsim run: warning: single precision: solver tolerance raised from "
-                << problem.solver.tolerance << " to " << single_tolerance_floor
-                << " (complex64 arithmetic reaches no smaller relative residual)\n";
-    problem.solver.tolerance = single_tolerance_floor;
-  }
-  // Rank 0 decides the backend (an `auto` measurement on its device, the partial file being
-  // resumed) for all; then ranks running a GPU backend take their GPUs.
-  const std::string partial = io::partial_path(s.output);
-  bool resuming = false;
+  std::optional<io::OutputLock> lock;  ///< rank 0: held while OUT.h5 is written
+  bool resuming = false;               ///< continuing OUT.h5.partial
   std::string backend_name;
-  settle(all, [&] {
-    if (!root) return;
-    resuming = s.resume && fs::exists(partial);
-    if (s.resume && !resuming) std::cerr << "gratingsim run: no " << partial << " to resume; starting a new run\n";
+  RankOptions rank_options;
+  std::string device;                             ///< the result file's device string
+  std::vector<std::string> rank_names{"rank 0"};  ///< for messages about a rank (rank 0's list)
+  std::optional<io::ResultWriter> writer;         ///< rank 0
+
+  [[nodiscard]] Ranks* all() const { return ranks.get(); }
+  [[nodiscard]] bool root() const { return !ranks || ranks->rank() == 0; }
+};
+
+/// Every rank reads and checks the case completely before any file is touched; then rank 0 takes the
+/// output's lock before anything is written (the lock file also proves the directory writable), and
+/// checks the path again under it: a run that finished meanwhile is seen. The precision of the
+/// command line replaces the case's.
+void load_case(Run& run) {
+  const Settings& s = run.settings;
+  settle(run.all(), [&] { run.problem = io::load_problem(s.case_path); });
+  settle(run.all(), [&] {
+    if (!run.root()) return;
+    check_output_path(s, run.problem.source.inputs);
+    run.lock.emplace(s.output);
+    check_output_path(s, run.problem.source.inputs);
+  });
+  if (run.root())
+    for (const std::string& warning : run.problem.source.warnings) std::cerr << warning << '\n';
+  physics::SolverOptions& solver = run.problem.solver;
+  if (s.precision) solver.precision = *s.precision;
+  if (solver.precision == conv::Precision::single && solver.tolerance < single_tolerance_floor) {
+    if (run.root())
+      std::cerr << "gratingsim run: warning: single precision: solver tolerance raised from " << solver.tolerance
+                << " to " << single_tolerance_floor << " (complex64 arithmetic reaches no smaller relative residual)\n";
+    solver.tolerance = single_tolerance_floor;
+  }
+}
+
+/// Rank 0 decides the backend (an `auto` measurement on its device, the partial file being resumed)
+/// for all; then ranks running a GPU backend take their GPUs, and every rank checks it can run it.
+void take_backend(Run& run) {
+  const Settings& s = run.settings;
+  const std::string partial = io::partial_path(s.output);
+  settle(run.all(), [&] {
+    if (!run.root()) return;
+    run.resuming = s.resume && fs::exists(partial);
+    if (s.resume && !run.resuming) std::cerr << "gratingsim run: no " << partial << " to resume; starting a new run\n";
     if (!s.resume && fs::exists(partial))
       std::cerr << "gratingsim run: replacing " << partial << " left by an earlier run (--resume continues it)\n";
-    backend_name = std::string(conv::to_string(choose_backend(s, problem, resuming)));
+    run.backend_name = std::string(conv::to_string(choose_backend(s, run.problem, run.resuming)));
   });
-  if (ranks) backend_name = ranks->broadcast(backend_name);
-  problem.solver.backend = conv::parse_backend(backend_name);
-  const conv::Backend backend = problem.solver.backend;
-  const conv::Precision precision = problem.solver.precision;
-  RankOptions rank_options;
-  rank_options.fail_on_rank = s.fail_on_rank;
-  if (ranks && conv::memory_of(backend) == conv::Memory::device)
-    settle(all, [&] { rank_options.cuda_device = bind_device(*ranks); });
-  settle(all, [&] {
-    const std::string why = physics_unavailable(backend, precision, problem.solver.formulation);
+  if (run.ranks) run.backend_name = run.ranks->broadcast(run.backend_name);
+  run.problem.solver.backend = conv::parse_backend(run.backend_name);
+  const conv::Backend backend = run.problem.solver.backend;
+  run.rank_options.fail_on_rank = s.fail_on_rank;
+  if (run.ranks && conv::memory_of(backend) == conv::Memory::device)
+    settle(run.all(), [&] { run.rank_options.cuda_device = bind_device(*run.ranks); });
+  settle(run.all(), [&] {
+    const std::string why =
+        physics_unavailable(backend, run.problem.solver.precision, run.problem.solver.formulation);
     if (why.empty()) return;
     // A missing device is said as such, with what to use instead, at the case's numerics.backend
     // when the backend comes from there.
-    const std::string what = backend_name + (why.starts_with("needs ") ? " " + why + "; use auto or cpu-fftw"
-                                                                       : " cannot run the solver here: " + why);
-    const auto& at = problem.source.numerics.backend_location;
+    const std::string what = run.backend_name + (why.starts_with("needs ") ? " " + why + "; use auto or cpu-fftw"
+                                                                           : " cannot run the solver here: " + why);
+    const auto& at = run.problem.source.numerics.backend_location;
     if (!s.backend && at) throw io::CaseError(at->file, at->line, at->column, "numerics.backend: backend " + what);
     throw Unsupported((s.backend ? "--backend " : "backend ") + what);
   });
-  if (root && !s.quiet) note_absorbing_substrate(problem.source);
-  std::string device = device_of(backend);
-  std::vector<std::string> rank_names{"rank 0"};  // for messages about a rank (rank 0's list)
-  if (ranks) {
-    const std::vector<std::string> devices = ranks->gather(device), hosts = ranks->gather(ranks->host());
-    device = describe_devices(devices);
-    rank_names.clear();
-    for (std::size_t r = 0; r < devices.size(); ++r)
-      rank_names.push_back("rank " + std::to_string(r) + " (" + hosts[r] + ", " + devices[r] + ")");
-  }
+}
 
-  std::optional<io::ResultWriter> writer;
-  settle(all, [&] {
-    if (!root) return;
-    const io::RunInfo info = io::run_info(problem, backend_name, conv::to_string(precision), device);
-    writer.emplace(resuming ? io::ResultWriter::resume(s.output, problem.layout, info)
-                            : io::ResultWriter::create(s.output, problem.layout, info));
+/// The device string of the result file, and the names of the ranks for messages.
+void name_devices(Run& run) {
+  run.device = device_of(run.problem.solver.backend);
+  if (!run.ranks) return;
+  const std::vector<std::string> devices = run.ranks->gather(run.device), hosts = run.ranks->gather(run.ranks->host());
+  run.device = describe_devices(devices);
+  run.rank_names.clear();
+  for (std::size_t r = 0; r < devices.size(); ++r)
+    run.rank_names.push_back("rank " + std::to_string(r) + " (" + hosts[r] + ", " + devices[r] + ")");
+}
+
+/// Rank 0 creates OUT.h5.partial, or reopens it to resume.
+void open_result_file(Run& run) {
+  settle(run.all(), [&] {
+    if (!run.root()) return;
+    const io::RunInfo info = io::run_info(run.problem, run.backend_name,
+                                          conv::to_string(run.problem.solver.precision), run.device);
+    run.writer.emplace(run.resuming ? io::ResultWriter::resume(run.settings.output, run.problem.layout, info)
+                                    : io::ResultWriter::create(run.settings.output, run.problem.layout, info));
   });
+}
 
-  if (!root) {  // solve what rank 0 sends, then return the status it decides
-    serve_sweep(*ranks, problem, rank_options);
-    return std::stoi(ranks->broadcast(""));
-  }
-  const auto conclude = [&]() -> int {
-    const io::ResultLayout& layout = problem.layout;
-    Progress progress(layout.points(), writer->points_done(), !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
-    Warnings warnings;
-    SweepOutcome outcome;
-    const auto sweep_start = std::chrono::steady_clock::now();
-    try {
-      if (ranks) {
-        SweepReport report{progress, [&](const std::string& w) { progress.clear(), warnings.report(w); }, rank_names,
-                           [] { return stop_signal != 0; }};
-        outcome = coordinate_sweep(*ranks, problem, *writer, plan_units(problem, *writer, ranks->size()),
-                                   rank_options, report, s.stop_after);
-      } else {
-        outcome = sweep_alone(problem, *writer, progress, warnings, s.stop_after);
-      }
-    } catch (const io::OutputError& e) {  // a failed write (a full disk): what is kept, what to do
-      progress.clear();
-      throw io::OutputError(std::string(e.what()) + "\n  the " + std::to_string(writer->points_done()) + " of " +
-                            std::to_string(layout.points()) + " points finished are kept in " + partial +
-                            "; once the cause is removed, 'gratingsim run --resume' solves the rest");
+/// Rank 0: the sweep (over the ranks, or in this process alone), then what became of it: interrupted,
+/// stopped, failed points, or the finished file and its summary. Returns the exit status.
+int sweep_and_summarise(Run& run) {
+  const Settings& s = run.settings;
+  const io::ResultLayout& layout = run.problem.layout;
+  io::ResultWriter& writer = *run.writer;
+  const std::string partial = io::partial_path(s.output);
+  Progress progress(layout.points(), writer.points_done(), !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
+  Warnings warnings;
+  SweepOutcome outcome;
+  const auto sweep_start = std::chrono::steady_clock::now();
+  try {
+    if (run.ranks) {
+      SweepReport report{progress, [&](const std::string& w) { progress.clear(), warnings.report(w); },
+                         run.rank_names, [] { return stop_signal != 0; }};
+      outcome = coordinate_sweep(*run.ranks, run.problem, writer, plan_units(run.problem, writer, run.ranks->size()),
+                                 run.rank_options, report, s.stop_after);
+    } else {
+      outcome = sweep_alone(run.problem, writer, progress, warnings, s.stop_after);
     }
-    const auto sweep_end = std::chrono::steady_clock::now();
+  } catch (const io::OutputError& e) {  // a failed write (a full disk): what is kept, what to do
     progress.clear();
-    warnings.print_repeated();
-    if (outcome.interrupted) {
-      std::cerr << "gratingsim run: interrupted (" << (stop_signal == SIGTERM ? "SIGTERM" : "SIGINT")
-                << "): " << writer->points_done() << " of " << layout.points() << " points finished and kept in "
-                << partial << "; run again with --resume to solve the rest\n";
-      return 128 + int(stop_signal);
-    }
-    if (outcome.stopped) {
-      std::cerr << "gratingsim run: stopped after " << outcome.solved << " points as asked (--stop-after); " << partial
-                << " keeps them for --resume\n";
-      return 1;
-    }
-    if (const std::size_t missing = layout.points() - writer->points_done(); missing > 0) {
-      std::string why;
-      for (const std::string& f : outcome.failures) why += "\n  " + f;
-      throw Error(std::to_string(missing) + " point(s) not solved:" + why + "\n  the " +
-                  std::to_string(writer->points_done()) + " solved point(s) are kept in " + partial +
-                  "; 'gratingsim run --resume' solves the rest");
-    }
-    writer->finish(s.overwrite);
-    const RunTimes times{std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                         std::chrono::duration<double>(sweep_end - sweep_start).count(), rank_count};
-    const bool converged = s.quiet ? !any_unconverged(s.output) : print_summary(s.case_path, s.output, problem, outcome.solved, times);
-    return converged ? 0 : exit_unconverged;
-  };
+    throw io::OutputError(std::string(e.what()) + "\n  the " + std::to_string(writer.points_done()) + " of " +
+                          std::to_string(layout.points()) + " points finished are kept in " + partial +
+                          "; once the cause is removed, 'gratingsim run --resume' solves the rest");
+  }
+  const auto sweep_end = std::chrono::steady_clock::now();
+  progress.clear();
+  warnings.print_repeated();
+  if (outcome.interrupted) {
+    std::cerr << "gratingsim run: interrupted (" << (stop_signal == SIGTERM ? "SIGTERM" : "SIGINT")
+              << "): " << writer.points_done() << " of " << layout.points() << " points finished and kept in "
+              << partial << "; run again with --resume to solve the rest\n";
+    return 128 + int(stop_signal);
+  }
+  if (outcome.stopped) {
+    std::cerr << "gratingsim run: stopped after " << outcome.solved << " points as asked (--stop-after); " << partial
+              << " keeps them for --resume\n";
+    return 1;
+  }
+  if (const std::size_t missing = layout.points() - writer.points_done(); missing > 0) {
+    std::string why;
+    for (const std::string& f : outcome.failures) why += "\n  " + f;
+    throw Error(std::to_string(missing) + " point(s) not solved:" + why + "\n  the " +
+                std::to_string(writer.points_done()) + " solved point(s) are kept in " + partial +
+                "; 'gratingsim run --resume' solves the rest");
+  }
+  writer.finish(s.overwrite);
+  const RunTimes times{std::chrono::duration<double>(std::chrono::steady_clock::now() - run.start).count(),
+                       std::chrono::duration<double>(sweep_end - sweep_start).count(),
+                       run.ranks ? run.ranks->size() : 1};
+  const bool converged = s.quiet ? !any_unconverged(s.output)
+                                 : print_summary(s.case_path, s.output, run.problem, outcome.solved, times);
+  return converged ? 0 : exit_unconverged;
+}
+
+int run_command(const Options& options, const Launch& launch) {
+  Run run;
+  run.settings = parse_settings(options);
+  run.start = std::chrono::steady_clock::now();
+  install_signal_handlers();
+  // Several processes: every step below that can fail is settled (every rank agrees, rank 0 tells).
+  if (launch.size > 1) run.ranks = Ranks::join();
+  load_case(run);
+  take_backend(run);
+  if (run.root() && !run.settings.quiet) note_absorbing_substrate(run.problem.source);
+  name_devices(run);
+  open_result_file(run);
+  if (!run.root()) {  // solve what rank 0 sends, then return the status it decides
+    serve_sweep(*run.ranks, run.problem, run.rank_options);
+    return std::stoi(run.ranks->broadcast(""));
+  }
   int status = 1;
   try {
-    status = conclude();
+    status = sweep_and_summarise(run);
   } catch (...) {
-    if (ranks) {
-      (void)ranks->broadcast("1");
-      ranks->agree_to_stop();
+    if (run.ranks) {
+      (void)run.ranks->broadcast("1");
+      run.ranks->agree_to_stop();
     }
     throw;
   }
-  if (ranks) (void)ranks->broadcast(std::to_string(status));
+  if (run.ranks) (void)run.ranks->broadcast(std::to_string(status));
   return status;
 }
 
