@@ -112,6 +112,8 @@ std::string usage_message(const std::string& cli11) {
 
 }  // namespace
 
+std::string_view command_line_library_version() { return CLI11_VERSION; }
+
 std::string user_message(const std::exception& e) {
   static const std::regex location(R"(^\S+:\d+: )");
   return std::regex_replace(std::string(e.what()), location, "", std::regex_constants::format_first_only);

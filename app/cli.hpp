@@ -67,6 +67,9 @@ struct Command {
 /// no command) is a UsageError naming what is wrong.
 int run_command_line(const Command& program, std::string_view version, int argc, const char* const* argv);
 
+/// The version of CLI11, the command-line parser (for `gratingsim info`).
+std::string_view command_line_library_version();
+
 /// e.what() without the "file:line: " prefix of library errors: what a user reads.
 std::string user_message(const std::exception& e);
 

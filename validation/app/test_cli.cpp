@@ -81,6 +81,7 @@ TEST_CASE("info lists the build, devices, backends and libraries", "[cli]") {
   CHECK(contains(r.output, GRATINGSIM_EXECUTABLE_MPI ? "MPI:       built in" : "MPI:       not built in"));
   CHECK(std::regex_search(r.output, std::regex(R"(\n  HDF5      1\.\d+\.\d+\n)")));
   CHECK(std::regex_search(r.output, std::regex(R"(\n  yaml-cpp  0\.\d+\.\d+\n)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(\n  CLI11     \d+\.\d+\.\d+\n)")));
 }
 
 TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
