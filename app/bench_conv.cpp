@@ -484,7 +484,6 @@ constexpr OptionSpec bench_options[] = {
     {"fp64", "TFLOP/s", "FP64 rate of the arithmetic floor (default 34, H100 SXM non-tensor peak)"},
     {"seed", "N", "random seed of kernels and fields (default: fresh)"},
     {"csv", "FILE", "also write the rows to FILE as CSV"},
-    {"help", "", "show this help"},
 };
 
 Settings parse_settings(const Options& o) {
@@ -530,43 +529,8 @@ Settings parse_settings(const Options& o) {
   return s;
 }
 
-}  // namespace
-
-int run_bench_conv(Args args) {
-  const Options options("gratingsim bench conv", bench_options, args);
-  if (options.flag("help")) {
-    std::cout << format_help(
-        "gratingsim bench conv [--case LIST|all] [--backend LIST|all|auto] [--precision single|double|both] "
-        "[--shape scalar|normal-vector|both] [--repeats N] [--warmup-ms MS] [--bandwidth GB/s] [--fp32 TFLOP/s] "
-        "[--fp64 TFLOP/s] [--seed N] [--csv FILE]",
-        "Times the batched convolution backends on the problem cases of docs/convolution.md §5 (Table 1) with fresh "
-        "random kernels and a distinct random input per buffer set (sets rotated so that together they are twice "
-        "the last-level cache). After a warm-up of at least --warmup-ms: stream time, per execution (GPU: CUDA "
-        "events around each execute() on a stream, one round of one execution per set enqueued without a host "
-        "wait; CPU: steady clock); on a GPU also graph time, device time only (one CUDA graph of one execution per "
-        "set, replayed behind a host gate, events around each replay, divided by the sets). Median, min and max "
-        "(CSV: quartiles too). Every timed output, in both, is poisoned (NaN) before its execution and checked "
-        "after it, outside the timed region, against a complex128 reference of its set's input (cpu-direct for "
-        "scalar cases 1-2, cpu-fftw otherwise; relative l2 per block <= 1e-4 single, 1e-10 double); 'checked' "
-        "counts checked outputs / timed executions; a row that fails is marked FAILED and the exit status is 1. "
-        "Floors: memory, scalar s*(2*N1*N2 + L1*L2/per_slice)*batch/B and normal-vector (--shape: K 7 kernels per "
-        "slice, Q 3 inputs and P 5 outputs per group, 16 groups per slice = 8 angles x 2 polarisations) "
-        "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices]/B (read inputs, write outputs, read each spectrum once per "
-        "slice); arithmetic, the pruned FFT route's flops per group 5*(Q + P)*(N1*L2*log2 L2 + L2*L1*log2 L1) + "
-        "L1*L2*(8*terms - 2*P) at the FP32 or FP64 peak. x_floor: graph time (GPU) or stream time (CPU) over the "
-        "larger floor. vs_cufft: gpu-cufft's stream time over the row's, vs_cufft_g the same in graph time, "
-        "measured in the same run. Backends this machine or build lacks, or that cannot serve a shape, are "
-        "reported unavailable.",
-        bench_options);
-    return 0;
-  }
-  const Settings s = [&] {
-    try {
-      return parse_settings(options);
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("gratingsim bench conv: ") + e.what() + " (see 'gratingsim bench conv --help')");
-    }
-  }();
+int run_bench_conv(const Options& options) {
+  const Settings s = parse_settings(options);
 
   const auto gpu = conv::current_cuda_device();
   std::printf("gratingsim bench conv: per row, warm-up of at least %.0f ms, then %d timed executions (stream time: "
@@ -613,5 +577,36 @@ int run_bench_conv(Args args) {
   }
   return 0;
 }
+
+}  // namespace
+
+const Command gratingsim_bench_conv{
+    .name = "conv",
+    .summary = "time the convolution backends on the four problem cases, verify every output",
+    .usage =
+        "gratingsim bench conv [--case LIST|all] [--backend LIST|all|auto] [--precision single|double|both] "
+        "[--shape scalar|normal-vector|both] [--repeats N] [--warmup-ms MS] [--bandwidth GB/s] [--fp32 TFLOP/s] "
+        "[--fp64 TFLOP/s] [--seed N] [--csv FILE]",
+    .description =
+        "Times the batched convolution backends on the problem cases of docs/convolution.md §5 (Table 1) with fresh "
+        "random kernels and a distinct random input per buffer set (sets rotated so that together they are twice "
+        "the last-level cache). After a warm-up of at least --warmup-ms: stream time, per execution (GPU: CUDA "
+        "events around each execute() on a stream, one round of one execution per set enqueued without a host "
+        "wait; CPU: steady clock); on a GPU also graph time, device time only (one CUDA graph of one execution per "
+        "set, replayed behind a host gate, events around each replay, divided by the sets). Median, min and max "
+        "(CSV: quartiles too). Every timed output, in both, is poisoned (NaN) before its execution and checked "
+        "after it, outside the timed region, against a complex128 reference of its set's input (cpu-direct for "
+        "scalar cases 1-2, cpu-fftw otherwise; relative l2 per block <= 1e-4 single, 1e-10 double); 'checked' "
+        "counts checked outputs / timed executions; a row that fails is marked FAILED and the exit status is 1. "
+        "Floors: memory, scalar s*(2*N1*N2 + L1*L2/per_slice)*batch/B and normal-vector (--shape: K 7 kernels per "
+        "slice, Q 3 inputs and P 5 outputs per group, 16 groups per slice = 8 angles x 2 polarisations) "
+        "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices]/B (read inputs, write outputs, read each spectrum once per "
+        "slice); arithmetic, the pruned FFT route's flops per group 5*(Q + P)*(N1*L2*log2 L2 + L2*L1*log2 L1) + "
+        "L1*L2*(8*terms - 2*P) at the FP32 or FP64 peak. x_floor: graph time (GPU) or stream time (CPU) over the "
+        "larger floor. vs_cufft: gpu-cufft's stream time over the row's, vs_cufft_g the same in graph time, "
+        "measured in the same run. Backends this machine or build lacks, or that cannot serve a shape, are "
+        "reported unavailable.",
+    .options = bench_options,
+    .run = run_bench_conv};
 
 }  // namespace gratingsim::app

@@ -27,7 +27,6 @@ constexpr OptionSpec options_spec[] = {
     {"configs", "DIR", "where --case finds its files (default configs)"},
     {"backend", "LIST", "comma-separated backends (default: the case's numerics.backend; auto: as run)"},
     {"precision", "single|double", "arithmetic precision (default: the case's)"},
-    {"help", "", "show this help"},
 };
 
 struct Settings {
@@ -86,32 +85,8 @@ double sweep(const io::Problem& problem, const std::string& output) {
   return wall;
 }
 
-}  // namespace
-
-int run_bench_e2e(Args args) {
-  const Options options("gratingsim bench e2e", options_spec, args, 64);
-  if (options.flag("help")) {
-    std::cout << format_help(
-        "gratingsim bench e2e [CASE.yaml ...] [--case LIST|all] [--configs DIR] [--backend LIST] "
-        "[--precision single|double]",
-        "Runs each case's whole sweep as 'gratingsim run' does (one batched solve per wavelength, every point "
-        "written to a result file in the temporary directory, then removed) and prints the wall time of each "
-        "phase per wavelength batch: structure (slicing, orders, shape functions and kernels), spectra+plans "
-        "(memory check, convolution plan and kernel spectra, device: their upload), z-operator (Green "
-        "coefficients, right-hand sides), uploads (device: the z-operator's), preconditioner, krylov (the "
-        "iterations), far-field (one more convolution, efficiencies), writing (the result file). Device work "
-        "is included where it is started: every set-up step waits for the device before it returns. Phases "
-        "never overlap; their sum is at most the sweep's wall time, printed with it.",
-        options_spec);
-    return 0;
-  }
-  const Settings s = [&] {
-    try {
-      return parse_settings(options);
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("gratingsim bench e2e: ") + e.what() + " (see 'gratingsim bench e2e --help')");
-    }
-  }();
+int run_bench_e2e(const Options& options) {
+  const Settings s = parse_settings(options);
   const std::string output =
       (fs::temp_directory_path() / ("gratingsim-bench-e2e-" + std::to_string(::getpid()) + ".h5")).string();
   for (const std::string& path : s.cases) {
@@ -140,5 +115,27 @@ int run_bench_e2e(Args args) {
   }
   return 0;
 }
+
+}  // namespace
+
+const Command gratingsim_bench_e2e{
+    .name = "e2e",
+    .summary = "a case's whole sweep end to end: time per phase (set-up, iterations, output) per wavelength batch",
+    .usage =
+        "gratingsim bench e2e [CASE.yaml ...] [--case LIST|all] [--configs DIR] [--backend LIST] "
+        "[--precision single|double]",
+    .description =
+        "Runs each case's whole sweep as 'gratingsim run' does (one batched solve per wavelength, every point "
+        "written to a result file in the temporary directory, then removed) and prints the wall time of each "
+        "phase per wavelength batch: structure (slicing, orders, shape functions and kernels), spectra+plans "
+        "(memory check, convolution plan and kernel spectra, device: their upload), z-operator (Green "
+        "coefficients, right-hand sides), uploads (device: the z-operator's), preconditioner, krylov (the "
+        "iterations), far-field (one more convolution, efficiencies), writing (the result file). Device work "
+        "is included where it is started: every set-up step waits for the device before it returns. Phases "
+        "never overlap; their sum is at most the sweep's wall time, printed with it.",
+    .options = options_spec,
+    .max_positional = 64,
+    .positional = "CASE.yaml",
+    .run = run_bench_e2e};
 
 }  // namespace gratingsim::app

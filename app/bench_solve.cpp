@@ -445,7 +445,6 @@ constexpr OptionSpec options_spec[] = {
     {"warmup-ms", "MS", "untimed short solves first, per row, for at least this long (default 200)"},
     {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100's measured copy bandwidth)"},
     {"csv", "FILE", "also write the rows to FILE as CSV"},
-    {"help", "", "show this help"},
 };
 
 Settings parse_settings(const Options& o) {
@@ -469,43 +468,8 @@ Settings parse_settings(const Options& o) {
   return s;
 }
 
-}  // namespace
-
-int run_bench_solve(Args args) {
-  const Options options("gratingsim bench solve", options_spec, args);
-  if (options.flag("help")) {
-    std::cout << format_help(
-        "gratingsim bench solve [--case LIST|all] [--backend LIST] [--method LIST] [--precision single|double|both] "
-        "[--repeats N] [--cpu-repeats N] [--bicgstab-steps N] [--warmup-ms MS] [--bandwidth GB/s] [--csv FILE]",
-        "Times the Krylov iteration of the physics solver on the problem cases of docs/convolution.md §5 built as "
-        "crossed gratings (square lattice, circular pillars, harmonics ±3/±7/±15/±31 on both axes, 32/64/128/256 "
-        "slices, 4 incidence angles x s,p = 8 right-hand sides; normal-vector formulation, no preconditioner, as "
-        "the solver runs 2D gratings), with the methods runs use: GMRES(40) (the solver's default restart), "
-        "GMRES(200) (as the configs set it) and BiCGStab (the problem-case configs). Each timed solve starts from "
-        "the background field with an unreachable tolerance: GMRES(M) one whole cycle of M Arnoldi steps, "
-        "BiCGStab --bicgstab-steps steps. Timestamps on the problem's stream (CUDA events; CPU: steady clock) "
-        "before each product, between its convolution and z-operator, and after it: an iteration is the time "
-        "from the first iteration's product to the final true-residual product over the iterations (GMRES: "
-        "the cycle's M steps and solution update; set-up, uploads and download excluded), on the device's "
-        "timeline (so host waits for the per-rhs scalars count); conv_us and zop_us are the stages summed over "
-        "the same products per iteration, vec_us the rest. Median, min and max over the timed solves, after "
-        "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
-        "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
-        "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
-        "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M, BiCGStab 39F, at "
-        "--bandwidth. Each row's product A*x is first checked against a complex128 cpu-fftw problem (relative l2 "
-        "<= 1e-4 single, 1e-10 double); a row that fails makes the exit status 1. A method whose Krylov vectors "
-        "do not fit in 90% of the device's memory is reported unavailable.",
-        options_spec);
-    return 0;
-  }
-  const Settings s = [&] {
-    try {
-      return parse_settings(options);
-    } catch (const UsageError& e) {
-      throw UsageError(std::string("gratingsim bench solve: ") + e.what() + " (see 'gratingsim bench solve --help')");
-    }
-  }();
+int run_bench_solve(const Options& options) {
+  const Settings s = parse_settings(options);
   const auto gpu = conv::current_cuda_device();
   std::printf("gratingsim bench solve: GPU rows %d timed solves, CPU rows %d, after at least %.0f ms of warm-up; "
               "BiCGStab %d steps per solve, GMRES(M) one cycle\n",
@@ -541,5 +505,36 @@ int run_bench_solve(Args args) {
   }
   return 0;
 }
+
+}  // namespace
+
+const Command gratingsim_bench_solve{
+    .name = "solve",
+    .summary = "time the solver's Krylov iteration (split, floor, GPU vs cpu-fftw) on the four cases",
+    .usage =
+        "gratingsim bench solve [--case LIST|all] [--backend LIST] [--method LIST] [--precision single|double|both] "
+        "[--repeats N] [--cpu-repeats N] [--bicgstab-steps N] [--warmup-ms MS] [--bandwidth GB/s] [--csv FILE]",
+    .description =
+        "Times the Krylov iteration of the physics solver on the problem cases of docs/convolution.md §5 built as "
+        "crossed gratings (square lattice, circular pillars, harmonics ±3/±7/±15/±31 on both axes, 32/64/128/256 "
+        "slices, 4 incidence angles x s,p = 8 right-hand sides; normal-vector formulation, no preconditioner, as "
+        "the solver runs 2D gratings), with the methods runs use: GMRES(40) (the solver's default restart), "
+        "GMRES(200) (as the configs set it) and BiCGStab (the problem-case configs). Each timed solve starts from "
+        "the background field with an unreachable tolerance: GMRES(M) one whole cycle of M Arnoldi steps, "
+        "BiCGStab --bicgstab-steps steps. Timestamps on the problem's stream (CUDA events; CPU: steady clock) "
+        "before each product, between its convolution and z-operator, and after it: an iteration is the time "
+        "from the first iteration's product to the final true-residual product over the iterations (GMRES: "
+        "the cycle's M steps and solution update; set-up, uploads and download excluded), on the device's "
+        "timeline (so host waits for the per-rhs scalars count); conv_us and zop_us are the stages summed over "
+        "the same products per iteration, vec_us the rest. Median, min and max over the timed solves, after "
+        "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
+        "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
+        "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
+        "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M, BiCGStab 39F, at "
+        "--bandwidth. Each row's product A*x is first checked against a complex128 cpu-fftw problem (relative l2 "
+        "<= 1e-4 single, 1e-10 double); a row that fails makes the exit status 1. A method whose Krylov vectors "
+        "do not fit in 90% of the device's memory is reported unavailable.",
+    .options = options_spec,
+    .run = run_bench_solve};
 
 }  // namespace gratingsim::app

@@ -1,5 +1,7 @@
 #include "app/cli.hpp"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -7,56 +9,9 @@
 #include <regex>
 #include <sstream>
 
-namespace gratingsim::app {
+#include "app/ranks.hpp"
 
-Options::Options(std::string_view command, std::span<const OptionSpec> specs, Args args, std::size_t max_positional) {
-  const auto usage_error = [&](const std::string& what) {
-    throw UsageError(std::string(command) + ": " + what + " (see '" + std::string(command) + " --help')");
-  };
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const std::string_view arg = args[i];
-    const OptionSpec* spec = nullptr;
-    std::string_view name;
-    std::optional<std::string_view> inline_value;
-    if (arg.size() == 2 && arg[0] == '-' && arg[1] != '-') {  // "-x"
-      // "-h" is --help wherever a command has --help and no option of its own called -h.
-      const auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) {
-        return s.alias == arg[1] ||
-               (arg[1] == 'h' && s.name == "help" &&
-                std::none_of(specs.begin(), specs.end(), [](const OptionSpec& t) { return t.alias == 'h'; }));
-      });
-      if (it == specs.end()) usage_error("unknown option '" + std::string(arg) + "'");
-      spec = &*it;
-      name = spec->name;
-    } else if (arg.starts_with("--") && arg.size() > 2) {
-      name = arg.substr(2);
-      if (const auto eq = name.find('='); eq != std::string_view::npos) {
-        inline_value = name.substr(eq + 1);
-        name = name.substr(0, eq);
-      }
-      const auto it = std::find_if(specs.begin(), specs.end(), [&](const OptionSpec& s) { return s.name == name; });
-      if (it == specs.end()) usage_error("unknown option '--" + std::string(name) + "'");
-      spec = &*it;
-    } else {
-      if (arg.starts_with("-") || positional_.size() == max_positional)
-        usage_error("unexpected argument '" + std::string(arg) + "'");
-      positional_.push_back(arg);
-      continue;
-    }
-    if (given_.count(name)) usage_error("option '--" + std::string(name) + "' given twice");
-    std::string value;
-    if (spec->value.empty()) {
-      if (inline_value) usage_error("option '--" + std::string(name) + "' takes no value");
-    } else if (inline_value) {
-      value = *inline_value;
-    } else if (i + 1 < args.size()) {
-      value = args[++i];
-    } else {
-      usage_error("option '--" + std::string(name) + "' needs a value " + std::string(spec->value));
-    }
-    given_.emplace(name, std::move(value));
-  }
-}
+namespace gratingsim::app {
 
 std::optional<std::string_view> Options::value(std::string_view name) const {
   const auto it = given_.find(name);
@@ -79,29 +34,85 @@ std::string wrap(std::string_view text, std::size_t width, std::size_t indent) {
   return out + line;
 }
 constexpr std::size_t help_width = 100;
+
+/// "usage: <usage>\n\n<description>\n\noptions:\n  -o, --name VALUE  help\n..." for a command that runs;
+/// "usage: <path> <command> [options] ...\n\n<description>\n\ncommands:\n  name  summary\n..." for a group.
+class Help : public CLI::FormatterBase {
+ public:
+  explicit Help(const Command& command) : command_(command) {}
+  std::string make_help(const CLI::App*, std::string path, CLI::AppFormatMode) const override {
+    std::ostringstream os;
+    const auto rows = [&](const std::vector<std::pair<std::string, std::string_view>>& rows) {
+      std::size_t width = 0;
+      for (const auto& [left, right] : rows) width = std::max(width, left.size());
+      for (const auto& [left, right] : rows)
+        os << "  " << left << std::string(width - left.size() + 2, ' ') << wrap(right, help_width - width - 4, width + 4)
+           << '\n';
+    };
+    if (!command_.commands.empty()) {
+      os << "usage: " << path << " <command> [options]   (" << path << " <command> --help for its options)\n\n"
+         << wrap(command_.description, help_width, 0) << "\n\ncommands:\n";
+      std::vector<std::pair<std::string, std::string_view>> commands;
+      for (const Command* c : command_.commands) commands.emplace_back(c->name, c->summary);
+      rows(commands);
+      return os.str();
+    }
+    os << "usage: " << wrap(command_.usage, help_width - 7, 7) << "\n\n"
+       << wrap(command_.description, help_width, 0) << "\n\noptions:\n";
+    std::vector<std::pair<std::string, std::string_view>> options;
+    for (const OptionSpec& s : command_.options) {
+      if (s.hidden) continue;
+      std::string left = s.alias ? std::string{'-', s.alias, ',', ' '} : std::string();
+      (left += "--") += s.name;
+      if (!s.value.empty()) (left += ' ') += s.value;
+      options.emplace_back(std::move(left), s.help);
+    }
+    options.emplace_back("-h, --help", "show this help");
+    rows(options);
+    return os.str();
+  }
+
+ private:
+  const Command& command_;
+};
+
+/// Gives `app` the options and subcommands of `command`, and its help.
+void configure(CLI::App& app, const Command& command) {
+  app.formatter(std::make_shared<Help>(command));
+  app.require_subcommand(0, 1);  // "bench conv solve" is not two commands in a row
+  for (const OptionSpec& s : command.options) {
+    CLI::Option* option = app.add_option((s.alias ? std::string{'-', s.alias, ','} : "") + "--" + std::string(s.name));
+    if (s.value.empty())
+      option->type_size(0)->disable_flag_override();  // a flag: "--quiet=false" is refused, not "quiet"
+    else
+      option->type_name(std::string(s.value));
+  }
+  if (command.max_positional > 0)  // more than one: all taken here, the excess refused by run_command_line
+    app.add_option(std::string(command.positional))->allow_extra_args(command.max_positional > 1);
+  for (const Command* c : command.commands) configure(*app.add_subcommand(std::string(c->name)), *c);
+}
+
+/// CLI11's "--output: 1 required OUT.h5 missing" and "--quiet was given a disallowed flag override"
+/// in the project's words; other CLI11 messages as they are.
+std::string usage_message(const std::string& cli11) {
+  static const std::regex missing(R"(^(\S+): \d+ required (.*) missing$)");
+  static const std::regex flag(R"(^-*(\S+) was given a disallowed flag override$)");
+  return std::regex_replace(std::regex_replace(cli11, missing, "option '$1' needs a value $2"), flag,
+                            "option '--$1' takes no value");
+}
+
+/// Refuses the command line: "PATH: WHAT (expected EXPECTED; see 'PATH --help')". Every rank of an
+/// MPI launch parses the same command line: rank 0 alone says what is wrong.
+[[noreturn]] void fail(const std::string& path, const std::string& what, const std::string& expected = "") {
+  const std::string message =
+      path + ": " + what + " (" + (expected.empty() ? "" : "expected " + expected + "; ") + "see '" + path + " --help')";
+  if (detect_launch().rank != 0) throw ReportedElsewhere(message);
+  throw UsageError(message);
+}
+
 }  // namespace
 
-std::string format_help(std::string_view usage, std::string_view description, std::span<const OptionSpec> specs) {
-  std::ostringstream os;
-  os << "usage: " << wrap(usage, help_width - 7, 7) << "\n\n" << wrap(description, help_width, 0) << "\n";
-  if (specs.empty()) return os.str();
-  std::size_t width = 0;
-  const auto left = [](const OptionSpec& s) {
-    std::string text = s.alias ? std::string{'-', s.alias, ',', ' '} : std::string();
-    text += "--";
-    text += s.name;
-    if (!s.value.empty()) (text += ' ') += s.value;
-    return text;
-  };
-  for (const auto& s : specs) width = std::max(width, left(s).size());
-  os << "\noptions:\n";
-  for (const auto& s : specs) {
-    const std::string l = left(s);
-    os << "  " << l << std::string(width - l.size() + 2, ' ') << wrap(s.help, help_width - width - 4, width + 4)
-       << '\n';
-  }
-  return os.str();
-}
+std::string_view command_line_library_version() { return CLI11_VERSION; }
 
 std::string user_message(const std::exception& e) {
   static const std::regex location(R"(^\S+:\d+: )");
@@ -146,31 +157,73 @@ std::vector<conv::Precision> parse_precisions(std::string_view value) {
   return precisions;
 }
 
-int dispatch(std::string_view program, std::string_view description, std::span<const Command> commands, Args args) {
-  const auto listing = [&] {
-    std::ostringstream os;
-    os << "usage: " << program << " <command> [options]   (" << program << " <command> --help for its options)\n\n"
-       << description << "\n\ncommands:\n";
-    std::size_t width = 0;
-    for (const auto& c : commands) width = std::max(width, c.name.size());
-    for (const auto& c : commands)
-      os << "  " << c.name << std::string(width - c.name.size() + 2, ' ') << c.summary << '\n';
-    return os.str();
+int run_command_line(const Command& program, std::string_view version, int argc, const char* const* argv) {
+  CLI::App app("", std::string(program.name));
+  app.set_help_flag("-h,--help");
+  app.allow_extras();  // unknown options and arguments: found below and named in the project's words
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);  // repeats: refused below
+  const CLI::Option* const version_flag = app.add_flag("--version");
+  configure(app, program);
+
+  // The chosen commands, the program first, each with its command line path ("gratingsim bench conv").
+  const auto chosen = [&] {
+    std::vector<std::pair<const CLI::App*, std::string>> chain{{&app, app.get_name()}};
+    while (!chain.back().first->get_subcommands().empty()) {
+      const CLI::App* sub = chain.back().first->get_subcommands()[0];
+      chain.emplace_back(sub, chain.back().second + ' ' + sub->get_name());
+    }
+    return chain;
   };
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << listing();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    if (detect_launch().rank == 0) std::cout << app.help();
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fail(chosen().back().second, usage_message(e.what()));
+  }
+  if (version_flag->count()) {
+    if (argc != 2) throw UsageError(app.get_name() + ": --version takes no arguments");
+    std::cout << program.name << ' ' << version << '\n';
     return 0;
   }
-  if (args.empty()) throw UsageError(std::string(program) + ": missing command\n" + listing());
-  const auto command =
-      std::find_if(commands.begin(), commands.end(), [&](const Command& c) { return c.name == args[0]; });
-  if (command == commands.end()) {
-    std::string names;
-    for (const auto& c : commands) names += (names.empty() ? "" : ", ") + std::string(c.name);
-    throw UsageError(std::string(program) + ": unknown command '" + std::string(args[0]) + "' (expected " + names +
-                     "; see '" + std::string(program) + " --help')");
+  const Command* command = &program;
+  for (const auto& [sub, path] : chosen()) {
+    if (sub != &app)
+      command = *std::find_if(command->commands.begin(), command->commands.end(),
+                              [&](const Command* c) { return c->name == sub->get_name(); });
+    if (const std::vector<std::string> extra = sub->remaining(); !extra.empty()) {
+      const std::string& arg = extra[0];
+      if (arg.size() > 1 && arg[0] == '-') fail(path, "unknown option '" + arg.substr(0, arg.find('=')) + "'");
+      if (command->commands.empty()) fail(path, "unexpected argument '" + arg + "'");
+      std::string names;
+      for (const Command* c : command->commands) names += (names.empty() ? "" : ", ") + std::string(c->name);
+      fail(path, "unknown command '" + arg + "'", names);
+    }
+    for (const CLI::Option* option : sub->get_options())
+      if (option->count() > 1 && !option->get_positional())
+        fail(path, "option '" + option->get_name() + "' given twice");
+    if (!command->run && sub->get_subcommands().empty()) {
+      if (detect_launch().rank != 0) throw ReportedElsewhere(path + ": missing command");
+      throw UsageError(path + ": missing command\n" + app.help());
+    }
   }
-  return command->run(args.subspan(1));
+
+  const CLI::App* const leaf = chosen().back().first;
+  std::map<std::string, std::string, std::less<>> given;
+  for (const OptionSpec& s : command->options)
+    if (const CLI::Option* option = leaf->get_option("--" + std::string(s.name)); option->count())
+      given.emplace(s.name, s.value.empty() ? "" : option->results()[0]);
+  std::vector<std::string> positional;
+  if (command->max_positional > 0) positional = leaf->get_option(std::string(command->positional))->results();
+  if (positional.size() > command->max_positional)
+    fail(chosen().back().second, "unexpected argument '" + positional[command->max_positional] + "'");
+  // A UsageError of the command (a value its options do not accept) is worded as the parser's own.
+  try {
+    return command->run(Options(std::move(given), std::move(positional)));
+  } catch (const UsageError& e) {
+    fail(chosen().back().second, e.what());
+  }
 }
 
 }  // namespace gratingsim::app

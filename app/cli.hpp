@@ -1,10 +1,10 @@
 #pragma once
-// The command line of `gratingsim`: commands dispatched from tables, options parsed by hand
-// ("--name value", "--name=value", "--flag", "-o value" where an option has a one-letter alias) and
-// positional arguments where a command takes them; -h is --help everywhere. Hand-written on purpose:
-// CLI11 (Debian libcli11-dev) was tried and kept out: it is not among the project's dependencies nor
-// on the GPU host's stated package list (that host has no registry), and keeping today's help layout and
-// messages took more code with it (325 lines against these 269).
+// The command line of `gratingsim`, parsed by CLI11: each command is described by a table entry
+// (name, help text, options, how many positional arguments) and run with the options it was given.
+// "--name value", "--name=value", "-o value" where an option has a one-letter alias, flags, and
+// "-h"/"--help" on every command. The values are checked by the commands (parse_int, ...), so
+// that each message names the option; a UsageError a command throws reaches the user as
+// "gratingsim CMD: what (see 'gratingsim CMD --help')", like the parser's own.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -24,33 +24,51 @@ class UsageError : public Error {
   using Error::Error;
 };
 
-using Args = std::span<const std::string_view>;
-
 /// One option of a command. An empty `value` makes it a flag.
 struct OptionSpec {
   std::string_view name;   ///< without the leading "--"
   std::string_view value;  ///< placeholder shown in the help, e.g. "N"
   std::string_view help;
-  char alias = 0;  ///< one-letter form "-x", or 0
+  char alias = 0;       ///< one-letter form "-x", or 0
+  bool hidden = false;  ///< accepted, not shown in the help (options for the tests)
 };
 
-/// A command's options, checked against its specs: unknown options, missing values, values given to
-/// flags, repeated options and more than `max_positional` positional arguments are UsageErrors.
+/// The options and positional arguments a command was given; each option at most once.
 class Options {
  public:
-  Options(std::string_view command, std::span<const OptionSpec> specs, Args args, std::size_t max_positional = 0);
-  [[nodiscard]] bool flag(std::string_view name) const { return given_.count(std::string(name)) > 0; }
+  Options(std::map<std::string, std::string, std::less<>> given, std::vector<std::string> positional)
+      : given_(std::move(given)), positional_(std::move(positional)) {}
+  [[nodiscard]] bool flag(std::string_view name) const { return given_.count(name) > 0; }
   [[nodiscard]] std::optional<std::string_view> value(std::string_view name) const;
   /// The arguments that are not options, in order.
-  [[nodiscard]] const std::vector<std::string_view>& positional() const { return positional_; }
+  [[nodiscard]] const std::vector<std::string>& positional() const { return positional_; }
 
  private:
   std::map<std::string, std::string, std::less<>> given_;
-  std::vector<std::string_view> positional_;
+  std::vector<std::string> positional_;
 };
 
-/// "usage: <usage>\n\n<description>\n\noptions:\n  --name VALUE  help\n..."
-std::string format_help(std::string_view usage, std::string_view description, std::span<const OptionSpec> specs);
+/// A command: either runs (`run`) or groups commands (`commands`: "gratingsim", "gratingsim bench").
+struct Command {
+  std::string_view name = {};
+  std::string_view summary = {};      ///< one line in the parent's list of commands
+  std::string_view usage = {};        ///< the help's "usage:" line(s); a group's is generated
+  std::string_view description = {};  ///< the help's paragraph
+  std::span<const OptionSpec> options = {};  ///< besides -h, --help
+  std::size_t max_positional = 0;            ///< positional arguments accepted (shown as `positional`)
+  std::string_view positional = {};
+  int (*run)(const Options&) = nullptr;
+  std::span<const Command* const> commands = {};
+};
+
+/// Parses argv against `program` and runs the chosen command; returns its status. -h/--help prints
+/// the help of the command it follows (status 0); "--version" alone prints "<name> <version>". A
+/// wrong command line (unknown command or option, missing value, repeated option, extra argument,
+/// no command) is a UsageError naming what is wrong.
+int run_command_line(const Command& program, std::string_view version, int argc, const char* const* argv);
+
+/// The version of CLI11, the command-line parser (for `gratingsim info`).
+std::string_view command_line_library_version();
 
 /// e.what() without the "file:line: " prefix of library errors: what a user reads.
 std::string user_message(const std::exception& e);
@@ -87,15 +105,5 @@ std::vector<const Case*> select_cases(std::optional<std::string_view> value, std
 
 /// "--precision single|double|both" → the precisions, single first.
 std::vector<conv::Precision> parse_precisions(std::string_view value);
-
-struct Command {
-  std::string_view name;
-  std::string_view summary;
-  int (*run)(Args args);  ///< gets the arguments after the command's name
-};
-
-/// Runs the command named by args[0] with the arguments after it. "--help" lists the commands (exit
-/// 0); no command or an unknown one is a UsageError. `program` ("gratingsim bench") prefixes messages.
-int dispatch(std::string_view program, std::string_view description, std::span<const Command> commands, Args args);
 
 }  // namespace gratingsim::app

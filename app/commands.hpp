@@ -1,14 +1,14 @@
 #pragma once
-// The commands of `gratingsim`, one function each (see the dispatch tables in main.cpp).
+// The commands of `gratingsim`, one table entry each with its help and options (main.cpp groups them).
 #include "app/cli.hpp"
 
 namespace gratingsim::app {
 
-int run_info(Args args);        ///< gratingsim info
-int run_bench_conv(Args args);  ///< gratingsim bench conv
-int run_bench_solve(Args args);  ///< gratingsim bench solve
-int run_bench_e2e(Args args);    ///< gratingsim bench e2e
-int run_run(Args args);         ///< gratingsim run
-int run_validate(Args args);    ///< gratingsim validate
+extern const Command gratingsim_info;         ///< gratingsim info
+extern const Command gratingsim_bench_conv;   ///< gratingsim bench conv
+extern const Command gratingsim_bench_solve;  ///< gratingsim bench solve
+extern const Command gratingsim_bench_e2e;    ///< gratingsim bench e2e
+extern const Command gratingsim_run;          ///< gratingsim run
+extern const Command gratingsim_validate;     ///< gratingsim validate
 
 }  // namespace gratingsim::app

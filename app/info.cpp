@@ -16,8 +16,6 @@
 namespace gratingsim::app {
 namespace {
 
-constexpr OptionSpec info_options[] = {{"help", "", "show this help"}};
-
 /// "available", or why not: a backend can be missing from the build, lack a device, or decline to
 /// plan (a backend still being written throws Unsupported too); probed with a 1×1 plan.
 std::string availability(conv::Backend backend) {
@@ -36,18 +34,7 @@ std::string gib(std::size_t bytes) {
   return os.str();
 }
 
-}  // namespace
-
-int run_info(Args args) {
-  const Options options("gratingsim info", info_options, args);
-  if (options.flag("help")) {
-    std::cout << format_help("gratingsim info [--help]",
-                             "Prints the version, the build, the CUDA devices, the convolution backends "
-                             "available here and the versions of the libraries in use.",
-                             info_options);
-    return 0;
-  }
-
+int run_info(const Options&) {
   std::cout << "gratingsim " GRATINGSIM_VERSION "\n";
   std::cout << "build:     " GRATINGSIM_BUILD_TYPE ", C++ compiler " __VERSION__
 #ifdef GRATINGSIM_SANITIZED
@@ -90,8 +77,19 @@ int run_info(Args args) {
   const io::LibraryVersions io_libraries = io::library_versions();
   std::cout << "  HDF5      " << io_libraries.hdf5 << '\n';
   std::cout << "  yaml-cpp  " << io_libraries.yaml_cpp << '\n';
+  std::cout << "  CLI11     " << command_line_library_version() << '\n';
   if (mpi) std::cout << "  MPI       " << *mpi << '\n';
   return 0;
 }
+
+}  // namespace
+
+const Command gratingsim_info{
+    .name = "info",
+    .summary = "version, build, CUDA devices, available backends, library versions",
+    .usage = "gratingsim info [--help]",
+    .description = "Prints the version, the build, the CUDA devices, the convolution backends available here and the "
+                   "versions of the libraries in use.",
+    .run = run_info};
 
 }  // namespace gratingsim::app

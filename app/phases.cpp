@@ -1,8 +1,10 @@
 #include "app/phases.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <numeric>
 
 #include "app/table.hpp"
 
@@ -36,7 +38,8 @@ std::vector<BatchPhases> batch_phases(const io::ResultReader& reader) {
   return out;
 }
 
-std::string format_phase_table(const std::vector<BatchPhases>& batches, double wall_seconds, std::size_t rows) {
+std::string format_phase_table(const std::vector<BatchPhases>& batches, double wall_seconds, std::size_t rows,
+                               std::size_t largest) {
   std::vector<Column> columns{{"batch", 0, true}};
   for (const std::string_view name : physics::phase_names) columns.push_back({std::string(name)});
   columns.push_back({"sum"});
@@ -53,10 +56,18 @@ std::string format_phase_table(const std::vector<BatchPhases>& batches, double w
   };
   physics::PhaseTimes total;
   for (const BatchPhases& b : batches) total += b.times;
-  const std::size_t stride = batches.size() <= rows ? 1 : (batches.size() + rows - 1) / rows;
+  std::vector<std::size_t> shown(batches.size());  // the batches with a row, in sweep order
+  std::iota(shown.begin(), shown.end(), std::size_t(0));
+  const bool abridged = batches.size() > rows;
+  if (abridged) {
+    const std::size_t kept = std::min(largest, shown.size());
+    std::partial_sort(shown.begin(), shown.begin() + std::ptrdiff_t(kept), shown.end(),
+                      [&](std::size_t a, std::size_t b) { return batches[a].times.total() > batches[b].times.total(); });
+    shown.resize(kept);
+    std::sort(shown.begin(), shown.end());
+  }
   std::vector<std::vector<std::string>> table;
-  for (std::size_t i = 0; i < batches.size(); ++i)
-    if (i % stride == 0 || i + 1 == batches.size()) table.push_back(row_of(batches[i].label, batches[i].times));
+  for (const std::size_t i : shown) table.push_back(row_of(batches[i].label, batches[i].times));
   table.push_back(row_of("total (" + std::to_string(batches.size()) + " batches)", total));
   std::vector<std::string> share{"share of the wall time"};
   for (const double s : total.seconds) share.push_back(wall_seconds > 0 ? seconds(100 * s / wall_seconds) + " %" : "-");
@@ -65,7 +76,9 @@ std::string format_phase_table(const std::vector<BatchPhases>& batches, double w
   widen(columns, table);
   std::string text = format_header(columns) + "\n";
   for (const auto& row : table) text += format_row(columns, row) + "\n";
-  if (stride > 1) text += "  (" + std::to_string(batches.size()) + " batches: one in " + std::to_string(stride) + " shown)\n";
+  if (abridged)
+    text += "  (" + std::to_string(batches.size()) + " batches: the " + std::to_string(shown.size()) +
+            " that took longest shown; the total is of all)\n";
   char line[160];
   std::snprintf(line, sizeof line, "  phases sum to %.3f s of %.3f s wall time (the rest: between batches, progress, summary)\n",
                 total.total(), wall_seconds);

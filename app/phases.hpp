@@ -1,6 +1,7 @@
 #pragma once
 // The time per phase of each wavelength batch (physics/phase_times.hpp) as a text table: for the run
 // summary (from the result file) and `gratingsim bench e2e`.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -19,9 +20,11 @@ struct BatchPhases {
 /// interrupted write, a file from before the phases) count as 0 and the batch's label says "(incomplete)".
 std::vector<BatchPhases> batch_phases(const io::ResultReader& reader);
 
-/// A table with one row per batch (at most `rows`, evenly sampled, then a note) and a total row: the
-/// seconds of each phase, their sum, and the phase's share of `wall_seconds` (the sweep's wall
-/// time) in the total row; then a line comparing the sum with the wall time.
-std::string format_phase_table(const std::vector<BatchPhases>& batches, double wall_seconds, std::size_t rows = 40);
+/// A table of the seconds of each phase and their sum: a row per batch, a total row, and a row with
+/// the total's share of `wall_seconds` (the sweep's wall time); then a line comparing the sum with the
+/// wall time. Of more than `rows` batches only the `largest` that took longest (by their sum; in sweep
+/// order) get a row, with a note saying so.
+std::string format_phase_table(const std::vector<BatchPhases>& batches, double wall_seconds,
+                               std::size_t rows = std::numeric_limits<std::size_t>::max(), std::size_t largest = 0);
 
 }  // namespace gratingsim::app

@@ -86,8 +86,6 @@ double direct_multiply_adds(const conv::Problem& g) {
   return double(g.input_blocks()) * double(g.field_size()) * double(g.field_size());
 }
 
-constexpr OptionSpec validate_options[] = {{"help", "", "show this help"}};
-
 struct Subject {
   std::string name;
   io::Problem problem;
@@ -266,27 +264,7 @@ int validate_case(const Subject& subject, const std::vector<std::pair<Backend, P
   return failures;
 }
 
-}  // namespace
-
-int run_validate(Args args) {
-  const Options options("gratingsim validate", validate_options, args, std::size_t(-1));
-  if (options.flag("help")) {
-    std::cout << format_help(
-        "gratingsim validate [CASE.yaml ...]",
-        "Solves each case with every convolution backend the solver can run here (cpu-direct, cpu-fftw, and the "
-        "GPU backends where a device exists and the solver supports them) in double and single precision, and "
-        "compares each solve with a double-precision reference (cpu-direct where its O(N1²N2²) products are "
-        "affordable, else cpu-fftw): the largest differences in R and T over every point, order and polarisation "
-        "relative to the case's largest efficiency, and in the Jones amplitudes relative to its largest |Jones|, "
-        "must stay within 1e-10 (double) and 1e-5 (single). Solves run to a relative residual of 1e-12 (double) "
-        "or 1e-6 (single), without fields. Without a GPU it says so and checks the CPU backends against each "
-        "other. Without arguments it runs a built-in set: a 1D grating, a crossed grating, conical incidence and "
-        "lossy materials. Exit status: 0 every comparison within tolerance; 1 a disagreement, an unconverged "
-        "solve or an error; 2 a wrong command line.",
-        validate_options);
-    return 0;
-  }
-
+int run_validate(const Options& options) {
   // Every case is read and checked before the first solve.
   std::vector<Subject> subjects;
   if (options.positional().empty()) {
@@ -341,5 +319,26 @@ int run_validate(Args args) {
   std::printf("\nvalidate: every comparison within tolerance\n");
   return 0;
 }
+
+}  // namespace
+
+const Command gratingsim_validate{
+    .name = "validate",
+    .summary = "compare every backend and precision with a reference on a built-in set or given cases",
+    .usage = "gratingsim validate [CASE.yaml ...]",
+    .description =
+        "Solves each case with every convolution backend the solver can run here (cpu-direct, cpu-fftw, and the "
+        "GPU backends where a device exists and the solver supports them) in double and single precision, and "
+        "compares each solve with a double-precision reference (cpu-direct where its O(N1²N2²) products are "
+        "affordable, else cpu-fftw): the largest differences in R and T over every point, order and polarisation "
+        "relative to the case's largest efficiency, and in the Jones amplitudes relative to its largest |Jones|, "
+        "must stay within 1e-10 (double) and 1e-5 (single). Solves run to a relative residual of 1e-12 (double) "
+        "or 1e-6 (single), without fields. Without a GPU it says so and checks the CPU backends against each "
+        "other. Without arguments it runs a built-in set: a 1D grating, a crossed grating, conical incidence and "
+        "lossy materials. Exit status: 0 every comparison within tolerance; 1 a disagreement, an unconverged "
+        "solve or an error; 2 a wrong command line.",
+    .max_positional = std::size_t(-1),
+    .positional = "CASE.yaml",
+    .run = run_validate};
 
 }  // namespace gratingsim::app

@@ -58,6 +58,16 @@ TEST_CASE("help (--help) and version (--version) succeed with text", "[cli]") {
     CHECK(short_form.status == 0);
     CHECK(short_form.output == r.output);  // -h is --help on every command
   }
+
+  // -h is --help, on every command.
+  for (const char* command : {"", "info", "bench", "bench conv", "bench solve", "bench e2e", "run", "validate"}) {
+    const std::string name = *command ? std::string("gratingsim ") + command : "gratingsim";
+    const Result h = cli(std::string(command) + " -h");
+    INFO(name << " -h: " << h.output);
+    CHECK(h.status == 0);
+    CHECK(h.output.rfind("usage: " + name, 0) == 0);
+    CHECK(h.output == cli(std::string(command) + " --help").output);
+  }
 }
 
 TEST_CASE("info lists the build, devices, backends and libraries", "[cli]") {
@@ -71,6 +81,7 @@ TEST_CASE("info lists the build, devices, backends and libraries", "[cli]") {
   CHECK(contains(r.output, GRATINGSIM_EXECUTABLE_MPI ? "MPI:       built in" : "MPI:       not built in"));
   CHECK(std::regex_search(r.output, std::regex(R"(\n  HDF5      1\.\d+\.\d+\n)")));
   CHECK(std::regex_search(r.output, std::regex(R"(\n  yaml-cpp  0\.\d+\.\d+\n)")));
+  CHECK(std::regex_search(r.output, std::regex(R"(\n  CLI11     \d+\.\d+\.\d+\n)")));
 }
 
 TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
@@ -94,6 +105,10 @@ TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
       {"bench solve --method 'gmres(1)'", "--method expects"},
       {"bench conv --case 1 --case 2", "given twice"},
       {"bench conv stray", "unexpected argument 'stray'"},
+      {"bench conv solve", "unexpected argument 'solve'"},
+      {"run a.yaml --quiet --quiet", "option '--quiet' given twice"},
+      {"run a.yaml --overwrite=no", "option '--overwrite' takes no value"},
+      {"run a.yaml -o x.h5 --output=y.h5", "option '--output' given twice"},
       {"--version extra", "takes no arguments"},
   };
   for (auto [arguments, message] : cases) {

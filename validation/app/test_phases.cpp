@@ -1,11 +1,14 @@
 // The time per phase of each wavelength batch (physics/phase_times.hpp, app/phases.hpp): `run`
 // stores it in solver/phase_seconds (every phase finite, non-negative, shared by a batch's points,
 // the batches' sum within the wall time of the whole command) and prints it in the summary;
-// `bench e2e` prints the same table, whose sum stays within the sweep's wall time it prints.
+// `bench e2e` prints the same table, whose sum stays within the sweep's wall time it prints. Of a sweep
+// of many batches the summary shows only the few that took longest.
 #include <hdf5.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <regex>
@@ -110,6 +113,46 @@ TEST_CASE("run: the phases of every batch are stored, non-negative, within the w
     REQUIRE(std::regex_search(run.output, m, std::regex(R"(phases sum to ([0-9.]+) s of ([0-9.]+) s wall time)")));
     CHECK(std::stod(m[1]) <= std::stod(m[2]) + 1e-3);  // printed to 1 ms
     CHECK(std::stod(m[2]) <= wall);
+  }
+}
+
+TEST_CASE("run: a sweep of more than 8 batches shows the 3 that took longest, the total and the share",
+          "[app][phases]") {
+  const test::ScratchDirectory dir("phases_long");
+  const auto config = dir / "long.yaml", output = dir / "long.h5";
+  std::ofstream(config) << R"(# ten wavelengths, one angle: ten batches of one point
+wavelength: [500, 525, 550, 575, 600, 625, 650, 675, 700, 725]
+lattice: {period_x: 600}
+substrate: SiO2
+layers:
+  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
+numerics: {harmonics: 4}
+)";
+  const test::Execution run = run_gratingsim("run " + quoted(config) + " -o " + quoted(output));
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  const auto begin = run.output.find("time per phase of each wavelength batch");
+  const auto end = run.output.find("phases sum to", begin);
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  const std::string table = run.output.substr(begin, end - begin);
+  CHECK(contains(table, "total (10 batches)"));
+  CHECK(contains(table, "share of the wall time"));
+  CHECK(contains(table, "(10 batches: the 3 that took longest shown; the total is of all)"));
+  // The batches shown: the three of largest phase sum in the file, in sweep order, and no other.
+  const io::ResultReader reader(output.string());
+  std::vector<std::pair<double, std::string>> sums;
+  for (std::size_t w = 0; w < 10; ++w) {
+    double sum = 0;
+    for (const double s : reader.read(w).phase_seconds) sum += s;
+    char label[32];
+    std::snprintf(label, sizeof label, "λ = %g nm", reader.layout().wavelength_nm[w]);
+    sums.emplace_back(sum, label);
+  }
+  std::sort(sums.begin(), sums.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (std::size_t i = 0; i < sums.size(); ++i) {
+    INFO(sums[i].second << ", sum " << sums[i].first);
+    CHECK(contains(table, "  " + sums[i].second + " ") == (i < 3));
   }
 }
 
