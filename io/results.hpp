@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "convolution/error.hpp"
-#include "io/case.hpp"
+#include "io/case_options.hpp"
 #include "physics/phase_times.hpp"
 
 namespace gratingsim::io {
