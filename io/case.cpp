@@ -63,18 +63,6 @@ double nanometres_per(LengthUnit unit) {
   return 0.0;
 }
 
-std::string_view to_string(Polarization polarization) {
-  switch (polarization) {
-    case Polarization::s:
-      return "s";
-    case Polarization::p:
-      return "p";
-    case Polarization::both:
-      return "both";
-  }
-  return "?";
-}
-
 std::string_view to_string(SolverMethod method) {
   switch (method) {
     case SolverMethod::gmres:
@@ -83,18 +71,6 @@ std::string_view to_string(SolverMethod method) {
       return "bicgstab";
     case SolverMethod::direct:
       return "direct";
-  }
-  return "?";
-}
-
-std::string_view to_string(PlaneKind kind) {
-  switch (kind) {
-    case PlaneKind::xz:
-      return "xz";
-    case PlaneKind::yz:
-      return "yz";
-    case PlaneKind::xy:
-      return "xy";
   }
   return "?";
 }

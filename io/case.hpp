@@ -21,6 +21,7 @@
 #include "convolution/convolution.hpp"
 #include "physics/preconditioner.hpp"
 #include "core/error.hpp"
+#include "io/case_options.hpp"
 #include "physics/materials.hpp"
 #include "physics/normal_field.hpp"
 
@@ -101,9 +102,6 @@ struct Lattice {
 };
 
 // --- Illumination, numerics, output ----------------------------------------------------------
-enum class Polarization { s, p, both };
-std::string_view to_string(Polarization polarization);
-
 /// Sweeps over the polar angle θ (from the surface normal, [0, 90)) and azimuth φ (from the x axis);
 /// every (θ, φ) pair is solved, for s, p or both incident polarisations.
 struct Incidence {
@@ -130,19 +128,6 @@ struct SourceLocation {
   int line = 0, column = 0;
 };
 
-/// Accuracy on demand (`numerics.harmonics: auto`, `numerics.slices: auto`, io/SCHEMA.md §1.7.1):
-/// per sweep point the harmonics, then the slices, are raised along a ladder until two successive
-/// rungs give efficiencies (every stored R_m, T_m) that differ by at most the target; the ladder
-/// stops at the maxima below, and a point that has not agreed by then is reported unconverged.
-struct AccuracyTarget {
-  bool harmonics = false;   ///< raise M1 (and M2): ×1.5 per rung, rounded, at least +1
-  bool slices = false;      ///< raise the slices: every layer's count doubled per rung
-  double target_error = 0;  ///< absolute, on diffraction efficiencies (fractions of the incident power)
-  int max_harmonics = 0;    ///< highest M1 (and M2) the ladder tries
-  int max_slices = 0;       ///< most slices in all (before Richardson's doubling) the ladder tries
-  bool operator==(const AccuracyTarget&) const = default;
-};
-
 struct Numerics {
   /// M1, M2: orders m_i ∈ [−M_i, M_i]; M2 = 0 for 1D lattices. With harmonics: auto, the largest the
   /// ladder may reach (AccuracyTarget::max_harmonics), which is what the memory check uses.
@@ -159,8 +144,6 @@ struct Numerics {
   SolverOptions solver;
 };
 
-enum class PlaneKind { xz, yz, xy };
-std::string_view to_string(PlaneKind kind);
 /// A real-space map of the total field, synthesised from its harmonics at the slice centres:
 /// xz at y = position, yz at x = position (lateral points across one period, vertically the slice
 /// centres), or xy in the slice containing height z = position (points_first × points_second over the

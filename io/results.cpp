@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "core/atomic_file.hpp"
 #include "core/config.hpp"
 #include "io/hdf5_handles.hpp"
+#include "io/result_fields.hpp"
 
 namespace gratingsim::io {
 
@@ -170,34 +172,36 @@ bool exists(hid_t parent, const std::string& path) {
   return found > 0;
 }
 
-// -- per-point datasets: one spec list shared by writer and reader --
-enum class Kind { f64, i32, u8 };
-
+// -- per-point datasets: the table of io/result_fields.hpp for one layout, shared by writer and reader --
 struct Spec {
+  const ResultField* field;
+  std::size_t map;            // K of a field map's dataset
   std::string path;
-  Kind kind;
   std::vector<hsize_t> tail;  // dimensions after the sweep dimensions
+  std::size_t values;         // elements of one point (complex counted once)
   bool compressed;            // chunked one point per chunk, shuffle + gzip + Fletcher32; else contiguous
 };
 
-hid_t native(Kind kind) {
+hid_t native(ElementKind kind) {
   switch (kind) {
-    case Kind::f64:
+    case ElementKind::f64:
+    case ElementKind::c128:
       return H5T_NATIVE_DOUBLE;
-    case Kind::i32:
+    case ElementKind::i32:
       return H5T_NATIVE_INT32;
-    case Kind::u8:
+    case ElementKind::u8:
       return H5T_NATIVE_UINT8;
   }
   return H5T_NATIVE_DOUBLE;
 }
-hid_t file_type(Kind kind) {
+hid_t file_type(ElementKind kind) {
   switch (kind) {
-    case Kind::f64:
+    case ElementKind::f64:
+    case ElementKind::c128:
       return H5T_IEEE_F64LE;
-    case Kind::i32:
+    case ElementKind::i32:
       return H5T_STD_I32LE;
-    case Kind::u8:
+    case ElementKind::u8:
       return H5T_STD_U8LE;
   }
   return H5T_IEEE_F64LE;
@@ -208,48 +212,10 @@ std::string map_group(std::size_t k) { return "fields/map_" + std::to_string(k);
 constexpr const char* phase_dataset = "solver/phase_seconds";
 
 std::vector<Spec> point_specs(const ResultLayout& l) {
-  const hsize_t p = hsize_t(l.polarizations()), no = l.orders_count();
-  std::vector<Spec> specs = {
-      {"results/R", Kind::f64, {p, no}, false},
-      {"results/T", Kind::f64, {p, no}, false},
-      {"results/jones_r", Kind::f64, {no, 2, p, 2}, false},
-      {"results/jones_t", Kind::f64, {no, 2, p, 2}, false},
-      {"results/reflected_direction", Kind::f64, {no, 3}, false},
-      {"results/transmitted_direction", Kind::f64, {no, 3}, false},
-      {"results/absorption", Kind::f64, {p}, false},
-      {"results/energy_balance_error", Kind::f64, {p}, false},
-  };
-  if (p == 2) {
-    specs.push_back({"results/psi_deg", Kind::f64, {}, false});
-    specs.push_back({"results/delta_deg", Kind::f64, {}, false});
-    specs.push_back({"results/mueller", Kind::f64, {4, 4}, false});
-  }
-  specs.push_back({"solver/iterations", Kind::i32, {p}, false});
-  specs.push_back({"solver/matvecs", Kind::i32, {p}, false});
-  specs.push_back({"solver/residual", Kind::f64, {p}, false});
-  specs.push_back({"solver/converged", Kind::u8, {p}, false});
-  specs.push_back({"solver/seconds", Kind::f64, {}, false});
-  specs.push_back({phase_dataset, Kind::f64, {physics::phase_count}, false});
-  if (l.fields) {
-    specs.push_back(
-        {"fields/harmonics", Kind::f64, {p, hsize_t(l.slice_center_nm.size()), 3, l.harmonics_count(), 2}, true});
-    for (std::size_t k = 0; k < l.maps.size(); ++k) {
-      const hsize_t n1 = l.maps[k].first_nm.size(), n2 = l.maps[k].second_nm.size();
-      specs.push_back({map_group(k) + "/E", Kind::f64, {p, 3, n1, n2, 2}, true});
-      specs.push_back({map_group(k) + "/abs_E", Kind::f64, {p, n1, n2}, true});
-    }
-  }
-  if (l.accuracy) {
-    specs.push_back({"accuracy/harmonics", Kind::i32, {2}, false});
-    specs.push_back({"accuracy/slices", Kind::i32, {}, false});
-    specs.push_back({"accuracy/estimated_error", Kind::f64, {}, false});
-    specs.push_back({"accuracy/reached", Kind::u8, {}, false});
-    if (p == 2) {
-      specs.push_back({"accuracy/psi_change_deg", Kind::f64, {}, false});
-      specs.push_back({"accuracy/delta_change_deg", Kind::f64, {}, false});
-    }
-  }
-  specs.push_back({"done", Kind::u8, {}, false});  // written last for each point
+  std::vector<Spec> specs;
+  for (const ResultDataset& d : result_datasets(l))
+    specs.push_back({d.field, d.map, d.path, std::vector<hsize_t>(d.tail.begin(), d.tail.end()), d.values(),
+                     d.field->chunked()});
   return specs;
 }
 
@@ -266,10 +232,11 @@ void create_point_dataset(hid_t file, const ResultLayout& l, const Spec& s) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::int32_t minus_one = -1;
   const std::uint8_t zero = 0;
-  const void* fill = s.kind == Kind::f64   ? static_cast<const void*>(&nan)
-                     : s.kind == Kind::i32 ? static_cast<const void*>(&minus_one)
-                                           : static_cast<const void*>(&zero);
-  h5::check(H5Pset_fill_value(create, native(s.kind), fill), "set the fill value of " + s.path);
+  const ElementKind kind = s.field->kind;
+  const void* fill = kind == ElementKind::i32  ? static_cast<const void*>(&minus_one)
+                     : kind == ElementKind::u8 ? static_cast<const void*>(&zero)
+                                               : static_cast<const void*>(&nan);
+  h5::check(H5Pset_fill_value(create, native(kind), fill), "set the fill value of " + s.path);
   if (s.compressed) {
     // One point per chunk: each point is written once, and a reader of one point inflates one chunk.
     std::vector<hsize_t> chunk = dims;
@@ -288,7 +255,7 @@ void create_point_dataset(hid_t file, const ResultLayout& l, const Spec& s) {
   }
   const Handle links = h5::plist(H5Pcreate(H5P_LINK_CREATE), "create a link property list");
   h5::check(H5Pset_create_intermediate_group(links, 1), "allow intermediate groups");
-  h5::dataset(H5Dcreate2(file, s.path.c_str(), file_type(s.kind), space, links, create, H5P_DEFAULT),
+  h5::dataset(H5Dcreate2(file, s.path.c_str(), file_type(s.field->kind), space, links, create, H5P_DEFAULT),
               "create dataset " + s.path);
 }
 
@@ -310,8 +277,8 @@ void transfer_point(hid_t set, const ResultLayout& l, const Spec& s, std::size_t
           ? h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace")
           : h5::dataspace(H5Screate_simple(int(s.tail.size()), s.tail.data(), nullptr), "create a dataspace");
   const herr_t status =
-      write ? H5Dwrite(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, data)
-            : H5Dread(set, native(s.kind), memory_space, file_space, H5P_DEFAULT, const_cast<void*>(data));
+      write ? H5Dwrite(set, native(s.field->kind), memory_space, file_space, H5P_DEFAULT, data)
+            : H5Dread(set, native(s.field->kind), memory_space, file_space, H5P_DEFAULT, const_cast<void*>(data));
   h5::check(status, std::string(write ? "write" : "read") + " point " + std::to_string(point) + " of " + s.path);
 }
 
@@ -322,94 +289,63 @@ struct PointBuffers {
   std::uint8_t done = 1;
 };
 
+template <class T>
+inline constexpr bool is_array = false;
+template <class T, std::size_t N>
+inline constexpr bool is_array<std::array<T, N>> = true;
+
 /// For writing (R = const PointResult) the sizes of r's vectors are checked; for reading
 /// (R = PointResult) they are sized to the layout.
 template <class R>
 PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r) {
   constexpr bool for_write = std::is_const_v<R>;
-  const std::size_t p = std::size_t(l.polarizations()), no = l.orders_count();
-  const std::size_t nz = l.slice_center_nm.size(), nm = l.harmonics_count();
   PointBuffers b;
   b.scratch.reserve(l.maps.size());
-  const auto sized = [&](auto& v, std::size_t n, const char* name) {
+  const auto sized = [&](auto& v, std::size_t n, const std::string& name) {
     if constexpr (for_write)
-      GS_EXPECTS(v.size() == n, std::string("PointResult::") + name + " has " + std::to_string(v.size()) +
+      GS_EXPECTS(v.size() == n, "PointResult::" + name + " has " + std::to_string(v.size()) +
                                  " values, the layout needs " + std::to_string(n));
     else
       v.resize(n);
     return static_cast<const void*>(v.data());
   };
   for (const auto& s : specs) {
-    const std::string& n = s.path;
-    if (n == "results/R")
-      b.data.push_back(sized(r.reflectance, p * no, "reflectance"));
-    else if (n == "results/T")
-      b.data.push_back(sized(r.transmittance, p * no, "transmittance"));
-    else if (n == "results/jones_r")
-      b.data.push_back(sized(r.jones_r, no * 2 * p, "jones_r"));
-    else if (n == "results/jones_t")
-      b.data.push_back(sized(r.jones_t, no * 2 * p, "jones_t"));
-    else if (n == "results/reflected_direction")
-      b.data.push_back(sized(r.reflected_direction, no * 3, "reflected_direction"));
-    else if (n == "results/transmitted_direction")
-      b.data.push_back(sized(r.transmitted_direction, no * 3, "transmitted_direction"));
-    else if (n == "results/absorption")
-      b.data.push_back(sized(r.absorption, p, "absorption"));
-    else if (n == "results/energy_balance_error")
-      b.data.push_back(sized(r.energy_balance_error, p, "energy_balance_error"));
-    else if (n == "results/psi_deg")
-      b.data.push_back(&r.psi_deg);
-    else if (n == "results/delta_deg")
-      b.data.push_back(&r.delta_deg);
-    else if (n == "results/mueller")
-      b.data.push_back(r.mueller.data());
-    else if (n == "solver/iterations")
-      b.data.push_back(sized(r.iterations, p, "iterations"));
-    else if (n == "solver/matvecs")
-      b.data.push_back(sized(r.matvecs, p, "matvecs"));
-    else if (n == "solver/residual")
-      b.data.push_back(sized(r.residual, p, "residual"));
-    else if (n == "solver/converged")
-      b.data.push_back(sized(r.converged, p, "converged"));
-    else if (n == "solver/seconds")
-      b.data.push_back(&r.solve_seconds);
-    else if (n == phase_dataset)
-      b.data.push_back(r.phase_seconds.data());
-    else if (n == "fields/harmonics")
-      b.data.push_back(sized(r.field_harmonics, p * nz * 3 * nm, "field_harmonics"));
-    else if (n == "done")
-      b.data.push_back(&b.done);
-    else if (n == "accuracy/harmonics")
-      b.data.push_back(r.used_harmonics.data());
-    else if (n == "accuracy/slices")
-      b.data.push_back(&r.used_slices);
-    else if (n == "accuracy/estimated_error")
-      b.data.push_back(&r.estimated_error);
-    else if (n == "accuracy/reached")
-      b.data.push_back(&r.target_reached);
-    else if (n == "accuracy/psi_change_deg")
-      b.data.push_back(&r.psi_change_deg);
-    else if (n == "accuracy/delta_change_deg")
-      b.data.push_back(&r.delta_change_deg);
-    else {  // fields/map_k/E or fields/map_k/abs_E
-      const std::size_t k = std::stoul(n.substr(std::strlen("fields/map_")));
-      const std::size_t cells = l.maps[k].first_nm.size() * l.maps[k].second_nm.size();
-      if (k == 0) sized(r.field_maps, l.maps.size(), "field_maps");
-      if (n.ends_with("/E")) {
-        b.data.push_back(sized(r.field_maps[k], p * 3 * cells, "field_maps[k]"));
-      } else {
-        auto& norm = b.scratch.emplace_back(p * cells);
-        if constexpr (for_write)  // |E| = sqrt(|Ex|² + |Ey|² + |Ez|²)
-          for (std::size_t i = 0; i < p; ++i)
-            for (std::size_t c = 0; c < cells; ++c) {
-              double sum = 0;
-              for (std::size_t comp = 0; comp < 3; ++comp)
-                sum += std::norm(r.field_maps[k][(i * 3 + comp) * cells + c]);
-              norm[i * cells + c] = std::sqrt(sum);
+    const std::string name(s.field->member);
+    b.data.push_back(std::visit(
+        [&](auto member) -> const void* {
+          using Source = decltype(member);
+          if constexpr (std::is_same_v<Source, DoneFlag>) {
+            return &b.done;
+          } else if constexpr (std::is_same_v<Source, MapMagnitude>) {
+            // Written from field_maps[K] (sized by the map's E, the row before); read into scratch.
+            const std::size_t cells = s.values / std::size_t(l.polarizations());
+            auto& norm = b.scratch.emplace_back(s.values);
+            if constexpr (for_write)  // |E| = sqrt(|Ex|² + |Ey|² + |Ez|²)
+              for (std::size_t i = 0; i < std::size_t(l.polarizations()); ++i)
+                for (std::size_t c = 0; c < cells; ++c) {
+                  double sum = 0;
+                  for (std::size_t comp = 0; comp < 3; ++comp)
+                    sum += std::norm(r.field_maps[s.map][(i * 3 + comp) * cells + c]);
+                  norm[i * cells + c] = std::sqrt(sum);
+                }
+            return norm.data();
+          } else {
+            auto& value = r.*member;
+            using T = std::remove_cvref_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, std::vector<std::vector<std::complex<double>>>>) {  // field_maps
+              if (s.map == 0) sized(value, l.maps.size(), name);
+              return sized(value[s.map], s.values, name + "[" + std::to_string(s.map) + "]");
+            } else if constexpr (std::is_arithmetic_v<T>) {
+              return &value;
+            } else if constexpr (is_array<T>) {
+              GS_EXPECTS(value.size() == s.values, "PointResult::" + name + " does not have the shape of " + s.path);
+              return value.data();
+            } else {
+              return sized(value, s.values, name);
             }
-        b.data.push_back(norm.data());
-      }
-    }
+          }
+        },
+        s.field->source));
   }
   return b;
 }
@@ -672,7 +608,7 @@ std::size_t growth_per_point(const std::vector<Spec>& specs) {
   std::size_t bytes = 0;
   for (const Spec& s : specs) {
     if (!s.compressed) continue;
-    std::size_t n = s.kind == Kind::f64 ? 8 : s.kind == Kind::i32 ? 4 : 1;
+    std::size_t n = stored_element_bytes(s.field->kind);
     for (const hsize_t d : s.tail) n *= std::size_t(d);
     bytes += n + n / 8 + 64;
   }
@@ -680,30 +616,6 @@ std::size_t growth_per_point(const std::vector<Spec>& specs) {
 }
 
 }  // namespace
-
-// --- PointResult -----------------------------------------------------------------------------
-
-bool PointResult::operator==(const PointResult& o) const {
-  const auto same = [](const auto& a, const auto& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(a[0])) == 0);
-  };
-  if (field_maps.size() != o.field_maps.size()) return false;
-  for (std::size_t k = 0; k < field_maps.size(); ++k)
-    if (!same(field_maps[k], o.field_maps[k])) return false;
-  return same(reflectance, o.reflectance) && same(transmittance, o.transmittance) && same(jones_r, o.jones_r) &&
-         same(jones_t, o.jones_t) && same(reflected_direction, o.reflected_direction) &&
-         same(transmitted_direction, o.transmitted_direction) &&
-         std::memcmp(&psi_deg, &o.psi_deg, sizeof(double)) == 0 &&
-         std::memcmp(&delta_deg, &o.delta_deg, sizeof(double)) == 0 && same(mueller, o.mueller) &&
-         same(absorption, o.absorption) && same(energy_balance_error, o.energy_balance_error) &&
-         same(iterations, o.iterations) && same(matvecs, o.matvecs) && same(residual, o.residual) &&
-         same(converged, o.converged) && std::memcmp(&solve_seconds, &o.solve_seconds, sizeof(double)) == 0 &&
-         same(phase_seconds, o.phase_seconds) && same(field_harmonics, o.field_harmonics) && used_harmonics == o.used_harmonics &&
-         used_slices == o.used_slices && std::memcmp(&estimated_error, &o.estimated_error, sizeof(double)) == 0 &&
-         std::memcmp(&psi_change_deg, &o.psi_change_deg, sizeof(double)) == 0 &&
-         std::memcmp(&delta_change_deg, &o.delta_change_deg, sizeof(double)) == 0 &&
-         target_reached == o.target_reached;
-}
 
 std::string partial_path(const std::string& path) { return path + ".partial"; }
 

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "core/error.hpp"
-#include "io/case.hpp"
+#include "io/case_options.hpp"
 #include "physics/phase_times.hpp"
 
 namespace gratingsim::io {
@@ -82,6 +82,8 @@ struct RunInfo {
 
 /// One sweep point. P = layout.polarizations() incident polarisations (index i), No orders (index o,
 /// as layout.orders), Nz slices, Nm harmonics. Vectors are row-major with the shapes given.
+/// Every member has its row in io/result_fields.hpp (its dataset, shape and unit), which writing,
+/// reading, the point codec and operator== iterate; a member without a row does not compile.
 struct PointResult {
   static constexpr double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> reflectance, transmittance;                  ///< [P][No] diffraction efficiencies R_m, T_m
