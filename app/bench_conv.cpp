@@ -486,7 +486,8 @@ std::vector<Row> bench_case(const ProblemCase& c, Shape shape, const Settings& s
   }
   // gpu-fused against both cuFFT baselines, in one line (device time: graph; stream time in brackets).
   if (const Row* fused = timed("gpu-fused"); fused && (cufft || callbacks)) {
-    const auto against = [&](const char* name, const std::optional<double>& graph, const std::optional<double>& stream) {
+    const auto against = [](const char* name, const std::optional<double>& graph,
+                            const std::optional<double>& stream) {
       if (!stream) return std::string();
       return std::string(", ") + (graph ? fixed(*graph, 2) : std::string("-")) + "x over " + name + " (stream " +
              fixed(*stream, 2) + "x)";

@@ -195,8 +195,8 @@ std::optional<double> measure(Backend backend, const Problem& g, std::uint64_t s
 }
 
 /// Where a backend stands among those of its memory kind by design (lower: the one expected to be
-/// faster where it can serve): gpu-fused, gpu-cufft-callbacks, gpu-cufft, gpu-direct; cpu-fftw, cpu-direct. A refusal is worth
-/// a note only from a backend ranked above the choice: the choice is then a fallback.
+/// faster where it can serve): gpu-fused, gpu-cufft-callbacks, gpu-cufft, gpu-direct; cpu-fftw, cpu-direct.
+/// A refusal is worth a note only from a backend ranked above the choice: the choice is then a fallback.
 int design_rank(Backend backend) {
   switch (backend) {
     case Backend::gpu_fused: return 0;

@@ -52,7 +52,8 @@ inline constexpr Backend all_backends[] = {Backend::cpu_direct, Backend::cpu_fft
                                            Backend::gpu_fused, Backend::gpu_direct};
 
 std::string_view to_string(Backend backend);
-/// Parses "cpu-direct", "cpu-fftw", "gpu-cufft", "gpu-cufft-callbacks", "gpu-fused", "gpu-direct"; throws InvalidArgument otherwise.
+/// Parses "cpu-direct", "cpu-fftw", "gpu-cufft", "gpu-cufft-callbacks", "gpu-fused", "gpu-direct"; throws
+/// InvalidArgument otherwise.
 Backend parse_backend(std::string_view name);
 
 enum class Precision { single, double_ };
