@@ -2,7 +2,8 @@
 // (Table 1), as the scalar problem (Laurent's rule) and/or with the 2D normal-vector pattern, timed with
 // the timing utility (stream time, and on a GPU graph time), every timed output checked against a
 // complex128 reference of its own buffer set's input, reported against the largest of the memory and
-// arithmetic floors and against gpu-cufft.
+// arithmetic floors and against the two cuFFT baselines, gpu-cufft (the plain pipeline) and
+// gpu-cufft-callbacks (pad and extraction in cuFFT's LTO callbacks, the strongest).
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -64,17 +65,28 @@ Problem problem_of(const ProblemCase& c, Shape shape) {
 }
 
 /// What a row measures: a backend, the unpruned FFTW pipeline, or the `auto` choice.
-enum class Variant { gpu_cufft, gpu_fused, gpu_direct, cpu_fftw, cpu_fftw_unpruned, cpu_direct, automatic };
+enum class Variant {
+  gpu_cufft,
+  gpu_cufft_callbacks,
+  gpu_fused,
+  gpu_direct,
+  cpu_fftw,
+  cpu_fftw_unpruned,
+  cpu_direct,
+  automatic
+};
 constexpr std::pair<Variant, std::string_view> variant_names[] = {
-    {Variant::gpu_cufft, "gpu-cufft"},   {Variant::gpu_fused, "gpu-fused"},
+    {Variant::gpu_cufft, "gpu-cufft"},   {Variant::gpu_cufft_callbacks, "gpu-cufft-callbacks"},
+    {Variant::gpu_fused, "gpu-fused"},
     {Variant::gpu_direct, "gpu-direct"}, {Variant::cpu_fftw, "cpu-fftw"},
     {Variant::cpu_fftw_unpruned, "cpu-fftw-unpruned"}, {Variant::cpu_direct, "cpu-direct"},
     {Variant::automatic, "auto"},
 };
-constexpr Variant default_variants[] = {Variant::gpu_cufft, Variant::gpu_fused, Variant::gpu_direct, Variant::cpu_fftw,
-                                        Variant::cpu_fftw_unpruned};
-constexpr Variant all_variants[] = {Variant::gpu_cufft, Variant::gpu_fused,         Variant::gpu_direct,
-                                    Variant::cpu_fftw,  Variant::cpu_fftw_unpruned, Variant::cpu_direct};
+constexpr Variant default_variants[] = {Variant::gpu_cufft, Variant::gpu_cufft_callbacks, Variant::gpu_fused,
+                                        Variant::gpu_direct, Variant::cpu_fftw, Variant::cpu_fftw_unpruned};
+constexpr Variant all_variants[] = {Variant::gpu_cufft, Variant::gpu_cufft_callbacks, Variant::gpu_fused,
+                                    Variant::gpu_direct, Variant::cpu_fftw, Variant::cpu_fftw_unpruned,
+                                    Variant::cpu_direct};
 
 std::string_view name_of(Variant v) {
   for (auto [variant, name] : variant_names)
@@ -135,7 +147,10 @@ struct Row {
   std::optional<conv::Timing> timing;
   double memory_floor_us = 0, arithmetic_floor_us = 0;
   double max_rel_error = 0;
+  /// The row's speed-up over the two cuFFT baselines measured in the same run: gpu-cufft's time over the
+  /// row's, and gpu-cufft-callbacks'; stream time and graph time.
   std::optional<double> speedup_vs_cufft, graph_speedup_vs_cufft;
+  std::optional<double> speedup_vs_callbacks, graph_speedup_vs_callbacks;
 
   [[nodiscard]] double floor_us() const { return std::max(memory_floor_us, arithmetic_floor_us); }
   /// The time the floor ratio is taken of: device time (graph) where there is one, else stream time.
@@ -353,9 +368,9 @@ std::string_view status_name(Status s) {
 }
 
 void print_header_row() {
-  std::printf("  %-24s %-9s %10s %10s %10s %10s %10s %10s %8s %8s %9s %10s %-13s %-9s %s\n", "backend", "precision",
-              "stream_us", "s_min", "s_max", "graph_us", "g_min", "g_max", "x_floor", "vs_cufft", "vs_cufft_g",
-              "max_error", "checked", "verified", "device");
+  std::printf("  %-24s %-9s %10s %10s %10s %10s %10s %10s %8s %8s %9s %8s %9s %10s %-13s %-9s %s\n", "backend",
+              "precision", "stream_us", "s_min", "s_max", "graph_us", "g_min", "g_max", "x_floor", "vs_cufft",
+              "vs_cufft_g", "vs_cb", "vs_cb_g", "max_error", "checked", "verified", "device");
 }
 
 /// "median min max" of samples, or dashes.
@@ -377,13 +392,13 @@ void print_row(const Row& r) {
   }
   const conv::Timing& t = *r.timing;
   const std::string checked = std::to_string(t.checked_outputs) + "/" + std::to_string(t.timed_executions);
-  std::printf("  %-24s %-9s %s %s %8.1f %8s %9s %10s %-13s %-9s %s\n", r.backend.c_str(),
+  const auto ratio = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
+  std::printf("  %-24s %-9s %s %s %8.1f %8s %9s %8s %9s %10s %-13s %-9s %s\n", r.backend.c_str(),
               std::string(conv::to_string(r.precision)).c_str(), three_columns(t.stream).c_str(),
-              three_columns(t.graph).c_str(), *r.device_us() / r.floor_us(),
-              r.speedup_vs_cufft ? fixed(*r.speedup_vs_cufft, 2).c_str() : "-",
-              r.graph_speedup_vs_cufft ? fixed(*r.graph_speedup_vs_cufft, 2).c_str() : "-",
-              scientific(r.max_rel_error).c_str(), checked.c_str(), std::string(status_name(r.status)).c_str(),
-              r.device.c_str());
+              three_columns(t.graph).c_str(), *r.device_us() / r.floor_us(), ratio(r.speedup_vs_cufft).c_str(),
+              ratio(r.graph_speedup_vs_cufft).c_str(), ratio(r.speedup_vs_callbacks).c_str(),
+              ratio(r.graph_speedup_vs_callbacks).c_str(), scientific(r.max_rel_error).c_str(), checked.c_str(),
+              std::string(status_name(r.status)).c_str(), r.device.c_str());
   if (!r.note.empty()) std::printf("      %s\n", r.note.c_str());
 }
 
@@ -398,8 +413,9 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
   std::ofstream out(file, std::ios::trunc);
   out << "case,shape,backend,precision,device,stream_median_us,stream_q1_us,stream_q3_us,stream_min_us,stream_max_us,"
          "graph_median_us,graph_q1_us,graph_q3_us,graph_min_us,graph_max_us,graph_executions,warmup_runs,warmup_ms,"
-         "memory_floor_us,arithmetic_floor_us,ratio_to_floor,speedup_vs_cufft,graph_speedup_vs_cufft,max_rel_error,"
-         "checked_outputs,timed_executions,verified,note\n";
+         "memory_floor_us,arithmetic_floor_us,ratio_to_floor,speedup_vs_cufft,graph_speedup_vs_cufft,"
+         "speedup_vs_cufft_callbacks,graph_speedup_vs_cufft_callbacks,max_rel_error,checked_outputs,timed_executions,"
+         "verified,note\n";
   const auto samples = [&](const conv::Samples& t) {
     if (t.empty()) return std::string(",,,,");
     return fixed(t.median(), 3) + ',' + fixed(t.quantile(0.25), 3) + ',' + fixed(t.quantile(0.75), 3) + ',' +
@@ -416,7 +432,8 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
       out << ",,,,,,,,,,,,,";
     out << significant(r.memory_floor_us) << ',' << significant(r.arithmetic_floor_us) << ','
         << (r.timing ? significant(*r.device_us() / r.floor_us()) : "") << ',' << optional(r.speedup_vs_cufft) << ','
-        << optional(r.graph_speedup_vs_cufft) << ',' << (r.timing ? scientific(r.max_rel_error) : "") << ','
+        << optional(r.graph_speedup_vs_cufft) << ',' << optional(r.speedup_vs_callbacks) << ','
+        << optional(r.graph_speedup_vs_callbacks) << ',' << (r.timing ? scientific(r.max_rel_error) : "") << ','
         << (r.timing ? std::to_string(r.timing->checked_outputs) : "") << ','
         << (r.timing ? std::to_string(r.timing->timed_executions) : "") << ',' << status_name(r.status) << ','
         << csv_field(r.note) << '\n';
@@ -453,14 +470,31 @@ std::vector<Row> bench_case(const ProblemCase& c, Shape shape, const Settings& s
       if (r.backend == name && r.timing) return &r;
     return nullptr;
   };
-  const Row* cufft = timed("gpu-cufft");
+  // Speed-ups over a baseline row: its median over the row's, in stream and (both having one) graph time.
+  const auto speedups = [](const Row* baseline, const Row& r, std::optional<double>& stream,
+                           std::optional<double>& graph) {
+    if (!baseline || !r.timing) return;
+    stream = baseline->timing->stream.median() / r.timing->stream.median();
+    if (!baseline->timing->graph.empty() && !r.timing->graph.empty())
+      graph = baseline->timing->graph.median() / r.timing->graph.median();
+  };
+  const Row *cufft = timed("gpu-cufft"), *callbacks = timed("gpu-cufft-callbacks");
   for (Row& r : rows) {
-    if (cufft && r.timing) {
-      r.speedup_vs_cufft = cufft->timing->stream.median() / r.timing->stream.median();
-      if (!cufft->timing->graph.empty() && !r.timing->graph.empty())
-        r.graph_speedup_vs_cufft = cufft->timing->graph.median() / r.timing->graph.median();
-    }
+    speedups(cufft, r, r.speedup_vs_cufft, r.graph_speedup_vs_cufft);
+    speedups(callbacks, r, r.speedup_vs_callbacks, r.graph_speedup_vs_callbacks);
     print_row(r);
+  }
+  // gpu-fused against both cuFFT baselines, in one line (device time: graph; stream time in brackets).
+  if (const Row* fused = timed("gpu-fused"); fused && (cufft || callbacks)) {
+    const auto against = [](const char* name, const std::optional<double>& graph,
+                            const std::optional<double>& stream) {
+      if (!stream) return std::string();
+      return std::string(", ") + (graph ? fixed(*graph, 2) : std::string("-")) + "x over " + name + " (stream " +
+             fixed(*stream, 2) + "x)";
+    };
+    std::printf("  gpu-fused speed-up, graph time%s%s\n",
+                against("gpu-cufft", fused->graph_speedup_vs_cufft, fused->speedup_vs_cufft).c_str(),
+                against("gpu-cufft-callbacks", fused->graph_speedup_vs_callbacks, fused->speedup_vs_callbacks).c_str());
   }
   if (const Row *pruned = timed("cpu-fftw"), *unpruned = timed("cpu-fftw-unpruned"); pruned && unpruned)
     std::printf("  zero-row pruning: cpu-fftw is %.2fx faster than cpu-fftw-unpruned\n",
@@ -472,8 +506,8 @@ std::vector<Row> bench_case(const ProblemCase& c, Shape shape, const Settings& s
 constexpr OptionSpec bench_options[] = {
     {"case", "LIST|all", "problem cases of docs/convolution.md §5 (Table 1), e.g. 1 or 3,4 (default all)"},
     {"backend", "LIST|all|auto",
-     "comma-separated backends (gpu-cufft, gpu-fused, gpu-direct, cpu-fftw, cpu-direct, auto); cpu-fftw brings "
-     "the cpu-fftw-unpruned comparison row; default all but cpu-direct; all adds cpu-direct"},
+     "comma-separated backends (gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct, cpu-fftw, cpu-direct, auto); "
+     "cpu-fftw brings the cpu-fftw-unpruned comparison row; default all but cpu-direct; all adds cpu-direct"},
     {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
     {"shape", "scalar|normal-vector|both",
      "the scalar batch (default) and/or the 2D normal-vector pattern: K 7, Q 3, P 5, 16 groups per slice"},
@@ -501,7 +535,8 @@ Settings parse_settings(const Options& o) {
                                    [&](const auto& entry) { return entry.second == name; });
       if (it == std::end(variant_names))
         throw UsageError("--backend: unknown backend '" + std::string(name) +
-                         "' (expected gpu-cufft, gpu-fused, gpu-direct, cpu-fftw, cpu-fftw-unpruned, cpu-direct, "
+                         "' (expected gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct, cpu-fftw, "
+                         "cpu-fftw-unpruned, cpu-direct, "
                          "auto or all)");
       s.variants.push_back(it->first);
       if (it->first == Variant::cpu_fftw) s.variants.push_back(Variant::cpu_fftw_unpruned);
@@ -603,9 +638,11 @@ const Command gratingsim_bench_conv{
         "s*[(Q + P)*N1*N2*groups + K*L1*L2*slices]/B (read inputs, write outputs, read each spectrum once per "
         "slice); arithmetic, the pruned FFT route's flops per group 5*(Q + P)*(N1*L2*log2 L2 + L2*L1*log2 L1) + "
         "L1*L2*(8*terms - 2*P) at the FP32 or FP64 peak. x_floor: graph time (GPU) or stream time (CPU) over the "
-        "larger floor. vs_cufft: gpu-cufft's stream time over the row's, vs_cufft_g the same in graph time, "
-        "measured in the same run. Backends this machine or build lacks, or that cannot serve a shape, are "
-        "reported unavailable.",
+        "larger floor. vs_cufft: gpu-cufft's stream time over the row's, vs_cufft_g the same in graph time; vs_cb, "
+        "vs_cb_g: the same against gpu-cufft-callbacks (cuFFT with the pad and extraction as LTO callbacks, the "
+        "strongest cuFFT baseline); all measured in the same run, and gpu-fused's against both summed up in one "
+        "line per case. No floor from instruction counts is computed (docs/convolution.md section 6 says why). "
+        "Backends this machine or build lacks, or that cannot serve a shape, are reported unavailable.",
     .options = bench_options,
     .run = run_bench_conv};
 

@@ -17,11 +17,13 @@ namespace gratingsim::app {
 namespace {
 
 /// "available", or why not: a backend can be missing from the build, lack a device, or decline to
-/// plan (a backend still being written throws Unsupported too); probed with a 1×1 plan.
+/// plan (a backend still being written throws Unsupported too); probed with a 3×3 plan.
 std::string availability(conv::Backend backend) {
-  const std::vector<std::complex<double>> kernel{{1.0, 0.0}};
+  // N = 3 per axis: the smallest problem every backend serves (gpu-cufft-callbacks needs a transform).
+  const conv::Problem problem{.n1 = 3, .n2 = 3};
+  const std::vector<std::complex<double>> kernels(problem.kernel_size(), {1.0, 0.0});
   try {
-    conv::make_convolution<float>(backend, conv::Problem{}, kernel);
+    conv::make_convolution<float>(backend, problem, kernels);
     return "available";
   } catch (const Error& e) {
     return "unavailable: " + user_message(e);
@@ -68,7 +70,7 @@ int run_info(const Options&) {
 
   std::cout << "\nconvolution backends:\n";
   for (conv::Backend b : conv::all_backends)
-    std::cout << "  " << std::left << std::setw(12) << conv::to_string(b) << availability(b) << '\n';
+    std::cout << "  " << std::left << std::setw(21) << conv::to_string(b) << availability(b) << '\n';
 
   std::cout << "\nlibraries:\n";
   std::cout << "  FFTW      " << conv::fftw_version() << '\n';

@@ -42,8 +42,8 @@ constexpr double single_tolerance_floor = 1e-6;
 constexpr OptionSpec run_options[] = {
     {"output", "OUT.h5", "the result file (default: the case file's name with .h5, next to it)", 'o'},
     {"backend", "NAME|auto",
-     "convolution backend: cpu-direct, cpu-fftw, gpu-cufft, gpu-fused, gpu-direct or auto (default: the case's "
-     "numerics.backend)"},
+     "convolution backend: cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct or auto "
+     "(default: the case's numerics.backend)"},
     {"precision", "single|double",
      "arithmetic precision (default: the case's numerics.precision); in single precision a solver tolerance "
      "below 1e-6 is raised to 1e-6, with a warning"},
@@ -78,7 +78,8 @@ Settings parse_settings(const Options& o) {
       (void)conv::parse_backend(*s.backend);
     } catch (const InvalidArgument&) {
       throw UsageError("--backend: unknown backend '" + std::string(*s.backend) +
-                       "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-fused, gpu-direct or auto)");
+                       "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct or "
+                       "auto)");
     }
   }
   if (const auto p = o.value("precision")) {

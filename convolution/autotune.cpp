@@ -181,13 +181,14 @@ std::optional<double> measure(Backend backend, const Problem& g, std::uint64_t s
 }
 
 /// Where a backend stands among those of its memory kind by design (lower: the one expected to be
-/// faster where it can serve): gpu-fused, gpu-cufft, gpu-direct; cpu-fftw, cpu-direct. A refusal is worth
-/// a note only from a backend ranked above the choice: the choice is then a fallback.
+/// faster where it can serve): gpu-fused, gpu-cufft-callbacks, gpu-cufft, gpu-direct; cpu-fftw, cpu-direct.
+/// A refusal is worth a note only from a backend ranked above the choice: the choice is then a fallback.
 int design_rank(Backend backend) {
   switch (backend) {
     case Backend::gpu_fused: return 0;
-    case Backend::gpu_cufft: return 1;
-    case Backend::gpu_direct: return 2;
+    case Backend::gpu_cufft_callbacks: return 1;
+    case Backend::gpu_cufft: return 2;
+    case Backend::gpu_direct: return 3;
     case Backend::cpu_fftw: return 0;
     case Backend::cpu_direct: return 1;
   }

@@ -45,8 +45,8 @@ std::string pattern_signature(const Problem& problem);
 ///
 /// `note` (when given) is set to a sentence the caller may print, empty when there is nothing to say.
 /// It speaks when the choice is a fallback: a backend of the same kind (GPU or CPU) that ranks above the
-/// choice by design (gpu-fused, then gpu-cufft, then gpu-direct; cpu-fftw, then cpu-direct) refused the
-/// problem (e.g. gpu-fused with L > 128: the choice falls back to another GPU backend), naming each with
+/// choice by design (gpu-fused, then gpu-cufft-callbacks, gpu-cufft, gpu-direct; cpu-fftw, then
+/// cpu-direct) refused the problem (e.g. gpu-fused with L > 128: the choice falls back to another GPU backend), naming each with
 /// its reason; when a cached choice could not serve and was measured again; when no backend could be
 /// timed and the choice is the first that can serve it. Throws Unsupported only when no backend can
 /// serve the problem.

@@ -19,6 +19,7 @@ GRATINGSIM_DECLARE_BACKEND(cpu_direct)
 GRATINGSIM_DECLARE_BACKEND(cpu_fftw)
 #if GRATINGSIM_HAVE_CUDA
 GRATINGSIM_DECLARE_BACKEND(gpu_cufft)
+GRATINGSIM_DECLARE_BACKEND(gpu_cufft_callbacks)
 GRATINGSIM_DECLARE_BACKEND(gpu_fused)
 GRATINGSIM_DECLARE_BACKEND(gpu_direct)
 /// Whether a CUDA device is present (cached after the first call).

@@ -9,10 +9,11 @@
 
 namespace gratingsim::conv {
 namespace {
-constexpr std::array<std::pair<Backend, std::string_view>, 5> backend_names{{
+constexpr std::array<std::pair<Backend, std::string_view>, 6> backend_names{{
     {Backend::cpu_direct, "cpu-direct"},
     {Backend::cpu_fftw, "cpu-fftw"},
     {Backend::gpu_cufft, "gpu-cufft"},
+    {Backend::gpu_cufft_callbacks, "gpu-cufft-callbacks"},
     {Backend::gpu_fused, "gpu-fused"},
     {Backend::gpu_direct, "gpu-direct"},
 }};
@@ -28,7 +29,7 @@ Backend parse_backend(std::string_view name) {
   for (auto [b, n] : backend_names)
     if (n == name) return b;
   GS_EXPECTS(false, "unknown convolution backend '" + std::string(name) +
-                     "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-fused or gpu-direct)");
+                     "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused or gpu-direct)");
 }
 
 std::string_view to_string(Precision precision) { return precision == Precision::single ? "single" : "double"; }
@@ -117,10 +118,13 @@ constexpr BackendTraits table[] = {
     {Backend::cpu_fftw, "cpu-fftw", Memory::host, detail::can_implement_cpu_fftw, detail::workspace_cpu_fftw},
 #if GRATINGSIM_HAVE_CUDA
     {Backend::gpu_cufft, "gpu-cufft", Memory::device, detail::can_implement_gpu_cufft, detail::workspace_gpu_cufft},
+    {Backend::gpu_cufft_callbacks, "gpu-cufft-callbacks", Memory::device, detail::can_implement_gpu_cufft_callbacks,
+     detail::workspace_gpu_cufft_callbacks},
     {Backend::gpu_fused, "gpu-fused", Memory::device, detail::can_implement_gpu_fused, detail::workspace_gpu_fused},
     {Backend::gpu_direct, "gpu-direct", Memory::device, detail::can_implement_gpu_direct, detail::workspace_gpu_direct},
 #else
     {Backend::gpu_cufft, "gpu-cufft", Memory::device, detail::no_cuda, detail::no_workspace},
+    {Backend::gpu_cufft_callbacks, "gpu-cufft-callbacks", Memory::device, detail::no_cuda, detail::no_workspace},
     {Backend::gpu_fused, "gpu-fused", Memory::device, detail::no_cuda, detail::no_workspace},
     {Backend::gpu_direct, "gpu-direct", Memory::device, detail::no_cuda, detail::no_workspace},
 #endif
@@ -157,6 +161,7 @@ std::unique_ptr<Convolution<Real>> make_convolution(Backend backend, const Probl
     case Backend::cpu_fftw: return detail::make_cpu_fftw<Real>(g, kernels);
 #if GRATINGSIM_HAVE_CUDA
     case Backend::gpu_cufft: return detail::make_gpu_cufft<Real>(g, kernels);
+    case Backend::gpu_cufft_callbacks: return detail::make_gpu_cufft_callbacks<Real>(g, kernels);
     case Backend::gpu_fused: return detail::make_gpu_fused<Real>(g, kernels);
     case Backend::gpu_direct: return detail::make_gpu_direct<Real>(g, kernels);
 #endif

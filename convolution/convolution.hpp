@@ -43,14 +43,17 @@ enum class Backend {
   cpu_direct,  ///< the O(N⁴) sum, complex128 accumulation: the reference
   cpu_fftw,    ///< FFTW, OpenMP across slices, zero rows pruned
   gpu_cufft,   ///< unfused pad / cuFFT / multiply / cuFFT / extract: the baseline
+  gpu_cufft_callbacks,  ///< cuFFT with the pad and extract as LTO load/store callbacks: the strongest baseline
   gpu_fused,   ///< one kernel for the whole FFT pipeline
   gpu_direct,  ///< direct-space GPU kernels for small N
 };
 inline constexpr Backend all_backends[] = {Backend::cpu_direct, Backend::cpu_fftw, Backend::gpu_cufft,
+                                           Backend::gpu_cufft_callbacks,
                                            Backend::gpu_fused, Backend::gpu_direct};
 
 std::string_view to_string(Backend backend);
-/// Parses "cpu-direct", "cpu-fftw", "gpu-cufft", "gpu-fused", "gpu-direct"; throws InvalidArgument otherwise.
+/// Parses "cpu-direct", "cpu-fftw", "gpu-cufft", "gpu-cufft-callbacks", "gpu-fused", "gpu-direct"; throws
+/// InvalidArgument otherwise.
 Backend parse_backend(std::string_view name);
 
 enum class Precision { single, double_ };

@@ -28,111 +28,16 @@
 // One execute per plan at a time: concurrent calls on different streams would share the workspaces.
 // Limits: cuFFT's 64-bit plan interface takes any batch; the multiply kernel indexes an L1·L2 spectrum
 // with int (L1·L2 < 2^31) and grid x covers L1·L2 / 256 blocks.
-#include <cufft.h>
-
-#include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "convolution/backends.hpp"
 #include "core/cuda_check.hpp"
+#include "convolution/cufft_pipeline.cuh"
 #include "core/device_buffer.hpp"
 
 namespace gratingsim::conv::detail {
 namespace {
-
-// float2 / double2 are the layouts of cufftComplex / cufftDoubleComplex and of std::complex<Real>.
-template <class Real>
-struct Cufft;
-template <>
-struct Cufft<float> {
-  using Complex = cufftComplex;
-  static constexpr cufftType type = CUFFT_C2C;
-  static cufftResult exec(cufftHandle plan, Complex* data, int direction) {
-    return cufftExecC2C(plan, data, data, direction);
-  }
-};
-template <>
-struct Cufft<double> {
-  using Complex = cufftDoubleComplex;
-  static constexpr cufftType type = CUFFT_Z2Z;
-  static cufftResult exec(cufftHandle plan, Complex* data, int direction) {
-    return cufftExecZ2Z(plan, data, data, direction);
-  }
-};
-
-/// A cuFFT plan handle owned for the lifetime of the backend; empty where no transform is needed.
-class CufftPlan {
- public:
-  CufftPlan() = default;
-  /// In-place batched C2C (Z2Z) transforms of the `batch` contiguous L1×L2 blocks, length-1 axes dropped;
-  /// empty for batch 0.
-  CufftPlan(int l1, int l2, std::size_t batch, cufftType type) {
-    std::vector<long long> lengths;
-    if (l1 > 1) lengths.push_back(l1);
-    if (l2 > 1) lengths.push_back(l2);
-    if (lengths.empty() || batch == 0) return;
-    GS_CUFFT_TRY(cufftCreate(&handle_));
-    owned_ = true;
-    const long long distance = static_cast<long long>(l1) * l2;
-    std::size_t work_bytes = 0;
-    GS_CUFFT_TRY(cufftMakePlanMany64(handle_, static_cast<int>(lengths.size()), lengths.data(), nullptr, 1, distance,
-                                  nullptr, 1, distance, type, static_cast<long long>(batch), &work_bytes));
-  }
-  CufftPlan(const CufftPlan&) = delete;
-  CufftPlan& operator=(const CufftPlan&) = delete;
-  ~CufftPlan() {
-    if (owned_) cufftDestroy(handle_);  // no throw from a destructor
-  }
-  [[nodiscard]] bool empty() const { return !owned_; }
-  [[nodiscard]] cufftHandle get() const { return handle_; }
-
- private:
-  cufftHandle handle_{};
-  bool owned_ = false;
-};
-
-template <class C>
-__device__ C complex_multiply(C a, C b) {
-  return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x};
-}
-
-// Grids: x runs over the elements of one block (padded or kept), y over the batch in a grid-stride
-// loop (gridDim.y is capped at 65535).
-constexpr int threads_per_block = 256;
-constexpr unsigned max_grid_y = 65535;
-
-dim3 grid_for(std::size_t elements_per_block, std::size_t batch) {
-  return dim3(static_cast<unsigned>((elements_per_block + threads_per_block - 1) / threads_per_block),
-              static_cast<unsigned>(std::min<std::size_t>(batch, max_grid_y)));
-}
-
-/// work_b[k] = scale · src_b(h), where k = h mod L per axis and src_b is a (2H1+1)×(2H2+1) block
-/// centred on h = 0; zero at every other k. One thread per padded entry: the whole workspace is
-/// rewritten, since the in-place FFTs left data everywhere. Fields: H = M, scale 1; kernels: H = 2M,
-/// scale 1/(L1·L2).
-template <class C, class Real>
-__global__ void pad_kernel(const C* __restrict__ src, C* __restrict__ work, int h1, int h2, int l1, int l2,
-                           std::size_t batch, Real scale) {
-  const int k = blockIdx.x * blockDim.x + threadIdx.x;
-  if (k >= l1 * l2) return;
-  const int k1 = k / l2, k2 = k - k1 * l2;
-  const int m1 = k1 <= h1 ? k1 : k1 - l1;  // the harmonic stored at index k1 (L ≥ 2H + 1: no overlap)
-  const int m2 = k2 <= h2 ? k2 : k2 - l2;
-  const bool inside = m1 >= -h1 && m2 >= -h2;
-  const int w2 = 2 * h2 + 1;
-  const std::size_t src_size = std::size_t(2 * h1 + 1) * w2, work_size = std::size_t(l1) * l2;
-  const int src_index = (m1 + h1) * w2 + (m2 + h2);
-  for (std::size_t b = blockIdx.y; b < batch; b += gridDim.y) {
-    C value{0, 0};
-    if (inside) {
-      value = src[b * src_size + src_index];
-      value.x *= scale;
-      value.y *= scale;
-    }
-    work[b * work_size + k] = value;
-  }
-}
 
 /// work_b ← work_b · Ŝ_{b / per_slice}, elementwise over the L1·L2 spectrum: the scalar problem, in place.
 template <class C>
@@ -188,23 +93,6 @@ __global__ void extract_kernel(const C* __restrict__ work, C* __restrict__ out, 
   for (std::size_t b = blockIdx.y; b < batch; b += gridDim.y) out[b * field_size + i] = work[b * work_size + k];
 }
 
-/// The pattern sorted by output: (input, kernel) pairs and the P + 1 offsets of each output's terms.
-struct SortedPattern {
-  std::vector<int2> terms;
-  std::vector<int> term_begin;
-};
-
-SortedPattern sort_by_output(const Problem& g) {
-  SortedPattern s;
-  for (int o = 0; o < g.outputs; ++o) {
-    s.term_begin.push_back(static_cast<int>(s.terms.size()));
-    for (const Term& t : g.pattern)
-      if (t.output == o) s.terms.push_back(int2{t.input, t.kernel});
-  }
-  s.term_begin.push_back(static_cast<int>(s.terms.size()));
-  return s;
-}
-
 template <class Real>
 class GpuCufft final : public Convolution<Real> {
  public:
@@ -247,7 +135,7 @@ class GpuCufft final : public Convolution<Real> {
     GS_CUDA_CHECK_LAUNCH();
     if (!kernels_plan_.empty()) {
       GS_CUFFT_TRY(cufftSetStream(kernels_plan_.get(), nullptr));
-      GS_CUFFT_TRY(Cufft<Real>::exec(kernels_plan_.get(), spectra_.data(), CUFFT_FORWARD));
+      GS_CUFFT_TRY(Cufft<Real>::exec(kernels_plan_.get(), spectra_.data(), spectra_.data(), CUFFT_FORWARD));
     }
     GS_CUDA_TRY(cudaDeviceSynchronize());
   }
@@ -293,7 +181,7 @@ class GpuCufft final : public Convolution<Real> {
   static void transform(const CufftPlan& plan, DeviceComplex* data, Stream stream, int direction) {
     if (plan.empty()) return;
     GS_CUFFT_TRY(cufftSetStream(plan.get(), stream));
-    GS_CUFFT_TRY(Cufft<Real>::exec(plan.get(), data, direction));
+    GS_CUFFT_TRY(Cufft<Real>::exec(plan.get(), data, data, direction));
   }
 
   std::size_t spectrum_size_;             // L1·L2
@@ -320,23 +208,6 @@ Support can_implement_gpu_cufft(const Problem& g, Precision) {
   return {};
 }
 
-namespace {
-/// cuFFT's estimate of one plan's work area (cufftEstimateMany, default plan settings); 0 where no
-/// transform is made or the batch exceeds the int the estimate takes.
-std::size_t cufft_work_estimate(int l1, int l2, std::size_t batch, Precision precision) {
-  int lengths[2], rank = 0;
-  if (l1 > 1) lengths[rank++] = l1;
-  if (l2 > 1) lengths[rank++] = l2;
-  if (rank == 0 || batch == 0 || batch > std::size_t(INT32_MAX)) return 0;
-  const int distance = l1 * l2;
-  std::size_t bytes = 0;
-  if (cufftEstimateMany(rank, lengths, nullptr, 1, distance, nullptr, 1, distance,
-                        precision == Precision::single ? CUFFT_C2C : CUFFT_Z2Z, static_cast<int>(batch),
-                        &bytes) != CUFFT_SUCCESS)
-    return 0;
-  return bytes;
-}
-}  // namespace
 
 // Device bytes: the input workspace, the output workspace (patterns), the spectra, the kernels, the
 // pattern's term lists, and cuFFT's estimate of its plans' work areas.

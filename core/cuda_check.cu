@@ -17,6 +17,11 @@ const char* cufft_error_name(cufftResult r) {
     case CUFFT_NO_WORKSPACE: return "CUFFT_NO_WORKSPACE";
     case CUFFT_NOT_IMPLEMENTED: return "CUFFT_NOT_IMPLEMENTED";
     case CUFFT_NOT_SUPPORTED: return "CUFFT_NOT_SUPPORTED";
+#if CUFFT_VERSION >= 11300  // the JIT / LTO callback dependencies' errors
+    case CUFFT_MISSING_DEPENDENCY: return "CUFFT_MISSING_DEPENDENCY";
+    case CUFFT_NVRTC_FAILURE: return "CUFFT_NVRTC_FAILURE";
+    case CUFFT_NVJITLINK_FAILURE: return "CUFFT_NVJITLINK_FAILURE";
+#endif
     default: return "unknown cufftResult";
   }
 }

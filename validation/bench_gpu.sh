@@ -46,7 +46,7 @@ case $stage in
     step build cmake --build build-gpu -j16 -- -k 0
     [ $status -eq 0 ] || { echo 'build failed: nothing to test'; exit 1; }
     step ctest ctest --test-dir build-gpu --output-on-failure --timeout 300 \
-      -R '^(convolution\.(timing|gpu_timing|autotune|gpu_cufft|gpu_fused)|app\.cli): '
+      -R '^(convolution\.(timing|gpu_timing|autotune|gpu_cufft|gpu_cufft_callbacks|gpu_fused)|app\.cli): '
     step memcheck-gpu_timing timeout 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
       build-gpu/validation/convolution.gpu_timing
     ;;

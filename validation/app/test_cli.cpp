@@ -75,7 +75,7 @@ TEST_CASE("info lists the build, devices, backends and libraries", "[cli]") {
   INFO(r.output);
   CHECK(r.status == 0);
   CHECK(contains(r.output, "CUDA devices:"));
-  CHECK(contains(r.output, "cpu-direct  available"));
+  CHECK(std::regex_search(r.output, std::regex(R"(\n  cpu-direct +available\n)")));
   CHECK(contains(r.output, "FFTW      fftw-3"));
   // Whether MPI is built in, and the versions of the libraries io reads and writes with.
   CHECK(contains(r.output, GRATINGSIM_EXECUTABLE_MPI ? "MPI:       built in" : "MPI:       not built in"));
@@ -138,8 +138,9 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   CHECK(header ==
         "case,shape,backend,precision,device,stream_median_us,stream_q1_us,stream_q3_us,stream_min_us,stream_max_us,"
         "graph_median_us,graph_q1_us,graph_q3_us,graph_min_us,graph_max_us,graph_executions,warmup_runs,warmup_ms,"
-        "memory_floor_us,arithmetic_floor_us,ratio_to_floor,speedup_vs_cufft,graph_speedup_vs_cufft,max_rel_error,"
-        "checked_outputs,timed_executions,verified,note");
+        "memory_floor_us,arithmetic_floor_us,ratio_to_floor,speedup_vs_cufft,graph_speedup_vs_cufft,"
+        "speedup_vs_cufft_callbacks,graph_speedup_vs_cufft_callbacks,max_rel_error,checked_outputs,timed_executions,"
+        "verified,note");
   std::vector<std::vector<std::string>> rows;
   for (std::string line; std::getline(in, line);) rows.push_back(split(line, ','));
   fs::remove_all(dir);
@@ -153,7 +154,7 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& f = rows[i];
     INFO("row " << i);
-    REQUIRE(f.size() == 28);
+    REQUIRE(f.size() == 30);
     CHECK(f[0] == "1");
     CHECK(f[1] == "scalar");
     CHECK(f[2] == expected[i].first);
@@ -178,12 +179,12 @@ TEST_CASE("bench conv on case 1 with the CPU backends writes verified CSV rows",
     CHECK(std::abs(std::stod(f[19]) - arithmetic_us) <= 1e-4 * arithmetic_us);
     const double floor_us = std::max(memory_us, arithmetic_us);
     CHECK(std::abs(std::stod(f[20]) - median / floor_us) <= 1e-3 * median / floor_us);
-    CHECK(f[21].empty());  // no gpu-cufft row to compare with
-    CHECK(f[22].empty());
-    CHECK(std::stod(f[23]) <= (f[3] == "single" ? 1e-4 : 1e-10));
-    CHECK(f[24] == "3");  // every timed output checked
-    CHECK(f[25] == "3");
-    CHECK(f[26] == "yes");
+    for (int speedup = 21; speedup <= 24; ++speedup)  // no gpu-cufft or gpu-cufft-callbacks row to compare with
+      CHECK(f[std::size_t(speedup)].empty());
+    CHECK(std::stod(f[25]) <= (f[3] == "single" ? 1e-4 : 1e-10));
+    CHECK(f[26] == "3");  // every timed output checked
+    CHECK(f[27] == "3");
+    CHECK(f[28] == "yes");
   }
 }
 
@@ -204,10 +205,10 @@ TEST_CASE("bench conv --shape normal-vector runs the pattern against its own flo
   fs::remove_all(dir);
   REQUIRE(rows.size() == 1);
   const auto& f = rows[0];
-  REQUIRE(f.size() == 28);
+  REQUIRE(f.size() == 30);
   CHECK(f[1] == "normal-vector");
   CHECK(f[2] == "cpu-direct");
-  CHECK(f[26] == "yes");
+  CHECK(f[28] == "yes");
   // Memory floor: s·[(Q + P)·N²·groups + K·L²·slices] / B: Q 3, P 5, K 7, N 7, L 16, 33 slices x 16 groups.
   const double floor_us = 1e6 * 16 * (8.0 * 49 * 33 * 16 + 7.0 * 256 * 33) / 3e12;
   CHECK(std::abs(std::stod(f[18]) - floor_us) <= 1e-4 * floor_us);

@@ -158,7 +158,8 @@ void check_plan_against_direct(conv::Convolution<Real>& plan, const PatternData<
 }
 
 /// `backend` (through make_convolution) against cpu-direct for every test pattern on every test shape.
-/// The backend must accept every one of them (gpu-direct's N1·N2 limit is far above these shapes).
+/// The backend must accept every one of them (gpu-direct's N1·N2 limit is far above these shapes), but
+/// for gpu-cufft-callbacks' refusal of N1 = N2 = 1, which has no transform for its callbacks.
 template <class Real>
 void check_patterns_against_direct(conv::Backend backend) {
   for (const Pattern& pattern : test_patterns())
@@ -168,6 +169,10 @@ void check_patterns_against_direct(conv::Backend backend) {
                                     << ", " << shape.name);
       const auto support = conv::traits(backend).can_implement(conv::resolve(g), conv::precision_of<Real>());
       INFO("can_implement: " << support.reason);
+      if (backend == conv::Backend::gpu_cufft_callbacks && g.n1 == 1 && g.n2 == 1) {
+        CHECK_FALSE(support.ok);
+        continue;
+      }
       REQUIRE(support.ok);
       const auto data = pattern_data<Real>(g);
       auto plan = conv::make_convolution<Real>(backend, g, data.kernels);

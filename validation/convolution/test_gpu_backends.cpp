@@ -6,6 +6,7 @@ using namespace gratingsim;
 
 TEMPLATE_TEST_CASE("GPU backends equal cpu-direct", "[convolution][backends][gpu]", float, double) {
   for (const auto& c : test::backend_test_geometries())
-    for (auto backend : {conv::Backend::gpu_cufft, conv::Backend::gpu_fused, conv::Backend::gpu_direct})
+    for (auto backend : {conv::Backend::gpu_cufft, conv::Backend::gpu_cufft_callbacks, conv::Backend::gpu_fused,
+                         conv::Backend::gpu_direct})
       test::check_backend_against_direct<TestType>(backend, c);
 }

@@ -35,7 +35,8 @@ TEST_CASE("GPU time_execute: every timed output checked, a fault in any executio
   const double tolerance = 1e-5;
   const long long stream_calls = warmup + repeats, all_calls = stream_calls + sets;  // then the graph capture
 
-  for (const conv::Backend backend : {conv::Backend::gpu_cufft, conv::Backend::gpu_fused, conv::Backend::gpu_direct}) {
+  for (const conv::Backend backend : {conv::Backend::gpu_cufft, conv::Backend::gpu_cufft_callbacks,
+                                      conv::Backend::gpu_fused, conv::Backend::gpu_direct}) {
     if (!conv::backend_available(backend)) continue;
     for (const Fault fault : {Fault::corrupt, Fault::skip}) {
       // Call 0 never happens: the control, which must pass. Calls warmup+1 .. stream_calls are the

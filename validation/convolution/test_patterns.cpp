@@ -124,7 +124,7 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
     // The CPU backends serve every valid problem.
     for (Backend b : {Backend::cpu_direct, Backend::cpu_fftw})
       for (const Problem& g : {nv, big, scalar}) CHECK(conv::traits(b).can_implement(g, precision).ok);
-    for (Backend b : {Backend::gpu_cufft, Backend::gpu_fused, Backend::gpu_direct}) {
+    for (Backend b : {Backend::gpu_cufft, Backend::gpu_cufft_callbacks, Backend::gpu_fused, Backend::gpu_direct}) {
       INFO(conv::to_string(b));
       if (!conv::backend_available(b)) {  // no CUDA in this build, or no device: refused with the reason
         const auto s = conv::traits(b).can_implement(nv, precision);
@@ -135,6 +135,10 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
     if (conv::backend_available(Backend::gpu_cufft)) {
       CHECK(conv::traits(Backend::gpu_cufft).can_implement(nv, precision).ok);
       CHECK(conv::traits(Backend::gpu_cufft).can_implement(big, precision).ok);
+    }
+    if (conv::backend_available(Backend::gpu_cufft_callbacks)) {  // any pattern, as gpu-cufft (LTO callbacks permitting)
+      CHECK(conv::traits(Backend::gpu_cufft_callbacks).can_implement(nv, precision).ok);
+      CHECK(conv::traits(Backend::gpu_cufft_callbacks).can_implement(big, precision).ok);
     }
     if (conv::backend_available(Backend::gpu_fused)) {  // any pattern whose sets fit in shared memory
       CHECK(conv::traits(Backend::gpu_fused).can_implement(nv, precision).ok);
@@ -157,7 +161,7 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
     const auto fftw_one_slice = conv::traits(Backend::cpu_fftw).workspace_bytes(nv_one_slice, precision);
     CHECK(fftw_nv - fftw_one_slice == std::size_t(nv.slices - 1) * nv.kernels * area * c);  // slices·K spectra
     CHECK(fftw_one_slice > std::size_t(nv.kernels + nv.inputs + 1) * area * c);  // + Q inputs and the sum, per thread
-    for (Backend b : {Backend::gpu_cufft, Backend::gpu_fused, Backend::gpu_direct})
+    for (Backend b : {Backend::gpu_cufft, Backend::gpu_cufft_callbacks, Backend::gpu_fused, Backend::gpu_direct})
       if (conv::backend_available(b)) CHECK(conv::traits(b).workspace_bytes(nv, precision) >= nv.kernels_total() * c);
   }
 }
