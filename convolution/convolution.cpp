@@ -143,6 +143,10 @@ const BackendTraits& traits(Backend backend) {
 bool backend_available(Backend backend) {
   if (memory_of(backend) == Memory::host) return true;
 #if GRATINGSIM_HAVE_CUDA
+  // gpu-cufft-callbacks also needs cuFFT to JIT-link its LTO callbacks here (its can_implement probes
+  // that once per process); N = 3 is the smallest problem it serves.
+  if (backend == Backend::gpu_cufft_callbacks)
+    return traits(backend).can_implement(Problem{.n1 = 3, .n2 = 3}, Precision::single).ok;
   return detail::cuda_device_present();
 #else
   return false;

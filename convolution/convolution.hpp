@@ -162,7 +162,8 @@ struct BackendTraits {
 std::span<const BackendTraits> backend_table();
 const BackendTraits& traits(Backend backend);
 
-/// Whether this build has the backend and, for GPU backends, a CUDA device is present.
+/// Whether this build has the backend and, for GPU backends, a CUDA device is present (and, for
+/// gpu-cufft-callbacks, cuFFT can JIT-link its LTO callbacks on it).
 bool backend_available(Backend backend);
 
 /// Builds a plan. Throws Unsupported (with can_implement's reason) for problems the backend cannot

@@ -17,6 +17,19 @@ int main(int argc, char* argv[]) {
     std::printf("SKIPPED: no CUDA device on this machine; GPU tests not run\n");
     return 77;
   }
+#ifdef GRATINGSIM_REQUIRES_BACKEND
+  // An executable that tests one backend only: skipped where that backend cannot run here (e.g.
+  // gpu-cufft-callbacks where cuFFT cannot JIT-link LTO callbacks), with the backend's own reason.
+  if (!listing) {
+    const auto backend = gratingsim::conv::parse_backend(GRATINGSIM_REQUIRES_BACKEND);
+    const gratingsim::conv::Problem smallest{.n1 = 3, .n2 = 3};
+    const auto support = gratingsim::conv::traits(backend).can_implement(smallest, gratingsim::conv::Precision::single);
+    if (!support) {
+      std::printf("SKIPPED: %s unavailable here: %s\n", GRATINGSIM_REQUIRES_BACKEND, support.reason.c_str());
+      return 77;
+    }
+  }
+#endif
 #endif
   return Catch::Session().run(argc, argv);
 }
