@@ -2,9 +2,9 @@
 //
 // Layout of the batched vectors as vector_space.hpp: element (slice p, rhs r, j) at (p·n_rhs + r)·block + j; a
 // "row" is one (p, r) pair. The vector kernels give each thread block one rhs (blockIdx.y) and a strided set of
-// slices (p ≡ blockIdx.x mod gridDim.x), so the rhs, its flag and its coefficients are uniform per block, and
-// write one complex128 partial sum per (sum, rhs, block); small kernels add the partial sums in block order
-// (deterministic) on the device.
+// chunks of its rows, so the rhs, its flag and its coefficients are uniform per block, and write one complex128
+// partial sum per (sum, rhs, block); small kernels add the partial sums in block order (deterministic) on the
+// device.
 //
 // Per-rhs scalars, all complex128 (double2) or double, in device memory:
 //   H(r, column c, row i)  at hessenberg[(r·restart + c)·(restart + 1) + i]   (column-major per rhs, as the host)
@@ -80,7 +80,7 @@ __device__ double warp_sum(double v) {
 ///   update:            w += Σ a_i V_i                                    (x += V y)
 enum class Pass { project, subtract_project, subtract_norm, update };
 
-/// One pass (above) over the rows of rhs r = blockIdx.y in slices p ≡ blockIdx.x (mod gridDim.x); coefficients
+/// One pass (above) over the rows of rhs r = blockIdx.y, in chunks shared among the blockIdx.x; coefficients
 /// a_i = coefficient[i·rhs + r]. Rhs with in_cycle[r] = 0 are skipped whole (nothing read or written; their
 /// partial sums are stale and masked by the readers); in_cycle = nullptr: every rhs. The rows are taken in chunks
 /// of threads_per_block elements: each thread updates its element of w (reading V_i once, coalesced), the chunk of
@@ -108,9 +108,14 @@ __global__ void __launch_bounds__(threads_per_block)
     __syncthreads();
   }
   double squares = 0;
-  for (int p = int(blockIdx.x); p < slices; p += int(gridDim.x)) {
+  // Chunk c of this rhs: row p = c / chunks_per_row, elements from (c mod chunks_per_row)·threads_per_block;
+  // block b takes the chunks c ≡ b (mod gridDim.x), so the blocks' work differs by one chunk at most.
+  const int chunks_per_row = (block + threads_per_block - 1) / threads_per_block;
+  const long long chunks = (long long)slices * chunks_per_row;
+  for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const int p = int(c / chunks_per_row), start = int(c % chunks_per_row) * threads_per_block;
     const std::size_t row = (std::size_t(p) * rhs + r) * block;
-    for (int start = 0; start < block; start += threads_per_block) {
+    {
       const int e = start + int(threadIdx.x), n = min(threads_per_block, block - start);
       if (e < block) {
         V u = w[row + e];
@@ -274,6 +279,32 @@ __global__ void back_substitute(const double2* __restrict__ hessenberg, const do
   for (int i = k + int(threadIdx.x); i < steps; i += blockDim.x) coefficient[std::size_t(i) * rhs + r] = {0, 0};
 }
 
+/// Blocks per rhs of the Gram–Schmidt passes: a quarter of the blocks resident at once on the device (the least
+/// of the three passes' occupancy at the largest shared memory), so that a batch of 4k rhs runs in k whole waves
+/// (no tail); at least one, at most one per chunk of threads_per_block elements. Independent of the number of
+/// rhs, so that a rhs's sums, hence its results, do not depend on the batch it is solved in (the distributed
+/// sweep's bit-for-bit promise).
+template <class Real>
+int blocks_per_rhs(const BatchLayout& l, int restart) {
+  int device = 0, sms = 0;
+  CUDA_TRY(cudaGetDevice(&device));
+  CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t shared = std::size_t(restart + 1) * sizeof(double2);
+  int resident = 1 << 30, n = 0;
+  CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::project>,
+                                                         threads_per_block, shared));
+  resident = std::min(resident, n);
+  CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_project>,
+                                                         threads_per_block, shared));
+  resident = std::min(resident, n);
+  CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_norm>,
+                                                         threads_per_block, 0));
+  resident = std::min(resident, n);
+  const std::size_t chunks = l.slices * ((l.block + threads_per_block - 1) / threads_per_block);
+  const std::size_t per_rhs = std::size_t(std::max(resident, 1)) * std::size_t(std::max(sms, 1)) / 4;
+  return int(std::clamp<std::size_t>(per_rhs, 1, std::min<std::size_t>(chunks, 65535)));
+}
+
 /// Pinned host memory (cudaMemcpyAsync to and from it is truly asynchronous).
 template <class T>
 class Pinned {
@@ -309,8 +340,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
         first_basis_(first_basis),
         tolerance_(tolerance),
         stream_(space.stream()),
-        // As the device vector space's reductions: rhs·blocks fills the device, never more blocks than slices.
-        blocks_(int(std::clamp<std::size_t>(1024 / std::max<std::size_t>(layout_.rhs, 1), 1, layout_.slices))),
+        blocks_(blocks_per_rhs<Real>(space.layout(), restart)),
         hessenberg_(std::size_t(rhs_) * restart * (restart + 1)),
         g_(std::size_t(rhs_) * (restart + 1)),
         rotation_c_(std::size_t(rhs_) * restart),
