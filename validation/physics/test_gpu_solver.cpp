@@ -422,10 +422,11 @@ TEMPLATE_TEST_CASE("device-resident GMRES equals the host-driven GMRES and the d
       CHECK(dev_stats[r].residual <= ks.tolerance);
       CHECK(true_dev[r] <= ks.tolerance + rounding);
       CHECK(std::abs(true_dev[r] - dev_stats[r].residual) <= rounding + 1e-3 * ks.tolerance);
-      // The same iteration to rounding: the same counts (complex64: the estimate may cross the tolerance a
-      // step apart), the same products.
-      CHECK(std::abs(dev_stats[r].iterations - host_stats[r].iterations) <= (single ? 2 : 0));
-      if (!single) CHECK(dev_stats[r].matvecs == host_stats[r].matvecs);
+      // The same iteration to rounding: the same counts, but for the step at which the estimate crosses the
+      // tolerance (rounding may move it by a step, and a step more may cost one more restart's product).
+      const int apart = std::abs(dev_stats[r].iterations - host_stats[r].iterations);
+      CHECK(apart <= (single ? 2 : 1));
+      CHECK(std::abs(dev_stats[r].matvecs - host_stats[r].matvecs) <= apart + (apart > 0 ? 1 : 0));
       const auto xd = rhs_part<Real>(x_dev, l, r), xh = rhs_part<Real>(x_host, l, r), xr = rhs_part<Real>(x_dense, l, r);
       if (r == 1) {
         CHECK(dev_stats[r].iterations == 0);
