@@ -5,7 +5,8 @@
 //
 // Every operation enqueues on the stream it was given and returns without waiting, except those that
 // bring data to the host: VectorSpace::dot(), dots(), norm() and download() wait for the stream (the per-rhs
-// scalars and the downloaded vector are complete when they return), upload() waits for its copy.
+// scalars and the downloaded vector are complete when they return), upload() waits for its copy, and
+// DeviceArnoldi::no_rhs_in_cycle_after() waits for one Arnoldi step's event.
 #ifdef GRATINGSIM_HAVE_CUDA
 #include <cstddef>
 #include <memory>

@@ -2,7 +2,8 @@
 // Batched Krylov solvers (docs/solver.md §1–5) for A x = b with n_rhs independent systems that
 // share every matrix-vector product (one batched apply serves all right-hand sides); each
 // right-hand side has its own scalars, its own convergence test and its own statistics. Vectors
-// live in the operator's VectorSpace (host or device); only the per-rhs scalars come to the host.
+// live in the operator's VectorSpace (host or device). The per-rhs scalars live on the host, except for GMRES on
+// a device space, which keeps them on the device (KrylovSettings::device_scalars, device.hpp DeviceArnoldi).
 #include <complex>
 #include <memory>
 #include <span>
