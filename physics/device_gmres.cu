@@ -167,18 +167,29 @@ __global__ void __launch_bounds__(threads_per_block)
   }
 }
 
-/// After a project pass over `count` basis vectors, for k = i·rhs + r: h = Σ_b partial[k·blocks + b] (block
-/// order), h = 0 for rhs out of the cycle; H(r, column, i) = h (first pass) or += h (second), and the next
-/// update's coefficient −h.
+/// Σ_b partial[b] for b < blocks by the 32 lanes of a warp (lane l adds b ≡ l mod 32 in order, then a fixed
+/// shuffle tree: deterministic); every lane gets the sum.
+__device__ double2 warp_sum_partials(const double2* __restrict__ partial, int blocks, int lane) {
+  double re = 0, im = 0;
+  for (int b = lane; b < blocks; b += 32) {
+    re += partial[b].x;
+    im += partial[b].y;
+  }
+  return {warp_sum(re), warp_sum(im)};
+}
+
+/// After a project pass over `count` basis vectors, one warp per k = i·rhs + r: h = Σ_b partial[k·blocks + b],
+/// h = 0 for rhs out of the cycle; H(r, column, i) = h (first pass) or += h (second), and the next update's
+/// coefficient −h.
 __global__ void finish_projection(const double2* __restrict__ partial, int blocks, int count, int rhs,
                                   const int* __restrict__ in_cycle, double2* __restrict__ hessenberg, int column,
                                   int restart, bool accumulate, double2* __restrict__ coefficient) {
-  const int k = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (k >= count * rhs) return;
+  const int k = int((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int(threadIdx.x) % 32;
+  if (k >= count * rhs) return;  // uniform per warp
   const int i = k / rhs, r = k % rhs;
   double2 h{0, 0};
-  if (in_cycle[r] != 0)
-    for (int b = 0; b < blocks; ++b) h = add(h, partial[std::size_t(k) * blocks + b]);
+  if (in_cycle[r] != 0) h = warp_sum_partials(partial + std::size_t(k) * blocks, blocks, lane);
+  if (lane != 0) return;
   double2& entry = hessenberg[(std::size_t(r) * restart + column) * (restart + 1) + i];
   entry = accumulate ? add(entry, h) : h;
   coefficient[k] = scaled(-1, h);
@@ -195,8 +206,8 @@ __global__ void start_cycle_scalars(const double* __restrict__ beta, const int* 
   dimension[r] = 0;
 }
 
-/// The end of Arnoldi step j, one thread per rhs (one block, looping over the rhs): ‖w‖ from the norm pass's
-/// partial sums; scale[r] = 1/‖w‖ for rhs in the cycle with ‖w‖ > 0, else 0 (w is then zeroed, as on the host);
+/// The end of Arnoldi step j, in one block: the warps add the norm pass's partial sums per rhs into norms[r]
+/// (= ‖w_r‖²), then one thread per rhs (looping over the rhs): ‖w‖ = sqrt(norms[r]); scale[r] = 1/‖w‖ for rhs in the cycle with ‖w‖ > 0, else 0 (w is then zeroed, as on the host);
 /// for rhs in the cycle, H(j + 1, j) = ‖w‖, the previous rotations and a new one applied to column j and the
 /// new one to g, dimension j + 1, and the rhs leaves the cycle when |g_{j+1}|/‖b‖ ≤ tolerance, ‖w‖ = 0 (happy
 /// breakdown) or its step budget is spent. any_in_cycle = whether some rhs is still in the cycle.
@@ -205,12 +216,16 @@ __global__ void __launch_bounds__(scalar_threads)
                    double2* __restrict__ hessenberg, double* __restrict__ rotation_c, double2* __restrict__ rotation_s,
                    double2* __restrict__ g, int* __restrict__ in_cycle, int* __restrict__ dimension,
                    const int* __restrict__ budget, const double* __restrict__ b_norm, double tolerance,
-                   double2* __restrict__ scale, int* __restrict__ any_in_cycle) {
+                   double* __restrict__ norms, double2* __restrict__ scale, int* __restrict__ any_in_cycle) {
+  const int lane = int(threadIdx.x) % 32;
+  for (int r = int(threadIdx.x) / 32; r < rhs; r += int(blockDim.x) / 32) {
+    const double squares = warp_sum_partials(partial + std::size_t(r) * blocks, blocks, lane).x;
+    if (lane == 0) norms[r] = squares;
+  }
+  __syncthreads();  // norms (global memory) written by this block are visible to all its threads
   int any = 0;
   for (int r = int(threadIdx.x); r < rhs; r += blockDim.x) {
-    double squares = 0;
-    for (int b = 0; b < blocks; ++b) squares += partial[std::size_t(r) * blocks + b].x;
-    const double hn = sqrt(squares);
+    const double hn = sqrt(norms[r]);
     const bool in = in_cycle[r] != 0;
     scale[r] = {in && hn > 0 ? 1.0 / hn : 0.0, 0};
     if (in) {
@@ -350,6 +365,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
         scale_(rhs_),
         b_norm_(rhs_),
         beta_(rhs_),
+        norms_(rhs_),
         in_cycle_(rhs_),
         budget_(rhs_),
         dimension_(rhs_),
@@ -413,7 +429,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     const int count = j + 1;
     V* w = reinterpret_cast<V*>(space_.data(first_basis_ + j + 1));
     const std::size_t sums_bytes = std::size_t(count) * sizeof(double2);
-    const int finish_blocks = (count * rhs_ + 255) / 256;
+    const int finish_blocks = (count * rhs_ + 7) / 8;  // one warp per (basis vector, rhs), 8 warps per block
     // CGS pass 1: h = Vᴴ w.
     pass<Pass::project>(count, w, sums_bytes);
     finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
@@ -429,7 +445,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     arnoldi_update<<<1, scalar_threads, 0, stream_>>>(partial_.data(), blocks_, rhs_, j, restart_, hessenberg_.data(),
                                                       rotation_c_.data(), rotation_s_.data(), g_.data(),
                                                       in_cycle_.data(), dimension_.data(), budget_.data(),
-                                                      b_norm_.data(), tolerance_, scale_.data(),
+                                                      b_norm_.data(), tolerance_, norms_.data(), scale_.data(),
                                                       any_in_cycle_.data() + j);
     CUDA_CHECK_LAUNCH();
     scale_rows<Real><<<dim3(unsigned(layout_.slices), unsigned(rhs_)), threads_per_block, 0, stream_>>>(
@@ -488,7 +504,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
   conv::DeviceBuffer<double2> hessenberg_, g_;
   conv::DeviceBuffer<double> rotation_c_;
   conv::DeviceBuffer<double2> rotation_s_, coefficient_, partial_, scale_;
-  conv::DeviceBuffer<double> b_norm_, beta_;
+  conv::DeviceBuffer<double> b_norm_, beta_, norms_;
   conv::DeviceBuffer<int> in_cycle_, budget_, dimension_, any_in_cycle_;
   Pinned<double> beta_host_;
   Pinned<int> budget_host_, dimension_host_, any_in_cycle_host_;
