@@ -84,8 +84,10 @@ enum class Pass { project, subtract_project, subtract_norm, update };
 /// a_i = coefficient[i·rhs + r]. Rhs with in_cycle[r] = 0 are skipped whole (nothing read or written; their
 /// partial sums are stale and masked by the readers); in_cycle = nullptr: every rhs. The rows are taken in chunks
 /// of threads_per_block elements: each thread updates its element of w (reading V_i once, coalesced), the chunk of
-/// w goes to shared memory, then warp k sums conj(V_i)·w over the chunk for i ≡ k (mod warps), re-reading V_i's
-/// chunk just read (from L1/L2, not DRAM) — the basis is read from memory once per pass. Sums in double; partial
+/// w goes to shared memory, then warp k sums conj(V_i)·w over the chunk for i ≡ count − 1 − k (mod warps), re-reading
+/// V_i's chunk just read (from L1/L2, not DRAM) — the basis is read from memory once per pass. (The cache footprint
+/// of the re-read is resident threads × count × sizeof(V): about 55 MB at count 41 on an H100 in complex64, near its
+/// L2; blocks_per_rhs() is the knob if the profile shows the re-read reaching DRAM.) Sums in double; partial
 /// sums to partial[(i·rhs + r)·gridDim.x + blockIdx.x] (norm: partial[r·gridDim.x + blockIdx.x].x).
 /// Dynamic shared memory: count complex128 sums for the project passes.
 template <class Real, Pass pass>
@@ -134,7 +136,8 @@ __global__ void __launch_bounds__(threads_per_block)
       }
       if constexpr (project) {
         __syncthreads();  // the chunk of w is complete
-        for (int i = warp; i < count; i += warps_per_block) {
+        // Newest first: the vectors the update read last are the likeliest still in L1.
+        for (int i = count - 1 - warp; i >= 0; i -= warps_per_block) {
           const V* v = basis + std::size_t(i) * stride + row + start;
           double re = 0, im = 0;
           for (int q = lane; q < n; q += 32) {
@@ -145,7 +148,7 @@ __global__ void __launch_bounds__(threads_per_block)
           }
           re = warp_sum(re);
           im = warp_sum(im);
-          if (lane == 0) sums[i] = {sums[i].x + re, sums[i].y + im};  // only warp i mod warps touches sums[i]
+          if (lane == 0) sums[i] = {sums[i].x + re, sums[i].y + im};  // only one warp touches sums[i]
         }
         __syncthreads();  // before the next chunk overwrites the shared chunk
       }
