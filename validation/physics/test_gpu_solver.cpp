@@ -311,8 +311,8 @@ TEST_CASE("a device problem larger than the device's memory is refused, saying h
 namespace {
 
 /// A device problem (the first GPU backend that serves it) as the operator of the GMRES comparisons: a crossed
-/// grating, 3 incidences = 6 rhs, n = 6 slices · 3 · 25 orders = 450 unknowns per rhs (small enough for the
-/// dense reference).
+/// grating (6 pattern slices and the film's 3), 25 orders, 3 incidences = 6 rhs: 675 unknowns per rhs, small
+/// enough for the dense reference.
 template <class Real>
 std::unique_ptr<DiscreteProblem<Real>> small_device_problem() {
   ProblemSettings settings;
