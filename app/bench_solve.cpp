@@ -67,12 +67,16 @@ std::vector<physics::Incidence> bench_incidences() {
   return out;
 }
 
-/// A Krylov method as runs use it: GMRES(restart) or BiCGStab.
+/// A Krylov method as runs use it: GMRES(restart) or BiCGStab. gmres-host(M) is GMRES(M) with its per-rhs
+/// scalars on the host on a device space too (KrylovSettings::device_scalars = false): the iteration the
+/// device-resident one replaced, for comparison (on the CPU both are the same).
 struct MethodSpec {
   physics::Method method = physics::Method::gmres;
   int restart = 40;
+  bool device_scalars = true;
   [[nodiscard]] std::string name() const {
-    return method == physics::Method::gmres ? "gmres(" + std::to_string(restart) + ")" : "bicgstab";
+    if (method != physics::Method::gmres) return "bicgstab";
+    return (device_scalars ? "gmres(" : "gmres-host(") + std::to_string(restart) + ")";
   }
   /// Operator products per iteration (BiCGStab: two per step).
   [[nodiscard]] int products() const { return method == physics::Method::gmres ? 1 : 2; }
@@ -85,11 +89,14 @@ struct MethodSpec {
 
 MethodSpec parse_method(std::string_view text) {
   if (text == "bicgstab") return {physics::Method::bicgstab, 0};
-  if (text.starts_with("gmres(") && text.ends_with(")")) {
-    const std::string_view number = text.substr(6, text.size() - 7);
-    return {physics::Method::gmres, parse_int("method", number, 2, 1000)};
+  for (const bool device_scalars : {true, false}) {
+    const std::string_view prefix = device_scalars ? "gmres(" : "gmres-host(";
+    if (text.starts_with(prefix) && text.ends_with(")")) {
+      const std::string_view number = text.substr(prefix.size(), text.size() - prefix.size() - 1);
+      return {physics::Method::gmres, parse_int("method", number, 2, 1000), device_scalars};
+    }
   }
-  throw UsageError("--method: expected gmres(M) or bicgstab, got '" + std::string(text) + "'");
+  throw UsageError("--method: expected gmres(M), gmres-host(M) or bicgstab, got '" + std::string(text) + "'");
 }
 
 struct Samples {
@@ -129,23 +136,26 @@ struct Row {
 /// output: 5/3 F for the 2D normal-vector formulation):
 ///   convolution  F + C + s·K·L1·L2·slices (read x, write c, read each spectrum once);
 ///   z-operator   2F + C (read x and c, write y) + 4 complex128 coefficients per (incidence, slice, order);
-///   vector ops   GMRES(m), Arnoldi step with b basis vectors (CGS2): two passes of dots (b + 1)F and
-///                combine (b + 2)F, norm F, scale 2F: (4b + 9)F; mean b = (m + 1)/2, so (2m + 11)F, plus
-///                the cycle's solution update (m + 2)F spread over its m steps;
+///   vector ops   GMRES(m), Arnoldi step with b basis vectors (CGS2), host-driven (host spaces, gmres-host):
+///                two passes of dots (b + 1)F and combine (b + 2)F, norm F, scale 2F: (4b + 9)F; mean
+///                b = (m + 1)/2, so (2m + 11)F; device-resident (device.hpp, DeviceArnoldi): dots (b + 1)F,
+///                combine fused with dots (b + 2)F, combine fused with the norm (b + 2)F, scale 2F: (3b + 7)F,
+///                mean (1.5m + 8.5)F; plus the cycle's solution update (m + 2)F spread over its m steps;
 ///                BiCGStab step: 5 dots/norms of two vectors and 2 of one (12F), 8 axpys (24F), a copy
 ///                and a scale (4F), minus one vector read in dot(t, t): 39F.
 /// Per iteration: products() × (convolution + z-operator) + vector ops.
 double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::size_t real_bytes,
-                   const MethodSpec& m) {
+                   const MethodSpec& m, bool device) {
   const double s = 2.0 * double(real_bytes);
   const double F = double(l.size()) * s, C = double(g.output_size()) * s;
   const double spectra = double(g.slices) * g.kernels * g.l1 * g.l2 * s;
   const double orders = double(l.block) / 3, incidences = double(l.rhs) / 2;
   const double coefficients = incidences * double(l.slices) * orders * 64.0;
   const double product = (F + C + spectra) + (2 * F + C + coefficients);
-  const double vectors = m.method == physics::Method::gmres
-                             ? (2.0 * m.restart + 11) * F + (m.restart + 2.0) / m.restart * F
-                             : 39 * F;
+  const bool fused = device && m.device_scalars;
+  const double step = fused ? 1.5 * m.restart + 8.5 : 2.0 * m.restart + 11;
+  const double vectors =
+      m.method == physics::Method::gmres ? step * F + (m.restart + 2.0) / m.restart * F : 39 * F;
   return m.products() * product + vectors;
 }
 
@@ -205,6 +215,7 @@ SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpe
   ks.restart = m.method == physics::Method::gmres ? m.restart : ks.restart;
   ks.tolerance = 1e-300;
   ks.max_iterations = iterations;
+  ks.device_scalars = m.device_scalars;
   const std::vector<std::complex<Real>>& b = problem.background_field();
   std::vector<std::complex<Real>> x = b;
   const auto stats = physics::solve<Real>(staged, b, x, ks);
@@ -229,7 +240,7 @@ void time_method(physics::DiscreteProblem<Real>& problem, const BenchCase& c, co
                  const Settings& s, Row& row) {
   const bool device = problem.memory() == conv::Memory::device;
   const physics::BatchLayout& l = problem.layout();
-  row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), method);
+  row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), method, device);
   row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
   if (device) {
     const auto gpu = conv::current_cuda_device();
@@ -349,14 +360,14 @@ std::vector<Row> measure(const BenchCase& c, Backend backend, const Settings& s,
 }
 
 void print_header() {
-  std::printf("  %-10s %-11s %-9s %5s %10s %10s %10s %9s %9s %9s %6s %9s %8s %7s %8s  %s\n", "backend", "method",
+  std::printf("  %-10s %-15s %-9s %5s %10s %10s %10s %9s %9s %9s %6s %9s %8s %7s %8s  %s\n", "backend", "method",
               "precision", "iters", "iter_us", "min_us", "max_us", "conv_us", "zop_us", "vec_us", "depth", "floor_us",
               "x_floor", "vs_cpu", "verify", "device");
 }
 
 void print_row(const Row& r) {
   if (!r.ok) {
-    std::printf("  %-10s %-11s %-9s %s: %s\n", r.backend.c_str(), r.method.name().c_str(),
+    std::printf("  %-10s %-15s %-9s %s: %s\n", r.backend.c_str(), r.method.name().c_str(),
                 std::string(conv::to_string(r.precision)).c_str(), r.ran ? "FAILED" : "unavailable", r.note.c_str());
     return;
   }
@@ -364,7 +375,7 @@ void print_row(const Row& r) {
   if (r.speedup_vs_cpu) std::snprintf(speed, sizeof speed, "%.1f", *r.speedup_vs_cpu);
   if (r.method.mean_depth() > 0) std::snprintf(depth, sizeof depth, "%.1f", r.method.mean_depth());
   const double it = r.iteration.median();
-  std::printf("  %-10s %-11s %-9s %5d %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %6s %9.1f %8.2f %7s %8.1e  %s\n",
+  std::printf("  %-10s %-15s %-9s %5d %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %6s %9.1f %8.2f %7s %8.1e  %s\n",
               r.backend.c_str(), r.method.name().c_str(), std::string(conv::to_string(r.precision)).c_str(),
               r.iterations, it, r.iteration.min(), r.iteration.max(), r.convolution.median(), r.z_operator.median(),
               r.vector_ops.median(), depth, r.floor_us, it / r.floor_us, speed, r.verify_error, r.device.c_str());
@@ -437,7 +448,9 @@ std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& re
 constexpr OptionSpec options_spec[] = {
     {"case", "LIST|all", "problem cases 1-4 of docs/convolution.md §5, e.g. 3 or 3,4 (default all)"},
     {"backend", "LIST", "comma-separated backends (default gpu-cufft,gpu-fused,gpu-direct,cpu-fftw)"},
-    {"method", "LIST", "comma-separated gmres(M) and bicgstab (default gmres(40),gmres(200),bicgstab)"},
+    {"method", "LIST",
+     "comma-separated gmres(M), gmres-host(M) (per-rhs scalars on the host) and bicgstab (default "
+     "gmres(40),gmres(200),bicgstab)"},
     {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
     {"repeats", "N", "timed solves per GPU row (default 5)"},
     {"cpu-repeats", "N", "timed solves per CPU row (default 3)"},
@@ -475,10 +488,10 @@ int run_bench_solve(const Options& options) {
               "BiCGStab %d steps per solve, GMRES(M) one cycle\n",
               s.repeats, s.cpu_repeats, s.warmup_ms, s.bicgstab_steps);
   std::printf("iteration: device timeline (CUDA events; CPU: steady clock) from the first iteration's product to the "
-              "final true-residual product, over the iterations; conv/zop summed over those products; vec = the rest\n");
+              "final true-residual product, over the iterations; conv/zop summed over those products; vec = the rest (vector and per-rhs scalar kernels, host waits)\n");
   std::printf("floor: products x [(F + C + spectra) + (2F + C + coefficients)] + vector ops (GMRES(M): (2M + 11)F + "
-              "(M + 2)F/M, CGS2 at mean depth (M + 1)/2; BiCGStab: 39F) at %.0f GB/s; F one batched vector, C the "
-              "convolution output\n",
+              "(M + 2)F/M host-driven, (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)), CGS2 at mean depth "
+              "(M + 1)/2; BiCGStab: 39F) at %.0f GB/s; F one batched vector, C the convolution output\n",
               s.bandwidth / 1e9);
   if (gpu)
     std::printf("GPU: %s, %d SMs, peak SM clock %d MHz\n", gpu->name.c_str(), gpu->multiprocessors, gpu->sm_clock_mhz);
@@ -519,7 +532,10 @@ const Command gratingsim_bench_solve{
         "crossed gratings (square lattice, circular pillars, harmonics ±3/±7/±15/±31 on both axes, 32/64/128/256 "
         "slices, 4 incidence angles x s,p = 8 right-hand sides; normal-vector formulation, no preconditioner, as "
         "the solver runs 2D gratings), with the methods runs use: GMRES(40) (the solver's default restart), "
-        "GMRES(200) (as the configs set it) and BiCGStab (the problem-case configs). Each timed solve starts from "
+        "GMRES(200) (as the configs set it) and BiCGStab (the problem-case configs). On a GPU, gmres(M) keeps its "
+        "per-rhs scalars on the device (no host wait inside an Arnoldi step, three basis reads per step); "
+        "gmres-host(M) is the host-driven iteration it replaced (scalars on the host, four basis reads and three "
+        "host synchronisations per step), for comparison. Each timed solve starts from "
         "the background field with an unreachable tolerance: GMRES(M) one whole cycle of M Arnoldi steps, "
         "BiCGStab --bicgstab-steps steps. Timestamps on the problem's stream (CUDA events; CPU: steady clock) "
         "before each product, between its convolution and z-operator, and after it: an iteration is the time "
@@ -530,8 +546,8 @@ const Command gratingsim_bench_solve{
         "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
         "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
         "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
-        "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M, BiCGStab 39F, at "
-        "--bandwidth. Each row's product A*x is first checked against a complex128 cpu-fftw problem (relative l2 "
+        "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M host-driven (CPU, "
+        "gmres-host), (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)), BiCGStab 39F, at --bandwidth. Each row's product A*x is first checked against a complex128 cpu-fftw problem (relative l2 "
         "<= 1e-4 single, 1e-10 double); a row that fails makes the exit status 1. A method whose Krylov vectors "
         "do not fit in 90% of the device's memory is reported unavailable.",
     .options = options_spec,

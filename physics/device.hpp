@@ -5,12 +5,14 @@
 //
 // Every operation enqueues on the stream it was given and returns without waiting, except those that
 // bring data to the host: VectorSpace::dot(), dots(), norm() and download() wait for the stream (the per-rhs
-// scalars and the downloaded vector are complete when they return), upload() waits for its copy.
+// scalars and the downloaded vector are complete when they return), upload() waits for its copy, and
+// DeviceArnoldi::no_rhs_in_cycle_after() waits for one Arnoldi step's event.
 #include "core/config.hpp"
 
 #if GRATINGSIM_HAVE_CUDA
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "convolution/convolution.hpp"
@@ -48,6 +50,51 @@ DeviceMemoryInfo device_memory_info();
 /// memory is allocated here; the operations allocate nothing.
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& layout, int count, conv::Stream stream);
+
+/// The Arnoldi cycles of GMRES(m) (docs/solver.md §2) with every per-rhs scalar in device memory, for a
+/// device space: the Hessenberg columns, Givens rotations, g, the in-cycle flags, the Krylov dimension
+/// reached, the 1/‖w‖ scale and the solution coefficients live on the device; small kernels (one thread
+/// per rhs) do the Hessenberg/Givens update and the convergence test, and the vector kernels read their
+/// coefficients from device memory, masked by the device flags. krylov.cpp drives it: restart (true
+/// residual, on the host), start_cycle(), then per step op.apply(V_j, V_{j+1}) and step(j), then
+/// finish_cycle(). Nothing here waits for the stream except no_rhs_in_cycle_after() (an event of a
+/// step enqueued earlier); the host learns the Krylov dimensions at the restart's synchronisation.
+///
+/// One step reads the basis three times (the pass-1 dots; the pass-1 update fused with the pass-2 dots;
+/// the pass-2 update fused with ‖w‖), where the host-driven step reads it four times and waits for the
+/// stream three times.
+template <class Real>
+class DeviceArnoldi {
+ public:
+  virtual ~DeviceArnoldi() = default;
+  /// Enqueues a cycle's start from the residual in vector R of the space: V_0 = R/β per rhs in the cycle,
+  /// g = β e_1. budget[r] = Arnoldi steps rhs r may still take (0: r is not in this cycle). Reads the
+  /// host spans before returning.
+  virtual void start_cycle(int R, std::span<const double> beta, std::span<const int> budget) = 0;
+  /// Enqueues Arnoldi step j (0 ≤ j < restart) on w = V_{j+1} = A V_j (already enqueued): CGS2 against
+  /// V_0..V_j, the Hessenberg column j, its Givens rotation, the residual estimate |g_{j+1}|/‖b‖, the
+  /// in-cycle flags (a rhs leaves at the tolerance, on a happy breakdown or when its budget is spent)
+  /// and V_{j+1} = w/‖w‖. Rhs out of the cycle are masked (their vectors are zeroed, as on the host).
+  virtual void step(int j) = 0;
+  /// Whether no rhs was left in the cycle after step j (enqueued earlier): waits for that step's event
+  /// only (cudaEventSynchronize), so later steps already enqueued keep the device busy.
+  virtual bool no_rhs_in_cycle_after(int j) = 0;
+  /// Enqueues x += V y, H y = g (back substitution on the device over each rhs's Krylov dimension),
+  /// for the `steps` steps enqueued in this cycle, and the copy of the dimensions to the host.
+  virtual void finish_cycle(int steps) = 0;
+  /// The Krylov dimension (Arnoldi steps taken in the cycle) of each rhs in the last finished cycle;
+  /// valid once the stream has been synchronised after finish_cycle() (the next true residual does).
+  [[nodiscard]] virtual std::span<const int> dimensions() const = 0;
+};
+
+/// A DeviceArnoldi on `space` (a device space, memory() == device): basis V_i = vector first_basis + i,
+/// i = 0..restart (contiguous in the space), solution in vector x, relative tolerance on |g_{j+1}|/‖b‖
+/// with b_norm[r] = ‖b_r‖ (> 0 for every rhs that enters a cycle). Allocates all its device and pinned
+/// memory here.
+template <class Real>
+std::unique_ptr<DeviceArnoldi<Real>> make_device_arnoldi(VectorSpace<Real>& space, int first_basis, int x,
+                                                         int restart, double tolerance,
+                                                         std::span<const double> b_norm);
 
 /// The z-operator of z_operator.hpp on the device: one thread per (rhs, order) runs the upward and
 /// downward sweeps over the slices in complex128 arithmetic exactly as the host version; the

@@ -185,6 +185,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
     return reinterpret_cast<Complex*>(storage_.data()) + std::size_t(i) * this->layout_.size();
   }
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
+  [[nodiscard]] conv::Stream stream() const override { return stream_; }
 
   void norm(int x, std::span<double> out) override {
     reduce<true>(x, 1, x);

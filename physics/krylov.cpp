@@ -6,21 +6,27 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/config.hpp"
+#if GRATINGSIM_HAVE_CUDA
+#include "physics/device.hpp"
+#endif
 
 namespace gratingsim::physics {
 namespace {
 
 using Scalar = std::complex<double>;
 
-/// Per-rhs relative residuals ‖b − A x‖/‖b‖ with one product; leaves b − A x in vector `r`.
+/// Per-rhs relative residuals ‖b − A x‖/‖b‖ with one product; leaves b − A x in vector `r` and, when
+/// `absolute` is not empty, ‖b − A x‖ in it.
 template <class Real>
 void true_residual(LinearOperator<Real>& op, VectorSpace<Real>& v, int b, int x, int r,
-                   std::span<const double> b_norm, std::span<double> out) {
+                   std::span<const double> b_norm, std::span<double> out, std::span<double> absolute = {}) {
   const std::size_t nr = v.layout().rhs;
   op.apply(v.data(x), v.data(r));
   v.scale(std::vector<Scalar>(nr, -1.0), r);
   v.axpy(std::vector<Scalar>(nr, 1.0), b, r);
   v.norm(r, out);
+  if (!absolute.empty()) std::copy(out.begin(), out.begin() + std::ptrdiff_t(nr), absolute.begin());
   for (std::size_t i = 0; i < nr; ++i) out[i] = b_norm[i] > 0 ? out[i] / b_norm[i] : out[i];
 }
 
@@ -52,21 +58,34 @@ struct Givens {
   }
 };
 
+/// GMRES's restart test: records each active rhs's true residual (one more product); a rhs is done when
+/// it converged (or b = 0), used its iterations or its residual is not finite. Whether some rhs goes on.
+bool gmres_restart_test(std::span<const double> residual, std::span<const double> b_norm, const KrylovSettings& s,
+                        std::vector<SolveStats>& stats, std::vector<char>& done) {
+  bool any = false;
+  for (std::size_t r = 0; r < stats.size(); ++r) {
+    if (done[r]) continue;
+    stats[r].matvecs++;
+    stats[r].residual = residual[r];
+    if (residual[r] <= s.tolerance || b_norm[r] == 0) {
+      stats[r].converged = true;
+      done[r] = 1;
+    } else if (stats[r].iterations >= s.max_iterations || !std::isfinite(residual[r])) {
+      done[r] = 1;
+    }
+    any = any || !done[r];
+  }
+  return any;
+}
+
+/// The cycles of GMRES(m) with the per-rhs scalars on the host (any space): vectors B, X, R, V0.. as gmres().
 template <class Real>
-std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
-                              std::span<std::complex<Real>> x_host, const KrylovSettings& s) {
+void gmres_host_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const KrylovSettings& s,
+                       std::span<const double> b_norm, std::vector<SolveStats>& stats) {
   const int m = s.restart;
-  GS_EXPECTS(m >= 1, "GMRES restart must be ≥ 1, got " + std::to_string(m));
-  auto space = op.make_space(m + 4);
-  VectorSpace<Real>& v = *space;
   const std::size_t nr = v.layout().rhs;
   constexpr int B = 0, X = 1, R = 2, V0 = 3;  // V_j = V0 + j, j = 0..m
-  v.upload(b_host, B);
-  v.upload(x_host, X);
-  std::vector<double> b_norm(nr), residual(nr), beta(nr);
-  v.norm(B, b_norm);
-  zero_where_b_vanishes(v, X, b_norm);
-  std::vector<SolveStats> stats(nr);
+  std::vector<double> residual(nr), beta(nr);
   std::vector<char> done(nr, 0);
   std::vector<Scalar> coef(nr), projections(std::size_t(m + 1) * nr);  // projections[i·nr + r]
   // Per rhs: Hessenberg (m+1)×m column-major, rotations, rhs g, Krylov dimension reached.
@@ -78,23 +97,9 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   std::vector<double> hn(nr);
 
   while (true) {
-    true_residual(op, v, B, X, R, b_norm, residual);
-    bool any = false;
-    for (std::size_t r = 0; r < nr; ++r) {
-      if (done[r]) continue;
-      stats[r].matvecs++;
-      stats[r].residual = residual[r];
-      if (residual[r] <= s.tolerance || b_norm[r] == 0) {
-        stats[r].converged = true;
-        done[r] = 1;
-      } else if (stats[r].iterations >= s.max_iterations || !std::isfinite(residual[r])) {
-        done[r] = 1;
-      }
-      any = any || !done[r];
-    }
-    if (!any) break;
+    true_residual(op, v, B, X, R, b_norm, residual, beta);
+    if (!gmres_restart_test(residual, b_norm, s, stats, done)) break;
     // V0 = r/‖r‖ for active rhs.
-    v.norm(R, beta);
     for (std::size_t r = 0; r < nr; ++r) {
       in_cycle[r] = !done[r];
       coef[r] = in_cycle[r] ? 1.0 / beta[r] : 0.0;
@@ -158,6 +163,71 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
       for (std::size_t r = 0; r < nr; ++r) projections[std::size_t(i) * nr + r] = i < k[r] ? y[r][i] : 0.0;
     if (k_max > 0) v.combine(projections, V0, k_max, X);
   }
+}
+
+#if GRATINGSIM_HAVE_CUDA
+/// The cycles of GMRES(m) on a device space with the per-rhs scalars on the device (device.hpp,
+/// DeviceArnoldi): the same iteration as gmres_host_cycles to rounding. The host synchronises once per cycle
+/// (the true residual's norm) and, inside a cycle, waits only for the step two behind the one it enqueues,
+/// to learn whether some rhs is still in the cycle; the step enqueued meanwhile keeps the device busy (after
+/// the last rhs leaves, at most one more step runs, masked: it changes no rhs's result or statistics).
+template <class Real>
+void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const KrylovSettings& s,
+                         std::span<const double> b_norm, std::vector<SolveStats>& stats) {
+  const int m = s.restart;
+  const std::size_t nr = v.layout().rhs;
+  constexpr int B = 0, X = 1, R = 2, V0 = 3;  // V_j = V0 + j, j = 0..m
+  const std::unique_ptr<DeviceArnoldi<Real>> arnoldi = make_device_arnoldi<Real>(v, V0, X, m, s.tolerance, b_norm);
+  std::vector<double> residual(nr), beta(nr);
+  std::vector<char> done(nr, 0);
+  std::vector<int> budget(nr);
+  bool cycled = false;
+  while (true) {
+    true_residual(op, v, B, X, R, b_norm, residual, beta);  // synchronises: the last cycle's dimensions are in
+    if (cycled) {
+      const std::span<const int> k = arnoldi->dimensions();
+      for (std::size_t r = 0; r < nr; ++r) {
+        stats[r].iterations += k[r];
+        stats[r].matvecs += k[r];
+      }
+    }
+    if (!gmres_restart_test(residual, b_norm, s, stats, done)) break;
+    for (std::size_t r = 0; r < nr; ++r) budget[r] = done[r] ? 0 : s.max_iterations - stats[r].iterations;
+    arnoldi->start_cycle(R, beta, budget);
+    int steps = 0;
+    for (int j = 0; j < m; ++j) {
+      if (j >= 2 && arnoldi->no_rhs_in_cycle_after(j - 2)) break;
+      op.apply(v.data(V0 + j), v.data(V0 + j + 1));
+      arnoldi->step(j);
+      steps = j + 1;
+    }
+    arnoldi->finish_cycle(steps);
+    cycled = true;
+  }
+}
+#endif
+
+template <class Real>
+std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
+                              std::span<std::complex<Real>> x_host, const KrylovSettings& s) {
+  const int m = s.restart;
+  GS_EXPECTS(m >= 1, "GMRES restart must be ≥ 1, got " + std::to_string(m));
+  auto space = op.make_space(m + 4);
+  VectorSpace<Real>& v = *space;
+  const std::size_t nr = v.layout().rhs;
+  constexpr int B = 0, X = 1;  // then R and the basis (the cycles' functions)
+  v.upload(b_host, B);
+  v.upload(x_host, X);
+  std::vector<double> b_norm(nr);
+  v.norm(B, b_norm);
+  zero_where_b_vanishes(v, X, b_norm);
+  std::vector<SolveStats> stats(nr);
+#if GRATINGSIM_HAVE_CUDA
+  if (s.device_scalars && v.memory() == conv::Memory::device)
+    gmres_device_cycles(op, v, s, b_norm, stats);
+  else
+#endif
+    gmres_host_cycles(op, v, s, b_norm, stats);
   v.download(X, x_host);
   return stats;
 }

@@ -2,7 +2,8 @@
 // Batched Krylov solvers (docs/solver.md §1–5) for A x = b with n_rhs independent systems that
 // share every matrix-vector product (one batched apply serves all right-hand sides); each
 // right-hand side has its own scalars, its own convergence test and its own statistics. Vectors
-// live in the operator's VectorSpace (host or device); only the per-rhs scalars come to the host.
+// live in the operator's VectorSpace (host or device). The per-rhs scalars live on the host, except for GMRES on
+// a device space, which keeps them on the device (KrylovSettings::device_scalars, device.hpp DeviceArnoldi).
 #include <complex>
 #include <memory>
 #include <span>
@@ -31,6 +32,11 @@ struct KrylovSettings {
   int restart = 40;            ///< GMRES(restart)
   double tolerance = 1e-10;    ///< stop at ‖b − A x‖₂ ≤ tolerance·‖b‖₂ (per rhs)
   int max_iterations = 2000;   ///< cap on iterations per rhs (GMRES: Arnoldi steps; BiCGStab: steps of 2 matvecs)
+  /// GMRES on a device space (CUDA builds) keeps its per-rhs scalars in device memory and orthogonalises
+  /// without waiting for the host inside an Arnoldi step (device.hpp, DeviceArnoldi); false runs the
+  /// host-driven iteration every host space uses (the per-rhs scalars on the host, two synchronisations
+  /// per Gram–Schmidt pass) on any space: the reference the device iteration is tested and timed against.
+  bool device_scalars = true;
 };
 
 /// What one right-hand side's solve did. residual is the true relative residual ‖b − A x‖/‖b‖ of

@@ -4,7 +4,9 @@
 // formulations, on a 1D grating and a crossed grating at oblique and conical incidence: efficiencies to 1e-5 (complex64)
 // / 1e-10 (complex128) of the largest efficiency, Jones amplitudes to the same fraction of the largest
 // |Jones|; a result is bit for bit the same in any batch; GPU GMRES and BiCGStab equal the dense LU
-// reference; a problem larger than the device is refused with the memory it needs.
+// reference; the device-resident GMRES equals the host-driven one and the dense solve on one device operator
+// (several restarts, a rhs leaving early, b = 0, the iteration cap inside a cycle); a problem larger than the
+// device is refused with the memory it needs.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -306,5 +308,169 @@ TEST_CASE("a device problem larger than the device's memory is refused, saying h
     INFO(what);
     CHECK(what.find("needs about") != std::string::npos);
     CHECK(what.find("of device memory") != std::string::npos);
+  }
+}
+
+namespace {
+
+/// A device problem (the first GPU backend that serves it) as the operator of the GMRES comparisons: a crossed
+/// grating (6 pattern slices and the film's 3), 25 orders, 3 incidences = 6 rhs: 675 unknowns per rhs, small
+/// enough for the dense reference.
+template <class Real>
+std::unique_ptr<DiscreteProblem<Real>> small_device_problem() {
+  ProblemSettings settings;
+  settings.m1 = settings.m2 = 2;
+  const std::vector<Incidence> inc{{0.93, 25, 35}, {0.93, 40, 0}, {0.93, 10, 70}};
+  std::vector<std::string> warnings;
+  for (conv::Backend backend : gpu_backends) {
+    settings.backend = backend;
+    try {
+      auto p = std::make_unique<DiscreteProblem<Real>>(test::crossed(6), inc, settings, 1, warnings);
+      if (p->memory() == conv::Memory::device) return p;
+    } catch (const Unsupported&) {
+    }
+  }
+  return nullptr;
+}
+
+/// Rhs r's values of a batched vector (element (p, r, j) at (p·rhs + r)·block + j).
+template <class Real>
+std::vector<std::complex<Real>> rhs_part(std::span<const std::complex<Real>> v, const BatchLayout& l, std::size_t r) {
+  std::vector<std::complex<Real>> out;
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) out.push_back(v[(p * l.rhs + r) * l.block + j]);
+  return out;
+}
+
+/// ‖b_r − A x_r‖/‖b_r‖ per rhs, the product on the device, the rest on the host in complex128 (independent
+/// of the solver's own residual).
+template <class Real>
+std::vector<double> residuals(DiscreteProblem<Real>& problem, std::span<const std::complex<Real>> b,
+                              std::span<const std::complex<Real>> x) {
+  const BatchLayout& l = problem.layout();
+  auto space = problem.make_space(2);
+  std::vector<std::complex<Real>> ax(l.size(), test::poison<Real>());
+  space->upload(x, 0);
+  problem.apply(space->data(0), space->data(1));
+  space->download(1, ax);
+  std::vector<double> out(l.rhs);
+  for (std::size_t r = 0; r < l.rhs; ++r) {
+    const auto br = rhs_part<Real>(b, l, r), axr = rhs_part<Real>(ax, l, r);
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < br.size(); ++i) {
+      diff += std::norm(std::complex<double>(br[i]) - std::complex<double>(axr[i]));
+      norm += std::norm(std::complex<double>(br[i]));
+    }
+    out[r] = norm > 0 ? std::sqrt(diff / norm) : std::sqrt(diff);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("device-resident GMRES equals the host-driven GMRES and the dense solve on one device operator",
+                   "[physics][gpu]", float, double) {
+  using Real = TestType;
+  using Complex = std::complex<Real>;
+  constexpr bool single = std::is_same_v<Real, float>;
+  auto problem = small_device_problem<Real>();
+  if (!problem) {
+    WARN("no GPU backend serves the crossed test problem: skipped");
+    return;
+  }
+  const BatchLayout l = problem->layout();
+  REQUIRE(l.rhs == 6);
+  // Fresh random right-hand sides; rhs 1 has b = 0 (its x must come back 0 from a random guess).
+  std::vector<Complex> b = test::random_complex<Real>(l.size());
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) b[(p * l.rhs + 1) * l.block + j] = 0;
+  std::vector<Complex> x_dense(l.size());
+  const auto dense_stats = solve_dense<Real>(*problem, b, x_dense);
+  // Initial guesses: 0 for rhs 0, random for 1 and 3..5, and for rhs 2 the dense solution with a relative
+  // perturbation of 1e-3, so that rhs 2 leaves its cycle early while the others go on (masking).
+  std::vector<Complex> x0 = test::random_complex<Real>(l.size());
+  const auto noise = test::random_complex<Real>(l.size());
+  const double scale = test::l2_norm<Real>(x_dense) / std::sqrt(double(l.size()));
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) {
+      const std::size_t i0 = (p * l.rhs + 0) * l.block + j, i2 = (p * l.rhs + 2) * l.block + j;
+      x0[i0] = 0;
+      x0[i2] = x_dense[i2] + Complex(Real(1e-3 * scale)) * noise[i2];
+    }
+
+  KrylovSettings ks;
+  ks.method = Method::gmres;
+  ks.restart = 5;  // far fewer than the iterations needed: several restarts
+  ks.tolerance = single ? 1e-5 : 1e-11;
+  ks.max_iterations = 3000;
+  const auto run = [&](bool device_scalars, const KrylovSettings& settings) {
+    KrylovSettings s = settings;
+    s.device_scalars = device_scalars;
+    std::vector<Complex> x = x0;
+    const std::vector<SolveStats> stats = solve<Real>(*problem, b, x, s);
+    return std::pair{stats, x};
+  };
+
+  SECTION("to the tolerance") {
+    const auto [dev_stats, x_dev] = run(true, ks);
+    const auto [host_stats, x_host] = run(false, ks);
+    const std::vector<double> true_dev = residuals<Real>(*problem, b, x_dev);
+    const double rounding = single ? 1e-6 : 1e-14;  // of the independent residual's own product
+    int others_min = ks.max_iterations;
+    for (std::size_t r = 0; r < l.rhs; ++r) {
+      INFO("rhs " << r << ": device " << dev_stats[r].iterations << " iterations, residual " << dev_stats[r].residual
+                  << "; host " << host_stats[r].iterations << ", " << host_stats[r].residual);
+      CHECK(dev_stats[r].converged);
+      CHECK(host_stats[r].converged);
+      CHECK(dev_stats[r].residual <= ks.tolerance);
+      CHECK(true_dev[r] <= ks.tolerance + rounding);
+      CHECK(std::abs(true_dev[r] - dev_stats[r].residual) <= rounding + 1e-3 * ks.tolerance);
+      // The same iteration to rounding: the same counts, but for the step at which the estimate crosses the
+      // tolerance (rounding may move it by a step, and a step more may cost one more restart's product).
+      const int apart = std::abs(dev_stats[r].iterations - host_stats[r].iterations);
+      CHECK(apart <= (single ? 2 : 1));
+      CHECK(std::abs(dev_stats[r].matvecs - host_stats[r].matvecs) <= apart + (apart > 0 ? 1 : 0));
+      const auto xd = rhs_part<Real>(x_dev, l, r), xh = rhs_part<Real>(x_host, l, r), xr = rhs_part<Real>(x_dense, l, r);
+      if (r == 1) {
+        CHECK(dev_stats[r].iterations == 0);
+        CHECK(test::l2_norm<Real>(xd) == 0);
+        continue;
+      }
+      CHECK(dev_stats[r].iterations > 0);
+      if (r != 2) others_min = std::min(others_min, dev_stats[r].iterations);
+      // Both solutions are within the tolerance times the conditioning of the dense one and of each other.
+      CHECK(test::relative_l2<Real, Real>(xd, xr) <= 1e3 * ks.tolerance);
+      CHECK(test::relative_l2<Real, Real>(xd, xh) <= 1e3 * ks.tolerance);
+    }
+    INFO("rhs 2 (started near the solution): " << dev_stats[2].iterations << " iterations, the others at least "
+                                                << others_min);
+    CHECK(dev_stats[2].iterations < others_min);
+    CHECK(others_min > 2 * ks.restart);  // the comparison went through restarts
+    (void)dense_stats;
+  }
+
+  SECTION("stopped by max_iterations inside a cycle") {
+    KrylovSettings capped = ks;
+    capped.restart = 4;
+    capped.max_iterations = 9;  // cycles of 4, 4, 1 steps
+    capped.tolerance = 1e-300;  // unreachable
+    const auto [dev_stats, x_dev] = run(true, capped);
+    const auto [host_stats, x_host] = run(false, capped);
+    for (std::size_t r = 0; r < l.rhs; ++r) {
+      INFO("rhs " << r);
+      if (r == 1) {
+        CHECK(dev_stats[r].converged);
+        CHECK(dev_stats[r].iterations == 0);
+        continue;
+      }
+      CHECK_FALSE(dev_stats[r].converged);
+      CHECK(dev_stats[r].iterations == 9);
+      CHECK(dev_stats[r].matvecs == 9 + 4);  // 9 steps, 4 true residuals (start and after each cycle)
+      CHECK(dev_stats[r].matvecs == host_stats[r].matvecs);
+      CHECK(std::abs(dev_stats[r].residual - host_stats[r].residual) <= (single ? 1e-5 : 1e-12));
+      // The same 9 steps: the same x to rounding.
+      const auto xd = rhs_part<Real>(x_dev, l, r), xh = rhs_part<Real>(x_host, l, r);
+      CHECK(test::relative_l2<Real, Real>(xd, xh) <= (single ? 1e-4 : 1e-11));
+    }
   }
 }

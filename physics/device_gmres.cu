@@ -1,0 +1,530 @@
+// GMRES's Arnoldi cycles with the per-rhs scalars in device memory (device.hpp, DeviceArnoldi; docs/solver.md §2).
+//
+// Layout of the batched vectors as vector_space.hpp: element (slice p, rhs r, j) at (p·n_rhs + r)·block + j; a
+// "row" is one (p, r) pair. The vector kernels give each thread block one rhs (blockIdx.y) and a strided set of
+// chunks of its rows, so the rhs, its flag and its coefficients are uniform per block, and write one complex128
+// partial sum per (sum, rhs, block); small kernels add the partial sums in block order (deterministic) on the
+// device.
+//
+// Per-rhs scalars, all complex128 (double2) or double, in device memory:
+//   H(r, column c, row i)  at hessenberg[(r·restart + c)·(restart + 1) + i]   (column-major per rhs, as the host)
+//   g(r, i)                at g[r·(restart + 1) + i]
+//   rotation (c, s)(r, i)  at rotation_c / rotation_s[r·restart + i]
+//   coefficients a(i, r)   at coefficient[i·rhs + r]  (what the vector kernels add: −h, or y)
+// Complex Givens rotations [[c, s], [−conj(s), c]] (c real), exactly as krylov.cpp's host iteration.
+//
+// Synchronisation: every call enqueues on the space's stream and returns; the only waits are
+// no_rhs_in_cycle_after() (cudaEventSynchronize on one step's event) and the synchronous upload of ‖b‖ in the
+// constructor (cudaMemcpy).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "core/device_buffer.hpp"
+#include "physics/device.hpp"
+
+namespace gratingsim::physics {
+namespace {
+
+template <class Real>
+struct Vec2;
+template <>
+struct Vec2<float> {
+  using type = float2;
+};
+template <>
+struct Vec2<double> {
+  using type = double2;
+};
+
+/// Threads per block of the vector kernels, and elements per chunk of the Gram–Schmidt passes.
+constexpr int threads_per_block = 256;
+constexpr int warps_per_block = threads_per_block / 32;
+/// Threads of the one-block per-rhs kernels (arnoldi_update loops over the rhs).
+constexpr int scalar_threads = 256;
+/// Events of the last steps kept for no_rhs_in_cycle_after() (the host looks two steps back).
+constexpr int event_ring = 4;
+/// The largest restart: the project passes keep one complex128 sum per basis vector in shared memory.
+constexpr int max_restart = 2000;
+
+__device__ double2 mul(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
+__device__ double2 add(double2 a, double2 b) { return {a.x + b.x, a.y + b.y}; }
+__device__ double2 sub(double2 a, double2 b) { return {a.x - b.x, a.y - b.y}; }
+__device__ double2 scaled(double c, double2 a) { return {c * a.x, c * a.y}; }
+__device__ double2 conjugate(double2 a) { return {a.x, -a.y}; }
+__device__ double magnitude(double2 a) { return hypot(a.x, a.y); }
+__device__ double2 divide(double2 a, double2 b) {
+  const double d = b.x * b.x + b.y * b.y;
+  return {(a.x * b.x + a.y * b.y) / d, (a.y * b.x - a.x * b.y) / d};
+}
+__device__ bool is_zero(double2 a) { return a.x == 0 && a.y == 0; }
+
+/// (a, b) ← (c a + s b, −conj(s) a + c b).
+__device__ void rotate(double c, double2 s, double2& a, double2& b) {
+  const double2 t = add(scaled(c, a), mul(s, b));
+  b = add(mul(scaled(-1, conjugate(s)), a), scaled(c, b));
+  a = t;
+}
+
+/// Sum over the 32 lanes of a warp (every lane gets it).
+__device__ double warp_sum(double v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
+/// What one pass over the basis V_0..V_{count−1} does to w, per rhs r:
+///   project:           sums_i = Σ conj(V_i)·w                            (CGS pass 1: h = Vᴴ w)
+///   subtract_project:  w += Σ a_i V_i, then sums_i = Σ conj(V_i)·w       (pass-1 update fused with pass-2 dots)
+///   subtract_norm:     w += Σ a_i V_i, then sum = Σ |w|²                 (pass-2 update fused with ‖w‖)
+///   update:            w += Σ a_i V_i                                    (x += V y)
+enum class Pass { project, subtract_project, subtract_norm, update };
+
+/// One pass (above) over the rows of rhs r = blockIdx.y, in chunks shared among the blockIdx.x; coefficients
+/// a_i = coefficient[i·rhs + r]. Rhs with in_cycle[r] = 0 are skipped whole (nothing read or written; their
+/// partial sums are stale and masked by the readers); in_cycle = nullptr: every rhs. The rows are taken in chunks
+/// of threads_per_block elements: each thread updates its element of w (reading V_i once, coalesced), the chunk of
+/// w goes to shared memory, then warp k sums conj(V_i)·w over the chunk for i ≡ count − 1 − k (mod warps), re-reading
+/// V_i's chunk just read (from L1/L2, not DRAM) — the basis is read from memory once per pass. (The cache footprint
+/// of the re-read is resident threads × count × sizeof(V): about 55 MB at count 41 on an H100 in complex64, near its
+/// L2; blocks_per_rhs() is the knob if the profile shows the re-read reaching DRAM.) Sums in double; partial
+/// sums to partial[(i·rhs + r)·gridDim.x + blockIdx.x] (norm: partial[r·gridDim.x + blockIdx.x].x).
+/// Dynamic shared memory: count complex128 sums for the project passes.
+template <class Real, Pass pass>
+__global__ void __launch_bounds__(threads_per_block)
+    gram_schmidt_pass(const typename Vec2<Real>::type* __restrict__ basis, std::size_t stride, int count,
+                      typename Vec2<Real>::type* __restrict__ w, const double2* __restrict__ coefficient,
+                      const int* __restrict__ in_cycle, double2* __restrict__ partial, int slices, int rhs, int block) {
+  using V = typename Vec2<Real>::type;
+  constexpr bool subtract = pass != Pass::project;
+  constexpr bool project = pass == Pass::project || pass == Pass::subtract_project;
+  constexpr bool norm = pass == Pass::subtract_norm;
+  extern __shared__ double2 sums[];
+  __shared__ V chunk[threads_per_block];
+  __shared__ double warp_norms[warps_per_block];
+  const int r = int(blockIdx.y);
+  if (in_cycle != nullptr && in_cycle[r] == 0) return;  // uniform per block: before any barrier
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  if constexpr (project) {
+    for (int i = int(threadIdx.x); i < count; i += blockDim.x) sums[i] = {0, 0};
+    __syncthreads();
+  }
+  double squares = 0;
+  // Chunk c of this rhs: row p = c / chunks_per_row, elements from (c mod chunks_per_row)·threads_per_block;
+  // block b takes the chunks c ≡ b (mod gridDim.x), so the blocks' work differs by one chunk at most.
+  const int chunks_per_row = (block + threads_per_block - 1) / threads_per_block;
+  const long long chunks = (long long)slices * chunks_per_row;
+  for (long long c = blockIdx.x; c < chunks; c += gridDim.x) {
+    const int p = int(c / chunks_per_row), start = int(c % chunks_per_row) * threads_per_block;
+    const std::size_t row = (std::size_t(p) * rhs + r) * block;
+    {
+      const int e = start + int(threadIdx.x), n = min(threads_per_block, block - start);
+      if (e < block) {
+        V u = w[row + e];
+        if constexpr (subtract) {
+          for (int i = 0; i < count; ++i) {
+            const double2 a = coefficient[std::size_t(i) * rhs + r];
+            const Real ar = Real(a.x), ai = Real(a.y);
+            const V v = basis[std::size_t(i) * stride + row + e];
+            u.x += ar * v.x - ai * v.y;
+            u.y += ar * v.y + ai * v.x;
+          }
+          w[row + e] = u;
+        }
+        if constexpr (norm) squares += double(u.x) * double(u.x) + double(u.y) * double(u.y);
+        if constexpr (project) chunk[threadIdx.x] = u;
+      }
+      if constexpr (project) {
+        __syncthreads();  // the chunk of w is complete
+        // Newest first: the vectors the update read last are the likeliest still in L1.
+        for (int i = count - 1 - warp; i >= 0; i -= warps_per_block) {
+          const V* v = basis + std::size_t(i) * stride + row + start;
+          double re = 0, im = 0;
+          for (int q = lane; q < n; q += 32) {
+            const V a = v[q], b = chunk[q];
+            const double ax = a.x, ay = a.y, bx = b.x, by = b.y;
+            re += ax * bx + ay * by;  // conj(a)·b
+            im += ax * by - ay * bx;
+          }
+          re = warp_sum(re);
+          im = warp_sum(im);
+          if (lane == 0) sums[i] = {sums[i].x + re, sums[i].y + im};  // only one warp touches sums[i]
+        }
+        __syncthreads();  // before the next chunk overwrites the shared chunk
+      }
+    }
+  }
+  if constexpr (project) {
+    for (int i = int(threadIdx.x); i < count; i += blockDim.x)
+      partial[(std::size_t(i) * rhs + r) * gridDim.x + blockIdx.x] = sums[i];
+  }
+  if constexpr (norm) {
+    squares = warp_sum(squares);
+    if (lane == 0) warp_norms[warp] = squares;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double total = 0;
+      for (int k = 0; k < warps_per_block; ++k) total += warp_norms[k];
+      partial[std::size_t(r) * gridDim.x + blockIdx.x] = {total, 0};
+    }
+  }
+}
+
+/// Σ_b partial[b] for b < blocks by the 32 lanes of a warp (lane l adds b ≡ l mod 32 in order, then a fixed
+/// shuffle tree: deterministic); every lane gets the sum.
+__device__ double2 warp_sum_partials(const double2* __restrict__ partial, int blocks, int lane) {
+  double re = 0, im = 0;
+  for (int b = lane; b < blocks; b += 32) {
+    re += partial[b].x;
+    im += partial[b].y;
+  }
+  return {warp_sum(re), warp_sum(im)};
+}
+
+/// After a project pass over `count` basis vectors, one warp per k = i·rhs + r: h = Σ_b partial[k·blocks + b],
+/// h = 0 for rhs out of the cycle; H(r, column, i) = h (first pass) or += h (second), and the next update's
+/// coefficient −h.
+__global__ void finish_projection(const double2* __restrict__ partial, int blocks, int count, int rhs,
+                                  const int* __restrict__ in_cycle, double2* __restrict__ hessenberg, int column,
+                                  int restart, bool accumulate, double2* __restrict__ coefficient) {
+  const int k = int((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int(threadIdx.x) % 32;
+  if (k >= count * rhs) return;  // uniform per warp
+  const int i = k / rhs, r = k % rhs;
+  double2 h{0, 0};
+  if (in_cycle[r] != 0) h = warp_sum_partials(partial + std::size_t(k) * blocks, blocks, lane);
+  if (lane != 0) return;
+  double2& entry = hessenberg[(std::size_t(r) * restart + column) * (restart + 1) + i];
+  entry = accumulate ? add(entry, h) : h;
+  coefficient[k] = scaled(-1, h);
+}
+
+/// Starts a cycle: g = β e_1, the flags and the dimension reached, per rhs.
+__global__ void start_cycle_scalars(const double* __restrict__ beta, const int* __restrict__ budget, int rhs,
+                                    int restart, double2* __restrict__ g, int* __restrict__ in_cycle,
+                                    int* __restrict__ dimension) {
+  const int r = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (r >= rhs) return;
+  for (int i = 0; i <= restart; ++i) g[std::size_t(r) * (restart + 1) + i] = {i == 0 ? beta[r] : 0.0, 0};
+  in_cycle[r] = budget[r] > 0 ? 1 : 0;
+  dimension[r] = 0;
+}
+
+/// The end of Arnoldi step j, in one block: the warps add the norm pass's partial sums per rhs into norms[r]
+/// (= ‖w_r‖²), then one thread per rhs (looping over the rhs): ‖w‖ = sqrt(norms[r]); scale[r] = 1/‖w‖ for rhs in the cycle with ‖w‖ > 0, else 0 (w is then zeroed, as on the host);
+/// for rhs in the cycle, H(j + 1, j) = ‖w‖, the previous rotations and a new one applied to column j and the
+/// new one to g, dimension j + 1, and the rhs leaves the cycle when |g_{j+1}|/‖b‖ ≤ tolerance, ‖w‖ = 0 (happy
+/// breakdown) or its step budget is spent. any_in_cycle = whether some rhs is still in the cycle.
+__global__ void __launch_bounds__(scalar_threads)
+    arnoldi_update(const double2* __restrict__ partial, int blocks, int rhs, int j, int restart,
+                   double2* __restrict__ hessenberg, double* __restrict__ rotation_c, double2* __restrict__ rotation_s,
+                   double2* __restrict__ g, int* __restrict__ in_cycle, int* __restrict__ dimension,
+                   const int* __restrict__ budget, const double* __restrict__ b_norm, double tolerance,
+                   double* __restrict__ norms, double2* __restrict__ scale, int* __restrict__ any_in_cycle) {
+  const int lane = int(threadIdx.x) % 32;
+  for (int r = int(threadIdx.x) / 32; r < rhs; r += int(blockDim.x) / 32) {
+    const double squares = warp_sum_partials(partial + std::size_t(r) * blocks, blocks, lane).x;
+    if (lane == 0) norms[r] = squares;
+  }
+  __syncthreads();  // norms (global memory) written by this block are visible to all its threads
+  int any = 0;
+  for (int r = int(threadIdx.x); r < rhs; r += blockDim.x) {
+    const double hn = sqrt(norms[r]);
+    const bool in = in_cycle[r] != 0;
+    scale[r] = {in && hn > 0 ? 1.0 / hn : 0.0, 0};
+    if (in) {
+      double2* col = hessenberg + (std::size_t(r) * restart + j) * (restart + 1);
+      double* c = rotation_c + std::size_t(r) * restart;
+      double2* s = rotation_s + std::size_t(r) * restart;
+      double2* gr = g + std::size_t(r) * (restart + 1);
+      col[j + 1] = {hn, 0};
+      for (int i = 0; i < j; ++i) rotate(c[i], s[i], col[i], col[i + 1]);
+      // The rotation zeroing b in (a, b): c = |a|/ρ, s = (a/|a|)·conj(b)/ρ, ρ = sqrt(|a|² + |b|²).
+      const double2 a = col[j], b = col[j + 1];
+      if (is_zero(b)) {
+        c[j] = 1;
+        s[j] = {0, 0};
+      } else if (is_zero(a)) {
+        c[j] = 0;
+        s[j] = {1, 0};
+      } else {
+        const double abs_a = magnitude(a), rho = hypot(abs_a, magnitude(b));
+        c[j] = abs_a / rho;
+        s[j] = scaled(1 / rho, mul(scaled(1 / abs_a, a), conjugate(b)));
+      }
+      rotate(c[j], s[j], col[j], col[j + 1]);
+      rotate(c[j], s[j], gr[j], gr[j + 1]);
+      dimension[r] = j + 1;
+      const double estimate = magnitude(gr[j + 1]) / b_norm[r];
+      if (estimate <= tolerance || hn == 0 || j + 1 >= budget[r]) in_cycle[r] = 0;
+      any = any || in_cycle[r] != 0;
+    }
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *any_in_cycle = any;
+}
+
+/// w_r *= scale[r], grid (slices, rhs).
+template <class Real>
+__global__ void scale_rows(typename Vec2<Real>::type* w, const double2* __restrict__ scale, int rhs, int block) {
+  const int r = int(blockIdx.y);
+  const double2 a = scale[r];
+  const Real ar = Real(a.x), ai = Real(a.y);
+  const std::size_t row = (std::size_t(blockIdx.x) * rhs + r) * block;
+  for (int e = int(threadIdx.x); e < block; e += blockDim.x) {
+    const auto v = w[row + e];
+    w[row + e] = {ar * v.x - ai * v.y, ar * v.y + ai * v.x};
+  }
+}
+
+/// H y = g, H upper triangular of rhs r = blockIdx.x's dimension k (column-oriented back substitution: y_i =
+/// s_i/H(i, i), then s_l −= H(l, i) y_i for l < i, s = g initially, in shared memory); coefficient[i·rhs + r] = y_i
+/// for i < k and 0 for k ≤ i < steps. Dynamic shared memory: steps complex128.
+__global__ void back_substitute(const double2* __restrict__ hessenberg, const double2* __restrict__ g,
+                                const int* __restrict__ dimension, int restart, int steps, int rhs,
+                                double2* __restrict__ coefficient) {
+  extern __shared__ double2 s[];
+  const int r = int(blockIdx.x), k = dimension[r];
+  for (int i = int(threadIdx.x); i < steps; i += blockDim.x)
+    s[i] = i < k ? g[std::size_t(r) * (restart + 1) + i] : double2{0, 0};
+  __syncthreads();
+  for (int i = k - 1; i >= 0; --i) {
+    const double2* col = hessenberg + (std::size_t(r) * restart + i) * (restart + 1);
+    const double2 y = divide(s[i], col[i]);  // s[i] is final: only s[l < i] change below
+    for (int l = int(threadIdx.x); l < i; l += blockDim.x) s[l] = sub(s[l], mul(col[l], y));
+    if (threadIdx.x == 0) coefficient[std::size_t(i) * rhs + r] = y;
+    __syncthreads();
+  }
+  for (int i = k + int(threadIdx.x); i < steps; i += blockDim.x) coefficient[std::size_t(i) * rhs + r] = {0, 0};
+}
+
+/// Blocks per rhs of the Gram–Schmidt passes: a quarter of the blocks resident at once on the device (the least
+/// of the three passes' occupancy at the largest shared memory), so that a batch of 4k rhs runs in k whole waves
+/// (no tail); at least one, at most one per chunk of threads_per_block elements. Independent of the number of
+/// rhs, so that a rhs's sums, hence its results, do not depend on the batch it is solved in (the distributed
+/// sweep's bit-for-bit promise).
+template <class Real>
+int blocks_per_rhs(const BatchLayout& l, int restart) {
+  int device = 0, sms = 0;
+  GS_CUDA_TRY(cudaGetDevice(&device));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t shared = std::size_t(restart + 1) * sizeof(double2);
+  int resident = 1 << 30, n = 0;
+  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::project>,
+                                                         threads_per_block, shared));
+  resident = std::min(resident, n);
+  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_project>,
+                                                         threads_per_block, shared));
+  resident = std::min(resident, n);
+  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_norm>,
+                                                         threads_per_block, 0));
+  resident = std::min(resident, n);
+  const std::size_t chunks = l.slices * ((l.block + threads_per_block - 1) / threads_per_block);
+  const std::size_t per_rhs = std::size_t(std::max(resident, 1)) * std::size_t(std::max(sms, 1)) / 4;
+  return int(std::clamp<std::size_t>(per_rhs, 1, std::min<std::size_t>(chunks, 65535)));
+}
+
+/// Pinned host memory (cudaMemcpyAsync to and from it is truly asynchronous).
+template <class T>
+class Pinned {
+ public:
+  explicit Pinned(std::size_t count) : size_(count) {
+    GS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&data_), std::max<std::size_t>(count, 1) * sizeof(T)));
+  }
+  ~Pinned() {
+    if (data_) cudaFreeHost(data_);
+  }
+  Pinned(const Pinned&) = delete;
+  Pinned& operator=(const Pinned&) = delete;
+  [[nodiscard]] T* data() { return data_; }
+  [[nodiscard]] const T* data() const { return data_; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+template <class Real>
+class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
+ public:
+  using V = typename Vec2<Real>::type;
+
+  DeviceArnoldiImpl(VectorSpace<Real>& space, int first_basis, int x, int restart, double tolerance,
+                    std::span<const double> b_norm)
+      : space_(space),
+        layout_(space.layout()),
+        rhs_(int(space.layout().rhs)),
+        restart_(restart),
+        first_basis_(first_basis),
+        tolerance_(tolerance),
+        stream_(space.stream()),
+        blocks_(blocks_per_rhs<Real>(space.layout(), restart)),
+        hessenberg_(std::size_t(rhs_) * restart * (restart + 1)),
+        g_(std::size_t(rhs_) * (restart + 1)),
+        rotation_c_(std::size_t(rhs_) * restart),
+        rotation_s_(std::size_t(rhs_) * restart),
+        coefficient_(std::size_t(rhs_) * (restart + 1)),
+        partial_(std::size_t(rhs_) * (restart + 1) * std::size_t(blocks_)),
+        scale_(rhs_),
+        b_norm_(rhs_),
+        beta_(rhs_),
+        norms_(rhs_),
+        in_cycle_(rhs_),
+        budget_(rhs_),
+        dimension_(rhs_),
+        any_in_cycle_(restart),
+        beta_host_(rhs_),
+        budget_host_(rhs_),
+        dimension_host_(rhs_),
+        any_in_cycle_host_(restart) {
+    GS_EXPECTS(space.memory() == conv::Memory::device, "device GMRES: the vector space is not in device memory");
+    GS_EXPECTS(restart >= 1 && restart <= max_restart,
+            "device GMRES: restart must be in 1.." + std::to_string(max_restart) + ", got " + std::to_string(restart));
+    GS_EXPECTS(first_basis >= 0 && first_basis + restart < space.count() && x >= 0 && x < space.count() &&
+                (x < first_basis || x > first_basis + restart),
+            "device GMRES: basis or solution vector out of the space");
+    GS_EXPECTS(b_norm.size() == layout_.rhs, "device GMRES: one ‖b‖ per right-hand side");
+    GS_EXPECTS(layout_.slices <= 0x7fffffffu && layout_.block <= 0x7fffffffu && layout_.rhs <= 65535,
+            "device GMRES: layout too large");
+    basis_ = reinterpret_cast<const V*>(space.data(first_basis));
+    stride_ = std::size_t(space.data(first_basis + 1) - space.data(first_basis));
+    for (int i = 0; i <= restart; ++i)
+      GS_EXPECTS(space.data(first_basis + i) == space.data(first_basis) + std::size_t(i) * stride_,
+              "device GMRES: the basis vectors are not evenly spaced in the space");
+    x_ = reinterpret_cast<V*>(space.data(x));
+    b_norm_.upload(b_norm);  // cudaMemcpy: complete when it returns
+    // Every scalar defined before use: unused entries read as zeros, never as garbage.
+    for (auto* buffer : {&hessenberg_, &g_, &rotation_s_, &coefficient_, &partial_, &scale_})
+      GS_CUDA_TRY(cudaMemsetAsync(buffer->data(), 0, buffer->bytes(), stream_));
+    GS_CUDA_TRY(cudaMemsetAsync(rotation_c_.data(), 0, rotation_c_.bytes(), stream_));
+    GS_CUDA_TRY(cudaMemsetAsync(in_cycle_.data(), 0, in_cycle_.bytes(), stream_));
+    for (cudaEvent_t& e : events_) GS_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
+
+  ~DeviceArnoldiImpl() override {
+    for (cudaEvent_t e : events_)
+      if (e) cudaEventDestroy(e);  // no throw from a destructor
+  }
+  DeviceArnoldiImpl(const DeviceArnoldiImpl&) = delete;
+  DeviceArnoldiImpl& operator=(const DeviceArnoldiImpl&) = delete;
+
+  void start_cycle(int R, std::span<const double> beta, std::span<const int> budget) override {
+    GS_EXPECTS(beta.size() == std::size_t(rhs_) && budget.size() == std::size_t(rhs_),
+            "device GMRES: one β and one budget per right-hand side");
+    // V_0 = R/β for rhs in the cycle, 0 for the others (host coefficients, as the host iteration).
+    std::vector<std::complex<double>> inverse(rhs_);
+    for (int r = 0; r < rhs_; ++r) inverse[r] = budget[r] > 0 ? 1.0 / beta[r] : 0.0;
+    space_.copy(R, first_basis_);
+    space_.scale(inverse, first_basis_);
+    // The pinned staging is free: the previous cycle's copies from it completed before the restart's
+    // synchronisation that preceded this call.
+    std::copy(beta.begin(), beta.end(), beta_host_.data());
+    std::copy(budget.begin(), budget.end(), budget_host_.data());
+    GS_CUDA_TRY(cudaMemcpyAsync(beta_.data(), beta_host_.data(), beta_.bytes(), cudaMemcpyHostToDevice, stream_));
+    GS_CUDA_TRY(cudaMemcpyAsync(budget_.data(), budget_host_.data(), budget_.bytes(), cudaMemcpyHostToDevice, stream_));
+    start_cycle_scalars<<<(rhs_ + 127) / 128, 128, 0, stream_>>>(beta_.data(), budget_.data(), rhs_, restart_,
+                                                                 g_.data(), in_cycle_.data(), dimension_.data());
+    GS_CUDA_CHECK_LAUNCH();
+  }
+
+  void step(int j) override {
+    GS_EXPECTS(j >= 0 && j < restart_, "device GMRES: no Arnoldi step " + std::to_string(j));
+    const int count = j + 1;
+    V* w = reinterpret_cast<V*>(space_.data(first_basis_ + j + 1));
+    const std::size_t sums_bytes = std::size_t(count) * sizeof(double2);
+    const int finish_blocks = (count * rhs_ + 7) / 8;  // one warp per (basis vector, rhs), 8 warps per block
+    // CGS pass 1: h = Vᴴ w.
+    pass<Pass::project>(count, w, sums_bytes);
+    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
+                                                          hessenberg_.data(), j, restart_, false, coefficient_.data());
+    GS_CUDA_CHECK_LAUNCH();
+    // w −= V h, and pass 2: h' = Vᴴ w (H column += h').
+    pass<Pass::subtract_project>(count, w, sums_bytes);
+    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
+                                                          hessenberg_.data(), j, restart_, true, coefficient_.data());
+    GS_CUDA_CHECK_LAUNCH();
+    // w −= V h', and ‖w‖.
+    pass<Pass::subtract_norm>(count, w, 0);
+    arnoldi_update<<<1, scalar_threads, 0, stream_>>>(partial_.data(), blocks_, rhs_, j, restart_, hessenberg_.data(),
+                                                      rotation_c_.data(), rotation_s_.data(), g_.data(),
+                                                      in_cycle_.data(), dimension_.data(), budget_.data(),
+                                                      b_norm_.data(), tolerance_, norms_.data(), scale_.data(),
+                                                      any_in_cycle_.data() + j);
+    GS_CUDA_CHECK_LAUNCH();
+    scale_rows<Real><<<dim3(unsigned(layout_.slices), unsigned(rhs_)), threads_per_block, 0, stream_>>>(
+        w, scale_.data(), rhs_, int(layout_.block));
+    GS_CUDA_CHECK_LAUNCH();
+    GS_CUDA_TRY(cudaMemcpyAsync(any_in_cycle_host_.data() + j, any_in_cycle_.data() + j, sizeof(int),
+                             cudaMemcpyDeviceToHost, stream_));
+    GS_CUDA_TRY(cudaEventRecord(events_[j % event_ring], stream_));
+  }
+
+  bool no_rhs_in_cycle_after(int j) override {
+    GS_EXPECTS(j >= 0 && j < restart_, "device GMRES: no Arnoldi step " + std::to_string(j));
+    GS_CUDA_TRY(cudaEventSynchronize(events_[j % event_ring]));  // waits for step j (and what preceded it) only
+    return any_in_cycle_host_.data()[j] == 0;
+  }
+
+  void finish_cycle(int steps) override {
+    GS_EXPECTS(steps >= 0 && steps <= restart_, "device GMRES: a cycle of " + std::to_string(steps) + " steps");
+    if (steps > 0) {
+      back_substitute<<<rhs_, 128, std::size_t(steps) * sizeof(double2), stream_>>>(
+          hessenberg_.data(), g_.data(), dimension_.data(), restart_, steps, rhs_, coefficient_.data());
+      GS_CUDA_CHECK_LAUNCH();
+      const dim3 grid{unsigned(blocks_), unsigned(rhs_)};
+      gram_schmidt_pass<Real, Pass::update><<<grid, threads_per_block, 0, stream_>>>(
+          basis_, stride_, steps, x_, coefficient_.data(), nullptr, partial_.data(), int(layout_.slices), rhs_,
+          int(layout_.block));
+      GS_CUDA_CHECK_LAUNCH();
+    }
+    GS_CUDA_TRY(cudaMemcpyAsync(dimension_host_.data(), dimension_.data(), dimension_.bytes(), cudaMemcpyDeviceToHost,
+                             stream_));
+  }
+
+  [[nodiscard]] std::span<const int> dimensions() const override {
+    return {dimension_host_.data(), dimension_host_.size()};
+  }
+
+ private:
+  template <Pass kind>
+  void pass(int count, V* w, std::size_t shared_bytes) {
+    const dim3 grid{unsigned(blocks_), unsigned(rhs_)};
+    gram_schmidt_pass<Real, kind><<<grid, threads_per_block, shared_bytes, stream_>>>(
+        basis_, stride_, count, w, coefficient_.data(), in_cycle_.data(), partial_.data(), int(layout_.slices), rhs_,
+        int(layout_.block));
+    GS_CUDA_CHECK_LAUNCH();
+  }
+
+  VectorSpace<Real>& space_;
+  BatchLayout layout_;
+  int rhs_, restart_, first_basis_;
+  double tolerance_;
+  cudaStream_t stream_;
+  int blocks_;
+  const V* basis_ = nullptr;
+  std::size_t stride_ = 0;
+  V* x_ = nullptr;
+  DeviceBuffer<double2> hessenberg_, g_;
+  DeviceBuffer<double> rotation_c_;
+  DeviceBuffer<double2> rotation_s_, coefficient_, partial_, scale_;
+  DeviceBuffer<double> b_norm_, beta_, norms_;
+  DeviceBuffer<int> in_cycle_, budget_, dimension_, any_in_cycle_;
+  Pinned<double> beta_host_;
+  Pinned<int> budget_host_, dimension_host_, any_in_cycle_host_;
+  cudaEvent_t events_[event_ring] = {};
+};
+
+}  // namespace
+
+template <class Real>
+std::unique_ptr<DeviceArnoldi<Real>> make_device_arnoldi(VectorSpace<Real>& space, int first_basis, int x,
+                                                         int restart, double tolerance,
+                                                         std::span<const double> b_norm) {
+  return std::make_unique<DeviceArnoldiImpl<Real>>(space, first_basis, x, restart, tolerance, b_norm);
+}
+template std::unique_ptr<DeviceArnoldi<float>> make_device_arnoldi<float>(VectorSpace<float>&, int, int, int, double,
+                                                                          std::span<const double>);
+template std::unique_ptr<DeviceArnoldi<double>> make_device_arnoldi<double>(VectorSpace<double>&, int, int, int,
+                                                                            double, std::span<const double>);
+
+}  // namespace gratingsim::physics
