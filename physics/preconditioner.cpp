@@ -251,52 +251,76 @@ LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t 
 
 /// v ← A⁻¹ v for `k` vectors of n values, planar (vector r's real parts at re[r·n], imaginary parts
 /// at im[r·n]), already gathered in the order of P A (rows[]), from A's factors (`lu`: its 2n² values):
-/// the forward substitution with the unit lower L, then the back substitution with U, two columns at a
-/// time so that each pass over the vector serves two columns; the factors are read contiguously and
-/// once for all k vectors: n² complex multiply-adds per vector, as a product with A⁻¹. Sums in double.
+/// the forward substitution with the unit lower L, then the back substitution with U, in panels of
+/// `panel` columns: the panel's own triangle first, then one pass over the rest of the vector for
+/// all its columns (a pass per column would load and store the vector `panel` times as often). The
+/// factors are read contiguously: n² complex multiply-adds per vector, as a product with A⁻¹. Sums in
+/// double.
 template <class Real>
 void lu_solve(const Real* __restrict__ lu, std::size_t n, double* __restrict__ re, double* __restrict__ im,
               std::size_t k) {
+  constexpr std::size_t panel = 4;
   const auto column = [&](std::size_t j) { return lu + 2 * j * n; };  // real parts; imaginary at + n
-  // y_i −= c_i·x for one column c (complex, planar) and i in [from, to)
   for (std::size_t r = 0; r < k; ++r) {
     double* __restrict__ yr = re + r * n;
     double* __restrict__ yi = im + r * n;
-    std::size_t j = 0;
-    for (; j + 1 < n; j += 2) {  // columns j, j + 1 of L
-      const Real *ar = column(j), *ai = ar + n, *br = column(j + 1), *bi = br + n;
-      const double xr = yr[j], xi = yi[j];
-      yr[j + 1] -= double(ar[j + 1]) * xr - double(ai[j + 1]) * xi;
-      yi[j + 1] -= double(ar[j + 1]) * xi + double(ai[j + 1]) * xr;
-      const double zr = yr[j + 1], zi = yi[j + 1];
-      for (std::size_t i = j + 2; i < n; ++i) {
-        yr[i] -= double(ar[i]) * xr - double(ai[i]) * xi + double(br[i]) * zr - double(bi[i]) * zi;
-        yi[i] -= double(ar[i]) * xi + double(ai[i]) * xr + double(br[i]) * zi + double(bi[i]) * zr;
+    // L: columns [j, j + w), then rows [j + w, n) for all of them
+    for (std::size_t j = 0; j < n; j += panel) {
+      const std::size_t w = std::min(panel, n - j);
+      double xr[panel] = {}, xi[panel] = {};
+      const Real* cr[panel] = {};
+      const Real* ci[panel] = {};
+      for (std::size_t c = 0; c < w; ++c) {
+        cr[c] = column(j + c);
+        ci[c] = cr[c] + n;
+        xr[c] = yr[j + c];
+        xi[c] = yi[j + c];
+        for (std::size_t i = c + 1; i < w; ++i) {
+          yr[j + i] -= double(cr[c][j + i]) * xr[c] - double(ci[c][j + i]) * xi[c];
+          yi[j + i] -= double(cr[c][j + i]) * xi[c] + double(ci[c][j + i]) * xr[c];
+        }
+      }
+      if (w < panel) break;  // the last, partial panel has nothing below it
+      for (std::size_t i = j + panel; i < n; ++i) {
+        double sr = 0, si = 0;
+        for (std::size_t c = 0; c < panel; ++c) {
+          sr += double(cr[c][i]) * xr[c] - double(ci[c][i]) * xi[c];
+          si += double(cr[c][i]) * xi[c] + double(ci[c][i]) * xr[c];
+        }
+        yr[i] -= sr;
+        yi[i] -= si;
       }
     }
-    // (an odd n leaves the last column of L, which has nothing below its diagonal)
-    j = n;
-    for (; j >= 2; j -= 2) {  // columns j − 1, j − 2 of U
-      const Real *ar = column(j - 1), *ai = ar + n, *br = column(j - 2), *bi = br + n;
-      const double xr = double(ar[j - 1]) * yr[j - 1] - double(ai[j - 1]) * yi[j - 1];  // y / U_jj
-      const double xi = double(ar[j - 1]) * yi[j - 1] + double(ai[j - 1]) * yr[j - 1];
-      yr[j - 1] = xr;
-      yi[j - 1] = xi;
-      const double wr = yr[j - 2] - (double(ar[j - 2]) * xr - double(ai[j - 2]) * xi);
-      const double wi = yi[j - 2] - (double(ar[j - 2]) * xi + double(ai[j - 2]) * xr);
-      const double zr = double(br[j - 2]) * wr - double(bi[j - 2]) * wi, zi = double(br[j - 2]) * wi + double(bi[j - 2]) * wr;
-      yr[j - 2] = zr;
-      yi[j - 2] = zi;
-      for (std::size_t i = 0; i + 2 < j; ++i) {
-        yr[i] -= double(ar[i]) * xr - double(ai[i]) * xi + double(br[i]) * zr - double(bi[i]) * zi;
-        yi[i] -= double(ar[i]) * xi + double(ai[i]) * xr + double(br[i]) * zi + double(bi[i]) * zr;
+    // U: columns [j − w, j) from the last, then rows [0, j − w) for all of them
+    for (std::size_t j = n; j > 0;) {
+      const std::size_t w = std::min(panel, j), first = j - w;
+      double xr[panel] = {}, xi[panel] = {};
+      const Real* cr[panel] = {};
+      const Real* ci[panel] = {};
+      for (std::size_t c = w; c-- > 0;) {
+        const std::size_t col = first + c;
+        cr[c] = column(col);
+        ci[c] = cr[c] + n;
+        const double dr = double(cr[c][col]), di = double(ci[c][col]);  // 1/U_col,col
+        xr[c] = dr * yr[col] - di * yi[col];
+        xi[c] = dr * yi[col] + di * yr[col];
+        yr[col] = xr[c];
+        yi[col] = xi[c];
+        for (std::size_t i = first; i < col; ++i) {
+          yr[i] -= double(cr[c][i]) * xr[c] - double(ci[c][i]) * xi[c];
+          yi[i] -= double(cr[c][i]) * xi[c] + double(ci[c][i]) * xr[c];
+        }
       }
-    }
-    if (j == 1) {  // odd n: the first column of U, its diagonal only
-      const Real *ar = column(0), *ai = ar + n;
-      const double xr = double(ar[0]) * yr[0] - double(ai[0]) * yi[0], xi = double(ar[0]) * yi[0] + double(ai[0]) * yr[0];
-      yr[0] = xr;
-      yi[0] = xi;
+      for (std::size_t i = 0; i < first; ++i) {
+        double sr = 0, si = 0;
+        for (std::size_t c = 0; c < w; ++c) {
+          sr += double(cr[c][i]) * xr[c] - double(ci[c][i]) * xi[c];
+          si += double(cr[c][i]) * xi[c] + double(ci[c][i]) * xr[c];
+        }
+        yr[i] -= sr;
+        yi[i] -= si;
+      }
+      j = first;
     }
   }
 }
