@@ -200,8 +200,10 @@ class CublasHandle {
 
 /// The inverses of `count` n×n complex128 matrices (column-major, one after another), inverted on the
 /// device and returned rounded to Real (V). `expect_regular(largest, smallest_pivot)` checks them
-/// before the inversion, on the host. Synchronises twice: the download of the two check arrays waits
-/// for the upload and factorisation, and the buffers freed on return (cudaFree) wait for the rest.
+/// before the inversion, on the host. Everything runs on the legacy default stream and synchronises
+/// with the host: each copy (DeviceBuffer's cudaMemcpy from and to pageable memory) waits for the
+/// work before it (the download of the check arrays for the factorisation), and the buffers freed on
+/// return (cudaFree) wait for the inversion; the kernels and the two cuBLAS calls are asynchronous.
 /// Device memory while it runs: the matrices twice in complex128 (factors, inverses), and the result.
 template <class V, class Check>
 conv::DeviceBuffer<V> invert_on_device(const CublasHandle& cublas, const std::vector<std::complex<double>>& matrices,
