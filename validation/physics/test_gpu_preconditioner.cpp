@@ -27,7 +27,7 @@ std::vector<std::complex<Real>> device_apply(Preconditioner<Real>& p, const Batc
   return y;
 }
 
-TEST_CASE("the device's cuBLAS inverses apply as the host's LU factors and dense inverses (random matrices)",
+TEST_CASE("the cuBLAS inverses on the device apply as the host LU factors and dense inverses (random matrices)",
           "[physics][preconditioner][gpu]") {
   for (const auto& [orders, slices] : {std::pair{5, 3}, std::pair{41, 24}})
     for (const std::vector<int>& rhs : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1}}) {
