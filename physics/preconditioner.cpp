@@ -256,73 +256,95 @@ LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t 
 /// all its columns (a pass per column would load and store the vector `panel` times as often). The
 /// factors are read contiguously: n² complex multiply-adds per vector, as a product with A⁻¹. Sums in
 /// double.
-template <class Real>
-void lu_solve(const Real* __restrict__ lu, std::size_t n, double* __restrict__ re, double* __restrict__ im,
-              std::size_t k) {
+template <class Real, std::size_t K>
+void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __restrict__ re, double* __restrict__ im) {
   constexpr std::size_t panel = 4;
   const auto column = [&](std::size_t j) { return lu + 2 * j * n; };  // real parts; imaginary at + n
-  for (std::size_t r = 0; r < k; ++r) {
-    double* __restrict__ yr = re + r * n;
-    double* __restrict__ yi = im + r * n;
-    // L: columns [j, j + w), then rows [j + w, n) for all of them
-    for (std::size_t j = 0; j < n; j += panel) {
-      const std::size_t w = std::min(panel, n - j);
-      double xr[panel] = {}, xi[panel] = {};
-      const Real* cr[panel] = {};
-      const Real* ci[panel] = {};
-      for (std::size_t c = 0; c < w; ++c) {
-        cr[c] = column(j + c);
-        ci[c] = cr[c] + n;
-        xr[c] = yr[j + c];
-        xi[c] = yi[j + c];
+  // L: columns [j, j + w), then rows [j + w, n) for all of them
+  for (std::size_t j = 0; j < n; j += panel) {
+    const std::size_t w = std::min(panel, n - j);
+    double xr[K][panel] = {}, xi[K][panel] = {};
+    const Real* cr[panel] = {};
+    const Real* ci[panel] = {};
+    for (std::size_t c = 0; c < w; ++c) {
+      cr[c] = column(j + c);
+      ci[c] = cr[c] + n;
+      for (std::size_t r = 0; r < K; ++r) {
+        double *yr = re + r * n, *yi = im + r * n;
+        xr[r][c] = yr[j + c];
+        xi[r][c] = yi[j + c];
         for (std::size_t i = c + 1; i < w; ++i) {
-          yr[j + i] -= double(cr[c][j + i]) * xr[c] - double(ci[c][j + i]) * xi[c];
-          yi[j + i] -= double(cr[c][j + i]) * xi[c] + double(ci[c][j + i]) * xr[c];
+          yr[j + i] -= double(cr[c][j + i]) * xr[r][c] - double(ci[c][j + i]) * xi[r][c];
+          yi[j + i] -= double(cr[c][j + i]) * xi[r][c] + double(ci[c][j + i]) * xr[r][c];
         }
-      }
-      if (w < panel) break;  // the last, partial panel has nothing below it
-      for (std::size_t i = j + panel; i < n; ++i) {
-        double sr = 0, si = 0;
-        for (std::size_t c = 0; c < panel; ++c) {
-          sr += double(cr[c][i]) * xr[c] - double(ci[c][i]) * xi[c];
-          si += double(cr[c][i]) * xi[c] + double(ci[c][i]) * xr[c];
-        }
-        yr[i] -= sr;
-        yi[i] -= si;
       }
     }
-    // U: columns [j − w, j) from the last, then rows [0, j − w) for all of them
-    for (std::size_t j = n; j > 0;) {
-      const std::size_t w = std::min(panel, j), first = j - w;
-      double xr[panel] = {}, xi[panel] = {};
-      const Real* cr[panel] = {};
-      const Real* ci[panel] = {};
-      for (std::size_t c = w; c-- > 0;) {
-        const std::size_t col = first + c;
-        cr[c] = column(col);
-        ci[c] = cr[c] + n;
-        const double dr = double(cr[c][col]), di = double(ci[c][col]);  // 1/U_col,col
-        xr[c] = dr * yr[col] - di * yi[col];
-        xi[c] = dr * yi[col] + di * yr[col];
-        yr[col] = xr[c];
-        yi[col] = xi[c];
-        for (std::size_t i = first; i < col; ++i) {
-          yr[i] -= double(cr[c][i]) * xr[c] - double(ci[c][i]) * xi[c];
-          yi[i] -= double(cr[c][i]) * xi[c] + double(ci[c][i]) * xr[c];
+    if (w < panel) break;  // the last, partial panel has nothing below it
+    for (std::size_t i = j + panel; i < n; ++i) {
+      double sr[K] = {}, si[K] = {};
+      for (std::size_t c = 0; c < panel; ++c) {
+        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
+        for (std::size_t r = 0; r < K; ++r) {
+          sr[r] += ar * xr[r][c] - ai * xi[r][c];
+          si[r] += ar * xi[r][c] + ai * xr[r][c];
         }
       }
-      for (std::size_t i = 0; i < first; ++i) {
-        double sr = 0, si = 0;
-        for (std::size_t c = 0; c < w; ++c) {
-          sr += double(cr[c][i]) * xr[c] - double(ci[c][i]) * xi[c];
-          si += double(cr[c][i]) * xi[c] + double(ci[c][i]) * xr[c];
-        }
-        yr[i] -= sr;
-        yi[i] -= si;
+      for (std::size_t r = 0; r < K; ++r) {
+        re[r * n + i] -= sr[r];
+        im[r * n + i] -= si[r];
       }
-      j = first;
     }
   }
+  // U: columns [j − w, j) from the last, then rows [0, j − w) for all of them
+  for (std::size_t j = n; j > 0;) {
+    const std::size_t w = std::min(panel, j), first = j - w;
+    double xr[K][panel] = {}, xi[K][panel] = {};
+    const Real* cr[panel] = {};
+    const Real* ci[panel] = {};
+    for (std::size_t c = w; c-- > 0;) {
+      const std::size_t col = first + c;
+      cr[c] = column(col);
+      ci[c] = cr[c] + n;
+      const double dr = double(cr[c][col]), di = double(ci[c][col]);  // 1/U_col,col
+      for (std::size_t r = 0; r < K; ++r) {
+        double *yr = re + r * n, *yi = im + r * n;
+        xr[r][c] = dr * yr[col] - di * yi[col];
+        xi[r][c] = dr * yi[col] + di * yr[col];
+        yr[col] = xr[r][c];
+        yi[col] = xi[r][c];
+        for (std::size_t i = first; i < col; ++i) {
+          yr[i] -= double(cr[c][i]) * xr[r][c] - double(ci[c][i]) * xi[r][c];
+          yi[i] -= double(cr[c][i]) * xi[r][c] + double(ci[c][i]) * xr[r][c];
+        }
+      }
+    }
+    for (std::size_t c = w; c < panel; ++c) {  // a partial panel: zero columns, a full panel's loop (vectorised)
+      cr[c] = cr[0];
+      ci[c] = ci[0];
+    }
+    for (std::size_t i = 0; i < first; ++i) {
+      double sr[K] = {}, si[K] = {};
+      for (std::size_t c = 0; c < panel; ++c) {
+        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
+        for (std::size_t r = 0; r < K; ++r) {
+          sr[r] += ar * xr[r][c] - ai * xi[r][c];
+          si[r] += ar * xi[r][c] + ai * xr[r][c];
+        }
+      }
+      for (std::size_t r = 0; r < K; ++r) {
+        re[r * n + i] -= sr[r];
+        im[r * n + i] -= si[r];
+      }
+    }
+    j = first;
+  }
+}
+
+template <class Real>
+void lu_solve(const Real* lu, std::size_t n, double* re, double* im, std::size_t k) {
+  std::size_t r = 0;
+  for (; r + 2 <= k; r += 2) lu_solve_together<Real, 2>(lu, n, re + r * n, im + r * n);
+  if (r < k) lu_solve_together<Real, 1>(lu, n, re + r * n, im + r * n);
 }
 
 template <class Real>
