@@ -105,11 +105,15 @@ template <class Real>
 std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
                                                         std::vector<int> rhs_incidence, int source_components = 3);
 
-/// The averaged preconditioner of preconditioner.hpp on the device (inverses uploaded once, rounded
-/// to Real). The rhs must be grouped by incidence, one or two per incidence (physics' s, p pairs).
+/// The averaged preconditioner of preconditioner.hpp on the device: the host-assembled matrices are
+/// uploaded and inverted on the device in complex128 (cuBLAS batched LU, the host's singularity test:
+/// throws as expect_regular_* does), the inverses kept rounded to Real. Waits for the device before
+/// returning (the set-up runs on the legacy default stream). Device memory while building: beside the
+/// inverses, one part's matrices twice in complex128. The rhs must be grouped by incidence, one or two
+/// per incidence (physics' s, p pairs).
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedInverse& averaged,
-                                                                 const LocalInverse& local,
+std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedMatrices& averaged,
+                                                                 const LocalMatrices& local,
                                                                  std::vector<int> rhs_incidence);
 
 }  // namespace gratingsim::physics

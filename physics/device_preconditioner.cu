@@ -1,5 +1,12 @@
-// The preconditioner P = L⁻¹ L̄ Ā⁻¹ (preconditioner.hpp) on the device, three launches on the
-// problem's stream:
+// The preconditioner P = L⁻¹ L̄ Ā⁻¹ (preconditioner.hpp) on the device.
+//
+// Set-up: the host assembles Ā and L_p in complex128; they are uploaded and inverted here by cuBLAS's
+// batched LU (cublasZgetrfBatched, partial pivoting, then cublasZgetriBatched into a second array), in
+// complex128, one part after the other; the singularity test is the host's (expect_regular_*: the
+// largest |A_ij| per matrix before, the smallest pivot |U_ii| after the factorisation, computed by two
+// small kernels and checked on the host). The inverses are kept rounded to Real.
+//
+// Application, three launches on the problem's stream:
 //   Ā⁻¹: one thread block per (incidence, order); its right-hand sides' n = 3·Nz values are gathered
 //        into shared memory (complex128), then each thread forms rows i, i + blockDim, ... reading the
 //        column-major inverse, so the threads of a warp read consecutive addresses;
@@ -7,11 +14,27 @@
 //   L⁻¹: one thread block per (slice, rhs), the contiguous block of 3·orders values gathered into
 //        shared memory, rows as for Ā⁻¹.
 // Memory traffic per apply: every matrix once, three passes over the batched vector.
+#include <cublas_v2.h>
+
+#include <cmath>
 #include <complex>
+#include <limits>
+#include <string>
+#include <type_traits>
 
 #include "core/device_buffer.hpp"
 #include "physics/device.hpp"
 #include "physics/preconditioner.hpp"
+
+/// Every cuBLAS call: a failure throws gratingsim::CudaError naming the call and the status, located here.
+#define GS_CUBLAS_TRY(call)                                                                        \
+  do {                                                                                             \
+    const cublasStatus_t cublas_try_status_ = (call);                                              \
+    if (cublas_try_status_ != CUBLAS_STATUS_SUCCESS)                                               \
+      throw ::gratingsim::CudaError(std::string(#call) + " failed: " + cublasGetStatusName(cublas_try_status_) + \
+                                        ": " + cublasGetStatusString(cublas_try_status_),          \
+                                    std::source_location::current());                              \
+  } while (0)
 
 namespace gratingsim::physics {
 namespace {
@@ -117,14 +140,127 @@ __global__ void __launch_bounds__(threads)
   }
 }
 
+/// largest[k] = max |A_ij| of matrix k (count × size values of matrices), infinite where an element is
+/// not finite (expect_regular_*); one block of `threads` per matrix.
+__global__ void __launch_bounds__(threads) largest_elements(const double2* matrices, std::size_t size, double* largest) {
+  __shared__ double partial[threads];
+  const double2* a = matrices + std::size_t(blockIdx.x) * size;
+  double most = 0;
+  for (std::size_t i = threadIdx.x; i < size; i += blockDim.x) {
+    const double v = hypot(a[i].x, a[i].y);
+    most = isfinite(v) ? fmax(most, v) : INFINITY;
+  }
+  partial[threadIdx.x] = most;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half) partial[threadIdx.x] = fmax(partial[threadIdx.x], partial[threadIdx.x + half]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) largest[blockIdx.x] = partial[0];
+}
+
+/// smallest[k] = min |U_ii| of the LU factors of matrix k (n×n, column-major); NaN counts as 0.
+__global__ void __launch_bounds__(threads) smallest_pivots(const double2* factors, int n, double* smallest) {
+  __shared__ double partial[threads];
+  const double2* a = factors + std::size_t(blockIdx.x) * n * n;
+  double least = INFINITY;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const double v = hypot(a[std::size_t(i) * n + i].x, a[std::size_t(i) * n + i].y);
+    least = isnan(v) ? 0.0 : fmin(least, v);
+  }
+  partial[threadIdx.x] = least;
+  __syncthreads();
+  for (int half = blockDim.x / 2; half > 0; half /= 2) {
+    if (int(threadIdx.x) < half) partial[threadIdx.x] = fmin(partial[threadIdx.x], partial[threadIdx.x + half]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) smallest[blockIdx.x] = partial[0];
+}
+
+/// out[i] = in[i] rounded to Real.
+template <class V>
+__global__ void round_to(const double2* in, V* out, std::size_t count) {
+  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = V{decltype(V::x)(in[i].x), decltype(V::y)(in[i].y)};
+}
+
+/// A cuBLAS handle for one set-up, on the legacy default stream (the set-up's copies are synchronous).
+class CublasHandle {
+ public:
+  CublasHandle() { GS_CUBLAS_TRY(cublasCreate(&handle_)); }
+  ~CublasHandle() { cublasDestroy(handle_); }  // no throw from a destructor
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+  [[nodiscard]] cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+/// The inverses of `count` n×n complex128 matrices (column-major, one after another), inverted on the
+/// device and returned rounded to Real (V). `expect_regular(largest, smallest_pivot)` checks them
+/// before the inversion, on the host. Everything runs on the legacy default stream and synchronises
+/// with the host: each copy (DeviceBuffer's cudaMemcpy from and to pageable memory) waits for the
+/// work before it (the download of the check arrays for the factorisation), and the buffers freed on
+/// return (cudaFree) wait for the inversion; the kernels and the two cuBLAS calls are asynchronous.
+/// Device memory while it runs: the matrices twice in complex128 (factors, inverses), and the result.
+template <class V, class Check>
+DeviceBuffer<V> invert_on_device(const CublasHandle& cublas, const std::vector<std::complex<double>>& matrices,
+                                       std::size_t n, std::size_t count, Check expect_regular) {
+  GS_EXPECTS(matrices.size() == n * n * count && count > 0, "invert_on_device: matrix sizes");
+  GS_SUPPORTS(n * n <= std::size_t(std::numeric_limits<int>::max()) && count <= std::size_t(std::numeric_limits<int>::max()),
+           "invert_on_device: matrices beyond cuBLAS's int sizes");
+  DeviceBuffer<double2> factors(matrices.size());
+  factors.upload(std::span(reinterpret_cast<const double2*>(matrices.data()), matrices.size()));
+  DeviceBuffer<double> largest(count), smallest(count);
+  largest_elements<<<unsigned(count), threads>>>(factors.data(), n * n, largest.data());
+  GS_CUDA_CHECK_LAUNCH();
+  // cuBLAS takes arrays of device pointers to the matrices.
+  std::vector<cuDoubleComplex*> pointers(count);
+  for (std::size_t k = 0; k < count; ++k) pointers[k] = reinterpret_cast<cuDoubleComplex*>(factors.data() + k * n * n);
+  DeviceBuffer<cuDoubleComplex*> factor_pointers(count);
+  factor_pointers.upload(pointers);
+  DeviceBuffer<int> pivots(n * count), info(count);
+  // info[k] > 0 where a pivot is exactly zero: the smallest-pivot test below includes that case.
+  GS_CUBLAS_TRY(cublasZgetrfBatched(cublas.get(), int(n), factor_pointers.data(), int(n), pivots.data(), info.data(),
+                                 int(count)));
+  smallest_pivots<<<unsigned(count), threads>>>(factors.data(), int(n), smallest.data());
+  GS_CUDA_CHECK_LAUNCH();
+  std::vector<double> largest_host(count), smallest_host(count);
+  largest.download(largest_host);  // waits for the factorisation
+  smallest.download(smallest_host);
+  expect_regular(std::span<const double>(largest_host), std::span<const double>(smallest_host));
+  // getri writes the inverses out of place: into the result when Real is double, else into complex128
+  // scratch rounded afterwards.
+  DeviceBuffer<V> result(matrices.size());
+  DeviceBuffer<double2> scratch;
+  double2* inverses = nullptr;
+  if constexpr (std::is_same_v<V, double2>) {
+    inverses = result.data();
+  } else {
+    scratch = DeviceBuffer<double2>(matrices.size());
+    inverses = scratch.data();
+  }
+  for (std::size_t k = 0; k < count; ++k) pointers[k] = reinterpret_cast<cuDoubleComplex*>(inverses + k * n * n);
+  DeviceBuffer<cuDoubleComplex*> inverse_pointers(count);
+  inverse_pointers.upload(pointers);
+  GS_CUBLAS_TRY(cublasZgetriBatched(cublas.get(), int(n), factor_pointers.data(), int(n), pivots.data(),
+                                 inverse_pointers.data(), int(n), info.data(), int(count)));
+  if constexpr (!std::is_same_v<V, double2>) {
+    round_to<V><<<unsigned((matrices.size() + 255) / 256), 256>>>(scratch.data(), result.data(), matrices.size());
+    GS_CUDA_CHECK_LAUNCH();
+  }
+  return result;
+}
+
 template <class Real>
 class DevicePreconditioner final : public Preconditioner<Real> {
  public:
   using typename Preconditioner<Real>::Complex;
   using V = typename Vec2<Real>::type;
 
-  DevicePreconditioner(const AveragedInverse& inverse, const LocalInverse& local, const std::vector<int>& rhs_incidence)
-      : nm_(inverse.orders), nz_(inverse.slices), na_(inverse.incidences), nr_(int(rhs_incidence.size())) {
+  DevicePreconditioner(const AveragedMatrices& averaged, const LocalMatrices& local, const std::vector<int>& rhs_incidence)
+      : nm_(averaged.orders), nz_(averaged.slices), na_(averaged.incidences), nr_(int(rhs_incidence.size())) {
     GS_EXPECTS(local.incidences == na_ && local.orders == nm_ && local.slices == nz_,
             "device preconditioner: the averaged and local parts disagree in size");
     per_ = na_ > 0 ? nr_ / na_ : 0;
@@ -132,29 +268,24 @@ class DevicePreconditioner final : public Preconditioner<Real> {
             "device preconditioner: expects one or two right-hand sides per incidence");
     for (int r = 0; r < nr_; ++r)
       GS_EXPECTS(rhs_incidence[r] == r / per_, "device preconditioner: right-hand sides must be grouped by incidence");
-    shared_bytes_ = std::size_t(per_) * inverse.n() * sizeof(double2);
-    GS_EXPECTS(shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(inverse.slices) +
+    shared_bytes_ = std::size_t(per_) * averaged.n() * sizeof(double2);
+    GS_EXPECTS(shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(averaged.slices) +
                                             " slices exceed the shared memory of one block; use preconditioner: none");
     local_shared_bytes_ = local.n() * sizeof(double2);
     GS_EXPECTS(local_shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(nm_) +
                                                   " orders exceed the shared memory of one block; use preconditioner: none");
-    const auto rounded = [](const std::vector<std::complex<double>>& v) {
-      std::vector<V> out(v.size());
-      for (std::size_t i = 0; i < v.size(); ++i) out[i] = V{Real(v[i].real()), Real(v[i].imag())};
-      return out;
-    };
-    matrices_ = DeviceBuffer<V>(inverse.matrices.size());
-    matrices_.upload(rounded(inverse.matrices));
-    local_ = DeviceBuffer<V>(local.inverses.size());
-    local_.upload(rounded(local.inverses));
-    std::vector<double2> averaged(local.averaged.size());
-    for (std::size_t i = 0; i < averaged.size(); ++i) averaged[i] = {local.averaged[i].real(), local.averaged[i].imag()};
-    local_averaged_ = DeviceBuffer<double2>(averaged.size());
-    local_averaged_.upload(averaged);
+    const CublasHandle cublas;
+    const int orders = nm_, slices = nz_;
+    matrices_ = invert_on_device<V>(cublas, averaged.matrices, averaged.n(), averaged.count(),
+                                    [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
+    local_ = invert_on_device<V>(cublas, local.matrices, local.n(), local.count(),
+                                 [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
+    local_averaged_ = DeviceBuffer<double2>(local.averaged.size());
+    local_averaged_.upload(std::span(reinterpret_cast<const double2*>(local.averaged.data()), local.averaged.size()));
     const std::size_t vector = std::size_t(nz_) * nr_ * 3 * nm_;
     t1_ = DeviceBuffer<V>(vector);
     t2_ = DeviceBuffer<V>(vector);
-    GS_CUDA_TRY(cudaDeviceSynchronize());  // pageable uploads: wait once here (see device_z_operator.cu)
+    GS_CUDA_TRY(cudaDeviceSynchronize());  // the inversions ran on the legacy default stream; apply uses the problem's
   }
 
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
@@ -187,15 +318,16 @@ class DevicePreconditioner final : public Preconditioner<Real> {
 }  // namespace
 
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedInverse& averaged,
-                                                                 const LocalInverse& local,
+std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedMatrices& averaged,
+                                                                 const LocalMatrices& local,
                                                                  std::vector<int> rhs_incidence) {
   return std::make_unique<DevicePreconditioner<Real>>(averaged, local, rhs_incidence);
 }
-template std::unique_ptr<Preconditioner<float>> make_device_preconditioner<float>(const AveragedInverse&,
-                                                                                  const LocalInverse&, std::vector<int>);
-template std::unique_ptr<Preconditioner<double>> make_device_preconditioner<double>(const AveragedInverse&,
-                                                                                    const LocalInverse&,
+template std::unique_ptr<Preconditioner<float>> make_device_preconditioner<float>(const AveragedMatrices&,
+                                                                                  const LocalMatrices&,
+                                                                                  std::vector<int>);
+template std::unique_ptr<Preconditioner<double>> make_device_preconditioner<double>(const AveragedMatrices&,
+                                                                                    const LocalMatrices&,
                                                                                     std::vector<int>);
 
 }  // namespace gratingsim::physics

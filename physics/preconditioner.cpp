@@ -58,11 +58,11 @@ MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::comp
   return t;
 }
 
-AveragedInverse averaged_inverse(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
+AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
   using C = std::complex<double>;
-  GS_EXPECTS(int(slices.size()) == g.slices, "averaged_inverse: one mean tensor per slice");
+  GS_EXPECTS(int(slices.size()) == g.slices, "averaged_matrices: one mean tensor per slice");
   const int nz = g.slices, nm = g.orders, na = g.incidences;
-  AveragedInverse out{na, nm, nz, {}};
+  AveragedMatrices out{na, nm, nz, {}};
   const std::size_t n = out.n(), block = 3 * std::size_t(nm);
   out.matrices.assign(n * n * nm * na, C(0));
   // One host z-operator with one rhs per incidence and 5 source components (J, then D_x, D_y):
@@ -94,38 +94,17 @@ AveragedInverse averaged_inverse(const GreenCoefficients& g, std::span<const Mea
           for (int comp = 0; comp < 5; ++comp) c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = 0.0;
         }
     }
-  // Invert every Ā in place.
-  const std::ptrdiff_t count = std::ptrdiff_t(na) * nm;
-  const Eigen::Index en = Eigen::Index(n);
-  std::vector<char> singular(std::size_t(count), 0);
-#pragma omp parallel for schedule(dynamic)
-  for (std::ptrdiff_t am = 0; am < count; ++am) {
-    Eigen::Map<Eigen::MatrixXcd> a(&out.matrices[std::size_t(am) * n * n], en, en);
-    const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(a);
-    // Partial pivoting never reports singularity: test the pivots (U's diagonal) against the scale.
-    const double scale = a.cwiseAbs().maxCoeff();
-    const auto pivots = lu.matrixLU().diagonal().cwiseAbs();
-    if (!(pivots.minCoeff() > 1e-13 * scale) || !std::isfinite(scale)) {
-      singular[std::size_t(am)] = 1;
-      continue;
-    }
-    a = lu.inverse();
-  }
-  for (std::ptrdiff_t am = 0; am < count; ++am)
-    GS_EXPECTS(!singular[std::size_t(am)], "the laterally averaged problem is singular for incidence " +
-                                            std::to_string(am / nm) + ", order index " + std::to_string(am % nm) +
-                                            " (a guided resonance of the averaged stack?): use preconditioner: none");
   return out;
 }
 
-LocalInverse local_inverse(const GreenCoefficients& g, const conv::Problem& problem,
-                           std::span<const std::complex<double>> kernels, std::span<const MeanTensors> mean) {
+LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& problem,
+                             std::span<const std::complex<double>> kernels, std::span<const MeanTensors> mean) {
   using C = std::complex<double>;
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   GS_EXPECTS(int(mean.size()) == nz && std::size_t(nm) == problem.field_size() &&
               kernels.size() == problem.kernels_total() && problem.slices == nz,
-          "local_inverse: sizes of the problem, kernels and Green coefficients disagree");
-  LocalInverse out{na, nm, nz, {}, {}};
+          "local_matrices: sizes of the problem, kernels and Green coefficients disagree");
+  LocalMatrices out{na, nm, nz, {}, {}};
   const std::size_t n = out.n(), block = 3 * std::size_t(nm);
   // G_pp = −k1² K_pp per (a, m, p), row-major 3×3: the host z-operator (x = 0, no D) on unit sources.
   std::vector<C> gpp(std::size_t(na) * nm * nz * 9);
@@ -155,10 +134,9 @@ LocalInverse local_inverse(const GreenCoefficients& g, const conv::Problem& prob
     for (const conv::Term& t : problem.pattern) (t.output < 3 ? source : d_terms).push_back(t);
   const int n1 = problem.n1, n2 = problem.n2, k2 = 2 * n2 - 1;
   const std::size_t ksize = problem.kernel_size();
-  out.inverses.assign(std::size_t(na) * nz * n * n, C(0));
+  out.matrices.assign(std::size_t(na) * nz * n * n, C(0));
   out.averaged.assign(std::size_t(na) * nm * nz * 9, C(0));
   const std::ptrdiff_t count = std::ptrdiff_t(na) * nz;
-  std::vector<char> singular(std::size_t(count), 0);
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t ap = 0; ap < count; ++ap) {
     const int a = int(ap / nz), p = int(ap % nz);
@@ -168,7 +146,7 @@ LocalInverse local_inverse(const GreenCoefficients& g, const conv::Problem& prob
       const int d1 = m / n2 - mp / n2, d2 = m % n2 - mp % n2;
       return slice_kernels[std::size_t(k) * ksize + std::size_t(d1 + n1 - 1) * k2 + std::size_t(d2 + n2 - 1)];
     };
-    Eigen::Map<Eigen::MatrixXcd> l(&out.inverses[std::size_t(ap) * n * n], Eigen::Index(n), Eigen::Index(n));
+    Eigen::Map<Eigen::MatrixXcd> l(&out.matrices[std::size_t(ap) * n * n], Eigen::Index(n), Eigen::Index(n));
     l.setIdentity();
     for (int m = 0; m < nm; ++m) {
       const C* gm = &gpp[((std::size_t(a) * nm + m) * nz + p) * 9];
@@ -188,39 +166,212 @@ LocalInverse local_inverse(const GreenCoefficients& g, const conv::Problem& prob
           lbar[i * 3 + j] = v;
         }
     }
-    const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(l);
-    const double scale = l.cwiseAbs().maxCoeff();
-    if (!(lu.matrixLU().diagonal().cwiseAbs().minCoeff() > 1e-13 * scale) || !std::isfinite(scale)) {
-      singular[std::size_t(ap)] = 1;
-      continue;
-    }
-    l = lu.inverse();
   }
-  for (std::ptrdiff_t ap = 0; ap < count; ++ap)
-    GS_EXPECTS(!singular[std::size_t(ap)], "the slice block of slice " + std::to_string(ap % nz) + " is singular");
   return out;
 }
 
 namespace {
 
+/// expect_regular_*'s test; NaN compares false.
+bool regular(double largest, double smallest_pivot) {
+  return std::isfinite(largest) && smallest_pivot > 1e-13 * largest;
+}
+
+}  // namespace
+
+void expect_regular_averaged(std::span<const double> largest, std::span<const double> smallest_pivot, int orders) {
+  GS_EXPECTS(largest.size() == smallest_pivot.size() && orders > 0, "expect_regular_averaged: sizes");
+  for (std::size_t am = 0; am < largest.size(); ++am)
+    GS_EXPECTS(regular(largest[am], smallest_pivot[am]),
+            "the laterally averaged problem is singular for incidence " + std::to_string(am / orders) +
+                ", order index " + std::to_string(am % orders) +
+                " (a guided resonance of the averaged stack?): use preconditioner: none");
+}
+
+void expect_regular_local(std::span<const double> largest, std::span<const double> smallest_pivot, int slices) {
+  GS_EXPECTS(largest.size() == smallest_pivot.size() && slices > 0, "expect_regular_local: sizes");
+  for (std::size_t ap = 0; ap < largest.size(); ++ap)
+    GS_EXPECTS(regular(largest[ap], smallest_pivot[ap]),
+            "the slice block of slice " + std::to_string(ap % slices) + " is singular");
+}
+
+namespace {
+
+/// LU factors of `count` n×n matrices with partial pivoting, P A = L U, rounded to Real, column by
+/// column with the real parts of a column's n values first, then their imaginary parts (planar: the
+/// substitutions' inner loops are then plain real multiply-adds, which vectorise): matrix k's column j
+/// at lu[(k·n + j)·2n]. Each column holds L below the diagonal (its unit diagonal implied), U above it
+/// and 1/U_jj on it (a multiplication instead of a division in the back substitution); rows[k·n + i]
+/// is the row of matrix k that row i of P A is.
+template <class Real>
+struct LuFactors {
+  std::size_t n = 0;
+  std::vector<Real> lu;
+  std::vector<int> rows;
+};
+
+/// Factors the matrices in place in complex128 (OpenMP over the matrices), checks them with
+/// `expect_regular` (largest element, smallest pivot) and returns the factors rounded to Real.
+template <class Real, class Check>
+LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t n, std::size_t count,
+                       Check expect_regular) {
+  GS_EXPECTS(matrices.size() == n * n * count, "factor: matrix sizes");
+  LuFactors<Real> out{n, std::vector<Real>(2 * matrices.size()), std::vector<int>(n * count)};
+  std::vector<double> largest(count), smallest_pivot(count);
+  const Eigen::Index en = Eigen::Index(n);
+#pragma omp parallel for schedule(dynamic)
+  for (std::ptrdiff_t k = 0; k < std::ptrdiff_t(count); ++k) {
+    std::complex<double>* a = &matrices[std::size_t(k) * n * n];
+    double scale = 0;  // the largest |A_ij|², infinite where an element is not finite
+    for (std::size_t i = 0; i < n * n; ++i) {
+      const double v = std::norm(a[i]);
+      scale = std::isfinite(v) ? std::max(scale, v) : INFINITY;
+    }
+    largest[std::size_t(k)] = std::sqrt(scale);
+    Eigen::Map<Eigen::MatrixXcd> map(a, en, en);
+    Eigen::Ref<Eigen::MatrixXcd> ref(map);
+    const Eigen::PartialPivLU<Eigen::Ref<Eigen::MatrixXcd>> lu(ref);  // in place: ref holds L and U now
+    smallest_pivot[std::size_t(k)] = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
+    // Eigen's P moves row i to row indices(i) (P A = L U); rows[] is its inverse, the gather P x.
+    const auto& moved_to = lu.permutationP().indices();
+    int* rows = &out.rows[std::size_t(k) * n];
+    for (Eigen::Index i = 0; i < en; ++i) rows[moved_to(i)] = int(i);
+    for (std::size_t j = 0; j < n; ++j) {
+      Real* column = &out.lu[(std::size_t(k) * n + j) * 2 * n];
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::complex<double> v = i == j ? 1.0 / a[j * n + i] : a[j * n + i];
+        column[i] = Real(v.real());
+        column[n + i] = Real(v.imag());
+      }
+    }
+  }
+  expect_regular(std::span<const double>(largest), std::span<const double>(smallest_pivot));
+  return out;
+}
+
+/// v ← A⁻¹ v for `k` vectors of n values, planar (vector r's real parts at re[r·n], imaginary parts
+/// at im[r·n]), already gathered in the order of P A (rows[]), from A's factors (`lu`: its 2n² values):
+/// the forward substitution with the unit lower L, then the back substitution with U, in panels of
+/// `panel` columns: the panel's own triangle first, then one pass over the rest of the vector for
+/// all its columns (a pass per column would load and store the vector `panel` times as often). The
+/// factors are read contiguously: n² complex multiply-adds per vector, as a product with A⁻¹. Sums in
+/// double.
+template <class Real, std::size_t K>
+void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __restrict__ re, double* __restrict__ im) {
+  constexpr std::size_t panel = 4;
+  const auto column = [&](std::size_t j) { return lu + 2 * j * n; };  // real parts; imaginary at + n
+  // L: columns [j, j + w), then rows [j + w, n) for all of them
+  for (std::size_t j = 0; j < n; j += panel) {
+    const std::size_t w = std::min(panel, n - j);
+    double xr[K][panel] = {}, xi[K][panel] = {};
+    const Real* cr[panel] = {};
+    const Real* ci[panel] = {};
+    for (std::size_t c = 0; c < w; ++c) {
+      cr[c] = column(j + c);
+      ci[c] = cr[c] + n;
+      for (std::size_t r = 0; r < K; ++r) {
+        double *yr = re + r * n, *yi = im + r * n;
+        xr[r][c] = yr[j + c];
+        xi[r][c] = yi[j + c];
+        for (std::size_t i = c + 1; i < w; ++i) {
+          yr[j + i] -= double(cr[c][j + i]) * xr[r][c] - double(ci[c][j + i]) * xi[r][c];
+          yi[j + i] -= double(cr[c][j + i]) * xi[r][c] + double(ci[c][j + i]) * xr[r][c];
+        }
+      }
+    }
+    if (w < panel) break;  // the last, partial panel has nothing below it
+    for (std::size_t i = j + panel; i < n; ++i) {
+      double sr[K] = {}, si[K] = {};
+      for (std::size_t c = 0; c < panel; ++c) {
+        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
+        for (std::size_t r = 0; r < K; ++r) {
+          sr[r] += ar * xr[r][c] - ai * xi[r][c];
+          si[r] += ar * xi[r][c] + ai * xr[r][c];
+        }
+      }
+      for (std::size_t r = 0; r < K; ++r) {
+        re[r * n + i] -= sr[r];
+        im[r * n + i] -= si[r];
+      }
+    }
+  }
+  // U: columns [j − w, j) from the last, then rows [0, j − w) for all of them
+  for (std::size_t j = n; j > 0;) {
+    const std::size_t w = std::min(panel, j), first = j - w;
+    double xr[K][panel] = {}, xi[K][panel] = {};
+    const Real* cr[panel] = {};
+    const Real* ci[panel] = {};
+    for (std::size_t c = w; c-- > 0;) {
+      const std::size_t col = first + c;
+      cr[c] = column(col);
+      ci[c] = cr[c] + n;
+      const double dr = double(cr[c][col]), di = double(ci[c][col]);  // 1/U_col,col
+      for (std::size_t r = 0; r < K; ++r) {
+        double *yr = re + r * n, *yi = im + r * n;
+        xr[r][c] = dr * yr[col] - di * yi[col];
+        xi[r][c] = dr * yi[col] + di * yr[col];
+        yr[col] = xr[r][c];
+        yi[col] = xi[r][c];
+        for (std::size_t i = first; i < col; ++i) {
+          yr[i] -= double(cr[c][i]) * xr[r][c] - double(ci[c][i]) * xi[r][c];
+          yi[i] -= double(cr[c][i]) * xi[r][c] + double(ci[c][i]) * xr[r][c];
+        }
+      }
+    }
+    for (std::size_t c = w; c < panel; ++c) {  // a partial panel: zero columns, a full panel's loop (vectorised)
+      cr[c] = cr[0];
+      ci[c] = ci[0];
+    }
+    for (std::size_t i = 0; i < first; ++i) {
+      double sr[K] = {}, si[K] = {};
+      for (std::size_t c = 0; c < panel; ++c) {
+        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
+        for (std::size_t r = 0; r < K; ++r) {
+          sr[r] += ar * xr[r][c] - ai * xi[r][c];
+          si[r] += ar * xi[r][c] + ai * xr[r][c];
+        }
+      }
+      for (std::size_t r = 0; r < K; ++r) {
+        re[r * n + i] -= sr[r];
+        im[r * n + i] -= si[r];
+      }
+    }
+    j = first;
+  }
+}
+
+template <class Real>
+void lu_solve(const Real* lu, std::size_t n, double* re, double* im, std::size_t k) {
+  std::size_t r = 0;
+  for (; r + 2 <= k; r += 2) lu_solve_together<Real, 2>(lu, n, re + r * n, im + r * n);
+  if (r < k) lu_solve_together<Real, 1>(lu, n, re + r * n, im + r * n);
+}
+
 template <class Real>
 class HostPreconditioner final : public Preconditioner<Real> {
  public:
   using typename Preconditioner<Real>::Complex;
-  HostPreconditioner(const AveragedInverse& inverse, const LocalInverse& local, std::vector<int> rhs_incidence)
-      : incidences_(inverse.incidences), orders_(inverse.orders), slices_(inverse.slices),
-        rhs_(std::move(rhs_incidence)), matrices_(inverse.matrices.begin(), inverse.matrices.end()),
-        local_(local.inverses.begin(), local.inverses.end()), local_averaged_(local.averaged) {
+  HostPreconditioner(AveragedMatrices averaged, LocalMatrices local, std::vector<int> rhs_incidence)
+      : incidences_(averaged.incidences), orders_(averaged.orders), slices_(averaged.slices),
+        rhs_(std::move(rhs_incidence)), local_averaged_(std::move(local.averaged)) {
     GS_EXPECTS(local.incidences == incidences_ && local.orders == orders_ && local.slices == slices_,
             "preconditioner: the averaged and local parts disagree in size");
+    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < incidences_, "preconditioner: rhs names an unknown incidence");
+    const int orders = orders_, slices = slices_;
+    averaged_ = factor<Real>(averaged.matrices, averaged.n(), averaged.count(),
+                             [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
+    averaged.matrices = {};  // the complex128 matrices go before the next part's factors come
+    local_ = factor<Real>(local.matrices, local.n(), local.count(),
+                          [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
     const BatchLayout l{std::size_t(slices_), rhs_.size(), 3 * std::size_t(orders_)};
     t1_.resize(l.size());
     t2_.resize(l.size());
-    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < incidences_, "preconditioner: rhs names an unknown incidence");
+    std::size_t most = 0;
     for (int a = 0; a < incidences_; ++a) {
       std::vector<int> mine;
       for (std::size_t r = 0; r < rhs_.size(); ++r)
         if (rhs_[r] == a) mine.push_back(int(r));
+      most = std::max(most, mine.size());
       rhs_of_.push_back(mine);
     }
 #ifdef _OPENMP
@@ -228,8 +379,10 @@ class HostPreconditioner final : public Preconditioner<Real> {
 #else
     const int threads = 1;
 #endif
-    // gathered x and the sum, per thread
-    scratch_.resize(std::size_t(threads) * 2 * std::max<std::size_t>(inverse.n(), 3 * std::size_t(orders_)));
+    // per thread: the gathered values (real and imaginary parts) of one (incidence, order)'s rhs, or
+    // of one (slice, rhs) block
+    scratch_per_thread_ = 2 * std::max(most * averaged.n(), local.n());
+    scratch_.resize(std::size_t(threads) * scratch_per_thread_);
   }
 
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
@@ -241,27 +394,31 @@ class HostPreconditioner final : public Preconditioner<Real> {
     apply_local(t2_.data(), y);
   }
 
+ private:
+  double* thread_scratch() {
+#ifdef _OPENMP
+    return &scratch_[std::size_t(omp_get_thread_num()) * scratch_per_thread_];
+#else
+    return scratch_.data();
+#endif
+  }
+
   /// y ← L⁻¹ x per (slice, rhs) block.
   void apply_local(const Complex* x, Complex* y) {
-    using C = std::complex<double>;
-    const std::size_t n = 3 * std::size_t(orders_), nr = rhs_.size();
+    const std::size_t n = local_.n, nr = rhs_.size();
     const std::ptrdiff_t count = std::ptrdiff_t(slices_) * std::ptrdiff_t(nr);
 #pragma omp parallel for schedule(static)
     for (std::ptrdiff_t pr = 0; pr < count; ++pr) {
-#ifdef _OPENMP
-      C* sum = &scratch_[std::size_t(omp_get_thread_num()) * 2 * std::max<std::size_t>(n, 3 * slices_)];
-#else
-      C* sum = scratch_.data();
-#endif
-      const std::size_t p = std::size_t(pr) / nr, r = std::size_t(pr) % nr;
-      const Complex* matrix = &local_[(std::size_t(rhs_[r]) * slices_ + p) * n * n];
+      double *re = thread_scratch(), *im = re + n;
+      const std::size_t p = std::size_t(pr) / nr, r = std::size_t(pr) % nr, k = std::size_t(rhs_[r]) * slices_ + p;
       const Complex* in = x + std::size_t(pr) * n;
-      for (std::size_t i = 0; i < n; ++i) sum[i] = 0;
-      for (std::size_t j = 0; j < n; ++j) {
-        const C xj = in[j];
-        for (std::size_t i = 0; i < n; ++i) sum[i] += C(matrix[j * n + i]) * xj;
+      const int* rows = &local_.rows[k * n];
+      for (std::size_t i = 0; i < n; ++i) {
+        re[i] = double(in[rows[i]].real());
+        im[i] = double(in[rows[i]].imag());
       }
-      for (std::size_t i = 0; i < n; ++i) y[std::size_t(pr) * n + i] = Complex(sum[i]);
+      lu_solve(&local_.lu[k * 2 * n * n], n, re, im, 1);
+      for (std::size_t i = 0; i < n; ++i) y[std::size_t(pr) * n + i] = Complex(Real(re[i]), Real(im[i]));
     }
   }
 
@@ -279,58 +436,50 @@ class HostPreconditioner final : public Preconditioner<Real> {
         }
   }
 
+  /// y ← Ā⁻¹ x per (incidence, order), all of the incidence's rhs in one pass over the factors.
   void apply_averaged(const Complex* x, Complex* y) {
-    using C = std::complex<double>;
-    const std::size_t n = 3 * std::size_t(slices_), nm = std::size_t(orders_), nr = rhs_.size(), block = 3 * nm;
+    const std::size_t n = averaged_.n, nm = std::size_t(orders_), nr = rhs_.size(), block = 3 * nm;
     const std::ptrdiff_t count = std::ptrdiff_t(incidences_) * orders_;
 #pragma omp parallel for schedule(static) if (count * n * n >= 65536)
     for (std::ptrdiff_t am = 0; am < count; ++am) {
-#ifdef _OPENMP
-      C* in = &scratch_[std::size_t(omp_get_thread_num()) * 2 * std::max<std::size_t>(n, 3 * std::size_t(orders_))];
-#else
-      C* in = scratch_.data();
-#endif
-      C* sum = in + n;
       const std::size_t a = std::size_t(am) / nm, m = std::size_t(am) % nm;
-      const Complex* matrix = &matrices_[std::size_t(am) * n * n];
+      const std::vector<int>& mine = rhs_of_[a];
+      double *re = thread_scratch(), *im = re + mine.size() * n;
       // Element (slice p, rhs r, component comp, order m) at (p·nr + r)·block + comp·nm + m.
       const auto at = [&](std::size_t i, std::size_t r) { return ((i / 3) * nr + r) * block + (i % 3) * nm + m; };
-      for (int r : rhs_of_[a]) {
+      const int* rows = &averaged_.rows[std::size_t(am) * n];
+      for (std::size_t k = 0; k < mine.size(); ++k)
         for (std::size_t i = 0; i < n; ++i) {
-          in[i] = C(x[at(i, std::size_t(r))]);
-          sum[i] = 0;
+          const Complex v = x[at(std::size_t(rows[i]), std::size_t(mine[k]))];
+          re[k * n + i] = double(v.real());
+          im[k * n + i] = double(v.imag());
         }
-        for (std::size_t j = 0; j < n; ++j) {
-          const Complex* column = matrix + j * n;
-          const C xj = in[j];
-          for (std::size_t i = 0; i < n; ++i) sum[i] += C(column[i]) * xj;
-        }
-        for (std::size_t i = 0; i < n; ++i) y[at(i, std::size_t(r))] = Complex(sum[i]);
-      }
+      lu_solve(&averaged_.lu[std::size_t(am) * 2 * n * n], n, re, im, mine.size());
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        for (std::size_t i = 0; i < n; ++i) y[at(i, std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
     }
   }
 
- private:
   int incidences_, orders_, slices_;
   std::vector<int> rhs_;
   std::vector<std::vector<int>> rhs_of_;
-  std::vector<Complex> matrices_;
-  std::vector<std::complex<double>> scratch_;
-  std::vector<Complex> local_, t1_, t2_;
+  LuFactors<Real> averaged_, local_;
   std::vector<std::complex<double>> local_averaged_;
+  std::vector<double> scratch_;
+  std::size_t scratch_per_thread_ = 0;
+  std::vector<Complex> t1_, t2_;
 };
 
 }  // namespace
 
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(const AveragedInverse& inverse,
-                                                               const LocalInverse& local,
+std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedMatrices averaged, LocalMatrices local,
                                                                std::vector<int> rhs_incidence) {
-  return std::make_unique<HostPreconditioner<Real>>(inverse, local, std::move(rhs_incidence));
+  return std::make_unique<HostPreconditioner<Real>>(std::move(averaged), std::move(local), std::move(rhs_incidence));
 }
-template std::unique_ptr<Preconditioner<float>> make_host_preconditioner<float>(const AveragedInverse&,
-                                                                                const LocalInverse&, std::vector<int>);
-template std::unique_ptr<Preconditioner<double>> make_host_preconditioner<double>(const AveragedInverse&,
-                                                                                  const LocalInverse&, std::vector<int>);
+template std::unique_ptr<Preconditioner<float>> make_host_preconditioner<float>(AveragedMatrices, LocalMatrices,
+                                                                                std::vector<int>);
+template std::unique_ptr<Preconditioner<double>> make_host_preconditioner<double>(AveragedMatrices, LocalMatrices,
+                                                                                  std::vector<int>);
 
 }  // namespace gratingsim::physics

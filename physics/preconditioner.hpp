@@ -17,11 +17,13 @@
 // (Ā⁻¹ alone was measured too: on a wire-grid polariser in p it took 3–6× more iterations than no
 // preconditioner; the product is better or equal on every case measured, see the closing note of #10.)
 //
-// Both parts are computed with the solver's own host z-operator applied to unit sources (so K is
-// exactly the solver's; docs/formulation.md §6 is implemented once), factored by partial-pivoting LU in
-// complex128, and their inverses stored rounded to Real:
+// Both parts are assembled with the solver's own host z-operator (so K is exactly the solver's;
+// docs/formulation.md §6 is implemented once), in complex128, then factored by partial-pivoting LU in
+// complex128: on the host the LU factors are kept (rounded to Real) and applied by two triangular
+// solves, on the device (device.hpp) cuBLAS inverts them and the inverses are kept (rounded to Real):
 //   memory  (3Nz)²·orders·incidences + (3·orders)²·Nz·incidences complex numbers;
-//   apply   the same number of multiply-adds per right-hand side.
+//   apply   the same number of multiply-adds per right-hand side (a triangular pair costs n², as a
+//           product with the inverse does; factoring took 0.43 of the time of inverting, docs/solver.md §6).
 // The second term grows as orders²: for 2D lattices (orders = N1·N2) it dominates quickly.
 #include <array>
 #include <complex>
@@ -52,12 +54,13 @@ enum class Preconditioning { automatic, averaged, none };
 std::string_view to_string(Preconditioning p);   ///< "auto", "averaged", "none"
 Preconditioning parse_preconditioning(std::string_view name);  ///< throws InvalidArgument naming the choices
 
-/// Per (incidence a, order m) the inverse of Ā, n = 3·slices, column-major: element (i, j) at
+/// Per (incidence a, order m) the matrix Ā, n = 3·slices, column-major: element (i, j) at
 /// ((a·orders + m)·n + j)·n + i, with i = slice·3 + component (x, y, z).
-struct AveragedInverse {
+struct AveragedMatrices {
   int incidences = 0, orders = 0, slices = 0;
   std::vector<std::complex<double>> matrices;
   [[nodiscard]] std::size_t n() const { return std::size_t(3) * slices; }
+  [[nodiscard]] std::size_t count() const { return std::size_t(incidences) * orders; }
 };
 
 /// Bytes the preconditioner needs in Real storage (its matrices and two scratch vectors).
@@ -72,26 +75,36 @@ struct MeanTensors {
 };
 MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels);
 
-/// Builds the inverses for the slices' mean tensors (one per slice) and the Green coefficients of
-/// the problem (all incidences of one wavelength). Throws InvalidArgument when an Ā is singular.
-AveragedInverse averaged_inverse(const GreenCoefficients& coefficients, std::span<const MeanTensors> slices);
+/// Assembles Ā for the slices' mean tensors (one per slice) and the Green coefficients of the
+/// problem (all incidences of one wavelength).
+AveragedMatrices averaged_matrices(const GreenCoefficients& coefficients, std::span<const MeanTensors> slices);
 
-/// The z-local part of A: per (incidence a, slice p) the inverse of L_p, the diagonal block of A in
-/// the slices with all orders coupled,
+/// The z-local part of A: per (incidence a, slice p) L_p, the diagonal block of A in the slices with
+/// all orders coupled,
 ///   L_p = I + D_p⊛ − K_pp k1² C_p⊛    (K_pp: the diagonal block of K, self and reflected parts, one
 ///                                      3×3 dyad per order),
 /// n_l = 3·orders, column-major, element (i, j) at ((a·slices + p)·n_l + j)·n_l + i with
 /// i = component·orders + m (the batched layout's order within a (slice, rhs) block); and the
-/// averaged L̄_p (the same with the mean tensors: one 3×3 per order, row-major, not inverted) at
+/// averaged L̄_p (the same with the mean tensors: one 3×3 per order, row-major) at
 /// ((a·orders + m)·slices + p)·9.
-struct LocalInverse {
+struct LocalMatrices {
   int incidences = 0, orders = 0, slices = 0;
-  std::vector<std::complex<double>> inverses, averaged;
+  std::vector<std::complex<double>> matrices, averaged;
   [[nodiscard]] std::size_t n() const { return std::size_t(3) * orders; }
+  [[nodiscard]] std::size_t count() const { return std::size_t(incidences) * slices; }
 };
 /// `problem` is the convolution problem (pattern and sizes), `kernels` every slice's kernels in its layout.
-LocalInverse local_inverse(const GreenCoefficients& coefficients, const conv::Problem& problem,
-                           std::span<const std::complex<double>> kernels, std::span<const MeanTensors> slices);
+LocalMatrices local_matrices(const GreenCoefficients& coefficients, const conv::Problem& problem,
+                             std::span<const std::complex<double>> kernels, std::span<const MeanTensors> slices);
+
+/// The singularity test of both parts, the same on the host and the device. Partial pivoting never
+/// reports singularity, so a matrix counts as singular when its smallest LU pivot |U_ii| is not above
+/// 1e-13 of its largest element |A_ij| (about 450 ulp of complex128), or when an element is not
+/// finite. `largest` per matrix is the largest |A_ij| (infinite where an element is not finite),
+/// `smallest_pivot` the smallest |U_ii| of its factorisation. Throws InvalidArgument naming the first singular Ā (incidence, order index:
+/// "a guided resonance of the averaged stack?") or L_p (slice), as the part's matrices are indexed.
+void expect_regular_averaged(std::span<const double> largest, std::span<const double> smallest_pivot, int orders);
+void expect_regular_local(std::span<const double> largest, std::span<const double> smallest_pivot, int slices);
 
 /// y ← P x for the whole batch (batched layout of vector_space.hpp; x and y distinct, in memory()).
 template <class Real>
@@ -103,12 +116,13 @@ class Preconditioner {
   [[nodiscard]] virtual conv::Memory memory() const = 0;
 };
 
-/// Host application of P = L⁻¹ L̄ Ā⁻¹: OpenMP over (incidence, order) for Ā⁻¹ (gathering the n
-/// values of each rhs) and over (slice, rhs) blocks for L⁻¹, sums in complex128. rhs_incidence[r]
-/// names rhs r's incidence.
+/// Host application of P = L⁻¹ L̄ Ā⁻¹: factors every Ā and L_p (partial-pivoting LU in complex128,
+/// OpenMP over the matrices; throws as expect_regular_* does) and keeps the factors rounded to Real.
+/// apply: OpenMP over (incidence, order) for Ā⁻¹ (gathering the n values of the incidence's rhs, both
+/// solved in one pass over the factors) and over (slice, rhs) blocks for L⁻¹, each a forward and a
+/// back substitution summed in complex128. rhs_incidence[r] names rhs r's incidence.
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(const AveragedInverse& averaged,
-                                                               const LocalInverse& local,
+std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedMatrices averaged, LocalMatrices local,
                                                                std::vector<int> rhs_incidence);
 
 /// A · P as one operator (the Krylov solver sees A P; x = P u afterwards): apply enqueues P on the

@@ -185,16 +185,16 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
   for (std::size_t p = 0; p < layout_.slices; ++p)
     tensors.push_back(mean_tensors(pattern, std::span(kernels_).subspan(p * per_slice, per_slice)));
   const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
-  const AveragedInverse inverse = averaged_inverse(g, tensors);
-  const LocalInverse local = local_inverse(g, pattern, kernels_, tensors);
+  AveragedMatrices averaged = averaged_matrices(g, tensors);
+  LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
   std::vector<int> rhs_incidence;
   for (std::size_t r = 0; r < layout_.rhs; ++r) rhs_incidence.push_back(int(r / 2));
   if (convolution_->memory() == conv::Memory::device) {
 #if GRATINGSIM_HAVE_CUDA
-    return make_device_preconditioner<Real>(inverse, local, std::move(rhs_incidence));
+    return make_device_preconditioner<Real>(averaged, local, std::move(rhs_incidence));
 #endif
   }
-  return make_host_preconditioner<Real>(inverse, local, std::move(rhs_incidence));
+  return make_host_preconditioner<Real>(std::move(averaged), std::move(local), std::move(rhs_incidence));
 }
 
 template <class Real>

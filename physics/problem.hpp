@@ -85,8 +85,10 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] Formulation formulation() const { return formulation_; }
 
   /// The averaged preconditioner (preconditioner.hpp) of this problem, in memory(): builds the
-  /// mean tensors of every slice's kernels and inverts Ā per (incidence, order). Memory
-  /// averaged_inverse_bytes(...) in Real, plus twice that in complex128 on the host while building.
+  /// mean tensors of every slice's kernels, assembles Ā per (incidence, order) and L_p per
+  /// (incidence, slice) on the host, and factors them there (host problems) or inverts them on the
+  /// device (device problems). Memory preconditioner_bytes(...) in Real, plus twice that in
+  /// complex128 on the host while building (and on the device, device.hpp).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_preconditioner() const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at

@@ -76,7 +76,8 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   const std::size_t need = estimate_bytes(std::size_t(slices), nm, group.size(), options.m1, options.m2, sizeof(Real),
                                           vectors, dense, options.formulation);
   // The preconditioner: its matrices and scratch in Real, and while building, on the host, the same
-  // matrices in complex128.
+  // matrices in complex128; on the device, while inverting (device.hpp), each part's matrices twice
+  // in complex128 (LU factors and inverses): at most twice `build` beside the inverses.
   const std::size_t inverses = preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(Real));
   const std::size_t build = preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(double));
   const bool on_device = conv::memory_of(options.backend) == conv::Memory::device;
@@ -106,9 +107,8 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
                                   options.formulation == Formulation::normal_vector &&
                                   options.precision == conv::Precision::double_));
   if (precondition) {
-    const std::size_t host_peak = on_device ? build : build + inverses;
-    const bool fits = need <= budget && inverses <= (budget - need) / 4 &&
-                      (on_device || host_peak <= (budget - need) / 4 * 2);
+    const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
+    const bool fits = need <= budget && inverses <= (budget - need) / 4 && peak <= (budget - need) / 4 * 2;
     const std::string size_text = "the preconditioner needs " + format_bytes(inverses) + " (" +
                                   std::to_string(slices) + " slices × " + std::to_string(nm) + " orders × " +
                                   std::to_string(group.size()) + " incidences)";

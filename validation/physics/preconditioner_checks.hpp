@@ -3,7 +3,9 @@
 // P = L⁻¹ L̄ Ā⁻¹ is the exact inverse of A, P applied to A x returns x for random x. A is the
 // solver's own operator (convolution engine + z-operator), an implementation independent of the
 // preconditioner's dense assembly (z-operator on unit sources, kernel coefficients indexed by hand).
+#include <Eigen/Dense>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "physics/problem.hpp"
@@ -70,6 +72,67 @@ double inverse_error(const physics::Structure& structure, conv::Backend backend,
   for (std::size_t i = 0; i < x.size(); ++i) {
     err = std::max(err, double(std::abs(back[i] - x[i])));
     scale = std::max(scale, double(std::abs(x[i])));
+  }
+  return err / scale;
+}
+
+/// Random Ā, L_p and L̄_p for `incidences` × `orders` × `slices` (fresh random, no structure: partial
+/// pivoting has rows to swap).
+inline std::pair<physics::AveragedMatrices, physics::LocalMatrices> random_parts(int incidences, int orders, int slices) {
+  const std::size_t n = 3 * std::size_t(slices), n_l = 3 * std::size_t(orders);
+  physics::AveragedMatrices averaged{incidences, orders, slices,
+                                     random_complex<double>(n * n * std::size_t(orders) * incidences)};
+  physics::LocalMatrices local{incidences, orders, slices,
+                               random_complex<double>(n_l * n_l * std::size_t(slices) * incidences),
+                               random_complex<double>(9 * std::size_t(orders) * slices * incidences)};
+  return {std::move(averaged), std::move(local)};
+}
+
+/// P x = L⁻¹ L̄ Ā⁻¹ x for the batched layout (rhs r of incidence rhs_incidence[r]) from dense inverses
+/// that Eigen computes here, independently of the preconditioner's factors or cuBLAS.
+inline std::vector<std::complex<double>> dense_apply(const physics::AveragedMatrices& averaged,
+                                                     const physics::LocalMatrices& local,
+                                                     const std::vector<int>& rhs_incidence,
+                                                     const std::vector<std::complex<double>>& x) {
+  using Eigen::Index;
+  const Index nz = averaged.slices, nm = averaged.orders, nr = Index(rhs_incidence.size());
+  const Index n = 3 * nz, n_l = 3 * nm;
+  const auto at = [&](Index p, Index r, Index comp, Index m) { return std::size_t(((p * nr + r) * 3 + comp) * nm + m); };
+  std::vector<std::complex<double>> t(x.size()), y(x.size());
+  for (Index r = 0; r < nr; ++r) {
+    const Index a = rhs_incidence[std::size_t(r)];
+    for (Index m = 0; m < nm; ++m) {  // Ā⁻¹, over (slice, component) at order m
+      const Eigen::MatrixXcd inverse =
+          Eigen::Map<const Eigen::MatrixXcd>(&averaged.matrices[std::size_t((a * nm + m) * n * n)], n, n).inverse();
+      Eigen::VectorXcd v(n);
+      for (Index i = 0; i < n; ++i) v(i) = x[at(i / 3, r, i % 3, m)];
+      const Eigen::VectorXcd w = inverse * v;
+      for (Index i = 0; i < n; ++i) t[at(i / 3, r, i % 3, m)] = w(i);
+    }
+    for (Index p = 0; p < nz; ++p) {  // L̄ per order, then L⁻¹ over (component, order)
+      Eigen::VectorXcd v(n_l);
+      for (Index m = 0; m < nm; ++m) {
+        const Eigen::Map<const Eigen::Matrix<std::complex<double>, 3, 3, Eigen::RowMajor>> lbar(
+            &local.averaged[std::size_t(((a * nm + m) * nz + p) * 9)]);
+        const Eigen::Vector3cd u(t[at(p, r, 0, m)], t[at(p, r, 1, m)], t[at(p, r, 2, m)]);
+        const Eigen::Vector3cd w = lbar * u;
+        for (Index c = 0; c < 3; ++c) v(c * nm + m) = w(c);
+      }
+      const Eigen::MatrixXcd inverse =
+          Eigen::Map<const Eigen::MatrixXcd>(&local.matrices[std::size_t((a * nz + p) * n_l * n_l)], n_l, n_l).inverse();
+      const Eigen::VectorXcd w = inverse * v;
+      for (Index i = 0; i < n_l; ++i) y[at(p, r, i / nm, i % nm)] = w(i);
+    }
+  }
+  return y;
+}
+
+/// max |a − b| / max |b|
+inline double relative_difference(const std::vector<std::complex<double>>& a, const std::vector<std::complex<double>>& b) {
+  double err = 0, scale = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    err = std::max(err, std::abs(a[i] - b[i]));
+    scale = std::max(scale, std::abs(b[i]));
   }
   return err / scale;
 }

@@ -1,6 +1,10 @@
-// The preconditioner on the device (physics/device_preconditioner.cu): exact inverse in the same
-// limits as on the host, and device-preconditioned solves equal host-preconditioned ones.
+// The preconditioner on the device (physics/device_preconditioner.cu): its cuBLAS inverses applied equal
+// the host's LU factors applied and dense inverses (random matrices), singular matrices are refused as on
+// the host, exact inverse in the same limits as on the host, and device-preconditioned solves equal
+// host-preconditioned ones.
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "physics/device.hpp"
 #include "physics/preconditioner.hpp"
@@ -9,6 +13,53 @@
 
 using namespace gratingsim;
 using namespace gratingsim::physics;
+
+/// y = P x with P on the device (x, y on the host).
+template <class Real>
+std::vector<std::complex<Real>> device_apply(Preconditioner<Real>& p, const BatchLayout& layout,
+                                             const std::vector<std::complex<Real>>& x) {
+  DeviceStream stream;
+  auto space = make_device_vector_space<Real>(layout, 2, stream.get());
+  space->upload(x, 0);
+  p.apply(space->data(0), space->data(1), stream.get());
+  std::vector<std::complex<Real>> y(x.size(), test::poison<Real>());
+  space->download(1, y);
+  return y;
+}
+
+TEST_CASE("the cuBLAS inverses on the device apply as the host LU factors and dense inverses (random matrices)",
+          "[physics][preconditioner][gpu]") {
+  for (const auto& [orders, slices] : {std::pair{5, 3}, std::pair{41, 24}})
+    for (const std::vector<int>& rhs : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1}}) {
+      INFO(orders << " orders, " << slices << " slices, " << rhs.size() << " rhs");
+      const auto [averaged, local] = test::random_parts(2, orders, slices);
+      const BatchLayout layout{std::size_t(slices), rhs.size(), 3 * std::size_t(orders)};
+      const auto x = test::random_complex<double>(layout.size());
+      const auto device = make_device_preconditioner<double>(averaged, local, rhs);
+      const auto on_device = device_apply(*device, layout, x);
+      std::vector<std::complex<double>> on_host(x.size());
+      make_host_preconditioner<double>(averaged, local, rhs)->apply(x.data(), on_host.data(), nullptr);
+      CHECK(test::relative_difference(on_device, on_host) < 1e-12);
+      CHECK(test::relative_difference(on_device, test::dense_apply(averaged, local, rhs, x)) < 1e-12);
+    }
+}
+
+TEST_CASE("a singular averaged matrix or slice block is refused on the device as on the host", "[physics][preconditioner][gpu]") {
+  auto [averaged, local] = test::random_parts(2, 3, 2);
+  const std::size_t n = averaged.n(), n_l = local.n();
+  auto singular_averaged = averaged;
+  for (std::size_t i = 0; i < n; ++i) singular_averaged.matrices[((1 * 3 + 2) * n + 4) * n + i] = 0.0;  // column 4
+  CHECK_THROWS_WITH(make_device_preconditioner<double>(singular_averaged, local, {0, 0, 1, 1}),
+                    Catch::Contains("singular for incidence 1, order index 2"));
+  auto singular_local = local;
+  for (std::size_t j = 0; j < n_l; ++j) singular_local.matrices[((0 * 2 + 1) * n_l + j) * n_l + 5] = 1e-15;  // row 5
+  CHECK_THROWS_WITH(make_device_preconditioner<double>(averaged, singular_local, {0, 0, 1, 1}),
+                    Catch::Contains("slice block of slice 1 is singular"));
+  auto not_finite = averaged;
+  not_finite.matrices[7] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_AS(make_device_preconditioner<float>(not_finite, local, {0, 0, 1, 1}), InvalidArgument);
+  CHECK_NOTHROW(make_device_preconditioner<double>(averaged, local, {0, 0, 1, 1}));
+}
 
 TEST_CASE("P is the exact inverse of A in its limits on the device", "[physics][preconditioner][gpu]") {
   for (conv::Backend backend : {conv::Backend::gpu_cufft, conv::Backend::gpu_direct})

@@ -3,6 +3,8 @@
 // tolerance, and the preconditioner makes a high-contrast p-polarised case converge in a fraction of
 // the iterations.
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "physics/preconditioner.hpp"
 #include "physics/solver.hpp"
@@ -23,6 +25,37 @@ TEST_CASE("P is the exact inverse of A for laterally uniform stacks and for one 
       CHECK(test::inverse_error<float>(test::single_slice(one_dimensional), conv::Backend::cpu_fftw, formulation, m1,
                                        m2) < 2e-4);
     }
+}
+
+TEST_CASE("the host application from LU factors equals the product with dense inverses (random matrices)", "[physics][preconditioner]") {
+  // Odd and even sizes (the substitutions take two columns at a time), one and two rhs per incidence.
+  for (const auto& [orders, slices] : {std::pair{5, 3}, std::pair{4, 4}, std::pair{1, 1}})
+    for (const std::vector<int>& rhs : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{1, 0}}) {
+      INFO(orders << " orders, " << slices << " slices, " << rhs.size() << " rhs");
+      const auto [averaged, local] = test::random_parts(2, orders, slices);
+      const auto p = make_host_preconditioner<double>(averaged, local, rhs);
+      const auto x = test::random_complex<double>(std::size_t(slices) * rhs.size() * 3 * orders);
+      std::vector<std::complex<double>> y(x.size(), test::poison<double>());
+      p->apply(x.data(), y.data(), nullptr);
+      CHECK(test::relative_difference(y, test::dense_apply(averaged, local, rhs, x)) < 1e-12);
+    }
+}
+
+TEST_CASE("a singular averaged matrix or slice block is refused, naming it (host)", "[physics][preconditioner]") {
+  auto [averaged, local] = test::random_parts(2, 3, 2);
+  const std::size_t n = averaged.n(), n_l = local.n();
+  auto singular_averaged = averaged;
+  for (std::size_t i = 0; i < n; ++i) singular_averaged.matrices[((1 * 3 + 2) * n + 4) * n + i] = 0.0;  // column 4
+  CHECK_THROWS_WITH(make_host_preconditioner<double>(singular_averaged, local, {0, 0, 1, 1}),
+                    Catch::Contains("singular for incidence 1, order index 2"));
+  auto singular_local = local;
+  for (std::size_t j = 0; j < n_l; ++j) singular_local.matrices[((0 * 2 + 1) * n_l + j) * n_l + 5] = 1e-15;  // row 5
+  CHECK_THROWS_WITH(make_host_preconditioner<double>(averaged, singular_local, {0, 0, 1, 1}),
+                    Catch::Contains("slice block of slice 1 is singular"));
+  auto not_finite = averaged;
+  not_finite.matrices[7] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_AS(make_host_preconditioner<float>(not_finite, local, {0, 0, 1, 1}), InvalidArgument);
+  CHECK_NOTHROW(make_host_preconditioner<double>(averaged, local, {0, 0, 1, 1}));
 }
 
 TEST_CASE("the preconditioner is named auto, averaged or none", "[physics][preconditioner]") {
