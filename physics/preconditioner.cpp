@@ -29,6 +29,26 @@ Preconditioning parse_preconditioning(std::string_view name) {
   return Preconditioning::none;
 }
 
+namespace {
+
+int max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+int thread_index() {
+#ifdef _OPENMP
+  return omp_get_thread_num();
+#else
+  return 0;
+#endif
+}
+
+}  // namespace
+
 std::size_t preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, std::size_t real_bytes) {
   const std::size_t n = 3 * slices, n_l = 3 * orders, complex_bytes = 2 * real_bytes;
   const std::size_t averaged = n * n * orders * incidences, local = n_l * n_l * slices * incidences;
@@ -65,35 +85,44 @@ AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const M
   AveragedMatrices out{na, nm, nz, {}};
   const std::size_t n = out.n(), block = 3 * std::size_t(nm);
   out.matrices.assign(n * n * nm * na, C(0));
-  // One host z-operator with one rhs per incidence and 5 source components (J, then D_x, D_y):
+  // Host z-operators with one rhs per incidence and 5 source components (J, then D_x, D_y):
   // y = x + D − K(k1² J) with x = e_j at slice p, J = C̄_p e_j, D = D̄_p e_j gives column (p, j) of
-  // Ā for every (incidence, order) at once.
+  // Ā for every (incidence, order) at once. OpenMP over the 3·Nz columns, one operator and one set of
+  // vectors per thread (made before the parallel region: nothing in it throws).
   std::vector<int> rhs(static_cast<std::size_t>(na));
   for (int a = 0; a < na; ++a) rhs[a] = a;
-  auto z = make_host_z_operator<double>(g, rhs, 5);
-  std::vector<C> x(std::size_t(nz) * na * block), c(std::size_t(nz) * na * 5 * nm), y(x.size());
-  for (int p = 0; p < nz; ++p)
-    for (int j = 0; j < 3; ++j) {
-      const MeanTensors& t = slices[p];
-      for (int a = 0; a < na; ++a)
-        for (int m = 0; m < nm; ++m) {
-          x[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
-          for (int comp = 0; comp < 3; ++comp)
-            c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = t.c[comp * 3 + j];
-          for (int comp = 0; comp < 2; ++comp)
-            c[(std::size_t(p) * na + a) * 5 * nm + (3 + comp) * nm + m] = t.d[comp * 3 + j];
-        }
-      z->apply(x.data(), c.data(), y.data(), nullptr);
-      const std::size_t column = std::size_t(p) * 3 + j;
-      for (int a = 0; a < na; ++a)
-        for (int m = 0; m < nm; ++m) {
-          C* a_col = &out.matrices[((std::size_t(a) * nm + m) * n + column) * n];
-          for (int q = 0; q < nz; ++q)
-            for (int comp = 0; comp < 3; ++comp) a_col[q * 3 + comp] = y[(std::size_t(q) * na + a) * block + comp * nm + m];
-          x[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
-          for (int comp = 0; comp < 5; ++comp) c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = 0.0;
-        }
-    }
+  const int threads = max_threads();
+  std::vector<std::unique_ptr<ZOperator<double>>> z;
+  std::vector<std::vector<C>> xs, cs, ys;
+  for (int t = 0; t < threads; ++t) {
+    z.push_back(make_host_z_operator<double>(g, rhs, 5));
+    xs.emplace_back(std::size_t(nz) * na * block, C(0));
+    cs.emplace_back(std::size_t(nz) * na * 5 * nm, C(0));
+    ys.emplace_back(xs.back().size());
+  }
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+  for (int column = 0; column < 3 * nz; ++column) {
+    const int p = column / 3, j = column % 3, t = thread_index();
+    std::vector<C>&x = xs[t], &c = cs[t], &y = ys[t];
+    const MeanTensors& tensors = slices[p];
+    for (int a = 0; a < na; ++a)
+      for (int m = 0; m < nm; ++m) {
+        x[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
+        for (int comp = 0; comp < 3; ++comp)
+          c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = tensors.c[comp * 3 + j];
+        for (int comp = 0; comp < 2; ++comp)
+          c[(std::size_t(p) * na + a) * 5 * nm + (3 + comp) * nm + m] = tensors.d[comp * 3 + j];
+      }
+    z[t]->apply(x.data(), c.data(), y.data(), nullptr);
+    for (int a = 0; a < na; ++a)
+      for (int m = 0; m < nm; ++m) {
+        C* a_col = &out.matrices[((std::size_t(a) * nm + m) * n + std::size_t(column)) * n];
+        for (int q = 0; q < nz; ++q)
+          for (int comp = 0; comp < 3; ++comp) a_col[q * 3 + comp] = y[(std::size_t(q) * na + a) * block + comp * nm + m];
+        x[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
+        for (int comp = 0; comp < 5; ++comp) c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = 0.0;
+      }
+  }
   return out;
 }
 
@@ -108,23 +137,32 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
   const std::size_t n = out.n(), block = 3 * std::size_t(nm);
   // G_pp = −k1² K_pp per (a, m, p), row-major 3×3: the host z-operator (x = 0, no D) on unit sources.
   std::vector<C> gpp(std::size_t(na) * nm * nz * 9);
-  {
+  {  // OpenMP over the 3·Nz unit sources, as in averaged_matrices
     std::vector<int> rhs;
     for (int a = 0; a < na; ++a) rhs.push_back(a);
-    auto z = make_host_z_operator<double>(g, rhs, 3);
-    std::vector<C> x(std::size_t(nz) * na * block, C(0)), c(x.size(), C(0)), y(x.size());
-    for (int p = 0; p < nz; ++p)
-      for (int j = 0; j < 3; ++j) {
-        for (int a = 0; a < na; ++a)
-          for (int m = 0; m < nm; ++m) c[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
-        z->apply(x.data(), c.data(), y.data(), nullptr);
-        for (int a = 0; a < na; ++a)
-          for (int m = 0; m < nm; ++m) {
-            c[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
-            for (int i = 0; i < 3; ++i)
-              gpp[((std::size_t(a) * nm + m) * nz + p) * 9 + i * 3 + j] = y[(std::size_t(p) * na + a) * block + i * nm + m];
-          }
-      }
+    const int threads = max_threads();
+    std::vector<std::unique_ptr<ZOperator<double>>> z;
+    std::vector<std::vector<C>> cs, ys;
+    for (int t = 0; t < threads; ++t) {
+      z.push_back(make_host_z_operator<double>(g, rhs, 3));
+      cs.emplace_back(std::size_t(nz) * na * block, C(0));
+      ys.emplace_back(cs.back().size());
+    }
+    const std::vector<C> x(std::size_t(nz) * na * block, C(0));
+#pragma omp parallel for schedule(dynamic) num_threads(threads)
+    for (int column = 0; column < 3 * nz; ++column) {
+      const int p = column / 3, j = column % 3, t = thread_index();
+      std::vector<C>&c = cs[t], &y = ys[t];
+      for (int a = 0; a < na; ++a)
+        for (int m = 0; m < nm; ++m) c[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
+      z[t]->apply(x.data(), c.data(), y.data(), nullptr);
+      for (int a = 0; a < na; ++a)
+        for (int m = 0; m < nm; ++m) {
+          c[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
+          for (int i = 0; i < 3; ++i)
+            gpp[((std::size_t(a) * nm + m) * nz + p) * 9 + i * 3 + j] = y[(std::size_t(p) * na + a) * block + i * nm + m];
+        }
+    }
   }
   // The pattern's terms: J (outputs 0..2) and D (outputs 3, 4); Laurent: J_i = χ ⊛ e_i.
   std::vector<conv::Term> source, d_terms;
