@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.hpp"
+#include "benchmarks/benchmarks.hpp"
 #include "convolution/devices.hpp"
 #include "convolution/timing.hpp"
 #include "physics/krylov.hpp"

@@ -15,7 +15,7 @@
 #include <sstream>
 #include <vector>
 
-#include "app/commands.hpp"
+#include "benchmarks/benchmarks.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/convolution.hpp"
 #include "convolution/cpu_fftw.hpp"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.hpp"
+#include "benchmarks/benchmarks.hpp"
 #include "app/distributed_sweep.hpp"
 #include "app/phases.hpp"
 #include "app/solving.hpp"
