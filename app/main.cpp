@@ -8,6 +8,7 @@
 
 #include "app/commands.hpp"
 #include "app/ranks.hpp"
+#include "benchmarks/benchmarks.hpp"
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "io/case.hpp"

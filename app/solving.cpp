@@ -8,7 +8,7 @@
 #include "app/cli.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/devices.hpp"
-#include "physics/normal_field.hpp"
+#include "physics/problem.hpp"
 
 namespace gratingsim::app {
 
@@ -55,20 +55,12 @@ std::string physics_unavailable(conv::Backend backend, conv::Precision precision
 }
 
 conv::Problem convolution_geometry(const io::Problem& problem) {
-  // As physics::DiscreteProblem builds it (physics/problem.cpp): the normal-vector pattern with one
-  // group per right-hand side, or Laurent's scalar problem with 3 components per right-hand side. The
-  // automatic choice must time, and check, the problem the solver will run: a backend that serves the
-  // scalar shape may refuse the pattern at this size and precision.
+  // The problem the solver will run (physics::convolution_problem), at the largest slice count of a
+  // solve: the automatic choice must time, and check, that problem.
   const io::Case& c = problem.source;
-  const int rhs = 2 * int(c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
-  const bool normal_vector = problem.solver.formulation == physics::Formulation::normal_vector;
-  conv::Problem g = normal_vector ? physics::normal_vector_problem(problem.structure.lattice.one_dimensional())
-                                  : conv::Problem{};
-  g.n1 = 2 * problem.solver.m1 + 1;
-  g.n2 = 2 * problem.solver.m2 + 1;
-  g.slices = c.total_slices() * (c.numerics.richardson ? 2 : 1);
-  g.per_slice = normal_vector ? rhs : 3 * rhs;
-  return g;
+  return physics::convolution_problem(problem.solver.formulation, problem.structure.lattice, problem.solver.m1,
+                                      problem.solver.m2, c.total_slices() * (c.numerics.richardson ? 2 : 1),
+                                      c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
 }
 
 conv::Backend automatic_backend(const io::Problem& problem) {

@@ -32,9 +32,8 @@ std::string physics_unavailable(conv::Backend backend, conv::Precision precision
 /// case's formulation), cpu-fftw if it can, else cpu-direct.
 conv::Backend automatic_backend(const io::Problem& problem);
 
-/// The convolution problem of one wavelength's solve: N_i = 2M_i + 1, the finest slicing, per slice
-/// 2 polarisations × every (θ, φ) of the sweep, each 3 components (Laurent) or one group of the
-/// normal-vector pattern (normal-vector).
+/// The convolution problem of one wavelength's solve (physics::convolution_problem): the finest
+/// slicing, every (θ, φ) of the sweep.
 conv::Problem convolution_geometry(const io::Problem& problem);
 
 /// Points of one wavelength solved together.

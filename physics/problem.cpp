@@ -40,12 +40,9 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   // The convolution problem: Laurent's scalar one (3 components per rhs, kernel χ), or the
   // normal-vector pattern (one group of F_x, F_y, F_z per rhs; normal_field.hpp).
   const bool normal_vector = formulation_ == Formulation::normal_vector;
-  const int n1 = 2 * settings.m1 + 1, n2 = 2 * settings.m2 + 1;
-  conv::Problem geometry = normal_vector ? normal_vector_problem(structure.lattice.one_dimensional()) : conv::Problem{};
-  geometry.n1 = n1;
-  geometry.n2 = n2;
-  geometry.slices = nz;
-  geometry.per_slice = normal_vector ? int(nr) : int(3 * nr);
+  const conv::Problem geometry =
+      convolution_problem(formulation_, structure.lattice, settings.m1, settings.m2, nz, incidences.size());
+  const int n1 = geometry.n1, n2 = geometry.n2;
   sources_per_block_ = normal_vector ? geometry.outputs : 3;
   if (normal_vector) {
     const conv::Precision precision = conv::precision_of<Real>();
@@ -283,6 +280,18 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
     }
   }
   return out;
+}
+
+conv::Problem convolution_problem(Formulation formulation, const Lattice& lattice, int m1, int m2, int slices,
+                                  std::size_t incidences) {
+  const bool normal_vector = formulation == Formulation::normal_vector;
+  const int rhs = int(2 * incidences);  // s and p per incidence
+  conv::Problem g = normal_vector ? normal_vector_problem(lattice.one_dimensional()) : conv::Problem{};
+  g.n1 = 2 * m1 + 1;
+  g.n2 = 2 * m2 + 1;
+  g.slices = slices;
+  g.per_slice = normal_vector ? rhs : 3 * rhs;
+  return g;
 }
 
 std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,

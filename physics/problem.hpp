@@ -123,6 +123,15 @@ class DiscreteProblem final : public LinearOperator<Real> {
   std::vector<Complex> background_;
 };
 
+/// The convolution problem DiscreteProblem plans for `incidences` incidences of one wavelength (each a
+/// right-hand side per polarisation s, p) on `slices` slices of `lattice`, harmonics M1, M2 (N = 2M + 1
+/// per axis; L left 0, the minimal): the normal-vector pattern of normal_field.hpp with one group of
+/// F_x, F_y, F_z per right-hand side, or Laurent's scalar problem with 3 components per right-hand side.
+/// What an automatic backend choice must time and check: a backend that serves the scalar shape may
+/// refuse the pattern at this size and precision.
+conv::Problem convolution_problem(Formulation formulation, const Lattice& lattice, int m1, int m2, int slices,
+                                  std::size_t incidences);
+
 /// Bytes the solve of one wavelength needs (Krylov vectors, right-hand sides, convolution output,
 /// Green coefficients, kernels and their FFT spectra; a backend's private scratch is not counted;
 /// the dense reference adds n²·16 per rhs). krylov_vectors: GMRES restart + 4, BiCGStab 8, dense 3.

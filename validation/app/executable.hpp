@@ -3,6 +3,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -99,15 +102,18 @@ numerics: {harmonics: 4}
 
 /// The same sweep with harmonics: auto (io/SCHEMA.md §1.7.1): the two angles of a wavelength stop
 /// at different rungs (at 500 nm M = 6 at 0°, 9 at 30°), so a batch holds points of several M.
-inline constexpr const char* auto_sweep_case = R"(# the run tests' sweep with accuracy on demand
-wavelength: [500, 650, 750]
-incidence: {theta_deg: [0, 30]}
-lattice: {period_x: 600}
-substrate: SiO2
-layers:
-  - {name: lines, thickness: 150, slices: 3, shapes: [{type: line, material: Si3N4, width: 250}]}
-numerics: {harmonics: auto, target_error: 2e-3}
-)";
+/// sweep_case with its numerics line replaced, at compile time.
+inline constexpr auto auto_sweep_text = [] {
+  constexpr std::string_view text = sweep_case, fixed = "numerics: {harmonics: 4}\n",
+                             automatic = "numerics: {harmonics: auto, target_error: 2e-3}\n";
+  static_assert(text.find(fixed) != std::string_view::npos, "sweep_case's numerics line changed");
+  constexpr std::size_t at = text.find(fixed);
+  std::array<char, text.size() - fixed.size() + automatic.size() + 1> out{};  // + 1: the terminating 0
+  const auto tail = std::copy(automatic.begin(), automatic.end(), std::copy_n(text.begin(), at, out.begin()));
+  std::copy(text.begin() + at + fixed.size(), text.end(), tail);
+  return out;
+}();
+inline constexpr const char* auto_sweep_case = auto_sweep_text.data();
 
 /// `[launcher] gratingsim <arguments>` running in the background, its stdout and stderr going to
 /// `log`, for tests that signal it or run another beside it. pid() is that of gratingsim, or of the

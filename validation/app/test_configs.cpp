@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "convolution/problem_cases.hpp"
 #include "io/problem.hpp"
 #include "validation/support/catch.hpp"
 
@@ -37,13 +38,13 @@ TEST_CASE("every configs/*.yaml loads as a problem and starts with a comment", "
 }
 
 TEST_CASE("the problem cases have the sizes of the paper's Table 1", "[app][configs]") {
-  const int harmonics[] = {3, 7, 15, 31}, slices[] = {32, 64, 128, 256};
-  for (int n = 1; n <= 4; ++n) {
-    INFO("problem case " << n);
-    const io::Problem p = io::load_problem((configs / ("problem_case_" + std::to_string(n) + ".yaml")).string());
-    CHECK(p.solver.m1 == harmonics[n - 1]);
-    CHECK(p.solver.m2 == harmonics[n - 1]);
-    CHECK(p.source.total_slices() == slices[n - 1]);
+  for (const conv::ProblemCase& c : conv::problem_cases) {
+    INFO("problem case " << c.number);
+    const io::Problem p =
+        io::load_problem((configs / ("problem_case_" + std::to_string(c.number) + ".yaml")).string());
+    CHECK(p.solver.m1 == c.harmonics);
+    CHECK(p.solver.m2 == c.harmonics);
+    CHECK(p.source.total_slices() == c.layers);
     CHECK(p.layout.theta_deg.size() * p.layout.phi_deg.size() == 8);
     CHECK(p.layout.wavelength_nm.size() == 1);
   }

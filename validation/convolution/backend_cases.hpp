@@ -1,12 +1,13 @@
 #pragma once
 // Every backend against cpu-direct on fresh random data: the four problem cases of
-// docs/convolution.md §5 (sizes N, L of Table 1, fewer slices so the O(N⁴) reference stays
-// cheap) and odd shapes (N1 ≠ N2, N2 = 1, N = 1, non-minimal L, per_slice not a multiple of 3).
+// docs/convolution.md §5 (sizes N, L of Table 1, convolution/problem_cases.hpp; fewer slices so the
+// O(N⁴) reference stays cheap) and odd shapes (N1 ≠ N2, N2 = 1, N = 1, non-minimal L, per_slice not a multiple of 3).
 #include <complex>
 #include <string>
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "convolution/problem_cases.hpp"
 #include "core/error.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
@@ -16,16 +17,24 @@
 namespace gratingsim::test {
 
 struct NamedGeometry {
-  const char* name;
+  std::string name;
   conv::Problem geometry;
 };
 
+/// Problem case `number` of convolution/problem_cases.hpp (its N and L) with `slices` × `per_slice`
+/// fields: fewer than the table's, so the O(N⁴) cpu-direct reference stays cheap.
+inline NamedGeometry problem_case_geometry(int number, int slices, int per_slice) {
+  const conv::ProblemCase& c = conv::problem_cases[number - 1];  // numbered 1, 2, ... in order
+  return {"case " + std::to_string(number) + " (N " + std::to_string(c.n()) + ", L " + std::to_string(c.fft_size) + ")",
+          {.n1 = c.n(), .n2 = c.n(), .l1 = c.fft_size, .l2 = c.fft_size, .slices = slices, .per_slice = per_slice}};
+}
+
 inline const std::vector<NamedGeometry>& backend_test_geometries() {
   static const std::vector<NamedGeometry> cases{
-      {"case 1 (N 7, L 16)", {.n1 = 7, .n2 = 7, .slices = 3, .per_slice = 24}},
-      {"case 2 (N 15, L 32)", {.n1 = 15, .n2 = 15, .slices = 2, .per_slice = 24}},
-      {"case 3 (N 31, L 64)", {.n1 = 31, .n2 = 31, .slices = 2, .per_slice = 6}},
-      {"case 4 (N 63, L 128)", {.n1 = 63, .n2 = 63, .slices = 1, .per_slice = 3}},
+      problem_case_geometry(1, 3, 24),
+      problem_case_geometry(2, 2, 24),
+      problem_case_geometry(3, 2, 6),
+      problem_case_geometry(4, 1, 3),
       {"N1 != N2 (7 x 3)", {.n1 = 7, .n2 = 3, .slices = 4, .per_slice = 5}},
       {"N1 < N2 (3 x 15)", {.n1 = 3, .n2 = 15, .slices = 2, .per_slice = 3}},
       {"non-square L (9 x 63 -> 16 x 128)", {.n1 = 9, .n2 = 63, .slices = 2, .per_slice = 2}},

@@ -1,6 +1,7 @@
 // The discrete problem's set-up (physics/problem.hpp): its kernels, built in parallel over the
 // slices' contents (issue #15), equal each content's kernels built alone, slice by slice and to the
-// bit, in both formulations; an invalid content's error leaves the parallel build as an exception.
+// bit, in both formulations; an invalid content's error leaves the parallel build as an exception; the
+// planned convolution is physics::convolution_problem's.
 #include <omp.h>
 
 #include <cstring>
@@ -100,4 +101,40 @@ TEST_CASE("problem kernels: an invalid content fails the parallel build with its
   CHECK_THROWS_WITH((DiscreteProblem<double>(s, {&incidence, 1}, settings, 1, warnings)),
                     Catch::Contains("ε ≠ 0"));
   omp_set_num_threads(threads);
+}
+
+TEST_CASE("problem convolution: the plan is physics::convolution_problem's, as the automatic backend choice times it",
+          "[physics][problem]") {
+  // app/solving.cpp times backends on convolution_problem(); it once mirrored the construction and drifted.
+  std::uniform_int_distribution<int> harmonics(1, 4), incidences(1, 3), steps(1, 5);
+  for (const bool crossed : {false, true})
+    for (const Formulation formulation : {Formulation::normal_vector, Formulation::laurent}) {
+      const Structure s = random_pillars(steps(test::rng()), crossed);
+      ProblemSettings settings;
+      settings.m1 = harmonics(test::rng());
+      settings.m2 = crossed ? harmonics(test::rng()) : 0;
+      settings.backend = conv::Backend::cpu_fftw;
+      settings.formulation = formulation;
+      std::vector<Incidence> angles;
+      for (int k = incidences(test::rng()); k > 0; --k) angles.push_back({0.633, 10.0 * k, crossed ? 30.0 : 0.0});
+      INFO((crossed ? "crossed" : "1D") << ", " << to_string(formulation) << ", M " << settings.m1 << " x "
+                                        << settings.m2 << ", " << angles.size() << " incidence(s)");
+      std::vector<std::string> warnings;
+      const DiscreteProblem<double> problem(s, angles, settings, 1, warnings);
+      const conv::Problem& planned = problem.convolution().problem();
+      const conv::Problem expected = conv::resolve(convolution_problem(
+          formulation, s.lattice, settings.m1, settings.m2, problem.discretisation().grid.slices(), angles.size()));
+      CHECK(planned.n1 == expected.n1);
+      CHECK(planned.n2 == expected.n2);
+      CHECK(planned.l1 == expected.l1);
+      CHECK(planned.l2 == expected.l2);
+      CHECK(planned.slices == expected.slices);
+      CHECK(planned.per_slice == expected.per_slice);
+      CHECK(planned.kernels == expected.kernels);
+      CHECK(planned.inputs == expected.inputs);
+      CHECK(planned.outputs == expected.outputs);
+      CHECK(planned.pattern == expected.pattern);
+      CHECK(planned.input_size() == problem.discretisation().grid.slices() * 2 * angles.size() * 3 *
+                                        std::size_t(2 * settings.m1 + 1) * std::size_t(2 * settings.m2 + 1));
+    }
 }

@@ -15,11 +15,12 @@
 #include <sstream>
 #include <vector>
 
-#include "app/commands.hpp"
+#include "benchmarks/benchmarks.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/convolution.hpp"
 #include "convolution/cpu_fftw.hpp"
 #include "convolution/devices.hpp"
+#include "convolution/problem_cases.hpp"
 #include "convolution/timing.hpp"
 #include "physics/normal_field.hpp"
 
@@ -30,18 +31,11 @@ using conv::Backend;
 using conv::Problem;
 using conv::Precision;
 
-/// Table 1: 8 angles × 3 field components = 24 convolutions share each slice's spectrum; the batch is
-/// the table's (99, 195, 387, 771 convolutions per angle) × 8, i.e. 33, 65, 129, 257 slices.
-struct ProblemCase {
-  int number;
-  Problem geometry;
-};
-const ProblemCase problem_cases[] = {
-    {1, {.n1 = 7, .n2 = 7, .l1 = 16, .l2 = 16, .slices = 33, .per_slice = 24}},
-    {2, {.n1 = 15, .n2 = 15, .l1 = 32, .l2 = 32, .slices = 65, .per_slice = 24}},
-    {3, {.n1 = 31, .n2 = 31, .l1 = 64, .l2 = 64, .slices = 129, .per_slice = 24}},
-    {4, {.n1 = 63, .n2 = 63, .l1 = 128, .l2 = 128, .slices = 257, .per_slice = 24}},
-};
+/// Table 1 (convolution/problem_cases.hpp): 8 angles × 3 field components = 24 convolutions share each
+/// slice's spectrum; the batch is the table's (99, 195, 387, 771 convolutions per angle) × 8, i.e. 33,
+/// 65, 129, 257 slices (the layers + 1).
+using conv::ProblemCase;
+using conv::problem_cases;
 
 /// The problem a case is run as: the scalar batch above, or the 2D normal-vector pattern (K = 7 kernels
 /// per slice, Q = 3 inputs F_x, F_y, F_z and P = 5 outputs J_x, J_y, J_z, D_x, D_y per group; physics'
@@ -53,14 +47,11 @@ constexpr int normal_vector_groups_per_slice = 16;
 std::string_view name_of(Shape shape) { return shape == Shape::scalar ? "scalar" : "normal-vector"; }
 
 Problem problem_of(const ProblemCase& c, Shape shape) {
-  if (shape == Shape::scalar) return c.geometry;
-  Problem g = physics::normal_vector_problem(false);
-  g.n1 = c.geometry.n1;
-  g.n2 = c.geometry.n2;
-  g.l1 = c.geometry.l1;
-  g.l2 = c.geometry.l2;
-  g.slices = c.geometry.slices;
-  g.per_slice = normal_vector_groups_per_slice;
+  Problem g = shape == Shape::scalar ? Problem{} : physics::normal_vector_problem(false);
+  g.n1 = g.n2 = c.n();
+  g.l1 = g.l2 = c.fft_size;
+  g.slices = c.slices();
+  g.per_slice = shape == Shape::scalar ? conv::fields_per_slice : normal_vector_groups_per_slice;
   return g;
 }
 

@@ -6,6 +6,7 @@
 // floor, and GPU versus cpu-fftw on the same case. Every row's operator is verified first: one
 // product A·x on random x against a complex128 cpu-fftw problem of the same structure.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <complex>
@@ -17,8 +18,9 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.hpp"
+#include "benchmarks/benchmarks.hpp"
 #include "convolution/devices.hpp"
+#include "convolution/problem_cases.hpp"
 #include "convolution/timing.hpp"
 #include "physics/krylov.hpp"
 #include "physics/problem.hpp"
@@ -29,13 +31,19 @@ namespace {
 using conv::Backend;
 using conv::Precision;
 
-/// Table 1 of docs/convolution.md §5: harmonics ±M on both axes, layers = slices. The paper's 8 angles ×
-/// 3 components = 24 fields per slice are 8 right-hand sides here: 4 incidence angles × (s, p), the
-/// two polarisations the solver always pairs per incidence, so per_slice = 3·8 = 24 as in the table.
+/// Table 1 of docs/convolution.md §5 (convolution/problem_cases.hpp): harmonics ±M on both axes, the
+/// table's layers as the slices of the structure's layer. The paper's 8 angles × 3 components = 24 fields
+/// per slice are 8 right-hand sides here: 4 incidence angles × (s, p), the two polarisations the solver
+/// always pairs per incidence, so per_slice = 3·8 = 24 as in the table.
 struct BenchCase {
   int number, harmonics, slices;
 };
-constexpr BenchCase bench_cases[] = {{1, 3, 32}, {2, 7, 64}, {3, 15, 128}, {4, 31, 256}};
+constexpr auto bench_cases = [] {
+  std::array<BenchCase, std::size(conv::problem_cases)> cases{};
+  for (std::size_t i = 0; i < cases.size(); ++i)
+    cases[i] = {conv::problem_cases[i].number, conv::problem_cases[i].harmonics, conv::problem_cases[i].layers};
+  return cases;
+}();
 
 constexpr double wavelength = 0.6328;  // µm (He-Ne)
 constexpr double thetas_deg[] = {5, 15, 25, 35};

@@ -4,6 +4,7 @@
 // file goes to the temporary directory and is removed.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -11,10 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "app/commands.hpp"
+#include "benchmarks/benchmarks.hpp"
 #include "app/distributed_sweep.hpp"
 #include "app/phases.hpp"
 #include "app/solving.hpp"
+#include "convolution/problem_cases.hpp"
 #include "io/problem.hpp"
 
 namespace gratingsim::app {
@@ -40,13 +42,23 @@ Settings parse_settings(const Options& o) {
   for (const std::string_view p : o.positional()) s.cases.emplace_back(p);
   if (const auto v = o.value("case")) {
     const std::string dir(o.value("configs").value_or("configs"));
-    const std::vector<std::string_view> numbers =
-        *v == "all" ? std::vector<std::string_view>{"1", "2", "3", "4"} : split_list("case", *v);
-    for (const std::string_view n : numbers) {
-      if (n != "1" && n != "2" && n != "3" && n != "4")
-        throw UsageError("--case expects 1, 2, 3, 4, a list of them or all, got '" + std::string(n) + "'");
-      s.cases.push_back(dir + "/problem_case_" + std::string(n) + ".yaml");
-    }
+    std::vector<std::string> numbers;  // of the cases of convolution/problem_cases.hpp, in the order given
+    const auto known = [](std::string_view n) {
+      return std::any_of(std::begin(conv::problem_cases), std::end(conv::problem_cases),
+                         [&](const conv::ProblemCase& c) { return n == std::to_string(c.number); });
+    };
+    if (*v == "all")
+      for (const conv::ProblemCase& c : conv::problem_cases) numbers.push_back(std::to_string(c.number));
+    else
+      for (const std::string_view n : split_list("case", *v)) {
+        if (!known(n)) {
+          std::string valid;
+          for (const conv::ProblemCase& c : conv::problem_cases) valid += std::to_string(c.number) + ", ";
+          throw UsageError("--case expects " + valid + "a list of them or all, got '" + std::string(n) + "'");
+        }
+        numbers.emplace_back(n);
+      }
+    for (const std::string& n : numbers) s.cases.push_back(dir + "/problem_case_" + n + ".yaml");
   }
   if (s.cases.empty()) throw UsageError("give case files CASE.yaml or --case LIST|all");
   if (const auto v = o.value("backend"))
