@@ -199,6 +199,9 @@ TEST_CASE("under mpirun a killed rank ends the launch, the finished points are k
   ::kill(rank0, SIGCONT);
   const test::Execution killed = launch.wait();
   INFO(killed.output);
+  // mpirun may return while rank 0, interrupted by it, still finishes the points it was writing and
+  // holds HDF5's lock on the partial (reading it then fails with EAGAIN): wait until rank 0 is gone.
+  CHECK(test::wait_until([&] { return ::kill(rank0, 0) != 0; }));
   CHECK(killed.status != 0);
   CHECK(contains(killed.output, "rank 1"));  // mpirun names it
   CHECK(!fs::exists(out));
