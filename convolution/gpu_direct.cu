@@ -48,20 +48,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "convolution/backends.hpp"
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
+#include "core/device_complex.cuh"
 #include "convolution/gpu_direct.hpp"
 
 namespace gratingsim::conv::detail {
 namespace {
-
-// float2 / double2: the layout of std::complex<Real> on the device.
-template <class Real>
-using Complex2 = std::conditional_t<std::is_same_v<Real, float>, float2, double2>;
 
 /// acc + a·b in the working precision, four fused multiply-adds.
 template <class C>
