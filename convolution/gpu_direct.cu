@@ -314,12 +314,7 @@ class GpuDirect final : public Convolution<Real> {
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
-    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-direct execute: null buffer");
-    const Problem& g = this->problem_;
-    const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
-                out_address + g.output_size() * sizeof(Complex) <= in_address,
-            "gpu-direct execute: input and output buffers overlap");
+    check_execute_buffers(this->problem_, backend(), in, out, sizeof(Complex));
     kernel_<<<blocks_, threads_, shared_bytes_, stream>>>(reinterpret_cast<const C*>(in), reinterpret_cast<C*>(out),
                                                           reinterpret_cast<const C*>(kernels_device_.data()), params_);
     GS_CUDA_CHECK_LAUNCH();
