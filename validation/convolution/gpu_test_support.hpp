@@ -95,4 +95,24 @@ void check_stream_and_new_kernels(conv::Backend backend, const conv::Problem& g,
   CHECK(worst_error_against_direct<Real>(g, first, in, out_second) > 0.1);
 }
 
+/// check_stream_and_new_kernels on one non-blocking stream for every pattern (the normal-vector ones and a
+/// random one) on shapes the shared harness lacks: non-power-of-two L, 1D with L2 > 1, and more output
+/// blocks than the grid's y limit.
+template <class Real>
+void check_patterns_on_stream_beyond_harness(conv::Backend backend) {
+  const std::vector<NamedGeometry> shapes{
+      {"9 x 7", {.n1 = 9, .n2 = 7, .slices = 3, .per_slice = 4}},
+      {"non-power-of-two L (5 x 7 -> 11 x 15)", {.n1 = 5, .n2 = 7, .l1 = 11, .l2 = 15, .slices = 2, .per_slice = 3}},
+      {"1D with L2 > 1 (13 x 1 -> 32 x 2)", {.n1 = 13, .n2 = 1, .l1 = 32, .l2 = 2, .slices = 2, .per_slice = 2}},
+      {"output blocks beyond the grid's y limit (3 x 3, 16000 groups)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 8000}},
+  };
+  const TestStream stream;
+  for (const Pattern& pattern : {normal_vector_pattern(), normal_vector_1d_pattern(), random_pattern()})
+    for (const auto& shape : shapes) {
+      const conv::Problem g = with_pattern(shape.geometry, pattern);
+      INFO(pattern.name << ", " << shape.name);
+      check_stream_and_new_kernels<Real>(backend, g, stream.get());
+    }
+}
+
 }  // namespace gratingsim::test

@@ -110,19 +110,7 @@ TEMPLATE_TEST_CASE("gpu-cufft pattern problems equal cpu-direct", "[convolution]
 
 TEMPLATE_TEST_CASE("gpu-cufft pattern on a non-blocking stream, kernels replaced, shapes beyond the harness",
                    "[convolution][gpu-cufft][pattern]", float, double) {
-  const std::vector<test::NamedGeometry> shapes{
-      {"9 x 7", {.n1 = 9, .n2 = 7, .slices = 3, .per_slice = 4}},
-      {"non-power-of-two L (5 x 7 -> 11 x 15)", {.n1 = 5, .n2 = 7, .l1 = 11, .l2 = 15, .slices = 2, .per_slice = 3}},
-      {"1D with L2 > 1 (13 x 1 -> 32 x 2)", {.n1 = 13, .n2 = 1, .l1 = 32, .l2 = 2, .slices = 2, .per_slice = 2}},
-      {"output blocks beyond the grid's y limit (3 x 3, 16000 groups)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 8000}},
-  };
-  const test::TestStream stream;
-  for (const test::Pattern& pattern : {test::normal_vector_pattern(), test::normal_vector_1d_pattern(), test::random_pattern()})
-    for (const auto& shape : shapes) {
-      const Problem g = test::with_pattern(shape.geometry, pattern);
-      INFO(pattern.name << ", " << shape.name);
-      test::check_stream_and_new_kernels<TestType>(Backend::gpu_cufft, g, stream.get());
-    }
+  test::check_patterns_on_stream_beyond_harness<TestType>(Backend::gpu_cufft);
 }
 
 TEST_CASE("gpu-cufft pattern: buffers of P and Q blocks, overlap refused", "[convolution][gpu-cufft][pattern]") {
