@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <complex>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "convolution/convolution.hpp"
@@ -93,6 +94,59 @@ void check_stream_and_new_kernels(conv::Backend backend, const conv::Problem& g,
   const auto out_second = run_on_stream(*plan, in, stream);
   CHECK(worst_error_against_direct<Real>(g, second, in, out_second) <= backend_tolerance<Real>());
   CHECK(worst_error_against_direct<Real>(g, first, in, out_second) > 0.1);
+}
+
+/// execute() refuses a null buffer and overlapping input and output, set_kernels() a kernel span of the
+/// wrong size, and execute() accepts adjacent buffers (a scalar float plan).
+inline void check_bad_arguments_refused(conv::Backend backend) {
+  const conv::Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
+  auto plan = conv::make_convolution<float>(backend, g, random_kernels<float>(g));
+  DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
+  buffer.upload(random_complex<float>(buffer.size()));
+  CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), gratingsim::InvalidArgument);
+  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), gratingsim::InvalidArgument);
+  CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() - 1)),
+                  gratingsim::InvalidArgument);
+  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
+  GS_CUDA_TRY(cudaDeviceSynchronize());
+}
+
+/// Scalar problems the shared harness lacks (non-power-of-two and prime L, 1D with L2 > 1, N1 = 1, more
+/// blocks than the grid's y limit) equal cpu-direct.
+template <class Real>
+void check_shapes_beyond_harness(conv::Backend backend) {
+  const std::vector<NamedGeometry> shapes{
+      {"non-power-of-two L (7 x 5 -> 13 x 15)", {.n1 = 7, .n2 = 5, .l1 = 13, .l2 = 15, .slices = 3, .per_slice = 4}},
+      {"prime L (3 x 11 -> 7 x 23)", {.n1 = 3, .n2 = 11, .l1 = 7, .l2 = 23, .slices = 2, .per_slice = 3}},
+      {"1D grating with L2 > 1 (21 x 1 -> 64 x 4)", {.n1 = 21, .n2 = 1, .l1 = 64, .l2 = 4, .slices = 2, .per_slice = 3}},
+      {"N1 = 1, long axis 2 (1 x 63)", {.n1 = 1, .n2 = 63, .slices = 2, .per_slice = 3}},
+      {"batch beyond the grid's y limit (3 x 3, 80000 blocks)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 40000}},
+  };
+  for (const auto& c : shapes) {
+    INFO(c.name);
+    const auto kernels = random_kernels<Real>(c.geometry);
+    auto plan = conv::make_convolution<Real>(backend, c.geometry, kernels);
+    const auto in = random_complex<Real>(c.geometry.input_size());
+    std::vector<std::complex<Real>> out;
+    run_on_host(*plan, in, out);
+    CHECK(worst_error_against_direct<Real>(c.geometry, kernels, in, out) <= backend_tolerance<Real>());
+  }
+}
+
+/// χ = δ(n − s) shifts each field: out(m) = in(m − s) inside the block, 0 where m − s leaves it, to 10× the
+/// backend tolerance (an FFT route rounds). Independent of cpu-direct.
+template <class Real>
+void check_delta_shifts(conv::Backend backend) {
+  const conv::Problem g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 3};
+  const double tolerance = 10 * backend_tolerance<Real>();
+  for (auto [s1, s2] : {std::pair{0, 0}, {2, -1}, {-8, 6}, {5, 0}}) {
+    auto plan = conv::make_convolution<Real>(backend, g, delta_kernels(g, s1, s2));
+    const auto in = random_complex<Real>(g.input_size());
+    std::vector<std::complex<Real>> out;
+    run_on_host(*plan, in, out);
+    const auto expect = shifted_fields(g, in, s1, s2);
+    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(std::abs(out[i] - expect[i]) <= tolerance);
+  }
 }
 
 /// check_stream_and_new_kernels on one non-blocking stream for every pattern (the normal-vector ones and a

@@ -78,51 +78,18 @@ TEMPLATE_TEST_CASE("gpu-cufft-callbacks set_kernels replaces the spectra", "[con
 
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks on shapes beyond the harness", "[convolution][gpu-cufft-callbacks]", float,
                    double) {
-  const std::vector<test::NamedGeometry> shapes{
-      {"non-power-of-two L (7 x 5 -> 13 x 15)", {.n1 = 7, .n2 = 5, .l1 = 13, .l2 = 15, .slices = 3, .per_slice = 4}},
-      {"prime L (3 x 11 -> 7 x 23)", {.n1 = 3, .n2 = 11, .l1 = 7, .l2 = 23, .slices = 2, .per_slice = 3}},
-      {"1D grating with L2 > 1 (21 x 1 -> 64 x 4)", {.n1 = 21, .n2 = 1, .l1 = 64, .l2 = 4, .slices = 2, .per_slice = 3}},
-      {"N1 = 1, long axis 2 (1 x 63)", {.n1 = 1, .n2 = 63, .slices = 2, .per_slice = 3}},
-      {"batch beyond the grid's y limit (3 x 3, 80000 blocks)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 40000}},
-  };
-  for (const auto& c : shapes) {
-    INFO(c.name);
-    const auto kernels = test::random_kernels<TestType>(c.geometry);
-    auto plan = conv::make_convolution<TestType>(callbacks, c.geometry, kernels);
-    const auto in = test::random_complex<TestType>(c.geometry.input_size());
-    std::vector<std::complex<TestType>> out;
-    test::run_on_host(*plan, in, out);
-    CHECK(test::worst_error_against_direct<TestType>(c.geometry, kernels, in, out) <=
-          test::backend_tolerance<TestType>());
-  }
+  test::check_shapes_beyond_harness<TestType>(callbacks);
 }
 
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks shifts a field by a delta kernel", "[convolution][gpu-cufft-callbacks]", float,
                    double) {
-  // χ = δ(n − s): out(m) = in(m − s) inside the block, 0 where m − s leaves it. Independent of cpu-direct.
-  const Problem g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 3};
-  const double tolerance = 10 * test::backend_tolerance<TestType>();
-  for (auto [s1, s2] : {std::pair{0, 0}, {2, -1}, {-8, 6}, {5, 0}}) {
-    auto plan = conv::make_convolution<TestType>(callbacks, g, test::delta_kernels(g, s1, s2));
-    const auto in = test::random_complex<TestType>(g.input_size());
-    std::vector<std::complex<TestType>> out;
-    test::run_on_host(*plan, in, out);
-    const auto expect = test::shifted_fields(g, in, s1, s2);
-    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(std::abs(out[i] - expect[i]) <= tolerance);
-  }
+  test::check_delta_shifts<TestType>(callbacks);
 }
 
 TEST_CASE("gpu-cufft-callbacks rejects bad arguments and refuses N1 = N2 = 1", "[convolution][gpu-cufft-callbacks]") {
-  const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
-  auto plan = conv::make_convolution<float>(callbacks, g, test::random_kernels<float>(g));
-  DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
-  buffer.upload(test::random_complex<float>(buffer.size()));
-  CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
-  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
-  CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() - 1)), InvalidArgument);
-  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
-  GS_CUDA_TRY(cudaDeviceSynchronize());
+  test::check_bad_arguments_refused(callbacks);
 
+  const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
   const Problem one = conv::resolve(Problem{.n1 = 1, .n2 = 1, .slices = 2, .per_slice = 2});
   for (auto precision : {conv::Precision::single, conv::Precision::double_}) {
     const conv::Support s = conv::traits(callbacks).can_implement(one, precision);
