@@ -111,6 +111,50 @@ inline void check_bad_arguments_refused(conv::Backend backend) {
   GS_CUDA_TRY(cudaDeviceSynchronize());
 }
 
+/// Two executes of one plan of `backend` queued back to back on a non-blocking stream, no host wait
+/// between them: both equal cpu-direct, the inputs are left unchanged, and nothing is written beyond
+/// either output.
+template <class Real>
+void check_two_executes_in_flight(conv::Backend backend, const conv::Problem& g) {
+  using Complex = std::complex<Real>;
+  const auto kernels = random_kernels<Real>(g);
+  auto plan = conv::make_convolution<Real>(backend, g, kernels);
+  const TestStream stream;
+  // Each output buffer has a guard of one L1×L2 block beyond output_size(), filled with a sentinel: only
+  // the kept N1×N2 outputs of each block are written, never past the last one.
+  const std::size_t guard = std::size_t(plan->problem().l1) * plan->problem().l2;
+  const Complex sentinel(Real(1234.5), Real(-6789.25));
+  const auto in_a = random_complex<Real>(g.input_size());
+  const auto in_b = random_complex<Real>(g.input_size());
+  std::vector<Complex> out_a(g.output_size() + guard, poison<Real>()), out_b;
+  std::fill(out_a.begin() + std::ptrdiff_t(g.output_size()), out_a.end(), sentinel);
+  out_b = out_a;
+  DeviceBuffer<Complex> d_in_a(in_a.size()), d_in_b(in_b.size()), d_out_a(out_a.size()), d_out_b(out_b.size());
+  d_in_a.upload(in_a);
+  d_in_b.upload(in_b);
+  d_out_a.upload(out_a);
+  d_out_b.upload(out_b);
+  // Queued without a host wait between them: the workspaces (and gpu-cufft-callbacks' output pointer)
+  // are the plan's, so stream order must keep the two executes apart.
+  plan->execute(d_in_a.data(), d_out_a.data(), stream.get());
+  plan->execute(d_in_b.data(), d_out_b.data(), stream.get());
+  std::vector<Complex> kept_a(in_a.size()), kept_b(in_b.size());
+  GS_CUDA_TRY(cudaMemcpyAsync(out_a.data(), d_out_a.data(), d_out_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  GS_CUDA_TRY(cudaMemcpyAsync(out_b.data(), d_out_b.data(), d_out_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  GS_CUDA_TRY(cudaMemcpyAsync(kept_a.data(), d_in_a.data(), d_in_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  GS_CUDA_TRY(cudaMemcpyAsync(kept_b.data(), d_in_b.data(), d_in_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
+  GS_CUDA_TRY(cudaStreamSynchronize(stream.get()));
+  // The caller's input is only read (gpu-cufft-callbacks: the forward transform's load callback).
+  CHECK(kept_a == in_a);
+  CHECK(kept_b == in_b);
+  for (const auto* out : {&out_a, &out_b})
+    for (std::size_t i = g.output_size(); i < out->size(); ++i) REQUIRE((*out)[i] == sentinel);
+  out_a.resize(g.output_size());
+  out_b.resize(g.output_size());
+  CHECK(worst_error_against_direct<Real>(g, kernels, in_a, out_a) <= backend_tolerance<Real>());
+  CHECK(worst_error_against_direct<Real>(g, kernels, in_b, out_b) <= backend_tolerance<Real>());
+}
+
 /// Scalar problems the shared harness lacks (non-power-of-two and prime L, 1D with L2 > 1, N1 = 1, more
 /// blocks than the grid's y limit) equal cpu-direct.
 template <class Real>

@@ -21,27 +21,7 @@ TEMPLATE_TEST_CASE("gpu-cufft equals cpu-direct on every harness geometry", "[co
 
 TEMPLATE_TEST_CASE("gpu-cufft runs on a non-blocking stream, twice back to back", "[convolution][gpu-cufft]", float,
                    double) {
-  const Problem g{.n1 = 15, .n2 = 15, .slices = 3, .per_slice = 6};
-  const auto kernels = test::random_kernels<TestType>(g);
-  auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, kernels);
-  const test::TestStream stream;
-  // Two executes queued without a host wait between them share the workspace: stream order must hold.
-  const auto in_a = test::random_complex<TestType>(g.input_size());
-  const auto in_b = test::random_complex<TestType>(g.input_size());
-  std::vector<std::complex<TestType>> out_a(in_a.size(), test::poison<TestType>()), out_b = out_a;
-  DeviceBuffer<std::complex<TestType>> d_in_a(in_a.size()), d_in_b(in_b.size()), d_out_a(in_a.size()),
-      d_out_b(in_b.size());
-  d_in_a.upload(in_a);
-  d_in_b.upload(in_b);
-  d_out_a.upload(out_a);
-  d_out_b.upload(out_b);
-  plan->execute(d_in_a.data(), d_out_a.data(), stream.get());
-  plan->execute(d_in_b.data(), d_out_b.data(), stream.get());
-  GS_CUDA_TRY(cudaMemcpyAsync(out_a.data(), d_out_a.data(), d_out_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaMemcpyAsync(out_b.data(), d_out_b.data(), d_out_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaStreamSynchronize(stream.get()));
-  CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_a, out_a) <= test::backend_tolerance<TestType>());
-  CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_b, out_b) <= test::backend_tolerance<TestType>());
+  test::check_two_executes_in_flight<TestType>(Backend::gpu_cufft, {.n1 = 15, .n2 = 15, .slices = 3, .per_slice = 6});
 }
 
 TEMPLATE_TEST_CASE("gpu-cufft set_kernels replaces the spectra", "[convolution][gpu-cufft]", float, double) {

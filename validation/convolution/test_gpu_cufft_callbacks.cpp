@@ -29,44 +29,7 @@ TEMPLATE_TEST_CASE("gpu-cufft-callbacks equals cpu-direct on every harness geome
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks on a non-blocking stream: two executes in flight, input kept, nothing "
                    "written beyond the output",
                    "[convolution][gpu-cufft-callbacks]", float, double) {
-  using Complex = std::complex<TestType>;
-  const Problem g{.n1 = 15, .n2 = 9, .slices = 3, .per_slice = 6};
-  const auto kernels = test::random_kernels<TestType>(g);
-  auto plan = conv::make_convolution<TestType>(callbacks, g, kernels);
-  const test::TestStream stream;
-  // Each output buffer has a guard of one L1×L2 block beyond output_size(), filled with a sentinel: the
-  // store callback writes only the kept N1×N2 outputs of each block, never past the last one.
-  const std::size_t guard = std::size_t(plan->problem().l1) * plan->problem().l2;
-  const Complex sentinel(TestType(1234.5), TestType(-6789.25));
-  const auto in_a = test::random_complex<TestType>(g.input_size());
-  const auto in_b = test::random_complex<TestType>(g.input_size());
-  std::vector<Complex> out_a(g.output_size() + guard, test::poison<TestType>()), out_b;
-  std::fill(out_a.begin() + std::ptrdiff_t(g.output_size()), out_a.end(), sentinel);
-  out_b = out_a;
-  DeviceBuffer<Complex> d_in_a(in_a.size()), d_in_b(in_b.size()), d_out_a(out_a.size()), d_out_b(out_b.size());
-  d_in_a.upload(in_a);
-  d_in_b.upload(in_b);
-  d_out_a.upload(out_a);
-  d_out_b.upload(out_b);
-  // Queued without a host wait between them: the workspaces and the store callback's output pointer
-  // are the plan's, so stream order must keep the two executes apart.
-  plan->execute(d_in_a.data(), d_out_a.data(), stream.get());
-  plan->execute(d_in_b.data(), d_out_b.data(), stream.get());
-  std::vector<Complex> kept_a(in_a.size()), kept_b(in_b.size());
-  GS_CUDA_TRY(cudaMemcpyAsync(out_a.data(), d_out_a.data(), d_out_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaMemcpyAsync(out_b.data(), d_out_b.data(), d_out_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaMemcpyAsync(kept_a.data(), d_in_a.data(), d_in_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaMemcpyAsync(kept_b.data(), d_in_b.data(), d_in_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaStreamSynchronize(stream.get()));
-  // The forward transform runs out of place from the caller's input (the load callback's dataIn).
-  CHECK(kept_a == in_a);
-  CHECK(kept_b == in_b);
-  for (const auto* out : {&out_a, &out_b})
-    for (std::size_t i = g.output_size(); i < out->size(); ++i) REQUIRE((*out)[i] == sentinel);
-  out_a.resize(g.output_size());
-  out_b.resize(g.output_size());
-  CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_a, out_a) <= test::backend_tolerance<TestType>());
-  CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_b, out_b) <= test::backend_tolerance<TestType>());
+  test::check_two_executes_in_flight<TestType>(callbacks, {.n1 = 15, .n2 = 9, .slices = 3, .per_slice = 6});
 }
 
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks set_kernels replaces the spectra", "[convolution][gpu-cufft-callbacks]", float,
