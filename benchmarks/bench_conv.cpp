@@ -15,6 +15,7 @@
 #include <sstream>
 #include <vector>
 
+#include "benchmarks/bench_common.hpp"
 #include "benchmarks/benchmarks.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/convolution.hpp"
@@ -393,13 +394,6 @@ void print_row(const Row& r) {
   if (!r.note.empty()) std::printf("      %s\n", r.note.c_str());
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + '"';
-}
-
 void write_csv(const std::string& file, const std::vector<Row>& rows) {
   std::ofstream out(file, std::ios::trunc);
   out << "case,shape,backend,precision,device,stream_median_us,stream_q1_us,stream_q3_us,stream_min_us,stream_max_us,"
@@ -499,16 +493,16 @@ constexpr OptionSpec bench_options[] = {
     {"backend", "LIST|all|auto",
      "comma-separated backends (gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct, cpu-fftw, cpu-direct, auto); "
      "cpu-fftw brings the cpu-fftw-unpruned comparison row; default all but cpu-direct; all adds cpu-direct"},
-    {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
+    bench_option::precision,
     {"shape", "scalar|normal-vector|both",
      "the scalar batch (default) and/or the 2D normal-vector pattern: K 7, Q 3, P 5, 16 groups per slice"},
-    {"repeats", "N", "timed executions per row, and timed graph replays per GPU row (default 30)"},
-    {"warmup-ms", "MS", "untimed executions first, for at least this long (default 200)"},
-    {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100's measured copy bandwidth)"},
+    bench_option::repeats("timed executions per row, and timed graph replays per GPU row (default 30)"),
+    bench_option::warmup_ms("untimed executions first, for at least this long (default 200)"),
+    bench_option::bandwidth,
     {"fp32", "TFLOP/s", "FP32 rate of the arithmetic floor (default 67, H100 SXM non-tensor peak)"},
     {"fp64", "TFLOP/s", "FP64 rate of the arithmetic floor (default 34, H100 SXM non-tensor peak)"},
     {"seed", "N", "random seed of kernels and fields (default: fresh)"},
-    {"csv", "FILE", "also write the rows to FILE as CSV"},
+    bench_option::csv,
 };
 
 Settings parse_settings(const Options& o) {
@@ -592,16 +586,7 @@ int run_bench_conv(const Options& options) {
         rows.insert(rows.end(), part.begin(), part.end());
       }
 
-  if (s.csv) {
-    write_csv(*s.csv, rows);
-    std::printf("\nwrote %s\n", s.csv->c_str());
-  }
-  const auto failed = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.status == Status::failed; });
-  if (failed) {
-    std::printf("\n%td row(s) FAILED\n", failed);
-    return 1;
-  }
-  return 0;
+  return finish_bench(s.csv, rows, write_csv, [](const Row& r) { return r.status == Status::failed; });
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "benchmarks/bench_common.hpp"
 #include "benchmarks/benchmarks.hpp"
 #include "convolution/devices.hpp"
 #include "convolution/problem_cases.hpp"
@@ -389,13 +390,6 @@ void print_row(const Row& r) {
               r.vector_ops.median(), depth, r.floor_us, it / r.floor_us, speed, r.verify_error, r.device.c_str());
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string quoted = "\"";
-  for (char c : s) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return quoted + '"';
-}
-
 void write_csv(const std::string& file, const std::vector<Row>& rows) {
   std::ofstream out(file, std::ios::trunc);
   out << "case,backend,method,precision,device,status,iterations_per_solve,solves,iteration_median_us,"
@@ -459,13 +453,13 @@ constexpr OptionSpec options_spec[] = {
     {"method", "LIST",
      "comma-separated gmres(M), gmres-host(M) (per-rhs scalars on the host) and bicgstab (default "
      "gmres(40),gmres(200),bicgstab)"},
-    {"precision", "single|double|both", "complex64, complex128 or both (default both)"},
-    {"repeats", "N", "timed solves per GPU row (default 5)"},
+    bench_option::precision,
+    bench_option::repeats("timed solves per GPU row (default 5)"),
     {"cpu-repeats", "N", "timed solves per CPU row (default 3)"},
     {"bicgstab-steps", "N", "BiCGStab steps per timed solve (default 50)"},
-    {"warmup-ms", "MS", "untimed short solves first, per row, for at least this long (default 200)"},
-    {"bandwidth", "GB/s", "memory bandwidth of the floor (default 3000, the H100's measured copy bandwidth)"},
-    {"csv", "FILE", "also write the rows to FILE as CSV"},
+    bench_option::warmup_ms("untimed short solves first, per row, for at least this long (default 200)"),
+    bench_option::bandwidth,
+    bench_option::csv,
 };
 
 Settings parse_settings(const Options& o) {
@@ -515,16 +509,7 @@ int run_bench_solve(const Options& options) {
       rows.insert(rows.end(), part.begin(), part.end());
     }
   }
-  if (s.csv) {
-    write_csv(*s.csv, rows);
-    std::printf("\nwrote %s\n", s.csv->c_str());
-  }
-  const auto failed = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return r.ran && !r.ok; });
-  if (failed) {
-    std::printf("\n%td row(s) FAILED\n", failed);
-    return 1;
-  }
-  return 0;
+  return finish_bench(s.csv, rows, write_csv, [](const Row& r) { return r.ran && !r.ok; });
 }
 
 }  // namespace

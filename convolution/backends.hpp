@@ -30,6 +30,11 @@ bool cuda_device_present();
 /// Checks the kernel span against the problem (slices · K · K1·K2 elements).
 void check_kernels(const Problem& problem, Kernels kernels);
 
+/// Checks execute()'s buffers (the GPU backends'): neither is null, and `in` (problem.input_size()
+/// elements of `element_bytes`) and `out` (problem.output_size()) do not overlap; the messages name `backend`.
+void check_execute_buffers(const Problem& problem, Backend backend, const void* in, const void* out,
+                           std::size_t element_bytes);
+
 /// A refusal with its reason.
 Support unsupported(std::string reason);
 

@@ -1,6 +1,8 @@
 #include "convolution/convolution.hpp"
 
 #include <array>
+#include <cstdint>
+#include <string>
 #include <utility>
 
 #include "convolution/backends.hpp"
@@ -100,6 +102,16 @@ void check_kernels(const Problem& g, Kernels kernels) {
           "expected " + std::to_string(g.kernels_total()) + " kernel coefficients (" + std::to_string(g.slices) +
               " slices × " + std::to_string(g.kernels) + " kernels of " + std::to_string(2 * g.n1 - 1) + "x" +
               std::to_string(2 * g.n2 - 1) + "), got " + std::to_string(kernels.size()));
+}
+
+void check_execute_buffers(const Problem& g, Backend backend, const void* in, const void* out,
+                           std::size_t element_bytes) {
+  const std::string name(to_string(backend));
+  GS_EXPECTS(in != nullptr && out != nullptr, name + " execute: null buffer");
+  const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
+  GS_EXPECTS(in_address + g.input_size() * element_bytes <= out_address ||
+                 out_address + g.output_size() * element_bytes <= in_address,
+             name + " execute: input and output buffers overlap");
 }
 
 Support unsupported(std::string reason) { return Support{false, std::move(reason)}; }

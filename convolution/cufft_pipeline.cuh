@@ -1,7 +1,8 @@
 #pragma once
 // Internal: the pieces gpu-cufft and gpu-cufft-callbacks share (docs/convolution.md §2, §4): the cuFFT
 // types per precision, a batched plan handle (optionally with LTO callbacks), the pad kernel (of the
-// fields in gpu-cufft, of the kernels χ into the spectra in both) and the pattern sorted by output.
+// fields in gpu-cufft, of the kernels χ into the spectra in both), the kernels' spectra, the pattern
+// sorted by output (on the host and on the device), and the limits and workspace parts they share.
 // Included by those two .cu files only.
 //
 // Layouts: L1×L2 workspaces per block, row-major (axis 2 fast); harmonic m at index m mod L.
@@ -9,6 +10,7 @@
 #include <cufftXt.h>
 
 #include <algorithm>
+#include <complex>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -16,6 +18,7 @@
 
 #include "convolution/backends.hpp"
 #include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
 
 namespace gratingsim::conv::detail {
 namespace {
@@ -164,6 +167,77 @@ inline std::size_t cufft_work_estimate(int l1, int l2, std::size_t batch, Precis
                         &bytes) != CUFFT_SUCCESS)
     return 0;
   return bytes;
+}
+
+/// The pattern sorted by output (sort_by_output) in device memory.
+struct DevicePattern {
+  DevicePattern() = default;
+  explicit DevicePattern(const Problem& g) {
+    const SortedPattern sorted = sort_by_output(g);
+    terms = DeviceBuffer<int2>(sorted.terms.size());
+    term_begin = DeviceBuffer<int>(sorted.term_begin.size());
+    terms.upload(sorted.terms);
+    term_begin.upload(sorted.term_begin);
+  }
+  DeviceBuffer<int2> terms;     // (input, kernel) pairs, output by output
+  DeviceBuffer<int> term_begin;  // P + 1 offsets into terms
+};
+
+/// The kernels' spectra Ŝ_{p,k} = scale · FFT₂(χ_{p,k} placed at n mod L), unnormalised for scale 1:
+/// slices·K blocks of L1×L2, kernel k of slice p at block p·K + k, made with the pad kernel (half-widths
+/// 2M) and a (slices·K)-batched forward plan. Everything is allocated at construction; set() allocates
+/// nothing.
+template <class Real>
+class KernelSpectra {
+ public:
+  using DeviceComplex = typename Cufft<Real>::Complex;
+
+  explicit KernelSpectra(const Problem& g)
+      : spectra_(std::size_t(g.slices) * g.kernels * g.l1 * g.l2),
+        kernels_device_(g.kernels_total()),
+        kernels_host_(g.kernels_total()),
+        plan_(g.l1, g.l2, std::size_t(g.slices) * g.kernels, Cufft<Real>::type) {}
+
+  /// Synchronises with the whole device before and after: no execute still in flight on any stream
+  /// reads the spectra being replaced, and they are complete on return. Runs on the legacy stream.
+  void set(const Problem& g, Kernels kernels, Real scale) {
+    check_kernels(g, kernels);
+    for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = std::complex<Real>(kernels[i]);
+    GS_CUDA_TRY(cudaDeviceSynchronize());
+    kernels_device_.upload(kernels_host_);
+    const std::size_t count = std::size_t(g.slices) * g.kernels, spectrum_size = std::size_t(g.l1) * g.l2;
+    pad_kernel<<<grid_for(spectrum_size, count), threads_per_block>>>(
+        reinterpret_cast<const DeviceComplex*>(kernels_device_.data()), spectra_.data(), g.n1 - 1, g.n2 - 1, g.l1,
+        g.l2, count, scale);
+    GS_CUDA_CHECK_LAUNCH();
+    if (!plan_.empty()) {
+      GS_CUFFT_TRY(cufftSetStream(plan_.get(), nullptr));
+      GS_CUFFT_TRY(Cufft<Real>::exec(plan_.get(), spectra_.data(), spectra_.data(), CUFFT_FORWARD));
+    }
+    GS_CUDA_TRY(cudaDeviceSynchronize());
+  }
+
+  [[nodiscard]] DeviceComplex* data() { return spectra_.data(); }
+
+ private:
+  DeviceBuffer<DeviceComplex> spectra_;              // slices·K × L1×L2
+  DeviceBuffer<std::complex<Real>> kernels_device_;  // slices·K × K1×K2, χ_{p,k} rounded to Real
+  std::vector<std::complex<Real>> kernels_host_;     // staging for the rounding, so set() allocates nothing
+  CufftPlan plan_;                                   // slices·K forward transforms
+};
+
+/// Device bytes of KernelSpectra: the spectra, the kernels and cuFFT's estimate of its plan's work area.
+inline std::size_t kernel_spectra_bytes(const Problem& g, Precision precision) {
+  const std::size_t c = precision == Precision::single ? 8 : 16, count = std::size_t(g.slices) * g.kernels;
+  return count * g.l1 * g.l2 * c + g.kernels_total() * c + cufft_work_estimate(g.l1, g.l2, count, precision);
+}
+
+/// The limits both pipelines share: a CUDA device, and L1·L2 < 2^31 (kernels index a spectrum with int).
+inline Support check_cufft_limits(const Problem& g) {
+  if (!cuda_device_present()) return unsupported("needs a CUDA device, and none is present");
+  if (std::size_t(g.l1) * g.l2 > std::size_t(INT32_MAX))
+    return unsupported("needs L1*L2 < 2^31, got " + std::to_string(g.l1) + "*" + std::to_string(g.l2));
+  return {};
 }
 
 }  // namespace

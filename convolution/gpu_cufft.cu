@@ -104,49 +104,19 @@ class GpuCufft final : public Convolution<Real> {
         spectrum_size_(std::size_t(g.l1) * g.l2),
         inputs_(g.input_blocks() * spectrum_size_),
         outputs_(g.scalar() ? 0 : g.output_blocks() * spectrum_size_),
-        spectra_(std::size_t(g.slices) * g.kernels * spectrum_size_),
-        kernels_device_(g.kernels_total()),
-        kernels_host_(g.kernels_total()),
+        pattern_(g.scalar() ? DevicePattern() : DevicePattern(g)),
+        spectra_(g),
         forward_plan_(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type),
-        inverse_plan_(g.l1, g.l2, g.scalar() ? 0 : g.output_blocks(), Cufft<Real>::type),
-        kernels_plan_(g.l1, g.l2, std::size_t(g.slices) * g.kernels, Cufft<Real>::type) {
-    if (!g.scalar()) {
-      const SortedPattern sorted = sort_by_output(g);
-      terms_ = DeviceBuffer<int2>(sorted.terms.size());
-      term_begin_ = DeviceBuffer<int>(sorted.term_begin.size());
-      terms_.upload(sorted.terms);
-      term_begin_.upload(sorted.term_begin);
-    }
+        inverse_plan_(g.l1, g.l2, g.scalar() ? 0 : g.output_blocks(), Cufft<Real>::type) {
     set_kernels(kernels);
   }
 
-  /// Synchronises with the whole device before and after: no execute still in flight on any stream
-  /// reads the spectra being replaced, and they are complete on return. Runs on the legacy stream.
-  void set_kernels(Kernels kernels) override {
-    const Problem& g = this->problem_;
-    check_kernels(g, kernels);
-    for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
-    GS_CUDA_TRY(cudaDeviceSynchronize());
-    kernels_device_.upload(kernels_host_);
-    const std::size_t count = std::size_t(g.slices) * g.kernels;  // kernel k of slice p is block p·K + k
-    pad_kernel<<<grid_for(spectrum_size_, count), threads_per_block>>>(
-        device(kernels_device_.data()), spectra_.data(), g.n1 - 1, g.n2 - 1, g.l1, g.l2, count,
-        Real(1) / Real(spectrum_size_));
-    GS_CUDA_CHECK_LAUNCH();
-    if (!kernels_plan_.empty()) {
-      GS_CUFFT_TRY(cufftSetStream(kernels_plan_.get(), nullptr));
-      GS_CUFFT_TRY(Cufft<Real>::exec(kernels_plan_.get(), spectra_.data(), spectra_.data(), CUFFT_FORWARD));
-    }
-    GS_CUDA_TRY(cudaDeviceSynchronize());
-  }
+  /// Synchronises with the whole device before and after (KernelSpectra::set).
+  void set_kernels(Kernels kernels) override { spectra_.set(this->problem_, kernels, Real(1) / Real(spectrum_size_)); }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
     const Problem& g = this->problem_;
-    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-cufft execute: null buffer");
-    const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
-                out_address + g.output_size() * sizeof(Complex) <= in_address,
-            "gpu-cufft execute: input and output buffers overlap");
+    check_execute_buffers(g, backend(), in, out, sizeof(Complex));
 
     const std::size_t input_blocks = g.input_blocks(), output_blocks = g.output_blocks();
     pad_kernel<<<grid_for(spectrum_size_, input_blocks), threads_per_block, 0, stream>>>(
@@ -161,7 +131,8 @@ class GpuCufft final : public Convolution<Real> {
       transform(forward_plan_, y, stream, CUFFT_INVERSE);
     } else {
       y = outputs_.data();
-      const PatternView pattern{terms_.data(), term_begin_.data(), g.kernels, g.inputs, g.outputs, g.per_slice};
+      const PatternView pattern{pattern_.terms.data(), pattern_.term_begin.data(), g.kernels, g.inputs, g.outputs,
+                                g.per_slice};
       pattern_multiply_kernel<<<grid_for(spectrum_size_, output_blocks), threads_per_block, 0, stream>>>(
           inputs_.data(), spectra_.data(), y, pattern, static_cast<int>(spectrum_size_), output_blocks);
       GS_CUDA_CHECK_LAUNCH();
@@ -188,34 +159,23 @@ class GpuCufft final : public Convolution<Real> {
   DeviceBuffer<DeviceComplex> inputs_;    // input blocks × L1×L2: padded inputs, their spectra in place
                                           // (a scalar problem's product and inverse too)
   DeviceBuffer<DeviceComplex> outputs_;   // output blocks × L1×L2: output spectra, inverted in place (patterns only)
-  DeviceBuffer<DeviceComplex> spectra_;   // slices·K × L1×L2, Ŝ_{p,k} with 1/(L1·L2) folded in
-  DeviceBuffer<Complex> kernels_device_;  // slices·K × K1×K2, χ_{p,k} rounded to Real, input of the spectra
-  std::vector<Complex> kernels_host_;     // staging for the rounding, so set_kernels allocates nothing
-  DeviceBuffer<int2> terms_;              // the pattern sorted by output (patterns only)
-  DeviceBuffer<int> term_begin_;          // P + 1 offsets into terms_
+  DevicePattern pattern_;                 // the pattern sorted by output (patterns only)
+  KernelSpectra<Real> spectra_;           // Ŝ_{p,k} with 1/(L1·L2) folded in
   CufftPlan forward_plan_;                // input blocks' transforms (a scalar problem's inverse too)
   CufftPlan inverse_plan_;                // output blocks' inverse transforms (patterns only)
-  CufftPlan kernels_plan_;                // slices·K transforms of the spectra, forward
 };
 
 }  // namespace
 
 // Any pattern, any N and L ≥ 2N − 1 (cuFFT plans every length); the kernels index a spectrum with int.
-Support can_implement_gpu_cufft(const Problem& g, Precision) {
-  if (!cuda_device_present()) return unsupported("needs a CUDA device, and none is present");
-  if (std::size_t(g.l1) * g.l2 > std::size_t(INT32_MAX))
-    return unsupported("needs L1*L2 < 2^31, got " + std::to_string(g.l1) + "*" + std::to_string(g.l2));
-  return {};
-}
-
+Support can_implement_gpu_cufft(const Problem& g, Precision) { return check_cufft_limits(g); }
 
 // Device bytes: the input workspace, the output workspace (patterns), the spectra, the kernels, the
 // pattern's term lists, and cuFFT's estimate of its plans' work areas.
 std::size_t workspace_gpu_cufft(const Problem& g, Precision precision) {
   const std::size_t c = precision == Precision::single ? 8 : 16, area = std::size_t(g.l1) * g.l2;
-  std::size_t bytes = g.input_blocks() * area * c + std::size_t(g.slices) * g.kernels * area * c + g.kernels_total() * c;
+  std::size_t bytes = g.input_blocks() * area * c + kernel_spectra_bytes(g, precision);
   bytes += cufft_work_estimate(g.l1, g.l2, g.input_blocks(), precision);
-  bytes += cufft_work_estimate(g.l1, g.l2, std::size_t(g.slices) * g.kernels, precision);
   if (!g.scalar()) {
     bytes += g.output_blocks() * area * c + g.pattern.size() * sizeof(int2) + (g.outputs + 1) * sizeof(int);
     bytes += cufft_work_estimate(g.l1, g.l2, g.output_blocks(), precision);

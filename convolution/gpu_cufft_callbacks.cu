@@ -80,26 +80,19 @@ class GpuCufftCallbacks final : public Convolution<Real> {
         spectrum_size_(std::size_t(g.l1) * g.l2),
         x_(g.input_blocks() * spectrum_size_),
         y_(g.scalar() ? 0 : g.output_blocks() * spectrum_size_),
-        spectra_(std::size_t(g.slices) * g.kernels * spectrum_size_),
-        kernels_device_(g.kernels_total()),
-        kernels_host_(g.kernels_total()),
+        spectra_(g),
+        pattern_(g),
         params_(1),
         forward_plan_(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type,
                       {callback("gratingsim_pad_load", single, true, params_.data())}),
         inverse_plan_(g.l1, g.l2, g.scalar() ? g.input_blocks() : g.output_blocks(), Cufft<Real>::type,
                       {callback("gratingsim_products_load", single, true, params_.data()),
-                       callback("gratingsim_extract_store", single, false, params_.data())}),
-        kernels_plan_(g.l1, g.l2, std::size_t(g.slices) * g.kernels, Cufft<Real>::type) {
-    const SortedPattern sorted = sort_by_output(g);
-    terms_ = DeviceBuffer<int2>(sorted.terms.size());
-    term_begin_ = DeviceBuffer<int>(sorted.term_begin.size());
-    terms_.upload(sorted.terms);
-    term_begin_.upload(sorted.term_begin);
+                       callback("gratingsim_extract_store", single, false, params_.data())}) {
     CallbackParams params{};
     params.input_spectra = x_.data();
     params.kernel_spectra = spectra_.data();
-    params.terms = reinterpret_cast<const int*>(terms_.data());  // int2: (input, kernel) pairs
-    params.term_begin = term_begin_.data();
+    params.terms = reinterpret_cast<const int*>(pattern_.terms.data());  // int2: (input, kernel) pairs
+    params.term_begin = pattern_.term_begin.data();
     params.n1 = g.n1;
     params.n2 = g.n2;
     params.l1 = g.l1;
@@ -113,30 +106,14 @@ class GpuCufftCallbacks final : public Convolution<Real> {
     set_kernels(kernels);
   }
 
-  /// Synchronises with the whole device before and after, as gpu-cufft's; runs on the legacy stream.
+  /// Synchronises with the whole device before and after (KernelSpectra::set), as gpu-cufft's.
   void set_kernels(Kernels kernels) override {
-    const Problem& g = this->problem_;
-    check_kernels(g, kernels);
-    for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
-    GS_CUDA_TRY(cudaDeviceSynchronize());
-    kernels_device_.upload(kernels_host_);
-    const std::size_t count = std::size_t(g.slices) * g.kernels;  // kernel k of slice p is block p·K + k
-    pad_kernel<<<grid_for(spectrum_size_, count), threads_per_block>>>(
-        reinterpret_cast<const DeviceComplex*>(kernels_device_.data()), spectra_.data(), g.n1 - 1, g.n2 - 1, g.l1,
-        g.l2, count, Real(1));  // unnormalised: the store callback scales
-    GS_CUDA_CHECK_LAUNCH();
-    GS_CUFFT_TRY(cufftSetStream(kernels_plan_.get(), nullptr));
-    GS_CUFFT_TRY(Cufft<Real>::exec(kernels_plan_.get(), spectra_.data(), spectra_.data(), CUFFT_FORWARD));
-    GS_CUDA_TRY(cudaDeviceSynchronize());
+    spectra_.set(this->problem_, kernels, Real(1));  // unnormalised: the store callback scales
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
     const Problem& g = this->problem_;
-    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-cufft-callbacks execute: null buffer");
-    const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
-                out_address + g.output_size() * sizeof(Complex) <= in_address,
-            "gpu-cufft-callbacks execute: input and output buffers overlap");
+    check_execute_buffers(g, backend(), in, out, sizeof(Complex));
     bind_buffers<<<1, 1, 0, stream>>>(params_.data(), in, out);
     GS_CUDA_CHECK_LAUNCH();
     GS_CUFFT_TRY(cufftSetStream(forward_plan_.get(), stream));
@@ -152,15 +129,11 @@ class GpuCufftCallbacks final : public Convolution<Real> {
   std::size_t spectrum_size_;             // L1·L2
   DeviceBuffer<DeviceComplex> x_;         // input blocks × L1×L2: X̂ (a scalar problem's inverse in place too)
   DeviceBuffer<DeviceComplex> y_;         // output blocks × L1×L2: the inverse transforms' buffer (patterns)
-  DeviceBuffer<DeviceComplex> spectra_;   // slices·K × L1×L2, Ŝ_{p,k} unnormalised
-  DeviceBuffer<Complex> kernels_device_;  // slices·K × K1×K2, χ_{p,k} rounded to Real, input of the spectra
-  std::vector<Complex> kernels_host_;     // staging for the rounding, so set_kernels allocates nothing
-  DeviceBuffer<int2> terms_;              // the pattern sorted by output (scalar: the one term)
-  DeviceBuffer<int> term_begin_;          // P + 1 offsets into terms_
+  KernelSpectra<Real> spectra_;           // Ŝ_{p,k} unnormalised
+  DevicePattern pattern_;                 // the pattern sorted by output (scalar: the one term)
   DeviceBuffer<CallbackParams> params_;   // the callbacks' callerInfo (before the plans, which point to it)
   CufftPlan forward_plan_;                // input blocks' transforms: pad load callback
   CufftPlan inverse_plan_;                // output blocks' inverse transforms: products load, extract store
-  CufftPlan kernels_plan_;                // slices·K transforms of the spectra, forward, no callbacks
 };
 
 /// Whether cuFFT can JIT-link this backend's callbacks on the current device: a 16×16 plan with each
@@ -192,12 +165,10 @@ Support lto_callbacks_work(Precision precision) {
 }  // namespace
 
 Support can_implement_gpu_cufft_callbacks(const Problem& g, Precision precision) {
-  if (!cuda_device_present()) return unsupported("needs a CUDA device, and none is present");
+  if (Support limits = check_cufft_limits(g); !limits.ok) return limits;
   if (g.l1 == 1 && g.l2 == 1)
     return unsupported("L1 = L2 = 1 (N1 = N2 = 1) makes no transform to attach the callbacks to (gpu-cufft "
                        "serves it)");
-  if (std::size_t(g.l1) * g.l2 > std::size_t(INT32_MAX))
-    return unsupported("needs L1*L2 < 2^31, got " + std::to_string(g.l1) + "*" + std::to_string(g.l2));
   return lto_callbacks_work(precision);
 }
 
@@ -207,12 +178,10 @@ Support can_implement_gpu_cufft_callbacks(const Problem& g, Precision precision)
 std::size_t workspace_gpu_cufft_callbacks(const Problem& g, Precision precision) {
   const std::size_t c = precision == Precision::single ? 8 : 16, area = std::size_t(g.l1) * g.l2;
   const std::size_t transformed = g.scalar() ? g.input_blocks() : g.output_blocks();
-  std::size_t bytes = g.input_blocks() * area * c + std::size_t(g.slices) * g.kernels * area * c +
-                      g.kernels_total() * c + sizeof(CallbackParams) + g.pattern.size() * 2 * sizeof(int) +
-                      (g.outputs + 1) * sizeof(int);
+  std::size_t bytes = g.input_blocks() * area * c + kernel_spectra_bytes(g, precision) + sizeof(CallbackParams) +
+                      g.pattern.size() * 2 * sizeof(int) + (g.outputs + 1) * sizeof(int);
   bytes += cufft_work_estimate(g.l1, g.l2, g.input_blocks(), precision);
   bytes += cufft_work_estimate(g.l1, g.l2, transformed, precision);
-  bytes += cufft_work_estimate(g.l1, g.l2, std::size_t(g.slices) * g.kernels, precision);
   if (!g.scalar()) bytes += g.output_blocks() * area * c;
   return bytes;
 }

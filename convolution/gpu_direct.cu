@@ -48,20 +48,16 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "convolution/backends.hpp"
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
+#include "core/device_complex.cuh"
 #include "convolution/gpu_direct.hpp"
 
 namespace gratingsim::conv::detail {
 namespace {
-
-// float2 / double2: the layout of std::complex<Real> on the device.
-template <class Real>
-using Complex2 = std::conditional_t<std::is_same_v<Real, float>, float2, double2>;
 
 /// acc + a·b in the working precision, four fused multiply-adds.
 template <class C>
@@ -318,12 +314,7 @@ class GpuDirect final : public Convolution<Real> {
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
-    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-direct execute: null buffer");
-    const Problem& g = this->problem_;
-    const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
-                out_address + g.output_size() * sizeof(Complex) <= in_address,
-            "gpu-direct execute: input and output buffers overlap");
+    check_execute_buffers(this->problem_, backend(), in, out, sizeof(Complex));
     kernel_<<<blocks_, threads_, shared_bytes_, stream>>>(reinterpret_cast<const C*>(in), reinterpret_cast<C*>(out),
                                                           reinterpret_cast<const C*>(kernels_device_.data()), params_);
     GS_CUDA_CHECK_LAUNCH();

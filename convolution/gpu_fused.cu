@@ -297,11 +297,7 @@ class GpuFused final : public Convolution<Real> {
 
   void execute(const Complex* in, Complex* out, Stream stream) override {
     const Problem& g = this->problem_;
-    GS_EXPECTS(in != nullptr && out != nullptr, "gpu-fused execute: null buffer");
-    const auto in_address = reinterpret_cast<std::uintptr_t>(in), out_address = reinterpret_cast<std::uintptr_t>(out);
-    GS_EXPECTS(in_address + g.input_size() * sizeof(Complex) <= out_address ||
-                out_address + g.output_size() * sizeof(Complex) <= in_address,
-            "gpu-fused execute: input and output buffers overlap");
+    check_execute_buffers(g, backend(), in, out, sizeof(Complex));
     if (g.scalar()) {
       FusedParams<Real> p = scalar_params_;
       p.in = reinterpret_cast<const C*>(in);

@@ -22,21 +22,11 @@
 #include <vector>
 
 #include "core/device_buffer.hpp"
+#include "core/device_complex.cuh"
 #include "physics/device.hpp"
 
 namespace gratingsim::physics {
 namespace {
-
-template <class Real>
-struct Vec2;
-template <>
-struct Vec2<float> {
-  using type = float2;
-};
-template <>
-struct Vec2<double> {
-  using type = double2;
-};
 
 /// Threads per block of the vector kernels, and elements per chunk of the Gram–Schmidt passes.
 constexpr int threads_per_block = 256;
@@ -92,10 +82,10 @@ enum class Pass { project, subtract_project, subtract_norm, update };
 /// Dynamic shared memory: count complex128 sums for the project passes.
 template <class Real, Pass pass>
 __global__ void __launch_bounds__(threads_per_block)
-    gram_schmidt_pass(const typename Vec2<Real>::type* __restrict__ basis, std::size_t stride, int count,
-                      typename Vec2<Real>::type* __restrict__ w, const double2* __restrict__ coefficient,
+    gram_schmidt_pass(const Complex2<Real>* __restrict__ basis, std::size_t stride, int count,
+                      Complex2<Real>* __restrict__ w, const double2* __restrict__ coefficient,
                       const int* __restrict__ in_cycle, double2* __restrict__ partial, int slices, int rhs, int block) {
-  using V = typename Vec2<Real>::type;
+  using V = Complex2<Real>;
   constexpr bool subtract = pass != Pass::project;
   constexpr bool project = pass == Pass::project || pass == Pass::subtract_project;
   constexpr bool norm = pass == Pass::subtract_norm;
@@ -265,7 +255,7 @@ __global__ void __launch_bounds__(scalar_threads)
 
 /// w_r *= scale[r], grid (slices, rhs).
 template <class Real>
-__global__ void scale_rows(typename Vec2<Real>::type* w, const double2* __restrict__ scale, int rhs, int block) {
+__global__ void scale_rows(Complex2<Real>* w, const double2* __restrict__ scale, int rhs, int block) {
   const int r = int(blockIdx.y);
   const double2 a = scale[r];
   const Real ar = Real(a.x), ai = Real(a.y);
@@ -347,7 +337,7 @@ class Pinned {
 template <class Real>
 class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
  public:
-  using V = typename Vec2<Real>::type;
+  using V = Complex2<Real>;
 
   DeviceArnoldiImpl(VectorSpace<Real>& space, int first_basis, int x, int restart, double tolerance,
                     std::span<const double> b_norm)

@@ -23,6 +23,7 @@
 #include <type_traits>
 
 #include "core/device_buffer.hpp"
+#include "core/device_complex.cuh"
 #include "physics/device.hpp"
 #include "physics/preconditioner.hpp"
 
@@ -39,25 +40,14 @@
 namespace gratingsim::physics {
 namespace {
 
-template <class Real>
-struct Vec2;
-template <>
-struct Vec2<float> {
-  using type = float2;
-};
-template <>
-struct Vec2<double> {
-  using type = double2;
-};
-
 constexpr int threads = 128;
 
 /// x, y: batched layout, element (slice p, rhs r, comp, order m) at (p·nr + r)·3·nm + comp·nm + m;
 /// the rhs of incidence a are a·per .. a·per + per − 1.
 template <class Real, int Per>
 __global__ void __launch_bounds__(threads)
-    apply_inverses(const typename Vec2<Real>::type* __restrict__ matrices, const typename Vec2<Real>::type* x,
-                   typename Vec2<Real>::type* y, int nm, int nz, int nr) {
+    apply_inverses(const Complex2<Real>* __restrict__ matrices, const Complex2<Real>* x, Complex2<Real>* y, int nm,
+                   int nz, int nr) {
   extern __shared__ double2 gathered[];  // [Per][n]
   const int am = blockIdx.x, a = am / nm, m = am % nm;
   const int n = 3 * nz;
@@ -83,7 +73,7 @@ __global__ void __launch_bounds__(threads)
       }
     }
     for (int k = 0; k < Per; ++k) {
-      using V = typename Vec2<Real>::type;
+      using V = Complex2<Real>;
       y[at(i, a * Per + k)] = V{Real(sum[k].x), Real(sum[k].y)};
     }
   }
@@ -91,9 +81,9 @@ __global__ void __launch_bounds__(threads)
 
 /// y ← L̄ x, one thread per (slice p, rhs r, order m); averaged[((a·nm + m)·nz + p)·9] row-major.
 template <class Real>
-__global__ void apply_local_averaged(const double2* __restrict__ averaged, const typename Vec2<Real>::type* x,
-                                     typename Vec2<Real>::type* y, int nm, int nz, int nr, int per) {
-  using V = typename Vec2<Real>::type;
+__global__ void apply_local_averaged(const double2* __restrict__ averaged, const Complex2<Real>* x, Complex2<Real>* y,
+                                     int nm, int nz, int nr, int per) {
+  using V = Complex2<Real>;
   const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (index >= std::size_t(nz) * nr * nm) return;
   const int m = int(index % nm), r = int(index / nm % nr), p = int(index / nm / nr);
@@ -119,9 +109,9 @@ __global__ void apply_local_averaged(const double2* __restrict__ averaged, const
 /// inverses[((a·nz + p)·n + j)·n + i].
 template <class Real>
 __global__ void __launch_bounds__(threads)
-    apply_local(const typename Vec2<Real>::type* __restrict__ inverses, const typename Vec2<Real>::type* x,
-                typename Vec2<Real>::type* y, int nm, int nz, int nr, int per) {
-  using V = typename Vec2<Real>::type;
+    apply_local(const Complex2<Real>* __restrict__ inverses, const Complex2<Real>* x, Complex2<Real>* y, int nm, int nz,
+                int nr, int per) {
+  using V = Complex2<Real>;
   extern __shared__ double2 gathered[];  // [n]
   const int pr = blockIdx.x, p = pr / nr, r = pr % nr, n = 3 * nm;
   const V* in = x + std::size_t(pr) * n;
@@ -257,7 +247,7 @@ template <class Real>
 class DevicePreconditioner final : public Preconditioner<Real> {
  public:
   using typename Preconditioner<Real>::Complex;
-  using V = typename Vec2<Real>::type;
+  using V = Complex2<Real>;
 
   DevicePreconditioner(const AveragedMatrices& averaged, const LocalMatrices& local, const std::vector<int>& rhs_incidence)
       : nm_(averaged.orders), nz_(averaged.slices), na_(averaged.incidences), nr_(int(rhs_incidence.size())) {

@@ -11,6 +11,7 @@
 #include <complex>
 
 #include "core/device_buffer.hpp"
+#include "core/device_complex.cuh"
 #include "physics/device.hpp"
 
 namespace gratingsim::physics {
@@ -33,17 +34,6 @@ DeviceMemoryInfo device_memory_info() {
 
 namespace {
 
-template <class Real>
-struct Vec2;
-template <>
-struct Vec2<float> {
-  using type = float2;
-};
-template <>
-struct Vec2<double> {
-  using type = double2;
-};
-
 constexpr int threads_per_block = 256;
 /// Per-rhs coefficients travel as a kernel argument (by value: no host buffer can be overwritten
 /// before an asynchronous copy reads it); more rhs than this take several launches.
@@ -54,8 +44,8 @@ struct RhsCoefficients {
 
 /// y_r += a_r x_r (axpy, rows with a_r = 0 untouched, as on the host) or x_r *= a_r (scale), in Real.
 template <class Real, bool is_axpy>
-__global__ void rowwise(const typename Vec2<Real>::type* x, typename Vec2<Real>::type* y,
-                        RhsCoefficients coefficients, int rhs_offset, int rhs, int block) {
+__global__ void rowwise(const Complex2<Real>* x, Complex2<Real>* y, RhsCoefficients coefficients, int rhs_offset,
+                        int rhs, int block) {
   const int r = rhs_offset + int(blockIdx.y);
   const double2 a = coefficients.a[blockIdx.y];
   if (is_axpy && a.x == 0 && a.y == 0) return;
@@ -81,9 +71,8 @@ __global__ void rowwise(const typename Vec2<Real>::type* x, typename Vec2<Real>:
 /// With gridDim.z > 1 (the basis pass of dots()), a is the first of gridDim.z vectors `stride` apart and
 /// block z reduces vector z against b into partial[(z·rhs + r)·gridDim.x + blockIdx.x].
 template <class Real, bool is_norm>
-__global__ void reduce_rows(const typename Vec2<Real>::type* __restrict__ a,
-                            const typename Vec2<Real>::type* __restrict__ b, double2* __restrict__ partial,
-                            int slices, int rhs, int block, std::size_t stride) {
+__global__ void reduce_rows(const Complex2<Real>* __restrict__ a, const Complex2<Real>* __restrict__ b,
+                            double2* __restrict__ partial, int slices, int rhs, int block, std::size_t stride) {
   a += std::size_t(blockIdx.z) * stride;
   partial += std::size_t(blockIdx.z) * rhs * gridDim.x;
   const int r = int(blockIdx.y);
@@ -125,7 +114,7 @@ __global__ void reduce_rows(const typename Vec2<Real>::type* __restrict__ a,
 /// y_r += Σ_{i<count} a_{i,r} V_{i,r} for the launch's rhs r = rhs_offset + blockIdx.y, V_i = basis + i·stride:
 /// coefficients a_{i,r} at coefficients.a[i·n + blockIdx.y] (n = gridDim.y); y read and written once.
 template <class Real>
-__global__ void combine_rows(const typename Vec2<Real>::type* __restrict__ basis, typename Vec2<Real>::type* y,
+__global__ void combine_rows(const Complex2<Real>* __restrict__ basis, Complex2<Real>* y,
                              RhsCoefficients coefficients, int count, std::size_t stride, int rhs_offset, int rhs,
                              int block) {
   const int r = rhs_offset + int(blockIdx.y), n = int(gridDim.y);
@@ -165,7 +154,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
  public:
   using typename VectorSpace<Real>::Complex;
   using typename VectorSpace<Real>::Scalar;
-  using V = typename Vec2<Real>::type;
+  using V = Complex2<Real>;
   static_assert(sizeof(V) == sizeof(Complex));
 
   DeviceVectorSpace(const BatchLayout& layout, int count, conv::Stream stream)

@@ -10,6 +10,7 @@
 #include <complex>
 
 #include "core/device_buffer.hpp"
+#include "core/device_complex.cuh"
 #include "physics/device.hpp"
 
 namespace gratingsim::physics {
@@ -32,17 +33,6 @@ __device__ inline Cx operator/(Cx a, Cx b) {
 __device__ inline Cx operator/(Cx a, double s) { return {a.re / s, a.im / s}; }
 __device__ inline Cx& operator+=(Cx& a, Cx b) { return a = a + b; }
 
-template <class Real>
-struct Vec2;
-template <>
-struct Vec2<float> {
-  using type = float2;
-};
-template <>
-struct Vec2<double> {
-  using type = double2;
-};
-
 template <class V>
 __device__ inline Cx widen(V v) {
   return {double(v.x), double(v.y)};
@@ -57,12 +47,11 @@ struct Coefficients {
 };
 
 template <class Real>
-__global__ void __launch_bounds__(64) z_sweeps(const typename Vec2<Real>::type* x,
-                                               const typename Vec2<Real>::type* __restrict__ c,
-                                               typename Vec2<Real>::type* y, Coefficients g,
+__global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Complex2<Real>* __restrict__ c,
+                                               Complex2<Real>* y, Coefficients g,
                                                const int* __restrict__ rhs_incidence, int nr, int nm, int nz,
                                                int sc, double k1) {
-  using V = typename Vec2<Real>::type;
+  using V = Complex2<Real>;
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= nr * nm) return;
   const int r = t / nm, m = t % nm;
@@ -177,7 +166,7 @@ template <class Real>
 class DeviceZOperator final : public ZOperator<Real> {
  public:
   using typename ZOperator<Real>::Complex;
-  using V = typename Vec2<Real>::type;
+  using V = Complex2<Real>;
 
   DeviceZOperator(const GreenCoefficients& g, std::vector<int> rhs_incidence, int source_components)
       : k1_(g.k1),

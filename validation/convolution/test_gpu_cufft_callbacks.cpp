@@ -29,44 +29,7 @@ TEMPLATE_TEST_CASE("gpu-cufft-callbacks equals cpu-direct on every harness geome
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks on a non-blocking stream: two executes in flight, input kept, nothing "
                    "written beyond the output",
                    "[convolution][gpu-cufft-callbacks]", float, double) {
-  using Complex = std::complex<TestType>;
-  const Problem g{.n1 = 15, .n2 = 9, .slices = 3, .per_slice = 6};
-  const auto kernels = test::random_kernels<TestType>(g);
-  auto plan = conv::make_convolution<TestType>(callbacks, g, kernels);
-  const test::TestStream stream;
-  // Each output buffer has a guard of one L1×L2 block beyond output_size(), filled with a sentinel: the
-  // store callback writes only the kept N1×N2 outputs of each block, never past the last one.
-  const std::size_t guard = std::size_t(plan->problem().l1) * plan->problem().l2;
-  const Complex sentinel(TestType(1234.5), TestType(-6789.25));
-  const auto in_a = test::random_complex<TestType>(g.input_size());
-  const auto in_b = test::random_complex<TestType>(g.input_size());
-  std::vector<Complex> out_a(g.output_size() + guard, test::poison<TestType>()), out_b;
-  std::fill(out_a.begin() + std::ptrdiff_t(g.output_size()), out_a.end(), sentinel);
-  out_b = out_a;
-  DeviceBuffer<Complex> d_in_a(in_a.size()), d_in_b(in_b.size()), d_out_a(out_a.size()), d_out_b(out_b.size());
-  d_in_a.upload(in_a);
-  d_in_b.upload(in_b);
-  d_out_a.upload(out_a);
-  d_out_b.upload(out_b);
-  // Queued without a host wait between them: the workspaces and the store callback's output pointer
-  // are the plan's, so stream order must keep the two executes apart.
-  plan->execute(d_in_a.data(), d_out_a.data(), stream.get());
-  plan->execute(d_in_b.data(), d_out_b.data(), stream.get());
-  std::vector<Complex> kept_a(in_a.size()), kept_b(in_b.size());
-  GS_CUDA_TRY(cudaMemcpyAsync(out_a.data(), d_out_a.data(), d_out_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaMemcpyAsync(out_b.data(), d_out_b.data(), d_out_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaMemcpyAsync(kept_a.data(), d_in_a.data(), d_in_a.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaMemcpyAsync(kept_b.data(), d_in_b.data(), d_in_b.bytes(), cudaMemcpyDeviceToHost, stream.get()));
-  GS_CUDA_TRY(cudaStreamSynchronize(stream.get()));
-  // The forward transform runs out of place from the caller's input (the load callback's dataIn).
-  CHECK(kept_a == in_a);
-  CHECK(kept_b == in_b);
-  for (const auto* out : {&out_a, &out_b})
-    for (std::size_t i = g.output_size(); i < out->size(); ++i) REQUIRE((*out)[i] == sentinel);
-  out_a.resize(g.output_size());
-  out_b.resize(g.output_size());
-  CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_a, out_a) <= test::backend_tolerance<TestType>());
-  CHECK(test::worst_error_against_direct<TestType>(g, kernels, in_b, out_b) <= test::backend_tolerance<TestType>());
+  test::check_two_executes_in_flight<TestType>(callbacks, {.n1 = 15, .n2 = 9, .slices = 3, .per_slice = 6});
 }
 
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks set_kernels replaces the spectra", "[convolution][gpu-cufft-callbacks]", float,
@@ -78,51 +41,18 @@ TEMPLATE_TEST_CASE("gpu-cufft-callbacks set_kernels replaces the spectra", "[con
 
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks on shapes beyond the harness", "[convolution][gpu-cufft-callbacks]", float,
                    double) {
-  const std::vector<test::NamedGeometry> shapes{
-      {"non-power-of-two L (7 x 5 -> 13 x 15)", {.n1 = 7, .n2 = 5, .l1 = 13, .l2 = 15, .slices = 3, .per_slice = 4}},
-      {"prime L (3 x 11 -> 7 x 23)", {.n1 = 3, .n2 = 11, .l1 = 7, .l2 = 23, .slices = 2, .per_slice = 3}},
-      {"1D grating with L2 > 1 (21 x 1 -> 64 x 4)", {.n1 = 21, .n2 = 1, .l1 = 64, .l2 = 4, .slices = 2, .per_slice = 3}},
-      {"N1 = 1, long axis 2 (1 x 63)", {.n1 = 1, .n2 = 63, .slices = 2, .per_slice = 3}},
-      {"batch beyond the grid's y limit (3 x 3, 80000 blocks)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 40000}},
-  };
-  for (const auto& c : shapes) {
-    INFO(c.name);
-    const auto kernels = test::random_kernels<TestType>(c.geometry);
-    auto plan = conv::make_convolution<TestType>(callbacks, c.geometry, kernels);
-    const auto in = test::random_complex<TestType>(c.geometry.input_size());
-    std::vector<std::complex<TestType>> out;
-    test::run_on_host(*plan, in, out);
-    CHECK(test::worst_error_against_direct<TestType>(c.geometry, kernels, in, out) <=
-          test::backend_tolerance<TestType>());
-  }
+  test::check_shapes_beyond_harness<TestType>(callbacks);
 }
 
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks shifts a field by a delta kernel", "[convolution][gpu-cufft-callbacks]", float,
                    double) {
-  // χ = δ(n − s): out(m) = in(m − s) inside the block, 0 where m − s leaves it. Independent of cpu-direct.
-  const Problem g{.n1 = 9, .n2 = 7, .slices = 2, .per_slice = 3};
-  const double tolerance = 10 * test::backend_tolerance<TestType>();
-  for (auto [s1, s2] : {std::pair{0, 0}, {2, -1}, {-8, 6}, {5, 0}}) {
-    auto plan = conv::make_convolution<TestType>(callbacks, g, test::delta_kernels(g, s1, s2));
-    const auto in = test::random_complex<TestType>(g.input_size());
-    std::vector<std::complex<TestType>> out;
-    test::run_on_host(*plan, in, out);
-    const auto expect = test::shifted_fields(g, in, s1, s2);
-    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(std::abs(out[i] - expect[i]) <= tolerance);
-  }
+  test::check_delta_shifts<TestType>(callbacks);
 }
 
 TEST_CASE("gpu-cufft-callbacks rejects bad arguments and refuses N1 = N2 = 1", "[convolution][gpu-cufft-callbacks]") {
-  const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
-  auto plan = conv::make_convolution<float>(callbacks, g, test::random_kernels<float>(g));
-  DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
-  buffer.upload(test::random_complex<float>(buffer.size()));
-  CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
-  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
-  CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() - 1)), InvalidArgument);
-  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
-  GS_CUDA_TRY(cudaDeviceSynchronize());
+  test::check_bad_arguments_refused(callbacks);
 
+  const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
   const Problem one = conv::resolve(Problem{.n1 = 1, .n2 = 1, .slices = 2, .per_slice = 2});
   for (auto precision : {conv::Precision::single, conv::Precision::double_}) {
     const conv::Support s = conv::traits(callbacks).can_implement(one, precision);
@@ -140,19 +70,7 @@ TEMPLATE_TEST_CASE("gpu-cufft-callbacks pattern problems equal cpu-direct",
 
 TEMPLATE_TEST_CASE("gpu-cufft-callbacks pattern on a non-blocking stream, kernels replaced, shapes beyond the harness",
                    "[convolution][gpu-cufft-callbacks][pattern]", float, double) {
-  const std::vector<test::NamedGeometry> shapes{
-      {"9 x 7", {.n1 = 9, .n2 = 7, .slices = 3, .per_slice = 4}},
-      {"non-power-of-two L (5 x 7 -> 11 x 15)", {.n1 = 5, .n2 = 7, .l1 = 11, .l2 = 15, .slices = 2, .per_slice = 3}},
-      {"1D with L2 > 1 (13 x 1 -> 32 x 2)", {.n1 = 13, .n2 = 1, .l1 = 32, .l2 = 2, .slices = 2, .per_slice = 2}},
-      {"output blocks beyond the grid's y limit (3 x 3, 16000 groups)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 8000}},
-  };
-  const test::TestStream stream;
-  for (const test::Pattern& pattern : {test::normal_vector_pattern(), test::normal_vector_1d_pattern(), test::random_pattern()})
-    for (const auto& shape : shapes) {
-      const Problem g = test::with_pattern(shape.geometry, pattern);
-      INFO(pattern.name << ", " << shape.name);
-      test::check_stream_and_new_kernels<TestType>(callbacks, g, stream.get());
-    }
+  test::check_patterns_on_stream_beyond_harness<TestType>(callbacks);
 }
 
 TEST_CASE("gpu-cufft-callbacks pattern: buffers of P and Q blocks, overlap refused",

@@ -43,6 +43,21 @@ std::unique_ptr<conv::Convolution<Real>> make_or_decline(const Problem& g, const
     return nullptr;
   }
 }
+
+/// Every form and tile that serves `c` equals cpu-direct on one set of random kernels and fields.
+template <class Real>
+void check_every_tiling(const test::NamedGeometry& c) {
+  const auto kernels = test::random_kernels<Real>(c.geometry);
+  const auto in = test::random_complex<Real>(c.geometry.input_size());
+  for (const auto tiling : all_tilings) {
+    INFO(c.name << ", " << describe(tiling));
+    auto plan = make_or_decline<Real>(c.geometry, kernels, tiling);
+    if (!plan) continue;
+    std::vector<std::complex<Real>> out;
+    test::run_on_host(*plan, in, out);
+    CHECK(test::worst_error_against_direct<Real>(c.geometry, kernels, in, out) <= test::backend_tolerance<Real>());
+  }
+}
 }  // namespace
 
 TEMPLATE_TEST_CASE("gpu-direct (its own choice of form) equals cpu-direct on every harness geometry",
@@ -52,20 +67,9 @@ TEMPLATE_TEST_CASE("gpu-direct (its own choice of form) equals cpu-direct on eve
 }
 
 TEMPLATE_TEST_CASE("gpu-direct: every form and tile equals cpu-direct", "[convolution][gpu-direct]", float, double) {
-  for (const auto& c : test::backend_test_geometries()) {
-    if (c.geometry.field_size() > std::size_t(conv::detail::gpu_direct_max_field_size)) continue;  // declined below
-    const auto kernels = test::random_kernels<TestType>(c.geometry);
-    const auto in = test::random_complex<TestType>(c.geometry.input_size());
-    for (const auto tiling : all_tilings) {
-      INFO(c.name << ", " << describe(tiling));
-      auto plan = make_or_decline<TestType>(c.geometry, kernels, tiling);
-      if (!plan) continue;
-      std::vector<std::complex<TestType>> out;
-      test::run_on_host(*plan, in, out);
-      CHECK(test::worst_error_against_direct<TestType>(c.geometry, kernels, in, out) <=
-            test::backend_tolerance<TestType>());
-    }
-  }
+  for (const auto& c : test::backend_test_geometries())
+    if (c.geometry.field_size() <= std::size_t(conv::detail::gpu_direct_max_field_size))  // declined above it
+      check_every_tiling<TestType>(c);
 }
 
 TEST_CASE("gpu-direct declines N1*N2 above its limit, naming it", "[convolution][gpu-direct]") {
@@ -107,19 +111,7 @@ TEMPLATE_TEST_CASE("gpu-direct on shapes beyond the harness", "[convolution][gpu
       {"many fields per kernel (5 x 5 x 70)", {.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 70}},
       {"a large batch (3 x 3, 80000 blocks)", {.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 40000}},
   };
-  for (const auto& c : shapes) {
-    const auto kernels = test::random_kernels<TestType>(c.geometry);
-    const auto in = test::random_complex<TestType>(c.geometry.input_size());
-    for (const auto tiling : all_tilings) {
-      INFO(c.name << ", " << describe(tiling));
-      auto plan = make_or_decline<TestType>(c.geometry, kernels, tiling);
-      if (!plan) continue;
-      std::vector<std::complex<TestType>> out;
-      test::run_on_host(*plan, in, out);
-      CHECK(test::worst_error_against_direct<TestType>(c.geometry, kernels, in, out) <=
-            test::backend_tolerance<TestType>());
-    }
-  }
+  for (const auto& c : shapes) check_every_tiling<TestType>(c);
 }
 
 TEMPLATE_TEST_CASE("gpu-direct on a non-blocking stream, with kernels replaced", "[convolution][gpu-direct]", float,
@@ -164,14 +156,7 @@ TEST_CASE("gpu-direct rejects bad arguments", "[convolution][gpu-direct]") {
   const auto kernels = test::random_kernels<float>(g);
   CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::direct_sum, 3}), InvalidArgument);
   CHECK_THROWS_AS(conv::detail::make_gpu_direct<float>(g, kernels, {DirectForm::toeplitz_product, 8}), InvalidArgument);
-  auto plan = conv::make_convolution<float>(Backend::gpu_direct, g, kernels);
-  DeviceBuffer<std::complex<float>> buffer(2 * g.input_size());
-  buffer.upload(test::random_complex<float>(buffer.size()));
-  CHECK_THROWS_AS(plan->execute(nullptr, buffer.data()), InvalidArgument);
-  CHECK_THROWS_AS(plan->execute(buffer.data(), buffer.data() + g.input_size() / 2), InvalidArgument);  // overlap
-  CHECK_THROWS_AS(plan->set_kernels(std::vector<std::complex<double>>(g.kernels_total() + 1)), InvalidArgument);
-  CHECK_NOTHROW(plan->execute(buffer.data(), buffer.data() + g.input_size()));
-  GS_CUDA_TRY(cudaDeviceSynchronize());
+  test::check_bad_arguments_refused(Backend::gpu_direct);
 }
 
 TEMPLATE_TEST_CASE("gpu-direct pattern problems (its own choice of form) equal cpu-direct",

@@ -4,10 +4,12 @@
 // solver's own operator (convolution engine + z-operator), an implementation independent of the
 // preconditioner's dense assembly (z-operator on unit sources, kernel coefficients indexed by hand).
 #include <Eigen/Dense>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/error.hpp"
 #include "physics/problem.hpp"
 #include "validation/physics/grating_cases.hpp"
 #include "validation/support/catch.hpp"
@@ -86,6 +88,27 @@ inline std::pair<physics::AveragedMatrices, physics::LocalMatrices> random_parts
                                random_complex<double>(n_l * n_l * std::size_t(slices) * incidences),
                                random_complex<double>(9 * std::size_t(orders) * slices * incidences)};
   return {std::move(averaged), std::move(local)};
+}
+
+/// A singular Ā (a zero column), a singular slice block L_p (a row of 1e-15) and a NaN entry are refused,
+/// the first two naming the matrix, and the random parts themselves are accepted. `make(Real{}, averaged,
+/// local, rhs_incidence)` builds a preconditioner of precision Real (host or device).
+template <class Make>
+void check_singular_parts_refused(Make make) {
+  const std::vector<int> rhs{0, 0, 1, 1};
+  auto [averaged, local] = random_parts(2, 3, 2);
+  const std::size_t n = averaged.n(), n_l = local.n();
+  auto singular_averaged = averaged;
+  for (std::size_t i = 0; i < n; ++i) singular_averaged.matrices[((1 * 3 + 2) * n + 4) * n + i] = 0.0;  // column 4
+  CHECK_THROWS_WITH(make(double{}, singular_averaged, local, rhs),
+                    Catch::Contains("singular for incidence 1, order index 2"));
+  auto singular_local = local;
+  for (std::size_t j = 0; j < n_l; ++j) singular_local.matrices[((0 * 2 + 1) * n_l + j) * n_l + 5] = 1e-15;  // row 5
+  CHECK_THROWS_WITH(make(double{}, averaged, singular_local, rhs), Catch::Contains("slice block of slice 1 is singular"));
+  auto not_finite = averaged;
+  not_finite.matrices[7] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_AS(make(float{}, not_finite, local, rhs), InvalidArgument);
+  CHECK_NOTHROW(make(double{}, averaged, local, rhs));
 }
 
 /// P x = L⁻¹ L̄ Ā⁻¹ x for the batched layout (rhs r of incidence rhs_incidence[r]) from dense inverses
