@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "benchmarks/benchmarks.hpp"
-#include "app/distributed_sweep.hpp"
+#include "app/sweep_executor.hpp"
 #include "app/phases.hpp"
 #include "app/solving.hpp"
 #include "convolution/problem_cases.hpp"
