@@ -78,6 +78,14 @@ std::string format_wavelength(double nm) {
   return text;
 }
 
+/// "points 3, 4, 5 (λ = 650 nm)"
+std::string describe_points(const io::Problem& problem, const Unit& unit) {
+  std::string text = unit.size() == 1 ? "point " : "points ";
+  for (std::size_t j = 0; j < unit.size(); ++j) text += (j ? ", " : "") + std::to_string(unit[j]);
+  if (!unit.empty()) text += " (" + format_wavelength(io::incidence_of(problem, unit[0]).wavelength) + ")";
+  return text;
+}
+
 /// The signal (SIGINT, SIGTERM) that asked the run to stop, 0 while none did. The handler is
 /// installed with SA_RESETHAND: a second signal has its default effect.
 volatile std::sig_atomic_t stop_signal_received = 0;
@@ -107,18 +115,13 @@ void UnitQueue::close() {
   units_.clear();
 }
 
-std::vector<Unit> pending_by_wavelength(const io::Problem& problem, const io::ResultWriter& writer) {
+std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int workers) {
   std::vector<Unit> wavelengths;
   for (std::size_t iw = 0; iw < problem.layout.wavelength_nm.size(); ++iw) {
     Unit points = io::points_at_wavelength(problem, iw);
     std::erase_if(points, [&](std::size_t p) { return writer.done(p); });
     if (!points.empty()) wavelengths.push_back(std::move(points));
   }
-  return wavelengths;
-}
-
-std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int workers) {
-  const std::vector<Unit> wavelengths = pending_by_wavelength(problem, writer);
   const std::size_t wanted = units_per_worker * std::size_t(std::max(workers, 1));
   if (workers <= 1 || wavelengths.empty() || wavelengths.size() >= wanted) return wavelengths;
   const std::size_t pieces = (wanted + wavelengths.size() - 1) / wavelengths.size();
@@ -149,13 +152,6 @@ Solved solve_unit(const io::Problem& problem, Unit unit, int worker, const Worke
     if (s.failure.empty()) s.failure = "unknown error";
   }
   return s;
-}
-
-std::string describe_points(const io::Problem& problem, const Unit& unit) {
-  std::string text = unit.size() == 1 ? "point " : "points ";
-  for (std::size_t j = 0; j < unit.size(); ++j) text += (j ? ", " : "") + std::to_string(unit[j]);
-  if (!unit.empty()) text += " (" + format_wavelength(io::incidence_of(problem, unit[0]).wavelength) + ")";
-  return text;
 }
 
 SweepReporter::SweepReporter(const io::Problem& problem, Progress& progress, std::vector<std::string> worker_names)

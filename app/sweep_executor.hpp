@@ -34,12 +34,9 @@ namespace gratingsim::app {
 /// Points of one wavelength solved together, in point order.
 using Unit = std::vector<std::size_t>;
 
-/// The points not yet done, one unit per wavelength (wavelengths with none left out).
-std::vector<Unit> pending_by_wavelength(const io::Problem& problem, const io::ResultWriter& writer);
-
-/// The units of the points not yet done for `workers` workers: one per wavelength with one worker, or
-/// while there are at least 4 per worker; else each wavelength's points cut into near-equal units
-/// until there are (or every unit is one point).
+/// The units of the points not yet done (wavelengths with none left out) for `workers` workers: one per
+/// wavelength with one worker, or while there are at least 4 per worker; else each wavelength's points
+/// cut into near-equal units until there are (or every unit is one point).
 std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int workers);
 
 /// The units not yet handed out, shared by the workers.
@@ -91,9 +88,6 @@ struct Workers {
   std::vector<WorkerOptions> local{WorkerOptions{}};
   RemoteWorkers* remote = nullptr;
 };
-
-/// "points 3, 4, 5 (λ = 650 nm)"
-std::string describe_points(const io::Problem& problem, const Unit& unit);
 
 /// What the sweep says on stderr, in the words each mode has always used: a one-process run names
 /// wavelengths ("solving λ = 633 nm", "solved λ = 633 nm") and fails with the failing unit's own error;
