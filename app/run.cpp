@@ -1,21 +1,19 @@
 // gratingsim run: solves every sweep point of a case file and writes the result file of io/SCHEMA.md,
 // point by point (OUT.h5.partial, renamed to OUT.h5 when complete), then prints a summary
-// (summary.hpp). Launched by mpirun, the ranks share the sweep (distributed_sweep.hpp) and rank 0
-// writes the one file. run_command's steps: the settings, the case and the output's lock, the backend,
+// (summary.hpp). The sweep executor (sweep_executor.hpp) spreads the sweep over local workers (one per
+// visible GPU) or, launched by mpirun, over the ranks (distributed_sweep.hpp); rank 0 writes the one
+// file. run_command's steps: the settings, the case and the output's lock, the backend,
 // the result file, then the sweep and what became of it.
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <csignal>
-#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -26,6 +24,7 @@
 #include "app/ranks.hpp"
 #include "app/solving.hpp"
 #include "app/summary.hpp"
+#include "app/sweep_executor.hpp"
 #include "convolution/devices.hpp"
 #include "io/problem.hpp"
 #include "io/results.hpp"
@@ -54,6 +53,7 @@ constexpr OptionSpec run_options[] = {
     {"quiet", "", "no progress line, no summary (warnings and errors still go to stderr)"},
     {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)", 0, true},
     {"fail-on-rank", "R", "MPI rank R fails its first unit of work (tests)", 0, true},
+    {"workers", "N", "one process: N local workers (threads) instead of one per visible GPU (tests)", 0, true},
 };
 
 struct Settings {
@@ -63,6 +63,7 @@ struct Settings {
   bool resume = false, quiet = false, overwrite = false;
   std::optional<std::size_t> stop_after;
   std::optional<int> fail_on_rank;
+  std::optional<int> workers;
 };
 
 Settings parse_settings(const Options& o) {
@@ -92,6 +93,7 @@ Settings parse_settings(const Options& o) {
   s.overwrite = o.flag("overwrite");
   if (const auto v = o.value("stop-after")) s.stop_after = std::size_t(parse_int("stop-after", *v, 1, 1 << 30));
   if (const auto v = o.value("fail-on-rank")) s.fail_on_rank = parse_int("fail-on-rank", *v, 0, 1 << 24);
+  if (const auto v = o.value("workers")) s.workers = parse_int("workers", *v, 1, 1 << 10);
   return s;
 }
 
@@ -131,41 +133,11 @@ conv::Backend choose_backend(const Settings& s, const io::Problem& problem, bool
   return automatic_backend(problem);
 }
 
-/// Physics warnings on stderr, each kind once: a warning repeated with other numbers (the same
-/// anomaly at the next wavelength) is counted, not printed again.
-class Warnings {
- public:
-  void report(const std::string& warning) {
-    if (warning.starts_with("substrate absorbs at")) return;  // said once before the sweep (note_absorbing_substrate)
-    std::string kind;
-    for (char c : warning)
-      if (!std::isdigit(static_cast<unsigned char>(c)) || kind.empty() || kind.back() != '#')
-        kind += std::isdigit(static_cast<unsigned char>(c)) ? '#' : c;
-    if (seen_.insert(kind).second)
-      std::cerr << "gratingsim run: warning: " << warning << '\n';
-    else
-      ++repeated_;
-  }
-  void print_repeated() const {
-    if (repeated_) std::cerr << "gratingsim run: " << repeated_ << " more warning(s) of the kinds above not shown\n";
-  }
-
- private:
-  std::set<std::string> seen_;
-  std::size_t repeated_ = 0;
-};
-
-std::string format_wavelength(double nm) {
-  char text[48];
-  std::snprintf(text, sizeof text, "λ = %g nm", nm);
-  return text;
-}
-
-/// The device string of the result file for an MPI run: each kind of device with the number of
-/// ranks on it, "2 × NVIDIA H100 80GB HBM3".
-std::string describe_devices(const std::vector<std::string>& per_rank) {
+/// The device string of the result file for a run with several workers (MPI ranks, local workers):
+/// each kind of device with the number of workers on it, "2 × NVIDIA H100 80GB HBM3".
+std::string describe_devices(const std::vector<std::string>& per_worker) {
   std::vector<std::pair<std::string, int>> kinds;
-  for (const std::string& d : per_rank) {
+  for (const std::string& d : per_worker) {
     const auto it = std::find_if(kinds.begin(), kinds.end(), [&](const auto& k) { return k.first == d; });
     if (it == kinds.end())
       kinds.emplace_back(d, 1);
@@ -175,6 +147,16 @@ std::string describe_devices(const std::vector<std::string>& per_rank) {
   std::string text;
   for (const auto& [device, count] : kinds) text += (text.empty() ? "" : ", ") + std::to_string(count) + " × " + device;
   return text;
+}
+
+/// The local workers of one process: one per visible CUDA device for a GPU backend, each on its own
+/// device, else one; `asked` (--workers) workers instead, sharing the devices in turn.
+std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked) {
+  const int devices = conv::memory_of(backend) == conv::Memory::device ? int(conv::cuda_report().devices.size()) : 0;
+  std::vector<WorkerOptions> workers(std::size_t(asked.value_or(std::max(devices, 1))));
+  if (devices > 1)  // one device: the current one, as ever
+    for (std::size_t k = 0; k < workers.size(); ++k) workers[k].cuda_device = int(k) % devices;
+  return workers;
 }
 
 /// Every rank takes its own GPU: the local rank's index among this host's devices (modulo their
@@ -191,63 +173,6 @@ int bind_device(Ranks& ranks) {
   return device;
 }
 
-/// The signal (SIGINT, SIGTERM) that asked the run to stop, 0 while none did. The sweep stops after
-/// the points being solved are written; a second signal has its default effect (the handler is
-/// installed with SA_RESETHAND): the process ends at once, the partial file keeping what it holds.
-volatile std::sig_atomic_t stop_signal = 0;
-bool erase_progress_line = false;  // stderr is a terminal: the note first erases the progress line
-
-void on_stop_signal(int signal) {
-  stop_signal = signal;
-  static const char erase[] = "\r\033[K";
-  static const char note[] = "gratingsim run: interrupted; stopping once the points being solved are written "
-                             "(interrupt again to stop at once)\n";
-  if (erase_progress_line) (void)!::write(STDERR_FILENO, erase, sizeof erase - 1);
-  (void)!::write(STDERR_FILENO, note, sizeof note - 1);
-}
-
-void install_signal_handlers() {
-  erase_progress_line = isatty(STDERR_FILENO);
-  struct sigaction action {};
-  action.sa_handler = on_stop_signal;
-  action.sa_flags = SA_RESTART | SA_RESETHAND;
-  sigemptyset(&action.sa_mask);
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  // A file-size limit (ulimit -f) then fails the write with EFBIG, reported, instead of killing the run.
-  std::signal(SIGXFSZ, SIG_IGN);
-}
-
-/// The sweep in one process: one batched solve per wavelength, each point written as it comes.
-SweepOutcome sweep_alone(const io::Problem& problem, io::ResultWriter& writer, Progress& progress, Warnings& warnings,
-                         std::optional<std::size_t> stop_after) {
-  SweepOutcome outcome;
-  std::size_t done = writer.points_done();
-  for (const Unit& points : pending_by_wavelength(problem, writer)) {
-    if ((outcome.interrupted = stop_signal != 0)) return outcome;
-    const double wavelength = io::incidence_of(problem, points[0]).wavelength;
-    progress.update(done, "solving " + format_wavelength(wavelength));
-    const io::SolvedPoints solved = solve_for_file(problem, points);
-    if (!solved.warnings.empty()) progress.clear();
-    for (const std::string& warning : solved.warnings) warnings.report(warning);
-    physics::PhaseTimer timer;  // the writes of the batch's points: its `writing` phase
-    for (std::size_t j = 0; j < points.size(); ++j) {
-      writer.write(points[j], solved.results[j]);
-      ++done;
-      if (++outcome.solved == stop_after || j + 1 == points.size()) {
-        timer.lap(physics::Phase::writing);
-        writer.record_writing(std::span(points).first(j + 1), timer.times()[physics::Phase::writing]);
-      }
-      if (outcome.solved == stop_after) {
-        outcome.stopped = true;
-        return outcome;
-      }
-    }
-    progress.update(done, "solved " + format_wavelength(wavelength));
-  }
-  return outcome;
-}
-
 /// What a run builds up, step by step (run_command), on every rank of an MPI launch; rank 0 leads.
 struct Run {
   Settings settings;
@@ -257,9 +182,9 @@ struct Run {
   std::optional<io::OutputLock> lock;  ///< rank 0: held while OUT.h5 is written
   bool resuming = false;               ///< continuing OUT.h5.partial
   std::string backend_name;
-  RankOptions rank_options;
-  std::string device;                             ///< the result file's device string
-  std::vector<std::string> rank_names{"rank 0"};  ///< for messages about a rank (rank 0's list)
+  std::vector<WorkerOptions> workers;   ///< this process's (an MPI rank has one)
+  std::string device;                   ///< the result file's device string
+  std::vector<std::string> rank_names;  ///< for messages about a rank (rank 0's list); empty: one process
   std::optional<io::ResultWriter> writer;         ///< rank 0
 
   [[nodiscard]] Ranks* all() const { return ranks.get(); }
@@ -307,9 +232,10 @@ void take_backend(Run& run) {
   if (run.ranks) run.backend_name = run.ranks->broadcast(run.backend_name);
   run.problem.solver.backend = conv::parse_backend(run.backend_name);
   const conv::Backend backend = run.problem.solver.backend;
-  run.rank_options.fail_on_rank = s.fail_on_rank;
+  run.workers = run.ranks ? std::vector<WorkerOptions>{{.fail_on_worker = s.fail_on_rank}}
+                          : local_workers(backend, s.workers);
   if (run.ranks && conv::memory_of(backend) == conv::Memory::device)
-    settle(run.all(), [&] { run.rank_options.cuda_device = bind_device(*run.ranks); });
+    settle(run.all(), [&] { run.workers[0].cuda_device = bind_device(*run.ranks); });
   settle(run.all(), [&] {
     const std::string why =
         physics_unavailable(backend, run.problem.solver.precision, run.problem.solver.formulation);
@@ -327,10 +253,15 @@ void take_backend(Run& run) {
 /// The device string of the result file, and the names of the ranks for messages.
 void name_devices(Run& run) {
   run.device = device_of(run.problem.solver.backend);
+  if (!run.ranks && run.workers.size() > 1) {
+    std::vector<std::string> devices;
+    for (const WorkerOptions& w : run.workers)
+      devices.push_back(w.cuda_device < 0 ? run.device : conv::cuda_report().devices.at(std::size_t(w.cuda_device)).name);
+    run.device = describe_devices(devices);
+  }
   if (!run.ranks) return;
   const std::vector<std::string> devices = run.ranks->gather(run.device), hosts = run.ranks->gather(run.ranks->host());
   run.device = describe_devices(devices);
-  run.rank_names.clear();
   for (std::size_t r = 0; r < devices.size(); ++r)
     run.rank_names.push_back("rank " + std::to_string(r) + " (" + hosts[r] + ", " + devices[r] + ")");
 }
@@ -346,7 +277,7 @@ void open_result_file(Run& run) {
   });
 }
 
-/// Rank 0: the sweep (over the ranks, or in this process alone), then what became of it: interrupted,
+/// Rank 0: the sweep (over the ranks, or this process's workers), then what became of it: interrupted,
 /// stopped, failed points, or the finished file and its summary. Returns the exit status.
 int sweep_and_summarise(Run& run) {
   const Settings& s = run.settings;
@@ -354,18 +285,15 @@ int sweep_and_summarise(Run& run) {
   io::ResultWriter& writer = *run.writer;
   const std::string partial = io::partial_path(s.output);
   Progress progress(layout.points(), writer.points_done(), !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
-  Warnings warnings;
+  SweepReporter report(run.problem, progress, run.rank_names);
+  std::optional<RankWorkers> ranks;
+  if (run.ranks) ranks.emplace(*run.ranks);
+  const int workers = run.ranks ? run.ranks->size() : int(run.workers.size());
   SweepOutcome outcome;
   const auto sweep_start = std::chrono::steady_clock::now();
   try {
-    if (run.ranks) {
-      SweepReport report{progress, [&](const std::string& w) { progress.clear(), warnings.report(w); },
-                         run.rank_names, [] { return stop_signal != 0; }};
-      outcome = coordinate_sweep(*run.ranks, run.problem, writer, plan_units(run.problem, writer, run.ranks->size()),
-                                 run.rank_options, report, s.stop_after);
-    } else {
-      outcome = sweep_alone(run.problem, writer, progress, warnings, s.stop_after);
-    }
+    outcome = execute_sweep(run.problem, writer, plan_units(run.problem, writer, workers),
+                            {run.workers, ranks ? &*ranks : nullptr}, report, s.stop_after);
   } catch (const io::OutputError& e) {  // a failed write (a full disk): what is kept, what to do
     progress.clear();
     throw io::OutputError(std::string(e.what()) + "\n  the " + std::to_string(writer.points_done()) + " of " +
@@ -374,12 +302,12 @@ int sweep_and_summarise(Run& run) {
   }
   const auto sweep_end = std::chrono::steady_clock::now();
   progress.clear();
-  warnings.print_repeated();
+  report.print_repeated();
   if (outcome.interrupted) {
-    std::cerr << "gratingsim run: interrupted (" << (stop_signal == SIGTERM ? "SIGTERM" : "SIGINT")
+    std::cerr << "gratingsim run: interrupted (" << (stop_signal() == SIGTERM ? "SIGTERM" : "SIGINT")
               << "): " << writer.points_done() << " of " << layout.points() << " points finished and kept in "
               << partial << "; run again with --resume to solve the rest\n";
-    return 128 + int(stop_signal);
+    return 128 + stop_signal();
   }
   if (outcome.stopped) {
     std::cerr << "gratingsim run: stopped after " << outcome.solved << " points as asked (--stop-after); " << partial
@@ -415,7 +343,7 @@ int run_command(const Options& options, const Launch& launch) {
   name_devices(run);
   open_result_file(run);
   if (!run.root()) {  // solve what rank 0 sends, then return the status it decides
-    serve_sweep(*run.ranks, run.problem, run.rank_options);
+    serve_sweep(*run.ranks, run.problem, run.workers[0]);
     return std::stoi(run.ranks->broadcast(""));
   }
   int status = 1;

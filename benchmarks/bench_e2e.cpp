@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "benchmarks/benchmarks.hpp"
-#include "app/distributed_sweep.hpp"
+#include "app/sweep_executor.hpp"
 #include "app/phases.hpp"
 #include "app/solving.hpp"
 #include "convolution/problem_cases.hpp"
@@ -85,7 +85,7 @@ double sweep(const io::Problem& problem, const std::string& output) {
       output, problem.layout,
       io::run_info(problem, backend, conv::to_string(problem.solver.precision), device_of(problem.solver.backend)));
   const auto start = std::chrono::steady_clock::now();
-  for (const Unit& points : pending_by_wavelength(problem, writer)) {
+  for (const Unit& points : plan_units(problem, writer, 1)) {  // one unit per wavelength
     const BatchSolve batch = solve_points(problem, points);
     physics::PhaseTimer timer;
     for (std::size_t j = 0; j < points.size(); ++j) writer.write(points[j], point_result(problem, batch, j));

@@ -5,10 +5,13 @@
 // finished points are kept for a resume; --stop-after stops every rank; an invalid case is
 // reported once; the exit status of unconverged solves reaches the shell. A build without MPI
 // refuses an MPI launch. Outputs that would destroy a file are refused under mpirun as in one process.
+// Two local workers of one process (app/sweep_executor.cpp) write the file one worker writes, bit for
+// bit, and stop after the points asked.
 #include <cmath>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -326,3 +329,58 @@ TEST_CASE("a build without MPI refuses an MPI launch and writes nothing", "[app]
 }
 
 #endif
+
+// Local workers (app/sweep_executor.hpp): several in one process, one per visible GPU for a GPU
+// backend (where this machine has two or more), CPU workers asked for with the testing option
+// --workers. Their units are smaller than a wavelength's batch (6 units of 1 point for sweep_case's
+// 3 × 2 points on 2 workers).
+TEST_CASE("two local workers write the file one worker writes, bit for bit", "[app][run]") {
+  const test::ScratchDirectory dir("local_workers");
+  // (backend, the options that give several workers, the device attribute's start)
+  std::vector<std::array<std::string, 3>> setups{{"cpu-fftw", " --workers 2", "2 × "}};
+  if (const std::size_t gpus = conv::cuda_report().devices.size(); gpus >= 2)
+    setups.push_back({"gpu-fused", "", std::to_string(gpus) + " × "});
+  for (const auto& [backend, several, device] : setups)
+    for (const auto& [name, text] :
+         {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}, std::pair{"auto", test::auto_sweep_case}})
+      for (const char* precision : {"double", "single"}) {
+        const std::string tag = std::string(name) + "_" + backend + "_" + precision;
+        INFO(tag);
+        const fs::path config = dir / (tag + ".yaml"), alone = dir / (tag + "_one.h5"), two = dir / (tag + "_two.h5");
+        std::ofstream(config) << text;
+        const std::string options = " --backend " + backend + " --precision " + precision;
+        const test::Execution one =
+            run_gratingsim("run " + quoted(config) + " -o " + quoted(alone) + options + " --workers 1");
+        INFO(one.output);
+        REQUIRE(one.status == 0);
+        const test::Execution both = run_gratingsim("run " + quoted(config) + " -o " + quoted(two) + options + several);
+        INFO(both.output);
+        REQUIRE(both.status == 0);
+        CHECK(!fs::exists(io::partial_path(two.string())));
+        check_same_file(two, alone);
+        CHECK(io::ResultReader(two.string()).info().device.starts_with(device));
+      }
+}
+
+TEST_CASE("two local workers stop after the points asked, and one worker resumes to the same file", "[app][run]") {
+  const test::ScratchDirectory dir("local_workers_stop");
+  const fs::path config = dir / "sweep.yaml", alone = dir / "one.h5", out = dir / "out.h5";
+  std::ofstream(config) << sweep_case;
+  REQUIRE(run_gratingsim("run " + quoted(config) + " -o " + quoted(alone) + " --backend cpu-fftw --quiet").status == 0);
+  const test::Execution stopped =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --stop-after 3 --workers 2");
+  INFO(stopped.output);
+  CHECK(stopped.status == 1);
+  CHECK(contains(stopped.output, "stopped after 3 points"));
+  {
+    const io::ResultReader reader(io::partial_path(out.string()));
+    std::size_t done = 0;
+    for (std::size_t p = 0; p < reader.layout().points(); ++p) done += reader.done(p) ? 1 : 0;
+    CHECK(done == 3);
+  }
+  const test::Execution resumed =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume");
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  check_same_file(out, alone);
+}

@@ -1,7 +1,7 @@
 #pragma once
-// A point's result must not depend on which incidences share its batch: a distributed run
-// (app/distributed_sweep.hpp) splits a wavelength's batch over ranks and promises the file of a
-// one-process run bit for bit. Shared by the host and the GPU solver tests.
+// A point's result must not depend on which incidences share its batch: a sweep over several workers
+// (app/sweep_executor.hpp: MPI ranks, local GPUs) splits a wavelength's batch over them and promises
+// the file of a one-worker run bit for bit. Shared by the host and the GPU solver tests.
 #include <cstring>
 #include <span>
 #include <string>
