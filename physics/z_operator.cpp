@@ -122,112 +122,79 @@ class HostZOperator final : public ZOperator<Real> {
     const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
     const double k1 = g_.k1, k1sq = k1 * k1;
     const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
-    // Each (rhs, order) pair is independent: three passes over the slices. Order by order, the slices
-    // of x, c and y lie a block of the batch apart (a cache miss per term, issue #15), so each task
-    // takes a block of consecutive orders of one rhs and runs every pass with the slices outside and
-    // the orders inside, where the layout is contiguous. Every pair's operations and their order are
-    // those of a pair alone: the result does not depend on the blocking or the thread count.
-    constexpr int block = 16;
-    const int blocks_per_rhs = (nm + block - 1) / block;
-    const std::ptrdiff_t tasks = std::ptrdiff_t(nr) * blocks_per_rhs;
-    struct Projections {
-      C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
-    };
-    struct Pair {  // one order's constants, table rows and running sums
-      C kz, rs, rp, pt, pref;
-      double tx, ty, kr, ex, ey, pz;
-      const C *step, *weight, *self, *depth;
-      C ue, up, re, rpm, de, dp;
-      Projections below, above;
-    };
 #pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
-    for (std::ptrdiff_t task = 0; task < tasks; ++task) {
-      const int r = int(task / blocks_per_rhs), m0 = int(task % blocks_per_rhs) * block;
-      const int m1 = std::min(nm, m0 + block);
-      Pair pair[block];
-      for (int m = m0; m < m1; ++m) {
-        Pair& o = pair[m - m0];
-        const std::size_t io = std::size_t(rhs_[r]) * nm + m;
-        o.kz = g_.kz[io];
-        o.rs = g_.rs[io];
-        o.rp = g_.rp[io];
-        o.tx = g_.tx[io];
-        o.ty = g_.ty[io];
-        o.kr = g_.krho[io];
-        o.ex = -o.ty;  // ê = ẑ × t̂
-        o.ey = o.tx;
-        o.pt = o.kz / k1;  // p̂± = (±pt t̂, −kρ/k1)
-        o.pz = -o.kr / k1;
-        o.pref = I / (2.0 * o.kz);
-        o.step = &g_.step[io * nz];
-        o.weight = &g_.weight[io * nz];
-        o.self = &g_.self[io * nz];
-        o.depth = &g_.depth[io * nz];
-        o.ue = o.up = o.re = o.rpm = o.de = o.dp = 0;
-        o.below = o.above = Projections{};
-      }
+    for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
+      const int r = int(rm / nm), m = int(rm % nm);
+      const std::size_t io = std::size_t(rhs_[r]) * nm + m;
+      const C kz = g_.kz[io], rs = g_.rs[io], rp = g_.rp[io];
+      const double tx = g_.tx[io], ty = g_.ty[io], kr = g_.krho[io];
+      const double ex = -ty, ey = tx;                            // ê = ẑ × t̂
+      const C pt = kz / k1;                                      // p̂± = (±pt t̂, −kρ/k1)
+      const double pz = -kr / k1;
+      const C pref = I / (2.0 * kz);
+      const C* step = &g_.step[io * nz];
+      const C* weight = &g_.weight[io * nz];
+      const C* self = &g_.self[io * nz];
+      const C* depth = &g_.depth[io * nz];
       // Element (p, r, component, m) of the batched layout.
-      const auto at = [&](int p, int comp, int m) {
-        return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m;
-      };
+      const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m; };
       // Element (p, r, component, m) of the convolution output c (sc components per block).
-      const auto c_at = [&](int p, int comp, int m) {
-        return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m;
+      const auto c_at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m; };
+      struct Projections {
+        C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
       };
-      const auto load = [&](int p, int m, const Pair& o) {
-        const C sx = k1sq * C(c[c_at(p, 0, m)]), sy = k1sq * C(c[c_at(p, 1, m)]), sz = k1sq * C(c[c_at(p, 2, m)]);
-        return Projections{o.ex * sx + o.ey * sy, o.tx * sx + o.ty * sy, sz};
+      const auto load = [&](int p) {
+        const C sx = k1sq * C(c[c_at(p, 0)]), sy = k1sq * C(c[c_at(p, 1)]), sz = k1sq * C(c[c_at(p, 2)]);
+        return Projections{ex * sx + ey * sy, tx * sx + ty * sy, sz};
       };
       // Field of amplitudes (ae along ê, at along t̂, az along ẑ) subtracted from y_p.
-      const auto subtract = [&](int p, int m, const Pair& o, C ae, C at_, C az) {
-        const C vx = ae * o.ex + at_ * o.tx, vy = ae * o.ey + at_ * o.ty;
-        y[at(p, 0, m)] = Complex(C(y[at(p, 0, m)]) - vx);
-        y[at(p, 1, m)] = Complex(C(y[at(p, 1, m)]) - vy);
-        y[at(p, 2, m)] = Complex(C(y[at(p, 2, m)]) - az);
+      const auto subtract = [&](int p, C ae, C at_, C az) {
+        const C vx = ae * ex + at_ * tx, vy = ae * ey + at_ * ty;
+        y[at(p, 0)] = Complex(C(y[at(p, 0)]) - vx);
+        y[at(p, 1)] = Complex(C(y[at(p, 1)]) - vy);
+        y[at(p, 2)] = Complex(C(y[at(p, 2)]) - az);
       };
       // y ← x + D (D_x, D_y: components 3, 4 of c where present).
       for (int p = 0; p < nz; ++p)
-        for (int comp = 0; comp < 3; ++comp)
-          for (int m = m0; m < m1; ++m) {
-            C v = x[at(p, comp, m)];
-            if (comp + 3 < sc) v += C(c[c_at(p, comp + 3, m)]);
-            y[at(p, comp, m)] = Complex(v);
-          }
+        for (int comp = 0; comp < 3; ++comp) {
+          C v = x[at(p, comp)];
+          if (comp + 3 < sc) v += C(c[c_at(p, comp + 3)]);
+          y[at(p, comp)] = Complex(v);
+        }
 
       // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p); also the
       // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term.
-      for (int q = nz - 1; q >= 0; --q)
-        for (int m = m0; m < m1; ++m) {
-          Pair& o = pair[m - m0];
-          if (q < nz - 1) {
-            const C s = o.step[q + 1];  // e^{ikz(z_q − z_{q+1})}
-            o.ue = s * (o.ue + o.weight[q + 1] * o.below.e);
-            o.up = s * (o.up + o.weight[q + 1] * (o.pt * o.below.t + o.pz * o.below.z));
-          }
-          const Projections sq = load(q, m, o);
-          o.re += o.depth[q] * o.weight[q] * o.rs * sq.e;
-          o.rpm += o.depth[q] * o.weight[q] * o.rp * (-o.pt * sq.t + o.pz * sq.z);
-          // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
-          const C cq = o.self[q];
-          subtract(q, m, o, o.pref * o.ue + cq * sq.e, o.pref * o.up * o.pt + cq * o.kz * o.kz * sq.t / k1sq,
-                   o.pref * o.up * o.pz + cq * o.kr * o.kr * sq.z / k1sq - sq.z / k1sq);
-          o.below = sq;
+      C ue = 0, up = 0, re = 0, rpm = 0;
+      Projections below{};
+      for (int q = nz - 1; q >= 0; --q) {
+        if (q < nz - 1) {
+          const C s = step[q + 1];  // e^{ikz(z_q − z_{q+1})}
+          ue = s * (ue + weight[q + 1] * below.e);
+          up = s * (up + weight[q + 1] * (pt * below.t + pz * below.z));
         }
+        const Projections sq = load(q);
+        re += depth[q] * weight[q] * rs * sq.e;
+        rpm += depth[q] * weight[q] * rp * (-pt * sq.t + pz * sq.z);
+        // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
+        const C cq = self[q];
+        subtract(q, pref * ue + cq * sq.e, pref * up * pt + cq * kz * kz * sq.t / k1sq,
+                 pref * up * pz + cq * kr * kr * sq.z / k1sq - sq.z / k1sq);
+        below = sq;
+      }
       // Downward sweep (top to bottom): D = Σ_{p above q} e^{ikz(z_p − z_q)} w_p (ê·s_p, p̂−·s_p), plus the
       // reflected part e^{ikz z_q} (ê re + p̂+ rpm).
-      for (int q = 0; q < nz; ++q)
-        for (int m = m0; m < m1; ++m) {
-          Pair& o = pair[m - m0];
-          if (q > 0) {
-            const C s = o.step[q];  // e^{ikz(z_{q−1} − z_q)}
-            o.de = s * (o.de + o.weight[q - 1] * o.above.e);
-            o.dp = s * (o.dp + o.weight[q - 1] * (-o.pt * o.above.t + o.pz * o.above.z));
-          }
-          const C dq = o.depth[q];
-          subtract(q, m, o, o.pref * (o.de + dq * o.re), o.pref * (-o.pt * o.dp + o.pt * dq * o.rpm),
-                   o.pref * (o.pz * o.dp + o.pz * dq * o.rpm));
-          o.above = load(q, m, o);
+      C de = 0, dp = 0;
+      Projections above{};
+      for (int q = 0; q < nz; ++q) {
+        if (q > 0) {
+          const C s = step[q];  // e^{ikz(z_{q−1} − z_q)}
+          de = s * (de + weight[q - 1] * above.e);
+          dp = s * (dp + weight[q - 1] * (-pt * above.t + pz * above.z));
         }
+        const C dq = depth[q];
+        subtract(q, pref * (de + dq * re), pref * (-pt * dp + pt * dq * rpm), pref * (pz * dp + pz * dq * rpm));
+        above = load(q);
+      }
     }
   }
 

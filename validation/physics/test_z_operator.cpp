@@ -2,7 +2,7 @@
 // tables once per distinct kz and per run of equal slice thicknesses (issue #15); every entry must
 // still be the formula of docs/formulation.md §6, here evaluated directly per entry in long double, on
 // random lattices, incidences and non-uniform grids, and the tables must not depend on the thread
-// count. The host operator's apply (its sweeps run over blocks of orders, issue #15) against the
+// count. The host operator's apply (the Krylov product's z-operator half on host backends) against the
 // operator of z_operator.hpp summed directly (O(Nz²) per order) in long double, in both precisions.
 #include <omp.h>
 
