@@ -1,6 +1,5 @@
 #include "physics/problem.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -247,83 +246,67 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
     ff.down_p.assign(nm, 0.0);
   }
   // Per incidence a, its right-hand sides r = 2a (s) and 2a + 1 (p) share the orders, so the tables
-  // of e^{ikz z_p} and w_p: one entry per slice and distinct kz (distinct_values.hpp), w_p once per run
-  // of equal thicknesses. The sums then run with the slices outside and the orders inside, where the
-  // source is contiguous (order by order, the slices of c lie nr·sc·nm elements apart: a cache miss
-  // per term), over blocks of orders in parallel; each order's sums still add the slices in order, as
-  // a serial order-by-order loop would, so the amplitudes do not depend on the thread count.
-  constexpr std::size_t block = 32;  // orders per parallel task; their accumulators stay in L1
+  // of e^{ikz z_p} and w_p: one row per distinct kz (z_operator.hpp's distinct_values), w_p once per
+  // run of equal thicknesses. Each sum runs over the slices in order, as one rhs alone would, and each
+  // order is one thread's: the amplitudes do not depend on the thread count.
   std::vector<C> kz(nm), deep, weight;
   for (std::size_t a = 0; a < nr / 2; ++a) {
     const FloquetOrders& f = orders_[a];
     const double k1sq = f.k1 * f.k1;
     for (std::size_t m = 0; m < nm; ++m) kz[m] = f.orders[m].kz1;
     const DistinctValues distinct = distinct_values(kz);
-    const std::size_t rows = distinct.first.size();
-    deep.resize(nz * rows);  // [p·rows + u]
-    weight.resize(nz * rows);
-#pragma omp parallel for schedule(dynamic, 8) if (rows * nz >= 4096)
-    for (std::ptrdiff_t ui = 0; ui < std::ptrdiff_t(rows); ++ui) {
-      const std::size_t u = std::size_t(ui);
-      const C k = kz[distinct.first[u]];
+    const std::ptrdiff_t rows = std::ptrdiff_t(distinct.first.size());
+    deep.resize(distinct.first.size() * nz);
+    weight.resize(distinct.first.size() * nz);
+#pragma omp parallel for schedule(dynamic, 8) if (std::size_t(rows) * nz >= 4096)
+    for (std::ptrdiff_t u = 0; u < rows; ++u) {
+      const C k = kz[distinct.first[std::size_t(u)]];
+      C* w = &weight[std::size_t(u) * nz];
       for (std::size_t p = 0; p < nz; ++p) {
         const double dz = grid.thickness[p];
         // w = 2 sin(kzΔ/2)/kz (a series where kzΔ is small)
-        weight[p * rows + u] = p > 0 && dz == grid.thickness[p - 1] ? weight[(p - 1) * rows + u]
-                               : std::abs(k * dz) < 1e-4          ? C(dz) * (1.0 - k * k * dz * dz / 24.0)
-                                                                   : 2.0 * std::sin(k * dz / 2.0) / k;
-        deep[p * rows + u] = std::exp(I * k * grid.z[p]);
+        w[p] = p > 0 && dz == grid.thickness[p - 1] ? w[p - 1]
+               : std::abs(k * dz) < 1e-4          ? C(dz) * (1.0 - k * k * dz * dz / 24.0)
+                                                   : 2.0 * std::sin(k * dz / 2.0) / k;
+        deep[std::size_t(u) * nz + p] = std::exp(I * k * grid.z[p]);
       }
     }
-    const std::ptrdiff_t blocks = std::ptrdiff_t((nm + block - 1) / block);
-#pragma omp parallel for schedule(dynamic, 1) if (nm * nz >= 4096)
-    for (std::ptrdiff_t bi = 0; bi < blocks; ++bi) {
-      const std::size_t m0 = std::size_t(bi) * block, m1 = std::min(nm, m0 + block);
-      struct Sums {
+    const std::ptrdiff_t orders = std::ptrdiff_t(nm);
+#pragma omp parallel for schedule(dynamic, 8) if (nm * nz >= 4096)
+    for (std::ptrdiff_t mi = 0; mi < orders; ++mi) {
+      const std::size_t m = std::size_t(mi);
+      const Order& o = f.orders[m];
+      const C pt = kz[m] / f.k1, pref = I / (2.0 * kz[m]);
+      const double pz = -o.krho / f.k1, ex = -o.ty, ey = o.tx;
+      const bool up = o.propagates_up();
+      const C* w = &weight[distinct.class_of[m] * nz];
+      const C* deep_m = &deep[distinct.class_of[m] * nz];
+      for (std::size_t pol = 0; pol < 2; ++pol) {
+        const std::size_t r = 2 * a + pol;
         C ue = 0, upp = 0, de = 0, dp = 0;
-      };
-      Sums sums[2][block];  // per polarisation and order of the block
-      for (std::size_t p = 0; p < nz; ++p) {
-        for (std::size_t m = m0; m < m1; ++m) {
-          const Order& o = f.orders[m];
-          const C pt = kz[m] / f.k1;
-          const double pz = -o.krho / f.k1, ex = -o.ty, ey = o.tx;
-          const bool up = o.propagates_up();
-          const std::size_t u = distinct.class_of[m];
-          const C w = weight[p * rows + u], deep_p = deep[p * rows + u];
-          // e^{−ikz z_p} has modulus 1 only for propagating orders (few: not tabulated)
-          const C back = up ? std::exp(-I * kz[m] * grid.z[p]) : C(0);
-          for (std::size_t pol = 0; pol < 2; ++pol) {
-            const std::size_t r = 2 * a + pol;
-            const auto at = [&](std::size_t comp) { return (p * nr + r) * sc * nm + comp * nm + m; };
-            const C sx = k1sq * C(c[at(0)]), sy = k1sq * C(c[at(1)]), sz = k1sq * C(c[at(2)]);
-            const C se = ex * sx + ey * sy, st = o.tx * sx + o.ty * sy;
-            const C s_plus = pt * st + pz * sz, s_minus = -pt * st + pz * sz;
-            Sums& sum = sums[pol][m - m0];
-            sum.de += w * se * deep_p;
-            sum.dp += w * s_minus * deep_p;
-            if (up) {
-              sum.ue += w * (se * back + o.rs * se * deep_p);
-              sum.upp += w * (s_plus * back + o.rp * s_minus * deep_p);
-            }
+        for (std::size_t p = 0; p < nz; ++p) {
+          const auto at = [&](std::size_t comp) { return (p * nr + r) * sc * nm + comp * nm + m; };
+          const C sx = k1sq * C(c[at(0)]), sy = k1sq * C(c[at(1)]), sz = k1sq * C(c[at(2)]);
+          const C se = ex * sx + ey * sy, st = o.tx * sx + o.ty * sy;
+          const C s_plus = pt * st + pz * sz, s_minus = -pt * st + pz * sz;
+          const C deep_p = deep_m[p];
+          de += w[p] * se * deep_p;
+          dp += w[p] * s_minus * deep_p;
+          if (up) {  // e^{−ikz z_p} has modulus 1 only for propagating orders (few: not tabulated)
+            const C back = std::exp(-I * kz[m] * grid.z[p]);
+            ue += w[p] * (se * back + o.rs * se * deep_p);
+            upp += w[p] * (s_plus * back + o.rp * s_minus * deep_p);
           }
         }
-      }
-      for (std::size_t m = m0; m < m1; ++m) {
-        const Order& o = f.orders[m];
-        const C pref = I / (2.0 * kz[m]);
+        FarField& ff = out[r];
         const bool zeroth = m == f.zeroth();
-        for (std::size_t pol = 0; pol < 2; ++pol) {
-          const Sums& sum = sums[pol][m - m0];
-          FarField& ff = out[2 * a + pol];
-          const C as = zeroth && pol == 0 ? 1.0 : 0.0, ap = zeroth && pol == 1 ? 1.0 : 0.0;
-          if (o.propagates_up()) {
-            ff.up_s[m] = as * o.rs + pref * sum.ue;
-            ff.up_p[m] = ap * o.rp + pref * sum.upp;
-          }
-          ff.down_s[m] = o.ts * (as + pref * sum.de);
-          ff.down_p[m] = o.tp * (ap + pref * sum.dp);
+        const C as = zeroth && pol == 0 ? 1.0 : 0.0, ap = zeroth && pol == 1 ? 1.0 : 0.0;
+        if (up) {
+          ff.up_s[m] = as * o.rs + pref * ue;
+          ff.up_p[m] = ap * o.rp + pref * upp;
         }
+        ff.down_s[m] = o.ts * (as + pref * de);
+        ff.down_p[m] = o.tp * (ap + pref * dp);
       }
     }
   }
