@@ -246,9 +246,11 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
     ff.down_p.assign(nm, 0.0);
   }
   // Per incidence a, its right-hand sides r = 2a (s) and 2a + 1 (p) share the orders, so the tables
-  // of e^{ikz z_p} and w_p: one row per distinct kz (z_operator.hpp's distinct_values), w_p once per
-  // run of equal thicknesses. Each sum runs over the slices in order, as one rhs alone would, and each
-  // order is one thread's: the amplitudes do not depend on the thread count.
+  // of e^{ikz z_p} and w_p: one row per distinct kz (distinct_values.hpp), w_p once per run of equal
+  // thicknesses (issue #15: evaluated per rhs, order and slice, serially, these were most of the
+  // far-field phase). Each entry is the expression a per-term evaluation gives, each sum runs over the
+  // slices in order, and each order is one thread's: the amplitudes are those of a serial order-by-order
+  // loop to the bit, whatever the thread count.
   std::vector<C> kz(nm), deep, weight;
   for (std::size_t a = 0; a < nr / 2; ++a) {
     const FloquetOrders& f = orders_[a];
