@@ -1,9 +1,11 @@
 #include "physics/z_operator.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "core/error.hpp"
+#include "physics/distinct_values.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -20,6 +22,13 @@ Complex expm1(Complex u) {
 
 }  // namespace
 
+// The per-slice tables depend on kz and the grid only, so they are computed once per distinct kz
+// (orders of equal kz bit for bit, distinct_values.hpp: m2 and −m2 at φ = 0, the diagonal mirror of a
+// square lattice at normal incidence) and copied to the others, and within a row once per run of equal
+// thicknesses (weight, self) or equal centre distances (step); in parallel over the distinct kz. Each
+// entry is the same expression of the same inputs as a direct per-entry evaluation, so the tables
+// equal it bit for bit, whatever the thread count (issue #15: this was 0.22 s of problem case 3 on
+// the GPU path, serial).
 GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences) {
   GS_EXPECTS(!incidences.empty(), "green_coefficients: no incidence");
   GS_EXPECTS(grid.slices() >= 1, "green_coefficients: no slices");
@@ -28,7 +37,7 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
   g.orders = int(incidences[0].orders.size());
   g.slices = grid.slices();
   g.k1 = incidences[0].k1;
-  const std::size_t n_io = std::size_t(g.incidences) * g.orders, n = n_io * g.slices;
+  const std::size_t n_io = std::size_t(g.incidences) * g.orders, n = n_io * g.slices, nz = std::size_t(g.slices);
   g.kz.resize(n_io);
   g.rs.resize(n_io);
   g.rp.resize(n_io);
@@ -51,16 +60,44 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
       g.tx[io] = o.tx;
       g.ty[io] = o.ty;
       g.krho[io] = o.krho;
-      const Complex kz = o.kz1;
-      for (int p = 0; p < g.slices; ++p) {
-        const std::size_t i = io * g.slices + p;
-        const double d = grid.thickness[p];
-        g.step[i] = p == 0 ? Complex(0) : std::exp(I * kz * (grid.z[p - 1] - grid.z[p]));
-        g.weight[i] = d * sinc(kz * d / 2.0);                       // 2 sin(kzΔ/2)/kz
-        g.self[i] = expm1(I * kz * d / 2.0) / (kz * kz);             // (e^{ikzΔ/2} − 1)/kz²
-        g.depth[i] = std::exp(I * kz * grid.z[p]);
-      }
     }
+  }
+  // One row of tables per distinct kz (the first (incidence, order) that has it), then copies. Within a
+  // row, weight and self depend on Δ_p only and step on z_{p−1} − z_p only: an equal argument (a layer's
+  // uniform slices) reuses the previous slice's value, which is what the expression would give again.
+  const DistinctValues distinct = distinct_values(g.kz);
+  const std::ptrdiff_t rows = std::ptrdiff_t(distinct.first.size());
+#pragma omp parallel for schedule(dynamic, 8) if (std::size_t(rows) * nz >= 4096)
+  for (std::ptrdiff_t u = 0; u < rows; ++u) {
+    const std::size_t row = distinct.first[std::size_t(u)] * nz;
+    const Complex kz = g.kz[distinct.first[std::size_t(u)]];
+    for (std::size_t p = 0; p < nz; ++p) {
+      const std::size_t i = row + p;
+      const double d = grid.thickness[p];
+      if (p == 0) {
+        g.step[i] = Complex(0);
+      } else if (p >= 2 && grid.z[p - 1] - grid.z[p] == grid.z[p - 2] - grid.z[p - 1]) {
+        g.step[i] = g.step[i - 1];
+      } else {
+        g.step[i] = std::exp(I * kz * (grid.z[p - 1] - grid.z[p]));  // e^{ikz(z_{p−1} − z_p)}
+      }
+      if (p >= 1 && d == grid.thickness[p - 1]) {
+        g.weight[i] = g.weight[i - 1];
+        g.self[i] = g.self[i - 1];
+      } else {
+        g.weight[i] = d * sinc(kz * d / 2.0);            // 2 sin(kzΔ/2)/kz
+        g.self[i] = expm1(I * kz * d / 2.0) / (kz * kz);  // (e^{ikzΔ/2} − 1)/kz²
+      }
+      g.depth[i] = std::exp(I * kz * grid.z[p]);  // e^{ikz z_p}
+    }
+  }
+  const std::ptrdiff_t n_rows = std::ptrdiff_t(n_io);
+#pragma omp parallel for schedule(static) if (n >= 65536)
+  for (std::ptrdiff_t io = 0; io < n_rows; ++io) {
+    const std::size_t from = distinct.first[distinct.class_of[std::size_t(io)]] * nz, to = std::size_t(io) * nz;
+    if (from == to) continue;
+    for (std::vector<Complex>* table : {&g.step, &g.weight, &g.self, &g.depth})
+      std::copy_n(table->begin() + std::ptrdiff_t(from), nz, table->begin() + std::ptrdiff_t(to));
   }
   return g;
 }

@@ -1,0 +1,230 @@
+// The z-operator's coefficients (physics/z_operator.hpp): green_coefficients() computes its per-slice
+// tables once per distinct kz and per run of equal slice thicknesses (issue #15); every entry must
+// still be the formula of docs/formulation.md §6, here evaluated directly per entry in long double, on
+// random lattices, incidences and non-uniform grids, and the tables must not depend on the thread
+// count. The host operator's apply (the Krylov product's z-operator half on host backends) against the
+// operator of z_operator.hpp summed directly (O(Nz²) per order) in long double, in both precisions.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "physics/floquet.hpp"
+#include "physics/z_operator.hpp"
+#include "validation/support/catch.hpp"
+#include "validation/support/random.hpp"
+
+using namespace gratingsim;
+using namespace gratingsim::physics;
+
+namespace {
+
+using LongComplex = std::complex<long double>;
+
+/// Layers of random thickness, each cut into a random number of equal slices, plus single slices of
+/// their own thickness: runs of equal Δ_p and z-distances, and changes between them; at least
+/// `min_slices`. Top down, z > 0.
+ZGrid random_grid(std::size_t min_slices = 1) {
+  std::uniform_real_distribution<double> u(0, 1);
+  std::uniform_int_distribution<int> count(1, 9), layers(1, 4);
+  auto& g = test::rng();
+  std::vector<double> thickness;
+  for (int l = layers(g); l > 0 || thickness.size() < min_slices; --l) {
+    const int slices = count(g);
+    const double total = 0.05 + 0.5 * u(g);
+    for (int k = 0; k < slices; ++k) thickness.push_back(total / slices);
+    if (u(g) < 0.5) thickness.push_back(0.01 + 0.1 * u(g));
+  }
+  ZGrid grid;
+  double top = 0;
+  for (const double d : thickness) top += d;
+  for (const double d : thickness) {
+    grid.z.push_back(top - d / 2);
+    grid.thickness.push_back(d);
+    top -= d;
+  }
+  return grid;
+}
+
+/// Incidences of one wavelength on a random crossed lattice; φ = 0 for some (kz equal for m2 and −m2),
+/// θ = 0 for one (more equal kz), an absorbing substrate.
+std::vector<FloquetOrders> random_incidences(int m1, int m2) {
+  std::uniform_real_distribution<double> u(0, 1);
+  auto& g = test::rng();
+  const Lattice lattice{0.4 + u(g), 0.4 + u(g)};
+  const double wavelength = 0.5 + 0.5 * u(g);
+  std::vector<std::string> warnings;
+  std::vector<FloquetOrders> incidences;
+  for (const Incidence inc : {Incidence{wavelength, 0, 0}, Incidence{wavelength, 70 * u(g), 0},
+                              Incidence{wavelength, 70 * u(g), 360 * u(g)}})
+    incidences.push_back(floquet_orders(lattice, inc, 1.0, Complex(2 + u(g), 0.1 * u(g)), m1, m2, 1e-6, warnings));
+  return incidences;
+}
+
+/// |a − b| ≤ tol·|b| (or ≤ tol where b = 0), with the values in the message.
+bool close(Complex a, LongComplex b, long double tol) {
+  const long double diff = std::abs(LongComplex(a) - b);
+  return diff <= tol * std::max(std::abs(b), 1e-300L);
+}
+
+}  // namespace
+
+TEST_CASE("green coefficients: every table entry equals its formula evaluated directly in long double",
+          "[physics][z_operator]") {
+  constexpr long double eps = std::numeric_limits<double>::epsilon();
+  for (int trial = 0; trial < 4; ++trial) {
+    const ZGrid grid = random_grid();
+    const std::vector<FloquetOrders> incidences = random_incidences(3, 2);
+    const GreenCoefficients g = green_coefficients(grid, incidences);
+    REQUIRE(g.slices == grid.slices());
+    const std::size_t nz = std::size_t(g.slices);
+    for (std::size_t a = 0; a < incidences.size(); ++a)
+      for (std::size_t m = 0; m < incidences[a].orders.size(); ++m) {
+        const std::size_t io = a * std::size_t(g.orders) + m;
+        REQUIRE(g.kz[io] == incidences[a].orders[m].kz1);
+        const LongComplex kz(incidences[a].orders[m].kz1), i(0, 1);
+        for (std::size_t p = 0; p < nz; ++p) {
+          INFO("trial " << trial << ", incidence " << a << ", order " << m << ", slice " << p << ", kz " << g.kz[io]);
+          const std::size_t e = io * nz + p;
+          const long double d = grid.thickness[p], z = grid.z[p];
+          // An exponent's argument is rounded to double in the tables (kz·z in double): relative error
+          // up to a few eps·|argument|, beside the eps of each operation.
+          const auto tol = [&](long double argument) { return 16 * eps * (1 + std::abs(kz) * argument); };
+          if (p == 0) {
+            CHECK(g.step[e] == Complex(0));
+          } else {
+            const long double distance = (long double)grid.z[p - 1] - z;
+            CHECK(close(g.step[e], std::exp(i * kz * distance), tol(distance)));
+          }
+          // w = 2 sin(kzΔ/2)/kz and c = (e^{ikzΔ/2} − 1)/kz²: in long double cancellation costs
+          // eps_long/|kzΔ|, far below double's eps for the |kzΔ| ≥ 1e-6·k1·Δ of the Rayleigh guard.
+          CHECK(close(g.weight[e], 2.0L * std::sin(kz * d / 2.0L) / kz, tol(d)));
+          CHECK(close(g.self[e], (std::exp(i * kz * d / 2.0L) - 1.0L) / (kz * kz), tol(d)));
+          CHECK(close(g.depth[e], std::exp(i * kz * z), tol(z)));
+        }
+      }
+  }
+}
+
+TEST_CASE("green coefficients: the tables do not depend on the thread count", "[physics][z_operator]") {
+  const int threads = omp_get_max_threads();
+  // Above both parallel thresholds of green_coefficients (4096 table entries of distinct kz, 65536 in all).
+  const ZGrid grid = random_grid(50);
+  const std::vector<FloquetOrders> incidences = random_incidences(10, 10);
+  omp_set_num_threads(1);
+  const GreenCoefficients one = green_coefficients(grid, incidences);
+  omp_set_num_threads(4);
+  const GreenCoefficients four = green_coefficients(grid, incidences);
+  omp_set_num_threads(threads);
+  REQUIRE(one.step.size() >= 65536);
+  const auto same = [](const std::vector<Complex>& x, const std::vector<Complex>& y) {
+    return x.size() == y.size() && std::memcmp(x.data(), y.data(), x.size() * sizeof(Complex)) == 0;
+  };
+  CHECK(same(one.step, four.step));
+  CHECK(same(one.weight, four.weight));
+  CHECK(same(one.self, four.self));
+  CHECK(same(one.depth, four.depth));
+}
+
+namespace {
+
+/// Host z-operator apply against the direct sums of z_operator.hpp in long double, on random x and c
+/// (5 source components: J and D_x, D_y), 2 right-hand sides per incidence; tolerance `tol` relative to
+/// the sum of the magnitudes of every term of each element. Also 1 vs 4 threads, equal to the bit.
+template <class Real>
+void check_host_apply(double tol) {
+  using LongComplex = std::complex<long double>;
+  using RealComplex = std::complex<Real>;
+  const ZGrid grid = random_grid(12);
+  const std::vector<FloquetOrders> incidences = random_incidences(4, 3);
+  const GreenCoefficients g = green_coefficients(grid, incidences);
+  const int nz = g.slices, nm = g.orders, sc = 5;
+  std::vector<int> rhs_incidence;
+  for (int a = 0; a < g.incidences; ++a) rhs_incidence.insert(rhs_incidence.end(), {a, a});
+  const int nr = int(rhs_incidence.size());
+  const std::vector<RealComplex> x = test::random_complex<Real>(std::size_t(nz) * nr * 3 * nm);
+  const std::vector<RealComplex> c = test::random_complex<Real>(std::size_t(nz) * nr * sc * nm);
+  std::vector<RealComplex> y(x.size()), y1(x.size());
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  make_host_z_operator<Real>(g, rhs_incidence, sc)->apply(x.data(), c.data(), y1.data(), nullptr);
+  omp_set_num_threads(4);
+  make_host_z_operator<Real>(g, rhs_incidence, sc)->apply(x.data(), c.data(), y.data(), nullptr);
+  omp_set_num_threads(threads);
+  CHECK(std::memcmp(y.data(), y1.data(), y.size() * sizeof(RealComplex)) == 0);
+
+  const LongComplex i(0, 1);
+  const long double k1 = g.k1, k1sq = k1 * k1;
+  const auto dot = [](const LongComplex* a, const LongComplex* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; };
+  for (int r = 0; r < nr; ++r)
+    for (int m = 0; m < nm; ++m) {
+      const Order& o = incidences[std::size_t(rhs_incidence[std::size_t(r)])].orders[std::size_t(m)];
+      const LongComplex kz(o.kz1), rs(o.rs), rp(o.rp);
+      const LongComplex e[3] = {-(long double)o.ty, (long double)o.tx, 0};
+      const LongComplex t[3] = {(long double)o.tx, (long double)o.ty, 0};
+      const LongComplex plus[3] = {kz * t[0] / k1, kz * t[1] / k1, -(long double)o.krho / k1};
+      const LongComplex minus[3] = {-kz * t[0] / k1, -kz * t[1] / k1, -(long double)o.krho / k1};
+      const LongComplex zhat[3] = {0, 0, 1};
+      const auto source = [&](int p, LongComplex* s) {
+        for (int comp = 0; comp < 3; ++comp)
+          s[comp] = k1sq * LongComplex(c[(std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m]);
+      };
+      for (int q = 0; q < nz; ++q) {
+        LongComplex ref[3], scale[3] = {};
+        for (int comp = 0; comp < 3; ++comp) {
+          const std::size_t xi = (std::size_t(q) * nr + r) * 3 * nm + std::size_t(comp) * nm + m;
+          ref[comp] = LongComplex(x[xi]);
+          if (comp < 2) ref[comp] += LongComplex(c[(std::size_t(q) * nr + r) * sc * nm + std::size_t(comp + 3) * nm + m]);
+          scale[comp] = std::abs(ref[comp]);
+        }
+        const LongComplex pref = i / (2.0L * kz);
+        for (int p = 0; p < nz; ++p) {
+          LongComplex s[3];
+          source(p, s);
+          const long double d = grid.thickness[std::size_t(p)];
+          const long double zp = grid.z[std::size_t(p)], zq = grid.z[std::size_t(q)];
+          const LongComplex w = 2.0L * std::sin(kz * d / 2.0L) / kz;
+          // (K s)_q: the direct part (p below q: êê + p̂+p̂+; above: êê + p̂−p̂−) and the reflected part
+          LongComplex field[3] = {};
+          if (p != q) {
+            const LongComplex* pp = p > q ? plus : minus;
+            const LongComplex phase = std::exp(i * kz * std::abs(zq - zp)) * w * pref;
+            for (int comp = 0; comp < 3; ++comp) field[comp] += phase * (e[comp] * dot(e, s) + pp[comp] * dot(pp, s));
+          }
+          const LongComplex reflected = std::exp(i * kz * (zq + zp)) * w * pref;
+          for (int comp = 0; comp < 3; ++comp)
+            field[comp] += reflected * (rs * e[comp] * dot(e, s) + rp * plus[comp] * dot(minus, s));
+          if (p == q) {  // c_q [êê + (kz² t̂t̂ + kρ² ẑẑ)/k1²] s − ẑẑ s/k1²
+            const LongComplex cq = (std::exp(i * kz * d / 2.0L) - 1.0L) / (kz * kz);
+            const long double kr = o.krho;
+            for (int comp = 0; comp < 3; ++comp)
+              field[comp] += cq * (e[comp] * dot(e, s) + (kz * kz * t[comp] * dot(t, s) + kr * kr * zhat[comp] * s[2]) / k1sq) -
+                             zhat[comp] * s[2] / k1sq;
+          }
+          for (int comp = 0; comp < 3; ++comp) {
+            ref[comp] -= field[comp];
+            scale[comp] += std::abs(field[comp]) + std::abs(w * pref) * 4 * (std::abs(s[0]) + std::abs(s[1]) + std::abs(s[2]));
+          }
+        }
+        for (int comp = 0; comp < 3; ++comp) {
+          const std::size_t yi = (std::size_t(q) * nr + r) * 3 * nm + std::size_t(comp) * nm + m;
+          INFO("rhs " << r << ", order " << m << ", slice " << q << ", component " << comp << ", kz " << o.kz1);
+          CHECK(std::abs(LongComplex(y[yi]) - ref[comp]) <= tol * std::abs(scale[comp]));
+        }
+      }
+    }
+}
+
+}  // namespace
+
+TEST_CASE("host z-operator: apply equals the direct sums over the slices, whatever the thread count",
+          "[physics][z_operator]") {
+  check_host_apply<double>(1e-12);
+  check_host_apply<float>(1e-5);  // y rounded to complex64: a few eps_f of the terms' scale
+}
