@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <numbers>
-#include <set>
 
+#include "physics/discretisation.hpp"
 #include "physics/floquet.hpp"
 
 namespace gratingsim::io {
@@ -81,39 +81,6 @@ std::vector<double> grid(double lo, double hi, int n) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[std::size_t(i)] = lo + (hi - lo) * double(i) / double(n - 1);
   return v;
-}
-
-/// Slice centres, top down, at the finest slicing the solver uses.
-std::vector<double> slice_centres(const Case& c) {
-  const int factor = c.numerics.richardson ? 2 : 1;
-  std::vector<double> z;
-  double top = c.total_thickness_nm();
-  for (const auto& layer : c.layers) {
-    const int n = layer.slices * factor;
-    const double dz = layer.thickness_nm / n;
-    for (int q = 0; q < n; ++q) z.push_back(top - (q + 0.5) * dz);
-    top -= layer.thickness_nm;
-  }
-  return z;
-}
-
-physics::FloquetOrders orders_of(const Problem& problem, const physics::Incidence& incidence) {
-  std::vector<std::string> warnings;  // Rayleigh anomalies: the solver reports them
-  const auto& s = problem.structure;
-  return physics::floquet_orders(s.lattice, incidence, s.superstrate.permittivity(incidence.wavelength),
-                                 s.substrate.permittivity(incidence.wavelength), problem.solver.m1, problem.solver.m2,
-                                 problem.solver.rayleigh_tolerance, warnings);
-}
-
-/// Every order that propagates up or down at some point of the sweep, sorted by (m1, m2).
-std::vector<std::array<int, 2>> propagating_orders(const Problem& problem) {
-  std::set<std::array<int, 2>> found;
-  for (std::size_t point = 0; point < problem.layout.points(); ++point) {
-    const auto orders = orders_of(problem, incidence_of(problem, point));
-    for (const auto& o : orders.orders)
-      if (o.propagates_up() || orders.propagates_down(o)) found.insert({o.m1, o.m2});
-  }
-  return {found.begin(), found.end()};
 }
 
 std::size_t physical_memory_bytes() {
@@ -199,7 +166,7 @@ Problem make_problem(Case c) {
   if (l.fields) {
     l.harmonics_x = o.m1;
     l.harmonics_y = o.m2;
-    l.slice_center_nm = slice_centres(c);
+    l.slice_center_nm = physics::slice_grid(p.structure, c.numerics.richardson ? 2 : 1).z;  // the finest the solve uses
     const double hx = c.lattice.period_x_nm / 2, hy = c.lattice.period_y_nm.value_or(0) / 2;
     for (const auto& plane : c.output.planes) {
       MapLayout m{plane.kind, plane.position_nm, {}, {}};
@@ -223,8 +190,10 @@ Problem make_problem(Case c) {
   l.accuracy = c.numerics.accuracy;
   p.source = std::move(c);
   // With harmonics: auto the case's harmonics are the ladder's most (AccuracyTarget::max_harmonics):
-  // the orders stored are those propagating at any point at any rung.
-  l.orders = propagating_orders(p);
+  // the orders stored are those propagating at any point at any rung. The file's shape is fixed
+  // before the first solve, so they are found from the sweep, not from the solves.
+  l.orders = physics::propagating_orders(p.structure, l.wavelength_nm, l.theta_deg, l.phi_deg, o.m1, o.m2,
+                                         o.rayleigh_tolerance);
   if (l.orders.empty()) l.orders = {{0, 0}};  // order 0 always reflects into the lossless superstrate
   if (l.accuracy && l.accuracy->harmonics) {
     // The ladder's first rung: every propagating order of the sweep inside [−M_i, M_i], and at least
@@ -329,6 +298,7 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
   const physics::Fields& f = *result.fields;
   const std::size_t nz = l.slice_center_nm.size(), nm = l.harmonics_count();
   GS_EXPECTS(f.z.size() == nz, "the solver's slices differ from the result layout's");
+  GS_EXPECTS(f.kx.size() == nm && f.ky.size() == nm, "the solver's orders differ from the result layout's");
   for (std::size_t q = 0; q < nz; ++q)
     GS_EXPECTS(std::abs(f.z[q] - l.slice_center_nm[q]) <= 1e-9 * (1 + std::abs(f.z[q])),
             "slice centres differ from the layout's");
@@ -338,7 +308,6 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     r.field_harmonics.insert(r.field_harmonics.end(), h.begin(), h.end());
   }
   // Maps: E_c(x, y, z_q) = Σ_m e_q,c(m) e^{i(kx_m x + ky_m y)}, with the solver's own kx_m, ky_m.
-  const auto orders = orders_of(problem, incidence);
   using C = std::complex<double>;
   for (const auto& m : l.maps) {
     const std::size_t n1 = m.first_nm.size(), n2 = m.second_nm.size();
@@ -347,14 +316,13 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     // coordinate for cuts); for xy, second[b][k] along y.
     std::vector<C> phase(n1 * nm), second(m.kind == PlaneKind::xy ? n2 * nm : 0);
     for (std::size_t k = 0; k < nm; ++k) {
-      const auto& o = orders.orders[k];
       for (std::size_t a = 0; a < n1; ++a) {
         const double x = m.kind == PlaneKind::yz ? m.position_nm : m.first_nm[a];
         const double y = m.kind == PlaneKind::yz ? m.first_nm[a] : m.kind == PlaneKind::xz ? m.position_nm : 0.0;
-        phase[a * nm + k] = std::exp(C(0, o.kx * x + o.ky * y));
+        phase[a * nm + k] = std::exp(C(0, f.kx[k] * x + f.ky[k] * y));
       }
       for (std::size_t b = 0; b < second.size() / std::max<std::size_t>(nm, 1); ++b)
-        second[b * nm + k] = std::exp(C(0, o.ky * m.second_nm[b]));
+        second[b * nm + k] = std::exp(C(0, f.ky[k] * m.second_nm[b]));
     }
     std::size_t xy_slice = 0;  // the slice whose centre is nearest the plane's height
     for (std::size_t q = 1; q < nz; ++q)

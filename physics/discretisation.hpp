@@ -21,4 +21,8 @@ struct Discretisation {
 /// (2 for the finer grid of Richardson extrapolation).
 Discretisation discretise(const Structure& structure, int slice_factor = 1);
 
+/// The slice grid of discretise() alone (checking only the layers' thicknesses and slice counts):
+/// what the solve's fields are sampled on, known before any solve.
+ZGrid slice_grid(const Structure& structure, int slice_factor = 1);
+
 }  // namespace gratingsim::physics
