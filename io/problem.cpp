@@ -19,64 +19,6 @@ namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-double degrees(double radians) { return radians * 180 / std::numbers::pi; }
-
-/// The sidewall angle of a line whose width goes from `bottom` to `top` over `thickness`:
-/// top = bottom − 2·thickness/tan α (physics::TrapezoidLine), 90° for vertical walls.
-double sidewall_angle_deg(double bottom, double top, double thickness) {
-  return degrees(std::atan2(2 * thickness, bottom - top));
-}
-
-bool tapered(const EllipseShape& e) {
-  return e.bottom_diameter_x_nm != e.top_diameter_x_nm || e.bottom_diameter_y_nm != e.top_diameter_y_nm;
-}
-
-/// A shape's cross-section at height h above its layer's bottom (for layers cut into steps);
-/// nothing where it has shrunk to zero width.
-std::optional<physics::Shape> section(const Shape& shape, const physics::Material& material, double h, double thickness,
-                                      const physics::Lattice& lattice) {
-  const double f = h / thickness;  // 0 at the bottom, 1 at the top
-  const auto between = [f](double bottom, double top) { return bottom + (top - bottom) * f; };
-  if (const auto* line = std::get_if<LineShape>(&shape.geometry)) {
-    const double width = between(line->bottom_width_nm, line->top_width_nm);
-    if (width <= 0) return std::nullopt;
-    return physics::Rectangle{{line->center_nm, 0.0}, width, lattice.period_y, material};
-  }
-  if (const auto* r = std::get_if<RectangleShape>(&shape.geometry))
-    return physics::Rectangle{{r->center_x_nm, r->center_y_nm}, r->width_x_nm, r->width_y_nm, material};
-  if (const auto* e = std::get_if<EllipseShape>(&shape.geometry)) {
-    const double dx = between(e->bottom_diameter_x_nm, e->top_diameter_x_nm);
-    const double dy = between(e->bottom_diameter_y_nm, e->top_diameter_y_nm);
-    if (dx <= 0 || dy <= 0) return std::nullopt;
-    return physics::Ellipse{{e->center_x_nm, e->center_y_nm}, dx / 2, dy / 2, e->rotation_deg, material};
-  }
-  const auto& polygon = std::get<PolygonShape>(shape.geometry);
-  physics::Polygon p;
-  for (const auto& v : polygon.vertices_nm) p.vertices.push_back({v[0], v[1]});
-  p.material = material;
-  return p;
-}
-
-physics::Shape whole(const Shape& shape, const physics::Material& material, double thickness) {
-  if (const auto* line = std::get_if<LineShape>(&shape.geometry))
-    return physics::TrapezoidLine{line->center_nm, line->bottom_width_nm,
-                                  sidewall_angle_deg(line->bottom_width_nm, line->top_width_nm, thickness), material};
-  if (const auto* r = std::get_if<RectangleShape>(&shape.geometry))
-    return physics::Rectangle{{r->center_x_nm, r->center_y_nm}, r->width_x_nm, r->width_y_nm, material};
-  if (const auto* e = std::get_if<EllipseShape>(&shape.geometry))
-    return physics::Ellipse{{e->center_x_nm, e->center_y_nm},
-                            e->bottom_diameter_x_nm / 2,
-                            e->bottom_diameter_y_nm / 2,
-                            e->rotation_deg,
-                            material};
-  const auto& polygon = std::get<PolygonShape>(shape.geometry);
-  physics::Polygon p;
-  for (const auto& v : polygon.vertices_nm) p.vertices.push_back({v[0], v[1]});
-  p.material = material;
-  if (polygon.sidewall_angle_deg == 90) return p;
-  return physics::SlopedPolygon{p, polygon.sidewall_angle_deg};
-}
-
 std::vector<double> grid(double lo, double hi, int n) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[std::size_t(i)] = lo + (hi - lo) * double(i) / double(n - 1);
@@ -90,47 +32,8 @@ std::size_t physical_memory_bytes() {
 
 }  // namespace
 
-physics::Structure to_structure(const Case& c) {
-  physics::Structure s;
-  s.lattice = {c.lattice.period_x_nm, c.lattice.period_y_nm.value_or(0.0)};
-  s.superstrate = c.material(c.superstrate);
-  s.substrate = c.material(c.substrate);
-  for (const auto& layer : c.layers) {
-    physics::Layer l;
-    l.thickness = layer.thickness_nm;
-    l.slices = layer.slices;
-    l.background = c.material(layer.background);
-    const bool steps = std::any_of(layer.shapes.begin(), layer.shapes.end(), [](const Shape& shape) {
-      const auto* e = std::get_if<EllipseShape>(&shape.geometry);
-      return e && tapered(*e);
-    });
-    if (steps) {
-      // A sloped polygon would be cut as a vertical one by section(): the reader refuses the pair.
-      GS_EXPECTS(std::none_of(layer.shapes.begin(), layer.shapes.end(),
-                           [](const Shape& shape) {
-                             const auto* p = std::get_if<PolygonShape>(&shape.geometry);
-                             return p && p->sidewall_angle_deg != 90;
-                           }),
-              "layer '" + layer.name + "' holds a tapered circle and a sloped polygon, which cannot share a layer");
-      for (int j = 0; j < layer.slices; ++j) {  // top step first
-        const double h = layer.thickness_nm * (1 - (j + 0.5) / layer.slices);
-        auto& step = l.steps.emplace_back();
-        for (const auto& shape : layer.shapes)
-          if (auto cut = section(shape, c.material(shape.material), h, layer.thickness_nm, s.lattice))
-            step.push_back(std::move(*cut));
-      }
-    } else {
-      for (const auto& shape : layer.shapes)
-        l.shapes.push_back(whole(shape, c.material(shape.material), layer.thickness_nm));
-    }
-    s.layers.push_back(std::move(l));
-  }
-  return s;
-}
-
 Problem make_problem(Case c) {
   Problem p;
-  p.structure = to_structure(c);
   auto& o = p.solver;
   o.m1 = c.numerics.harmonics_x;
   o.m2 = c.numerics.harmonics_y;
@@ -166,8 +69,8 @@ Problem make_problem(Case c) {
   if (l.fields) {
     l.harmonics_x = o.m1;
     l.harmonics_y = o.m2;
-    l.slice_center_nm = physics::slice_grid(p.structure, c.numerics.richardson ? 2 : 1).z;  // the finest the solve uses
-    const double hx = c.lattice.period_x_nm / 2, hy = c.lattice.period_y_nm.value_or(0) / 2;
+    l.slice_center_nm = physics::slice_grid(c.structure, c.numerics.richardson ? 2 : 1).z;  // the finest the solve uses
+    const double hx = c.structure.lattice.period_x / 2, hy = c.structure.lattice.period_y / 2;
     for (const auto& plane : c.output.planes) {
       MapLayout m{plane.kind, plane.position_nm, {}, {}};
       switch (plane.kind) {
@@ -192,7 +95,7 @@ Problem make_problem(Case c) {
   // With harmonics: auto the case's harmonics are the ladder's most (AccuracyTarget::max_harmonics):
   // the orders stored are those propagating at any point at any rung. The file's shape is fixed
   // before the first solve, so they are found from the sweep, not from the solves.
-  l.orders = physics::propagating_orders(p.structure, l.wavelength_nm, l.theta_deg, l.phi_deg, o.m1, o.m2,
+  l.orders = physics::propagating_orders(p.structure(), l.wavelength_nm, l.theta_deg, l.phi_deg, o.m1, o.m2,
                                          o.rayleigh_tolerance);
   if (l.orders.empty()) l.orders = {{0, 0}};  // order 0 always reflects into the lossless superstrate
   if (l.accuracy && l.accuracy->harmonics) {

@@ -98,6 +98,9 @@ PlanarShape sample(const Shape& shape, const Lattice& lattice, double height, co
           return trapezoid_at(s, lattice, height, what);
         } else if constexpr (std::is_same_v<T, SlopedPolygon>) {
           return sloped_at(s, height, what);
+        } else if constexpr (std::is_same_v<T, TaperedEllipse>) {
+          GS_EXPECTS(false, what + ": a tapered ellipse is sampled per step of its layer (cut_into_steps)");
+          return Ellipse{};
         } else {
           return s;
         }
@@ -131,6 +134,36 @@ double stack_height(const Structure& structure) {
 
 }  // namespace
 
+Layer cut_into_steps(const Layer& layer, const Lattice& lattice) {
+  const auto tapered = [](const Shape& s) { return std::holds_alternative<TaperedEllipse>(s); };
+  if (std::none_of(layer.shapes.begin(), layer.shapes.end(), tapered)) return layer;
+  GS_EXPECTS(layer.steps.empty(), "a layer holding a tapered ellipse is cut into steps: give no steps of its own");
+  GS_EXPECTS(std::none_of(layer.shapes.begin(), layer.shapes.end(),
+                          [](const Shape& s) { return std::holds_alternative<SlopedPolygon>(s); }),
+             "a layer holding a tapered ellipse and a sloped polygon: the polygon's slope would be lost in its steps");
+  const int slices = slice_count(layer, 1, "a layer holding a tapered ellipse");
+  Layer cut = layer;
+  cut.shapes.clear();
+  for (int j = 0; j < slices; ++j) {  // top step first
+    const double h = layer.thickness * (1 - (j + 0.5) / slices);
+    const double f = h / layer.thickness;  // 0 at the bottom, 1 at the top
+    const auto between = [f](double bottom, double top) { return bottom + (top - bottom) * f; };
+    auto& step = cut.steps.emplace_back();
+    for (const Shape& shape : layer.shapes) {
+      if (const auto* e = std::get_if<TaperedEllipse>(&shape)) {
+        const double a = between(e->bottom_semi_axis_x, e->top_semi_axis_x);
+        const double b = between(e->bottom_semi_axis_y, e->top_semi_axis_y);
+        if (a > 0 && b > 0) step.push_back(Ellipse{e->center, a, b, e->rotation_deg, e->material});
+      } else if (const auto* line = std::get_if<TrapezoidLine>(&shape)) {
+        step.push_back(trapezoid_at(*line, lattice, h, "a line in a layer holding a tapered ellipse"));
+      } else {
+        step.push_back(shape);
+      }
+    }
+  }
+  return cut;
+}
+
 ZGrid slice_grid(const Structure& structure, int slice_factor) {
   GS_EXPECTS(slice_factor >= 1, "slice factor must be ≥ 1");
   ZGrid grid;
@@ -158,7 +191,7 @@ Discretisation discretise(const Structure& structure, int slice_factor) {
   double top = stack_height(structure);
   std::size_t first = 0;  // the layer's first slice
   for (std::size_t l = 0; l < structure.layers.size(); ++l) {
-    const Layer& layer = structure.layers[l];
+    const Layer layer = cut_into_steps(structure.layers[l], lattice);
     const std::string where = "layer " + std::to_string(l);
     const int steps = layer.steps.empty() ? 1 : int(layer.steps.size());
     const int slices = slice_count(layer, slice_factor, where);
