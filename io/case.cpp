@@ -62,18 +62,6 @@ double nanometres_per(LengthUnit unit) {
   return 0.0;
 }
 
-std::string_view to_string(SolverMethod method) {
-  switch (method) {
-    case SolverMethod::gmres:
-      return "gmres";
-    case SolverMethod::bicgstab:
-      return "bicgstab";
-    case SolverMethod::direct:
-      return "direct";
-  }
-  return "?";
-}
-
 std::size_t Case::points() const {
   return wavelength_nm.size() * incidence.theta_deg.size() * incidence.phi_deg.size();
 }
@@ -99,8 +87,8 @@ const physics::Material& Case::material(std::string_view name) const {
 
 std::size_t estimated_solver_bytes(const Case& c) {
   const SolverOptions& solver = c.numerics.solver;
-  const int krylov_vectors = solver.method == SolverMethod::gmres      ? solver.restart + 4
-                             : solver.method == SolverMethod::bicgstab ? 8
+  const int krylov_vectors = solver.method == physics::Method::gmres      ? solver.restart + 4
+                             : solver.method == physics::Method::bicgstab ? 8
                                                                        : 3;
   const bool auto_slices = c.numerics.accuracy && c.numerics.accuracy->slices;
   const std::size_t slices =
@@ -109,7 +97,7 @@ std::size_t estimated_solver_bytes(const Case& c) {
   const std::size_t incidences = c.incidence.theta_deg.size() * c.incidence.phi_deg.size();
   const std::size_t real_bytes = c.numerics.precision == conv::Precision::single ? 4 : 8;
   return physics::estimate_bytes(slices, orders, incidences, c.numerics.harmonics_x, c.numerics.harmonics_y, real_bytes,
-                                 krylov_vectors, solver.method == SolverMethod::direct, c.numerics.formulation);
+                                 krylov_vectors, solver.method == physics::Method::dense_lu, c.numerics.formulation);
 }
 
 namespace {
@@ -819,24 +807,25 @@ class CaseReader {
       const Map sm(*s, {"method", "restart", "tolerance", "max_iterations", "preconditioner"});
       auto& solver = c_.numerics.solver;
       if (const auto method = sm.optional("method"))
-        solver.method = method->choice<SolverMethod>(
-            {{"gmres", SolverMethod::gmres}, {"bicgstab", SolverMethod::bicgstab}, {"direct", SolverMethod::direct}});
+        solver.method = method->choice<physics::Method>({{"gmres", physics::Method::gmres},
+                                                         {"bicgstab", physics::Method::bicgstab},
+                                                         {"direct", physics::Method::dense_lu}});
       if (const auto r = sm.optional("restart")) {
-        if (solver.method != SolverMethod::gmres) r->fail("restart applies to method: gmres only");
+        if (solver.method != physics::Method::gmres) r->fail("restart applies to method: gmres only");
         solver.restart = integer_in(*r, 1, 10000, "a GMRES restart length");
       }
       if (const auto t = sm.optional("tolerance")) {
-        if (solver.method == SolverMethod::direct) t->fail("tolerance applies to the iterative methods only");
+        if (solver.method == physics::Method::dense_lu) t->fail("tolerance applies to the iterative methods only");
         solver.tolerance = t->number();
         if (solver.tolerance <= 0 || solver.tolerance >= 1)
           t->fail("the relative residual tolerance must lie in (0, 1), got " + t->describe());
       }
       if (const auto i = sm.optional("max_iterations")) {
-        if (solver.method == SolverMethod::direct) i->fail("max_iterations applies to the iterative methods only");
+        if (solver.method == physics::Method::dense_lu) i->fail("max_iterations applies to the iterative methods only");
         solver.max_iterations = integer_in(*i, 1, 10'000'000, "an iteration limit");
       }
       if (const auto pc = sm.optional("preconditioner")) {
-        if (solver.method == SolverMethod::direct) pc->fail("preconditioner applies to the iterative methods only");
+        if (solver.method == physics::Method::dense_lu) pc->fail("preconditioner applies to the iterative methods only");
         solver.preconditioner = pc->choice<physics::Preconditioning>({{"auto", physics::Preconditioning::automatic},
                                                                        {"averaged", physics::Preconditioning::averaged},
                                                                        {"none", physics::Preconditioning::none}});

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "physics/krylov.hpp"
 #include "physics/preconditioner.hpp"
 #include "core/error.hpp"
 #include "io/case_options.hpp"
@@ -80,11 +81,9 @@ struct IncidenceSweep {
   Polarization polarization = Polarization::both;
 };
 
-enum class SolverMethod { gmres, bicgstab, direct };
-std::string_view to_string(SolverMethod method);
-
+/// The case's choices for the linear solver (physics::SolverOptions takes them, with its own defaults).
 struct SolverOptions {
-  SolverMethod method = SolverMethod::gmres;
+  physics::Method method = physics::Method::gmres;  ///< the file's gmres, bicgstab or direct (dense_lu)
   int restart = 40;         ///< GMRES restart length
   double tolerance = 1e-8;  ///< relative residual at which iterations stop
   int max_iterations = 500;

@@ -37,17 +37,7 @@ Problem make_problem(Case c) {
   auto& o = p.solver;
   o.m1 = c.numerics.harmonics_x;
   o.m2 = c.numerics.harmonics_y;
-  switch (c.numerics.solver.method) {
-    case SolverMethod::gmres:
-      o.method = physics::Method::gmres;
-      break;
-    case SolverMethod::bicgstab:
-      o.method = physics::Method::bicgstab;
-      break;
-    case SolverMethod::direct:
-      o.method = physics::Method::dense_lu;
-      break;
-  }
+  o.method = c.numerics.solver.method;
   o.gmres_restart = c.numerics.solver.restart;
   o.tolerance = c.numerics.solver.tolerance;
   o.max_iterations = c.numerics.solver.max_iterations;

@@ -120,7 +120,7 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(c.numerics.precision == conv::Precision::single);
   CHECK(c.numerics.backend == conv::Backend::cpu_fftw);
   CHECK(c.numerics.formulation == physics::Formulation::laurent);
-  CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
+  CHECK(c.numerics.solver.method == physics::Method::gmres);
   CHECK(c.numerics.solver.restart == 30);
   CHECK(c.numerics.solver.tolerance == 1e-6);
   CHECK(c.numerics.solver.max_iterations == 200);
@@ -168,7 +168,7 @@ numerics: {harmonics: 10}
   CHECK(c.numerics.precision == conv::Precision::double_);
   CHECK_FALSE(c.numerics.backend.has_value());
   CHECK(c.numerics.formulation == physics::Formulation::normal_vector);
-  CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
+  CHECK(c.numerics.solver.method == physics::Method::gmres);
   CHECK(c.numerics.solver.restart == 40);
   CHECK(c.numerics.solver.tolerance == 1e-8);
   CHECK(c.numerics.solver.max_iterations == 500);
@@ -243,7 +243,7 @@ TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles 
         physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::normal_vector));
   CHECK(physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::normal_vector) >
         physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent));
-  c.numerics.solver.method = io::SolverMethod::direct;
+  c.numerics.solver.method = physics::Method::dense_lu;
   c.numerics.richardson = true;  // the finer grid: twice the slices
   c.numerics.precision = conv::Precision::single;
   c.numerics.formulation = physics::Formulation::laurent;
