@@ -659,8 +659,7 @@ class CaseReader {
         const physics::Point center{cx, cy};
         if (bottom_x == top_x && bottom_y == top_y)
           return physics::Ellipse{center, bottom_x / 2, bottom_y / 2, rotation, material};
-        return physics::TaperedEllipse{center,          bottom_x / 2, bottom_y / 2,
-                                       top_x / 2, top_y / 2, rotation, material};
+        return physics::TaperedEllipse{center, bottom_x / 2, bottom_y / 2, top_x / 2, top_y / 2, rotation, material};
       }
       case Type::polygon: {
         const Map m(n, {"type", "material", "vertices", "sidewall_angle_deg"});
@@ -825,7 +824,8 @@ class CaseReader {
         solver.max_iterations = integer_in(*i, 1, 10'000'000, "an iteration limit");
       }
       if (const auto pc = sm.optional("preconditioner")) {
-        if (solver.method == physics::Method::dense_lu) pc->fail("preconditioner applies to the iterative methods only");
+        if (solver.method == physics::Method::dense_lu)
+          pc->fail("preconditioner applies to the iterative methods only");
         solver.preconditioner = pc->choice<physics::Preconditioning>({{"auto", physics::Preconditioning::automatic},
                                                                        {"averaged", physics::Preconditioning::averaged},
                                                                        {"none", physics::Preconditioning::none}});

@@ -59,7 +59,8 @@ Problem make_problem(Case c) {
   if (l.fields) {
     l.harmonics_x = o.m1;
     l.harmonics_y = o.m2;
-    l.slice_center_nm = physics::slice_grid(c.structure, c.numerics.richardson ? 2 : 1).z;  // the finest the solve uses
+    // The finest grid the solve uses (Richardson: twice the slices).
+    l.slice_center_nm = physics::slice_grid(c.structure, c.numerics.richardson ? 2 : 1).z;
     const double hx = c.structure.lattice.period_x / 2, hy = c.structure.lattice.period_y / 2;
     for (const auto& plane : c.output.planes) {
       MapLayout m{plane.kind, plane.position_nm, {}, {}};

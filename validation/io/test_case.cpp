@@ -178,7 +178,8 @@ numerics: {harmonics: 10}
   const auto& line = std::get<physics::TrapezoidLine>(layer.shapes[0]);
   CHECK(line.bottom_width == 120.0);
   // top = bottom − 2h/tan α
-  const double top_width = line.bottom_width - 2 * layer.thickness / std::tan(line.sidewall_angle_deg * std::numbers::pi / 180);
+  const double top_width =
+      line.bottom_width - 2 * layer.thickness / std::tan(line.sidewall_angle_deg * std::numbers::pi / 180);
   CHECK_THAT(top_width, WithinRel(120.0 - 2 * 100.0 / std::tan(80.0 * std::numbers::pi / 180), 1e-14));
   // Default slices: Δz ≤ λ/(40 n) in the densest material: ceil(40 · 100 nm · n_SiO2(633) / 633 nm).
   const double n = c.material("SiO2").index(633).real();

@@ -75,7 +75,8 @@ TEST_CASE("a layer holding a tapered ellipse is cut into one step per slice, eve
   layer.slices = 5;
   const double bottom_a = 0.1 + 0.2 * u(test::rng()), top_b = 0.1 + 0.2 * u(test::rng());
   // Semi-axis a shrinks to 0 at 0.6 of the height (absent above: the two top steps), b grows.
-  const TaperedEllipse tapered{{0.1, -0.05}, bottom_a, 0.05, -bottom_a * 2 / 3, top_b, 25.0, Material::constant_index(2.0)};
+  const TaperedEllipse tapered{
+      {0.1, -0.05}, bottom_a, 0.05, -bottom_a * 2 / 3, top_b, 25.0, Material::constant_index(2.0)};
   const TrapezoidLine line{0.3, 0.2, 80.0, Material::constant_index(1.5)};
   const Rectangle rectangle{{-0.3, 0.2}, 0.1, 0.2, Material::constant_index(1.7)};
   layer.shapes = {tapered, line, rectangle};
