@@ -58,7 +58,7 @@ conv::Problem convolution_geometry(const io::Problem& problem) {
   // The problem the solver will run (physics::convolution_problem), at the largest slice count of a
   // solve: the automatic choice must time, and check, that problem.
   const io::Case& c = problem.source;
-  return physics::convolution_problem(problem.solver.formulation, problem.structure.lattice, problem.solver.m1,
+  return physics::convolution_problem(problem.solver.formulation, problem.structure().lattice, problem.solver.m1,
                                       problem.solver.m2, c.total_slices() * (c.numerics.richardson ? 2 : 1),
                                       c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
 }
@@ -81,7 +81,7 @@ BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t>
   std::vector<physics::Incidence> incidences;
   for (std::size_t point : points) incidences.push_back(io::incidence_of(problem, point));
   const auto start = std::chrono::steady_clock::now();
-  batch.result = physics::solve(problem.structure, incidences, problem.solver);
+  batch.result = physics::solve(problem.structure(), incidences, problem.solver);
   batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return batch;
 }

@@ -40,7 +40,7 @@ std::string describe_axis(const std::vector<double>& values, const char* unit) {
 /// FloquetOrders::substrate_lossless is false). No order propagates down into it then: transmitted
 /// efficiencies are undefined (io/SCHEMA.md: results/T 0, results/transmitted_direction NaN).
 bool substrate_absorbs(const io::Case& c, double wavelength_nm) {
-  const std::complex<double> epsilon = c.material(c.substrate).permittivity(wavelength_nm);
+  const std::complex<double> epsilon = c.structure.substrate.permittivity(wavelength_nm);
   return !(epsilon.imag() == 0 && epsilon.real() > 0);
 }
 
@@ -160,7 +160,7 @@ void note_absorbing_substrate(const io::Case& c) {
   std::size_t absorbing = 0;
   for (const double w : c.wavelength_nm) absorbing += substrate_absorbs(c, w) ? 1 : 0;
   if (absorbing == 0) return;
-  std::cerr << "gratingsim run: note: the substrate (" << c.substrate << ") absorbs at "
+  std::cerr << "gratingsim run: note: the substrate (" << c.structure.substrate.name() << ") absorbs at "
             << (absorbing == c.wavelength_nm.size() ? std::string("every wavelength")
                                                     : std::to_string(absorbing) + " of the " +
                                                           std::to_string(c.wavelength_nm.size()) + " wavelengths")

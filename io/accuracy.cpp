@@ -185,12 +185,12 @@ class Ladder {
  private:
   /// The case's structure with every layer's slices × factor (built once per factor).
   const physics::Structure& structure(int factor) {
-    if (factor == 1) return problem_.structure;
+    if (factor == 1) return problem_.structure();
     auto it = structures_.find(factor);
     if (it == structures_.end()) {
-      Case finer = problem_.source;
-      for (Layer& layer : finer.layers) layer.slices *= factor;
-      it = structures_.emplace(factor, to_structure(finer)).first;
+      physics::Structure finer = problem_.structure();
+      for (physics::Layer& layer : finer.layers) layer.slices *= factor;  // a tapered layer's steps too
+      it = structures_.emplace(factor, std::move(finer)).first;
     }
     return it->second;
   }

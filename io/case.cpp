@@ -15,7 +15,6 @@
 #include <sstream>
 
 #include "io/index_table.hpp"
-#include "io/problem.hpp"
 #include "io/strict_yaml.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
@@ -63,31 +62,19 @@ double nanometres_per(LengthUnit unit) {
   return 0.0;
 }
 
-std::string_view to_string(SolverMethod method) {
-  switch (method) {
-    case SolverMethod::gmres:
-      return "gmres";
-    case SolverMethod::bicgstab:
-      return "bicgstab";
-    case SolverMethod::direct:
-      return "direct";
-  }
-  return "?";
-}
-
 std::size_t Case::points() const {
   return wavelength_nm.size() * incidence.theta_deg.size() * incidence.phi_deg.size();
 }
 
 double Case::total_thickness_nm() const {
   double h = 0;
-  for (const auto& layer : layers) h += layer.thickness_nm;
+  for (const auto& layer : structure.layers) h += layer.thickness;
   return h;
 }
 
 int Case::total_slices() const {
   std::int64_t n = 0;  // the reader refuses more than max_total_slices; a Case built otherwise is checked here
-  for (const auto& layer : layers) n += layer.slices;
+  for (const auto& layer : structure.layers) n += layer.slices;
   GS_EXPECTS(n <= std::numeric_limits<int>::max(), "the layers have " + std::to_string(n) + " slices in all, more than an int holds");
   return int(n);
 }
@@ -100,8 +87,8 @@ const physics::Material& Case::material(std::string_view name) const {
 
 std::size_t estimated_solver_bytes(const Case& c) {
   const SolverOptions& solver = c.numerics.solver;
-  const int krylov_vectors = solver.method == SolverMethod::gmres      ? solver.restart + 4
-                             : solver.method == SolverMethod::bicgstab ? 8
+  const int krylov_vectors = solver.method == physics::Method::gmres      ? solver.restart + 4
+                             : solver.method == physics::Method::bicgstab ? 8
                                                                        : 3;
   const bool auto_slices = c.numerics.accuracy && c.numerics.accuracy->slices;
   const std::size_t slices =
@@ -110,7 +97,7 @@ std::size_t estimated_solver_bytes(const Case& c) {
   const std::size_t incidences = c.incidence.theta_deg.size() * c.incidence.phi_deg.size();
   const std::size_t real_bytes = c.numerics.precision == conv::Precision::single ? 4 : 8;
   return physics::estimate_bytes(slices, orders, incidences, c.numerics.harmonics_x, c.numerics.harmonics_y, real_bytes,
-                                 krylov_vectors, solver.method == SolverMethod::direct, c.numerics.formulation);
+                                 krylov_vectors, solver.method == physics::Method::dense_lu, c.numerics.formulation);
 }
 
 namespace {
@@ -185,11 +172,16 @@ class CaseReader {
     check_points(top.optional("incidence").value_or(top.required("wavelength")));
     read_lattice(top.required("lattice"));
 
-    if (const auto s = top.optional("superstrate"))
-      c_.superstrate = reference(*s);
-    else
-      c_.superstrate = reference_default("air", top.node());
-    c_.substrate = reference(top.required("substrate"));
+    if (const auto s = top.optional("superstrate")) {
+      superstrate_ = reference(*s);
+      c_.structure_source.superstrate = source_of(*s);
+    } else {
+      superstrate_ = reference_default("air", top.node());
+      c_.structure_source.superstrate = source_of(top.node());
+    }
+    c_.structure.superstrate = c_.materials.at(superstrate_);
+    c_.structure.substrate = material(top.required("substrate"));
+    c_.structure_source.substrate = source_of(top.required("substrate"));
     read_layers(top.required("layers"));
     read_numerics(top.required("numerics"));
     read_output(top.optional("output"));
@@ -203,6 +195,32 @@ class CaseReader {
   }
 
  private:
+  // --- locations ------------------------------------------------------------------------------
+  static SourceLocation source_of(const Node& n) {
+    const yaml::Location at = n.location();
+    return {at.file, at.line, at.column, n.path()};
+  }
+  /// Node::fail for a value read earlier, by its recorded location.
+  [[noreturn]] static void fail_at(const SourceLocation& at, const std::string& message) {
+    yaml::fail({at.file, at.line, at.column}, (at.path.empty() ? "" : at.path + ": ") + message);
+  }
+  /// The material of a shape as the reader builds it (one per shape).
+  static const physics::Material& material_of(const physics::Shape& shape) {
+    return std::visit(
+        [](const auto& s) -> const physics::Material& {
+          using T = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<T, physics::SlopedPolygon>) {
+            return s.bottom.material;
+          } else if constexpr (std::is_same_v<T, physics::Raster>) {
+            GS_EXPECTS(false, "the case reader makes no rasters");
+            return s.materials.front();
+          } else {
+            return s.material;
+          }
+        },
+        shape);
+  }
+
   // --- values ---------------------------------------------------------------------------------
   /// nm, um or m; spelled-out names and µm get a pointer to the accepted spelling.
   static LengthUnit length_unit(const Node& n) {
@@ -370,6 +388,8 @@ class CaseReader {
     used_.emplace(name, n);
     return name;
   }
+  /// The material a name refers to (reference()), as the structure holds it.
+  physics::Material material(const Node& n) { return c_.materials.at(reference(n)); }
   std::string reference_default(const std::string& name, const Node& where) {
     c_.materials.emplace(name, physics::library_material(name, 1.0));
     used_.emplace(name, where);
@@ -400,14 +420,14 @@ class CaseReader {
       }
     }
     for (const auto& name : unused) c_.materials.erase(name);
-    const physics::Material& top = c_.materials.at(c_.superstrate);
+    const physics::Material& top = c_.materials.at(superstrate_);
     for (const double w : c_.wavelength_nm) {
       const double k = top.index(w).imag();
       if (k != 0) {
         std::ostringstream os;
-        os << "the superstrate must be lossless, but '" << c_.superstrate << "' has k = " << k << " at "
+        os << "the superstrate must be lossless, but '" << superstrate_ << "' has k = " << k << " at "
            << format_length(w);
-        used_.at(c_.superstrate).fail(os.str());
+        used_.at(superstrate_).fail(os.str());
       }
     }
   }
@@ -445,8 +465,9 @@ class CaseReader {
 
   void read_lattice(const Node& n) {
     const Map m(n, {"period_x", "period_y"});
-    c_.lattice.period_x_nm = length(m.required("period_x"));
-    if (const auto y = m.optional("period_y")) c_.lattice.period_y_nm = length(*y);
+    c_.structure.lattice.period_x = length(m.required("period_x"));
+    if (const auto y = m.optional("period_y")) c_.structure.lattice.period_y = length(*y);  // else 0: 1D
+    c_.structure_source.lattice = source_of(n);
   }
 
   // --- layers and shapes ----------------------------------------------------------------------
@@ -457,49 +478,52 @@ class CaseReader {
     for (std::size_t i = 0; i < items.size(); ++i) {
       const Node& item = items[i];
       const Map m(item, {"name", "thickness", "slices", "material", "background", "shapes"});
-      Layer layer;
-      layer.name = "layer" + std::to_string(i);
+      physics::Layer layer;
+      LayerSource source;
+      source.at = source_of(item);
+      source.name = "layer" + std::to_string(i);
       if (const auto name = m.optional("name")) {
-        layer.name = name->string();
-        if (!names.insert(layer.name).second) name->fail("layer name '" + layer.name + "' is already used");
+        source.name = name->string();
+        if (!names.insert(source.name).second) name->fail("layer name '" + source.name + "' is already used");
       }
-      layer.thickness_nm = length(m.required("thickness"));
+      layer.thickness = length(m.required("thickness"));
       layer.slices = 0;  // 0: default, assigned once materials are known
       if (const auto s = m.optional("slices")) layer.slices = integer_in(*s, 1, max_layer_slices, "a slice count");
-      thickness_nodes_.push_back(m.required("thickness"));
-      if (const auto material = m.optional("material")) {
+      source.thickness = source_of(m.required("thickness"));
+      if (const auto film = m.optional("material")) {
         for (const char* key : {"shapes", "background"})
           if (const auto extra = m.optional(key))
             extra->fail(std::string("a uniform film takes 'material' alone; '") + key +
                         "' belongs to a patterned layer (without 'material')");
-        layer.background = reference(*material);
+        layer.background = material(*film);
       } else {
         if (!m.has("shapes")) item.fail("a layer needs 'material' (a uniform film) or 'shapes' (a patterned layer)");
         const Node shapes = m.required("shapes");
         const auto shape_items = shapes.items();
         if (shape_items.empty()) shapes.fail("a patterned layer needs at least one shape");
         if (const auto b = m.optional("background"))
-          layer.background = reference(*b);
+          layer.background = material(*b);
         else
-          layer.background = c_.superstrate;
-        for (const auto& s : shape_items) layer.shapes.push_back(read_shape(s, layer.thickness_nm));
+          layer.background = c_.structure.superstrate;
+        for (const auto& s : shape_items) {
+          layer.shapes.push_back(read_shape(s, layer.thickness));
+          source.shapes.push_back(source_of(s));
+        }
         refuse_slope_with_taper(shape_items, layer.shapes);
       }
-      c_.layers.push_back(std::move(layer));
+      c_.structure.layers.push_back(std::move(layer));
+      c_.structure_source.layers.push_back(std::move(source));
     }
   }
 
   /// A layer holding a tapered circle is solved as one step per slice, every shape cut at the step's
-  /// height (io/problem.hpp); a sloped polygon would lose its slope there, so the pair is refused
-  /// (io/SCHEMA.md §1.6), at the later of the two shapes.
-  static void refuse_slope_with_taper(const std::vector<Node>& items, const std::vector<Shape>& shapes) {
+  /// height (physics::TaperedEllipse); a sloped polygon would lose its slope there, so the pair is
+  /// refused (io/SCHEMA.md §1.6), at the later of the two shapes.
+  static void refuse_slope_with_taper(const std::vector<Node>& items, const std::vector<physics::Shape>& shapes) {
     std::optional<std::size_t> tapered, sloped;
     for (std::size_t i = 0; i < shapes.size(); ++i) {
-      if (const auto* e = std::get_if<EllipseShape>(&shapes[i].geometry);
-          e && (e->bottom_diameter_x_nm != e->top_diameter_x_nm || e->bottom_diameter_y_nm != e->top_diameter_y_nm))
-        tapered = tapered.value_or(i);
-      if (const auto* p = std::get_if<PolygonShape>(&shapes[i].geometry); p && p->sidewall_angle_deg != 90)
-        sloped = sloped.value_or(i);
+      if (std::holds_alternative<physics::TaperedEllipse>(shapes[i])) tapered = tapered.value_or(i);
+      if (std::holds_alternative<physics::SlopedPolygon>(shapes[i])) sloped = sloped.value_or(i);
     }
     if (!tapered || !sloped) return;
     const std::string circle = "shapes[" + std::to_string(*tapered) + "]", polygon = "shapes[" + std::to_string(*sloped) + "]";
@@ -524,7 +548,8 @@ class CaseReader {
              format_length(period_nm));
   }
 
-  Shape read_shape(const Node& n, double thickness_nm) {
+  /// A shape as the physics library takes it, in nm (Case::structure says which kind each becomes).
+  physics::Shape read_shape(const Node& n, double thickness_nm) {
     const Node type_node = Map::any_keys(n).required("type");
     enum class Type { line, trapezoid, rectangle, circle, ellipse, polygon };
     const Type type = type_node.choice<Type>({{"line", Type::line},
@@ -533,12 +558,11 @@ class CaseReader {
                                               {"circle", Type::circle},
                                               {"ellipse", Type::ellipse},
                                               {"polygon", Type::polygon}});
-    const bool one_d = c_.lattice.is_1d();
+    const bool one_d = c_.structure.lattice.one_dimensional();
     if (one_d && type != Type::line && type != Type::trapezoid)
       type_node.fail("'" + type_node.string() +
                      "' needs a 2D lattice (lattice.period_y); a 1D grating takes line and trapezoid shapes");
-    const double px = c_.lattice.period_x_nm, py = c_.lattice.period_y_nm.value_or(0);
-    Shape shape;
+    const double px = c_.structure.lattice.period_x, py = c_.structure.lattice.period_y;
     const auto center_2d = [&](const Map& m, double& x, double& y) {
       if (const auto c = m.optional("center")) {
         const auto p = point(*c);
@@ -552,59 +576,60 @@ class CaseReader {
         const Map m = type == Type::line
                           ? Map(n, {"type", "material", "center", "width"})
                           : Map(n, {"type", "material", "center", "bottom_width", "top_width", "sidewall_angle_deg"});
-        shape.material = reference(m.required("material"));
-        LineShape line;
-        if (const auto c = m.optional("center")) line.center_nm = c->number() * scale_;
+        const physics::Material material = this->material(m.required("material"));
+        double center = 0, bottom_width = 0, top_width = 0;  // nm
+        if (const auto c = m.optional("center")) center = c->number() * scale_;
         if (type == Type::line) {
           const Node w = m.required("width");
-          line.bottom_width_nm = line.top_width_nm = length(w);
-          check_width(w, line.bottom_width_nm, px, "x");
+          bottom_width = top_width = length(w);
+          check_width(w, bottom_width, px, "x");
         } else {
           const Node bottom = m.required("bottom_width");
-          line.bottom_width_nm = non_negative_length(bottom);
-          check_width(bottom, line.bottom_width_nm, px, "x");
+          bottom_width = non_negative_length(bottom);
+          check_width(bottom, bottom_width, px, "x");
           const auto top = m.optional("top_width");
           const auto angle = m.optional("sidewall_angle_deg");
           if (top.has_value() == angle.has_value())
             n.fail("a trapezoid takes exactly one of top_width, sidewall_angle_deg");
           if (top) {
-            line.top_width_nm = non_negative_length(*top);
-            check_width(*top, line.top_width_nm, px, "x");
+            top_width = non_negative_length(*top);
+            check_width(*top, top_width, px, "x");
           } else {
-            line.top_width_nm =
-                line.bottom_width_nm - 2 * thickness_nm / std::tan(sidewall_angle(*angle) * std::numbers::pi / 180);
-            if (line.top_width_nm < 0)
+            top_width =
+                bottom_width - 2 * thickness_nm / std::tan(sidewall_angle(*angle) * std::numbers::pi / 180);
+            if (top_width < 0)
               angle->fail("a sidewall angle of " + angle->describe() + " degrees over the layer's " +
                           format_length(thickness_nm) + " gives a negative top width (" +
-                          format_length(line.top_width_nm) + ")");
-            check_width(*angle, line.top_width_nm, px, "x");
+                          format_length(top_width) + ")");
+            check_width(*angle, top_width, px, "x");
           }
-          if (line.bottom_width_nm == 0 && line.top_width_nm == 0) bottom.fail("the trapezoid has zero width");
+          if (bottom_width == 0 && top_width == 0) bottom.fail("the trapezoid has zero width");
         }
-        shape.geometry = line;
-        break;
+        // top = bottom − 2·thickness/tan α (physics::TrapezoidLine), 90° for vertical walls.
+        const double alpha = std::atan2(2 * thickness_nm, bottom_width - top_width) * 180 / std::numbers::pi;
+        return physics::TrapezoidLine{center, bottom_width, alpha, material};
       }
       case Type::rectangle: {
         const Map m(n, {"type", "material", "center", "width_x", "width_y"});
-        shape.material = reference(m.required("material"));
-        RectangleShape r;
-        center_2d(m, r.center_x_nm, r.center_y_nm);
+        physics::Rectangle r;
+        r.material = material(m.required("material"));
+        center_2d(m, r.center.x, r.center.y);
         const Node wx = m.required("width_x"), wy = m.required("width_y");
-        r.width_x_nm = length(wx);
-        r.width_y_nm = length(wy);
-        check_width(wx, r.width_x_nm, px, "x");
-        check_width(wy, r.width_y_nm, py, "y");
-        shape.geometry = r;
-        break;
+        r.width_x = length(wx);
+        r.width_y = length(wy);
+        check_width(wx, r.width_x, px, "x");
+        check_width(wy, r.width_y, py, "y");
+        return r;
       }
       case Type::circle:
       case Type::ellipse: {
         const Map m = type == Type::circle
                           ? Map(n, {"type", "material", "center", "diameter", "bottom_diameter", "top_diameter"})
                           : Map(n, {"type", "material", "center", "diameter_x", "diameter_y", "rotation_deg"});
-        shape.material = reference(m.required("material"));
-        EllipseShape e;
-        center_2d(m, e.center_x_nm, e.center_y_nm);
+        const physics::Material material = this->material(m.required("material"));
+        double cx = 0, cy = 0, rotation = 0;  // nm, degrees
+        double bottom_x = 0, bottom_y = 0, top_x = 0, top_y = 0;  // diameters (nm)
+        center_2d(m, cx, cy);
         if (type == Type::circle) {
           if (const auto d = m.optional("diameter")) {
             for (const char* key : {"bottom_diameter", "top_diameter"})
@@ -612,7 +637,7 @@ class CaseReader {
                 extra->fail("a circle takes either diameter or bottom_diameter and top_diameter (tapered)");
             const double v = length(*d);
             check_width(*d, v, std::min(px, py), "x and y");
-            e.bottom_diameter_x_nm = e.bottom_diameter_y_nm = e.top_diameter_x_nm = e.top_diameter_y_nm = v;
+            bottom_x = bottom_y = top_x = top_y = v;
           } else {
             if (!m.has("bottom_diameter") && !m.has("top_diameter"))
               n.fail("a circle needs diameter, or bottom_diameter and top_diameter (tapered)");
@@ -621,32 +646,37 @@ class CaseReader {
             check_width(b, vb, std::min(px, py), "x and y");
             check_width(t, vt, std::min(px, py), "x and y");
             if (vb == 0 && vt == 0) b.fail("the circle has zero diameter");
-            e.bottom_diameter_x_nm = e.bottom_diameter_y_nm = vb;
-            e.top_diameter_x_nm = e.top_diameter_y_nm = vt;
+            bottom_x = bottom_y = vb;
+            top_x = top_y = vt;
           }
         } else {
           const Node dx = m.required("diameter_x"), dy = m.required("diameter_y");
-          e.bottom_diameter_x_nm = e.top_diameter_x_nm = length(dx);
-          e.bottom_diameter_y_nm = e.top_diameter_y_nm = length(dy);
-          check_width(dx, std::max(e.bottom_diameter_x_nm, e.bottom_diameter_y_nm), std::min(px, py), "x and y");
-          if (const auto r = m.optional("rotation_deg")) e.rotation_deg = r->number();
+          bottom_x = top_x = length(dx);
+          bottom_y = top_y = length(dy);
+          check_width(dx, std::max(bottom_x, bottom_y), std::min(px, py), "x and y");
+          if (const auto r = m.optional("rotation_deg")) rotation = r->number();
         }
-        shape.geometry = e;
-        break;
+        const physics::Point center{cx, cy};
+        if (bottom_x == top_x && bottom_y == top_y)
+          return physics::Ellipse{center, bottom_x / 2, bottom_y / 2, rotation, material};
+        return physics::TaperedEllipse{center, bottom_x / 2, bottom_y / 2, top_x / 2, top_y / 2, rotation, material};
       }
       case Type::polygon: {
         const Map m(n, {"type", "material", "vertices", "sidewall_angle_deg"});
-        shape.material = reference(m.required("material"));
+        physics::Polygon polygon;
+        polygon.material = material(m.required("material"));
         const Node vertices = m.required("vertices");
-        PolygonShape polygon;
-        for (const auto& v : vertices.items()) polygon.vertices_nm.push_back(point(v));
-        check_polygon(vertices, polygon.vertices_nm, px, py);
-        if (const auto a = m.optional("sidewall_angle_deg")) polygon.sidewall_angle_deg = sidewall_angle(*a);
-        shape.geometry = polygon;
-        break;
+        std::vector<std::array<double, 2>> corners;
+        for (const auto& v : vertices.items()) corners.push_back(point(v));
+        check_polygon(vertices, corners, px, py);
+        for (const auto& v : corners) polygon.vertices.push_back({v[0], v[1]});
+        const double angle = m.optional("sidewall_angle_deg") ? sidewall_angle(*m.optional("sidewall_angle_deg")) : 90;
+        if (angle == 90) return polygon;
+        return physics::SlopedPolygon{std::move(polygon), angle};
       }
     }
-    return shape;
+    GS_EXPECTS(false, "unknown shape type");
+    return physics::Rectangle{};
   }
 
   static bool segments_cross(const std::array<double, 2>& a, const std::array<double, 2>& b,
@@ -702,30 +732,30 @@ class CaseReader {
   /// The count is computed in double (a 1e12 nm film needs ~1e11 slices) and refused, at the layer's
   /// thickness, above max_layer_slices; then the stack's total is refused above max_total_slices.
   void assign_default_slices(const Node& layers) {
-    for (std::size_t i = 0; i < c_.layers.size(); ++i) {
-      Layer& layer = c_.layers[i];
+    for (std::size_t i = 0; i < c_.structure.layers.size(); ++i) {
+      physics::Layer& layer = c_.structure.layers[i];
       if (layer.slices != 0) continue;
       double densest = 0, densest_index = 0, densest_wavelength = 0;  // max over wavelengths of |n| / λ, per nm
       for (const double w : c_.wavelength_nm) {
-        double n = std::abs(c_.materials.at(layer.background).index(w));
-        for (const auto& s : layer.shapes) n = std::max(n, std::abs(c_.materials.at(s.material).index(w)));
+        double n = std::abs(layer.background.index(w));
+        for (const auto& s : layer.shapes) n = std::max(n, std::abs(material_of(s).index(w)));
         if (n / w > densest) densest = n / w, densest_index = n, densest_wavelength = w;
       }
-      const double slices = std::max(1.0, std::ceil(40.0 * layer.thickness_nm * densest - 1e-9));
+      const double slices = std::max(1.0, std::ceil(40.0 * layer.thickness * densest - 1e-9));
       if (slices > double(max_layer_slices)) {
         std::ostringstream os;
         os << "the default slicing (Δz ≤ λ/(40 n), n = " << densest_index << " at λ = " << densest_wavelength
-           << " nm) needs " << slices << " slices for this " << format_length(layer.thickness_nm)
+           << " nm) needs " << slices << " slices for this " << format_length(layer.thickness)
            << " layer, more than the limit of " << max_layer_slices
            << " per layer; give 'slices' (at most " << max_layer_slices << ") or a thinner layer";
-        thickness_nodes_[i].fail(os.str());
+        fail_at(c_.structure_source.layers[i].thickness, os.str());
       }
       layer.slices = int(slices);
     }
     long long total = 0;  // ≤ (layers) × max_layer_slices: no overflow in 64 bits
-    for (const auto& layer : c_.layers) total += layer.slices;
+    for (const auto& layer : c_.structure.layers) total += layer.slices;
     if (total > max_total_slices)
-      layers.fail("the " + std::to_string(c_.layers.size()) + " layers have " + std::to_string(total) +
+      layers.fail("the " + std::to_string(c_.structure.layers.size()) + " layers have " + std::to_string(total) +
                   " slices in all, more than the limit of " + std::to_string(max_total_slices) +
                   "; give fewer or thinner layers, or fewer slices");
   }
@@ -741,19 +771,19 @@ class CaseReader {
     if (c_.numerics.accuracy && c_.numerics.accuracy->harmonics) {
       const int most = c_.numerics.accuracy->max_harmonics;
       c_.numerics.harmonics_x = most;
-      c_.numerics.harmonics_y = c_.lattice.is_1d() ? 0 : most;
+      c_.numerics.harmonics_y = c_.structure.lattice.one_dimensional() ? 0 : most;
     } else if (h.is_sequence()) {
       const auto items = h.items();
       if (items.size() != 2)
         h.fail("expected [M1, M2] (highest orders along x and y), got a list of " + std::to_string(items.size()));
       c_.numerics.harmonics_x = integer_in(items[0], 0, max_order, "a highest order M1");
       c_.numerics.harmonics_y = integer_in(items[1], 0, max_order, "a highest order M2");
-      if (c_.lattice.is_1d() && c_.numerics.harmonics_y != 0)
+      if (c_.structure.lattice.one_dimensional() && c_.numerics.harmonics_y != 0)
         items[1].fail("a 1D grating (no lattice.period_y) has no y-harmonics: M2 must be 0 (or give one number)");
     } else {
       const int order = integer_in(h, 0, max_order, "a highest order M");
       c_.numerics.harmonics_x = order;
-      c_.numerics.harmonics_y = c_.lattice.is_1d() ? 0 : order;
+      c_.numerics.harmonics_y = c_.structure.lattice.one_dimensional() ? 0 : order;
     }
     if (const auto r = m.optional("richardson")) c_.numerics.richardson = r->boolean();
     if (const auto p = m.optional("precision"))
@@ -776,24 +806,26 @@ class CaseReader {
       const Map sm(*s, {"method", "restart", "tolerance", "max_iterations", "preconditioner"});
       auto& solver = c_.numerics.solver;
       if (const auto method = sm.optional("method"))
-        solver.method = method->choice<SolverMethod>(
-            {{"gmres", SolverMethod::gmres}, {"bicgstab", SolverMethod::bicgstab}, {"direct", SolverMethod::direct}});
+        solver.method = method->choice<physics::Method>({{"gmres", physics::Method::gmres},
+                                                         {"bicgstab", physics::Method::bicgstab},
+                                                         {"direct", physics::Method::dense_lu}});
       if (const auto r = sm.optional("restart")) {
-        if (solver.method != SolverMethod::gmres) r->fail("restart applies to method: gmres only");
+        if (solver.method != physics::Method::gmres) r->fail("restart applies to method: gmres only");
         solver.restart = integer_in(*r, 1, 10000, "a GMRES restart length");
       }
       if (const auto t = sm.optional("tolerance")) {
-        if (solver.method == SolverMethod::direct) t->fail("tolerance applies to the iterative methods only");
+        if (solver.method == physics::Method::dense_lu) t->fail("tolerance applies to the iterative methods only");
         solver.tolerance = t->number();
         if (solver.tolerance <= 0 || solver.tolerance >= 1)
           t->fail("the relative residual tolerance must lie in (0, 1), got " + t->describe());
       }
       if (const auto i = sm.optional("max_iterations")) {
-        if (solver.method == SolverMethod::direct) i->fail("max_iterations applies to the iterative methods only");
+        if (solver.method == physics::Method::dense_lu) i->fail("max_iterations applies to the iterative methods only");
         solver.max_iterations = integer_in(*i, 1, 10'000'000, "an iteration limit");
       }
       if (const auto pc = sm.optional("preconditioner")) {
-        if (solver.method == SolverMethod::direct) pc->fail("preconditioner applies to the iterative methods only");
+        if (solver.method == physics::Method::dense_lu)
+          pc->fail("preconditioner applies to the iterative methods only");
         solver.preconditioner = pc->choice<physics::Preconditioning>({{"auto", physics::Preconditioning::automatic},
                                                                        {"averaged", physics::Preconditioning::averaged},
                                                                        {"none", physics::Preconditioning::none}});
@@ -833,7 +865,7 @@ class CaseReader {
     if (most_harmonics && !a.harmonics) most_harmonics->fail("applies with harmonics: auto only");
     if (most_slices && !a.slices) most_slices->fail("applies with slices: auto only");
     a.max_harmonics = most_harmonics ? integer_in(*most_harmonics, 9, 4096, "a highest order M for the ladder")
-                      : c_.lattice.is_1d() ? 100
+                      : c_.structure.lattice.one_dimensional() ? 100
                                            : 20;
     if (most_slices) {
       a.max_slices = integer_in(*most_slices, 2, max_total_slices, "a most slices in all for the ladder");
@@ -892,13 +924,13 @@ class CaseReader {
         plane.position_nm = at->number() * scale_;
         const double h = c_.total_thickness_nm();
         const double half =
-            plane.kind == PlaneKind::yz ? c_.lattice.period_x_nm / 2 : c_.lattice.period_y_nm.value_or(0) / 2;
+            plane.kind == PlaneKind::yz ? c_.structure.lattice.period_x / 2 : c_.structure.lattice.period_y / 2;
         if (plane.kind == PlaneKind::xy && (plane.position_nm < 0 || plane.position_nm > h))
           at->fail("an xy plane must lie in the patterned region, z in [0, " + format_length(h) + "]");
         if (plane.kind != PlaneKind::xy && half > 0 && std::abs(plane.position_nm) > half)
           at->fail("the cut must lie in the unit cell, within ±" + format_length(half));
       }
-      if (plane.kind != PlaneKind::xz && c_.lattice.is_1d())
+      if (plane.kind != PlaneKind::xz && c_.structure.lattice.one_dimensional())
         m.required("plane").fail("a 1D grating is invariant along y: its field maps are xz cuts");
       if (plane.kind == PlaneKind::xy) plane.points_second = 64;
       if (const auto p = m.optional("points")) {
@@ -921,7 +953,7 @@ class CaseReader {
   /// layer), found now rather than at the first solve.
   void check_structure(const Node& layers) const {
     try {
-      (void)physics::discretise(to_structure(c_));
+      (void)physics::discretise(c_.structure);
     } catch (const InvalidArgument& e) {
       layers.fail(e.what());
     }
@@ -1067,7 +1099,7 @@ class CaseReader {
   std::string text_;  // c_.yaml as parsed: lone CRs made LF
   double scale_ = 1;
   std::optional<Node> harmonics_node_;
-  std::vector<Node> thickness_nodes_;  // per layer, for counts derived from its thickness
+  std::string superstrate_;            // the superstrate's material name
   std::vector<Node> plane_nodes_;      // per output plane given (none for the default plane)
   std::optional<Node> fields_node_;    // output.fields, when given
   std::optional<Node> max_slices_node_;  // numerics.max_slices, when given

@@ -6,24 +6,25 @@
 // angles are in degrees. Materials are physics::Material models in nanometres (refractive index
 // n + iκ, κ ≥ 0 for loss with time dependence exp(−iωt), docs/formulation.md §1).
 //
-// This is io's description of a case (plain structs, no vendor types), close to the file;
-// io/problem.hpp maps it onto the physics library's structs.
-#include <array>
+// The grating is the physics library's own structure (physics/structure.hpp), with a map from its
+// objects to where the file gave them; io keeps what is not physics (sweeps, numerics, outputs,
+// provenance). io/problem.hpp adds the solver options and the result layout.
 #include <complex>
 #include <cstddef>
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "physics/krylov.hpp"
 #include "physics/preconditioner.hpp"
 #include "core/error.hpp"
 #include "io/case_options.hpp"
 #include "physics/materials.hpp"
 #include "physics/normal_field.hpp"
+#include "physics/structure.hpp"
 
 namespace gratingsim::io {
 
@@ -49,83 +50,46 @@ enum class LengthUnit { nm, um, m };
 std::string_view to_string(LengthUnit unit);  ///< "nm", "um", "m"
 double nanometres_per(LengthUnit unit);       ///< 1, 1e3, 1e9
 
-// --- Problem --------------------------------------------------------------------------------
-/// Shape coordinates are in the unit cell [−Λx/2, Λx/2) × [−Λy/2, Λy/2), centred on the origin.
-/// Lines running along y (spanning the period Λy), centred at x = center. Their width goes linearly
-/// from bottom_width at the layer's bottom to top_width at its top (equal for `line`; different for
-/// `trapezoid`: sloped sidewalls, sampled per slice — "layered shape functions").
-struct LineShape {
-  double center_nm = 0;
-  double bottom_width_nm = 0, top_width_nm = 0;
-};
-/// An axis-aligned rectangle (2D lattices only).
-struct RectangleShape {
-  double center_x_nm = 0, center_y_nm = 0;
-  double width_x_nm = 0, width_y_nm = 0;
-};
-/// An ellipse, rotated counter-clockwise by rotation_deg, whose diameters go linearly from the
-/// layer's bottom to its top (a circle has equal diameters; a tapered hole or pillar different bottom
-/// and top values). 2D lattices only.
-struct EllipseShape {
-  double center_x_nm = 0, center_y_nm = 0;
-  double rotation_deg = 0;
-  double bottom_diameter_x_nm = 0, bottom_diameter_y_nm = 0;
-  double top_diameter_x_nm = 0, top_diameter_y_nm = 0;
-};
-/// A simple polygon, vertices (x, y) in order (either orientation) at the layer's bottom; with a
-/// sidewall angle α ≠ 90° every edge moves inward by h/tan α at height h above the bottom.
-struct PolygonShape {
-  std::vector<std::array<double, 2>> vertices_nm;
-  double sidewall_angle_deg = 90;
-};
-struct Shape {
-  std::string material;
-  std::variant<LineShape, RectangleShape, EllipseShape, PolygonShape> geometry;
+// --- Structure ------------------------------------------------------------------------------
+/// A place in the case file (1-based) and the YAML path of the value there ("layers[1].thickness";
+/// empty for the top level), for a value checked only after reading (by the application, or by a
+/// later check of the reader).
+struct SourceLocation {
+  std::string file;
+  int line = 0, column = 0;
+  std::string path;
 };
 
-/// One layer of the patterned region, cut into `slices` slices of equal thickness.
-/// A uniform film has no shapes (background is its material). Shapes are painted in order over the
-/// background: where they overlap, the later shape wins.
-struct Layer {
-  std::string name;
-  double thickness_nm = 0;
-  int slices = 1;
-  std::string background;
-  std::vector<Shape> shapes;
+/// Where each object of Case::structure was given: layer i of the structure is layers[i], its shape k
+/// (in the layer's own list, before any cutting into steps) is layers[i].shapes[k].
+struct LayerSource {
+  std::string name;  ///< the layer's name, "layer<i>" when the file gives none
+  SourceLocation at, thickness;
+  std::vector<SourceLocation> shapes;
 };
-
-/// The lattice; without period_y the grating is 1D: invariant along y, no y-harmonics.
-struct Lattice {
-  double period_x_nm = 0;
-  std::optional<double> period_y_nm;
-  [[nodiscard]] bool is_1d() const { return !period_y_nm.has_value(); }
+struct StructureSource {
+  SourceLocation lattice, superstrate, substrate;  ///< superstrate: the case's top level when defaulted
+  std::vector<LayerSource> layers;
 };
 
 // --- Illumination, numerics, output ----------------------------------------------------------
 /// Sweeps over the polar angle θ (from the surface normal, [0, 90)) and azimuth φ (from the x axis);
-/// every (θ, φ) pair is solved, for s, p or both incident polarisations.
-struct Incidence {
+/// every (θ, φ) pair is solved, for s, p or both incident polarisations (physics::Incidence is one
+/// of its waves).
+struct IncidenceSweep {
   std::vector<double> theta_deg{0.0}, phi_deg{0.0};
   Polarization polarization = Polarization::both;
 };
 
-enum class SolverMethod { gmres, bicgstab, direct };
-std::string_view to_string(SolverMethod method);
-
+/// The case's choices for the linear solver (physics::SolverOptions takes them, with its own defaults).
 struct SolverOptions {
-  SolverMethod method = SolverMethod::gmres;
+  physics::Method method = physics::Method::gmres;  ///< the file's gmres, bicgstab or direct (dense_lu)
   int restart = 40;         ///< GMRES restart length
   double tolerance = 1e-8;  ///< relative residual at which iterations stop
   int max_iterations = 500;
   /// auto (the averaged preconditioner when it fits in a quarter of the memory left), averaged, none
   /// (physics/preconditioner.hpp)
   physics::Preconditioning preconditioner = physics::Preconditioning::automatic;
-};
-
-/// A place in the case file (1-based), for a value checked only later (by the application).
-struct SourceLocation {
-  std::string file;
-  int line = 0, column = 0;
 };
 
 struct Numerics {
@@ -166,11 +130,14 @@ struct Case {
   std::string description;
 
   std::vector<double> wavelength_nm;  ///< vacuum wavelengths, in the order given
-  Incidence incidence;
-  Lattice lattice;
-  std::string superstrate, substrate;                               ///< material names (superstrate lossless)
-  std::vector<Layer> layers;                                        ///< top to bottom; the substrate interface is z = 0
-  std::map<std::string, physics::Material, std::less<>> materials;  ///< every material referenced (nm)
+  IncidenceSweep incidence;
+  /// The grating in nm, as the physics library solves it: 1D lattices have period_y = 0; every
+  /// layer's slice count is set (the file's, or the default); materials carry the case's names.
+  /// Lines are TrapezoidLines (sidewall angle from the bottom and top widths), circles and ellipses
+  /// Ellipses (semi-axes half the diameters) or TaperedEllipses, polygons Polygons or SlopedPolygons.
+  physics::Structure structure;
+  StructureSource structure_source;                                 ///< where each of its objects was given
+  std::map<std::string, physics::Material, std::less<>> materials;  ///< every material referenced, by name (nm)
   Numerics numerics;
   OutputOptions output;
   std::vector<std::string> warnings;  ///< located, "FILE:LINE:COLUMN: warning: ..."

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <numbers>
-#include <set>
 
+#include "physics/discretisation.hpp"
 #include "physics/floquet.hpp"
 
 namespace gratingsim::io {
@@ -19,101 +19,10 @@ namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-double degrees(double radians) { return radians * 180 / std::numbers::pi; }
-
-/// The sidewall angle of a line whose width goes from `bottom` to `top` over `thickness`:
-/// top = bottom − 2·thickness/tan α (physics::TrapezoidLine), 90° for vertical walls.
-double sidewall_angle_deg(double bottom, double top, double thickness) {
-  return degrees(std::atan2(2 * thickness, bottom - top));
-}
-
-bool tapered(const EllipseShape& e) {
-  return e.bottom_diameter_x_nm != e.top_diameter_x_nm || e.bottom_diameter_y_nm != e.top_diameter_y_nm;
-}
-
-/// A shape's cross-section at height h above its layer's bottom (for layers cut into steps);
-/// nothing where it has shrunk to zero width.
-std::optional<physics::Shape> section(const Shape& shape, const physics::Material& material, double h, double thickness,
-                                      const physics::Lattice& lattice) {
-  const double f = h / thickness;  // 0 at the bottom, 1 at the top
-  const auto between = [f](double bottom, double top) { return bottom + (top - bottom) * f; };
-  if (const auto* line = std::get_if<LineShape>(&shape.geometry)) {
-    const double width = between(line->bottom_width_nm, line->top_width_nm);
-    if (width <= 0) return std::nullopt;
-    return physics::Rectangle{{line->center_nm, 0.0}, width, lattice.period_y, material};
-  }
-  if (const auto* r = std::get_if<RectangleShape>(&shape.geometry))
-    return physics::Rectangle{{r->center_x_nm, r->center_y_nm}, r->width_x_nm, r->width_y_nm, material};
-  if (const auto* e = std::get_if<EllipseShape>(&shape.geometry)) {
-    const double dx = between(e->bottom_diameter_x_nm, e->top_diameter_x_nm);
-    const double dy = between(e->bottom_diameter_y_nm, e->top_diameter_y_nm);
-    if (dx <= 0 || dy <= 0) return std::nullopt;
-    return physics::Ellipse{{e->center_x_nm, e->center_y_nm}, dx / 2, dy / 2, e->rotation_deg, material};
-  }
-  const auto& polygon = std::get<PolygonShape>(shape.geometry);
-  physics::Polygon p;
-  for (const auto& v : polygon.vertices_nm) p.vertices.push_back({v[0], v[1]});
-  p.material = material;
-  return p;
-}
-
-physics::Shape whole(const Shape& shape, const physics::Material& material, double thickness) {
-  if (const auto* line = std::get_if<LineShape>(&shape.geometry))
-    return physics::TrapezoidLine{line->center_nm, line->bottom_width_nm,
-                                  sidewall_angle_deg(line->bottom_width_nm, line->top_width_nm, thickness), material};
-  if (const auto* r = std::get_if<RectangleShape>(&shape.geometry))
-    return physics::Rectangle{{r->center_x_nm, r->center_y_nm}, r->width_x_nm, r->width_y_nm, material};
-  if (const auto* e = std::get_if<EllipseShape>(&shape.geometry))
-    return physics::Ellipse{{e->center_x_nm, e->center_y_nm},
-                            e->bottom_diameter_x_nm / 2,
-                            e->bottom_diameter_y_nm / 2,
-                            e->rotation_deg,
-                            material};
-  const auto& polygon = std::get<PolygonShape>(shape.geometry);
-  physics::Polygon p;
-  for (const auto& v : polygon.vertices_nm) p.vertices.push_back({v[0], v[1]});
-  p.material = material;
-  if (polygon.sidewall_angle_deg == 90) return p;
-  return physics::SlopedPolygon{p, polygon.sidewall_angle_deg};
-}
-
 std::vector<double> grid(double lo, double hi, int n) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[std::size_t(i)] = lo + (hi - lo) * double(i) / double(n - 1);
   return v;
-}
-
-/// Slice centres, top down, at the finest slicing the solver uses.
-std::vector<double> slice_centres(const Case& c) {
-  const int factor = c.numerics.richardson ? 2 : 1;
-  std::vector<double> z;
-  double top = c.total_thickness_nm();
-  for (const auto& layer : c.layers) {
-    const int n = layer.slices * factor;
-    const double dz = layer.thickness_nm / n;
-    for (int q = 0; q < n; ++q) z.push_back(top - (q + 0.5) * dz);
-    top -= layer.thickness_nm;
-  }
-  return z;
-}
-
-physics::FloquetOrders orders_of(const Problem& problem, const physics::Incidence& incidence) {
-  std::vector<std::string> warnings;  // Rayleigh anomalies: the solver reports them
-  const auto& s = problem.structure;
-  return physics::floquet_orders(s.lattice, incidence, s.superstrate.permittivity(incidence.wavelength),
-                                 s.substrate.permittivity(incidence.wavelength), problem.solver.m1, problem.solver.m2,
-                                 problem.solver.rayleigh_tolerance, warnings);
-}
-
-/// Every order that propagates up or down at some point of the sweep, sorted by (m1, m2).
-std::vector<std::array<int, 2>> propagating_orders(const Problem& problem) {
-  std::set<std::array<int, 2>> found;
-  for (std::size_t point = 0; point < problem.layout.points(); ++point) {
-    const auto orders = orders_of(problem, incidence_of(problem, point));
-    for (const auto& o : orders.orders)
-      if (o.propagates_up() || orders.propagates_down(o)) found.insert({o.m1, o.m2});
-  }
-  return {found.begin(), found.end()};
 }
 
 std::size_t physical_memory_bytes() {
@@ -123,61 +32,12 @@ std::size_t physical_memory_bytes() {
 
 }  // namespace
 
-physics::Structure to_structure(const Case& c) {
-  physics::Structure s;
-  s.lattice = {c.lattice.period_x_nm, c.lattice.period_y_nm.value_or(0.0)};
-  s.superstrate = c.material(c.superstrate);
-  s.substrate = c.material(c.substrate);
-  for (const auto& layer : c.layers) {
-    physics::Layer l;
-    l.thickness = layer.thickness_nm;
-    l.slices = layer.slices;
-    l.background = c.material(layer.background);
-    const bool steps = std::any_of(layer.shapes.begin(), layer.shapes.end(), [](const Shape& shape) {
-      const auto* e = std::get_if<EllipseShape>(&shape.geometry);
-      return e && tapered(*e);
-    });
-    if (steps) {
-      // A sloped polygon would be cut as a vertical one by section(): the reader refuses the pair.
-      GS_EXPECTS(std::none_of(layer.shapes.begin(), layer.shapes.end(),
-                           [](const Shape& shape) {
-                             const auto* p = std::get_if<PolygonShape>(&shape.geometry);
-                             return p && p->sidewall_angle_deg != 90;
-                           }),
-              "layer '" + layer.name + "' holds a tapered circle and a sloped polygon, which cannot share a layer");
-      for (int j = 0; j < layer.slices; ++j) {  // top step first
-        const double h = layer.thickness_nm * (1 - (j + 0.5) / layer.slices);
-        auto& step = l.steps.emplace_back();
-        for (const auto& shape : layer.shapes)
-          if (auto cut = section(shape, c.material(shape.material), h, layer.thickness_nm, s.lattice))
-            step.push_back(std::move(*cut));
-      }
-    } else {
-      for (const auto& shape : layer.shapes)
-        l.shapes.push_back(whole(shape, c.material(shape.material), layer.thickness_nm));
-    }
-    s.layers.push_back(std::move(l));
-  }
-  return s;
-}
-
 Problem make_problem(Case c) {
   Problem p;
-  p.structure = to_structure(c);
   auto& o = p.solver;
   o.m1 = c.numerics.harmonics_x;
   o.m2 = c.numerics.harmonics_y;
-  switch (c.numerics.solver.method) {
-    case SolverMethod::gmres:
-      o.method = physics::Method::gmres;
-      break;
-    case SolverMethod::bicgstab:
-      o.method = physics::Method::bicgstab;
-      break;
-    case SolverMethod::direct:
-      o.method = physics::Method::dense_lu;
-      break;
-  }
+  o.method = c.numerics.solver.method;
   o.gmres_restart = c.numerics.solver.restart;
   o.tolerance = c.numerics.solver.tolerance;
   o.max_iterations = c.numerics.solver.max_iterations;
@@ -199,8 +59,9 @@ Problem make_problem(Case c) {
   if (l.fields) {
     l.harmonics_x = o.m1;
     l.harmonics_y = o.m2;
-    l.slice_center_nm = slice_centres(c);
-    const double hx = c.lattice.period_x_nm / 2, hy = c.lattice.period_y_nm.value_or(0) / 2;
+    // The finest grid the solve uses (Richardson: twice the slices).
+    l.slice_center_nm = physics::slice_grid(c.structure, c.numerics.richardson ? 2 : 1).z;
+    const double hx = c.structure.lattice.period_x / 2, hy = c.structure.lattice.period_y / 2;
     for (const auto& plane : c.output.planes) {
       MapLayout m{plane.kind, plane.position_nm, {}, {}};
       switch (plane.kind) {
@@ -223,8 +84,10 @@ Problem make_problem(Case c) {
   l.accuracy = c.numerics.accuracy;
   p.source = std::move(c);
   // With harmonics: auto the case's harmonics are the ladder's most (AccuracyTarget::max_harmonics):
-  // the orders stored are those propagating at any point at any rung.
-  l.orders = propagating_orders(p);
+  // the orders stored are those propagating at any point at any rung. The file's shape is fixed
+  // before the first solve, so they are found from the sweep, not from the solves.
+  l.orders = physics::propagating_orders(p.structure(), l.wavelength_nm, l.theta_deg, l.phi_deg, o.m1, o.m2,
+                                         o.rayleigh_tolerance);
   if (l.orders.empty()) l.orders = {{0, 0}};  // order 0 always reflects into the lossless superstrate
   if (l.accuracy && l.accuracy->harmonics) {
     // The ladder's first rung: every propagating order of the sweep inside [−M_i, M_i], and at least
@@ -329,6 +192,7 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
   const physics::Fields& f = *result.fields;
   const std::size_t nz = l.slice_center_nm.size(), nm = l.harmonics_count();
   GS_EXPECTS(f.z.size() == nz, "the solver's slices differ from the result layout's");
+  GS_EXPECTS(f.kx.size() == nm && f.ky.size() == nm, "the solver's orders differ from the result layout's");
   for (std::size_t q = 0; q < nz; ++q)
     GS_EXPECTS(std::abs(f.z[q] - l.slice_center_nm[q]) <= 1e-9 * (1 + std::abs(f.z[q])),
             "slice centres differ from the layout's");
@@ -338,7 +202,6 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     r.field_harmonics.insert(r.field_harmonics.end(), h.begin(), h.end());
   }
   // Maps: E_c(x, y, z_q) = Σ_m e_q,c(m) e^{i(kx_m x + ky_m y)}, with the solver's own kx_m, ky_m.
-  const auto orders = orders_of(problem, incidence);
   using C = std::complex<double>;
   for (const auto& m : l.maps) {
     const std::size_t n1 = m.first_nm.size(), n2 = m.second_nm.size();
@@ -347,14 +210,13 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     // coordinate for cuts); for xy, second[b][k] along y.
     std::vector<C> phase(n1 * nm), second(m.kind == PlaneKind::xy ? n2 * nm : 0);
     for (std::size_t k = 0; k < nm; ++k) {
-      const auto& o = orders.orders[k];
       for (std::size_t a = 0; a < n1; ++a) {
         const double x = m.kind == PlaneKind::yz ? m.position_nm : m.first_nm[a];
         const double y = m.kind == PlaneKind::yz ? m.first_nm[a] : m.kind == PlaneKind::xz ? m.position_nm : 0.0;
-        phase[a * nm + k] = std::exp(C(0, o.kx * x + o.ky * y));
+        phase[a * nm + k] = std::exp(C(0, f.kx[k] * x + f.ky[k] * y));
       }
       for (std::size_t b = 0; b < second.size() / std::max<std::size_t>(nm, 1); ++b)
-        second[b * nm + k] = std::exp(C(0, o.ky * m.second_nm[b]));
+        second[b * nm + k] = std::exp(C(0, f.ky[k] * m.second_nm[b]));
     }
     std::size_t xy_slice = 0;  // the slice whose centre is nearest the plane's height
     for (std::size_t q = 1; q < nz; ++q)

@@ -9,7 +9,7 @@
 //                        : io::ResultWriter::create(out, problem.layout, info);
 //   for each wavelength index iw:
 //     points = io::points_at_wavelength(problem, iw), less those writer.done(point)
-//     result = physics::solve(problem.structure, incidences of those points, problem.solver)
+//     result = physics::solve(problem.structure(), incidences of those points, problem.solver)
 //     writer.write(point, io::to_point_result(problem, point, result.incidences[j], seconds))
 //   writer.finish();
 #include <cstddef>
@@ -28,8 +28,9 @@ namespace gratingsim::io {
 inline constexpr int first_auto_harmonics = 4;
 
 struct Problem {
-  Case source;                   ///< the case as read
-  physics::Structure structure;  ///< lengths in nm
+  Case source;  ///< the case as read
+  /// The grating (lengths in nm): the case's own.
+  [[nodiscard]] const physics::Structure& structure() const { return source.structure; }
   /// Harmonics, method, tolerances, Richardson, precision and the case's backend (physics' default
   /// when the case says "auto": the application picks then); unconverged solves are marked, not
   /// thrown (recorded per point); fields kept when the case asks for them; memory limit: this
@@ -37,13 +38,6 @@ struct Problem {
   physics::SolverOptions solver;
   ResultLayout layout;  ///< the result file's shape for this case
 };
-
-/// The physics structure of a case: lines and trapezoids become TrapezoidLines (sidewall angle
-/// from the bottom and top widths), rectangles Rectangles, constant ellipses Ellipses (semi-axes
-/// half the diameters), polygons Polygons or SlopedPolygons. A layer holding a tapered circle is cut
-/// into one step per slice, each with every shape of the layer sampled at that slice's centre height
-/// (lines as rectangles spanning Λy); such a layer may not hold sloped polygons.
-physics::Structure to_structure(const Case& c);
 
 /// Reads a case (load_case) and maps it (make_problem).
 Problem load_problem(const std::string& path);

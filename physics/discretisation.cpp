@@ -98,6 +98,9 @@ PlanarShape sample(const Shape& shape, const Lattice& lattice, double height, co
           return trapezoid_at(s, lattice, height, what);
         } else if constexpr (std::is_same_v<T, SlopedPolygon>) {
           return sloped_at(s, height, what);
+        } else if constexpr (std::is_same_v<T, TaperedEllipse>) {
+          GS_EXPECTS(false, what + ": a tapered ellipse is sampled per step of its layer (cut_into_steps)");
+          return Ellipse{};
         } else {
           return s;
         }
@@ -105,33 +108,93 @@ PlanarShape sample(const Shape& shape, const Lattice& lattice, double height, co
       shape);
 }
 
+/// The slices of one layer (checked): its slice count, or ceil(thickness / max_slice_thickness)
+/// rounded to a multiple of its steps, times slice_factor.
+int slice_count(const Layer& layer, int slice_factor, const std::string& where) {
+  GS_EXPECTS(layer.thickness > 0 && std::isfinite(layer.thickness),
+          where + ": thickness must be positive, got " + std::to_string(layer.thickness));
+  GS_EXPECTS(layer.slices >= 0, where + ": slice count must be ≥ 0, got " + std::to_string(layer.slices));
+  GS_EXPECTS(layer.slices > 0 || layer.max_slice_thickness > 0,
+          where + ": give a positive slice count or a positive max_slice_thickness (zero slices)");
+  GS_EXPECTS(layer.steps.empty() || layer.shapes.empty(), where + ": give either shapes or steps, not both");
+  const int steps = layer.steps.empty() ? 1 : int(layer.steps.size());
+  int slices = layer.slices;
+  if (slices == 0) slices = steps * int(std::ceil(layer.thickness / steps / layer.max_slice_thickness - 1e-12));
+  GS_EXPECTS(slices % steps == 0, where + ": slice count " + std::to_string(slices) +
+                                   " is not a multiple of its " + std::to_string(steps) + " steps");
+  return slices * slice_factor;
+}
+
+/// Σ thickness: the height of the stack's top (z = 0 is the substrate's surface).
+double stack_height(const Structure& structure) {
+  double top = 0;
+  for (const Layer& layer : structure.layers) top += layer.thickness;
+  return top;
+}
+
 }  // namespace
+
+Layer cut_into_steps(const Layer& layer, const Lattice& lattice) {
+  const auto tapered = [](const Shape& s) { return std::holds_alternative<TaperedEllipse>(s); };
+  if (std::none_of(layer.shapes.begin(), layer.shapes.end(), tapered)) return layer;
+  GS_EXPECTS(layer.steps.empty(), "a layer holding a tapered ellipse is cut into steps: give no steps of its own");
+  GS_EXPECTS(std::none_of(layer.shapes.begin(), layer.shapes.end(),
+                          [](const Shape& s) { return std::holds_alternative<SlopedPolygon>(s); }),
+             "a layer holding a tapered ellipse and a sloped polygon: the polygon's slope would be lost in its steps");
+  const int slices = slice_count(layer, 1, "a layer holding a tapered ellipse");
+  Layer cut = layer;
+  cut.shapes.clear();
+  for (int j = 0; j < slices; ++j) {  // top step first
+    const double h = layer.thickness * (1 - (j + 0.5) / slices);
+    const double f = h / layer.thickness;  // 0 at the bottom, 1 at the top
+    const auto between = [f](double bottom, double top) { return bottom + (top - bottom) * f; };
+    auto& step = cut.steps.emplace_back();
+    for (const Shape& shape : layer.shapes) {
+      if (const auto* e = std::get_if<TaperedEllipse>(&shape)) {
+        const double a = between(e->bottom_semi_axis_x, e->top_semi_axis_x);
+        const double b = between(e->bottom_semi_axis_y, e->top_semi_axis_y);
+        if (a > 0 && b > 0) step.push_back(Ellipse{e->center, a, b, e->rotation_deg, e->material});
+      } else if (const auto* line = std::get_if<TrapezoidLine>(&shape)) {
+        step.push_back(trapezoid_at(*line, lattice, h, "a line in a layer holding a tapered ellipse"));
+      } else {
+        step.push_back(shape);
+      }
+    }
+  }
+  return cut;
+}
+
+ZGrid slice_grid(const Structure& structure, int slice_factor) {
+  GS_EXPECTS(slice_factor >= 1, "slice factor must be ≥ 1");
+  ZGrid grid;
+  double top = stack_height(structure);
+  for (std::size_t l = 0; l < structure.layers.size(); ++l) {
+    const Layer& layer = structure.layers[l];
+    const int slices = slice_count(layer, slice_factor, "layer " + std::to_string(l));
+    const double dz = layer.thickness / slices;
+    for (int k = 0; k < slices; ++k) {
+      grid.z.push_back(top - (k + 0.5) * dz);
+      grid.thickness.push_back(dz);
+    }
+    top -= layer.thickness;
+  }
+  return grid;
+}
 
 Discretisation discretise(const Structure& structure, int slice_factor) {
   const Lattice& lattice = structure.lattice;
   GS_EXPECTS(lattice.period_x > 0, "lattice period_x must be positive, got " + std::to_string(lattice.period_x));
   GS_EXPECTS(lattice.period_y >= 0, "lattice period_y must be positive (or 0 for a 1D grating), got " +
                                      std::to_string(lattice.period_y));
-  GS_EXPECTS(slice_factor >= 1, "slice factor must be ≥ 1");
   Discretisation d;
-  double top = 0;
-  for (const Layer& layer : structure.layers) top += layer.thickness;
+  d.grid = slice_grid(structure, slice_factor);  // checks every layer's thickness and slice count
+  double top = stack_height(structure);
+  std::size_t first = 0;  // the layer's first slice
   for (std::size_t l = 0; l < structure.layers.size(); ++l) {
-    const Layer& layer = structure.layers[l];
+    const Layer layer = cut_into_steps(structure.layers[l], lattice);
     const std::string where = "layer " + std::to_string(l);
-    GS_EXPECTS(layer.thickness > 0 && std::isfinite(layer.thickness),
-            where + ": thickness must be positive, got " + std::to_string(layer.thickness));
-    GS_EXPECTS(layer.slices >= 0, where + ": slice count must be ≥ 0, got " + std::to_string(layer.slices));
-    GS_EXPECTS(layer.slices > 0 || layer.max_slice_thickness > 0,
-            where + ": give a positive slice count or a positive max_slice_thickness (zero slices)");
-    GS_EXPECTS(layer.steps.empty() || layer.shapes.empty(), where + ": give either shapes or steps, not both");
     const int steps = layer.steps.empty() ? 1 : int(layer.steps.size());
-    int slices = layer.slices;
-    if (slices == 0) slices = steps * int(std::ceil(layer.thickness / steps / layer.max_slice_thickness - 1e-12));
-    GS_EXPECTS(slices % steps == 0, where + ": slice count " + std::to_string(slices) +
-                                     " is not a multiple of its " + std::to_string(steps) + " steps");
-    slices *= slice_factor;
-    const double dz = layer.thickness / slices;
+    const int slices = slice_count(layer, slice_factor, where);
     const double bottom = top - layer.thickness;
     // z-varying shapes must be valid through the whole layer, not only at the slice centres.
     for (int step = 0; step < steps; ++step) {
@@ -145,9 +208,7 @@ Discretisation discretise(const Structure& structure, int slice_factor) {
     int shared_content = -1;  // content index per step for z-invariant geometry
     int shared_step = -1;
     for (int k = 0; k < slices; ++k) {
-      const double zc = top - (k + 0.5) * dz;
-      d.grid.z.push_back(zc);
-      d.grid.thickness.push_back(dz);
+      const double zc = d.grid.z[first + std::size_t(k)];
       d.layer_of_slice.push_back(int(l));
       const int step = int((std::int64_t(k) * steps) / slices);
       const auto& shapes = layer.steps.empty() ? layer.shapes : layer.steps[step];
@@ -168,6 +229,7 @@ Discretisation discretise(const Structure& structure, int slice_factor) {
         shared_content = d.content_of_slice.back();
       }
     }
+    first += std::size_t(slices);
     top = bottom;
   }
   return d;

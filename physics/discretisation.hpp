@@ -21,4 +21,13 @@ struct Discretisation {
 /// (2 for the finer grid of Richardson extrapolation).
 Discretisation discretise(const Structure& structure, int slice_factor = 1);
 
+/// A layer holding a TaperedEllipse as the steps it is solved with (structure.hpp): one step per
+/// slice of its own count (slices, or ceil(thickness / max_slice_thickness)), top step first, every
+/// shape at the step's centre height h = thickness·(1 − (j + ½)/slices); any other layer unchanged.
+Layer cut_into_steps(const Layer& layer, const Lattice& lattice);
+
+/// The slice grid of discretise() alone (checking only the layers' thicknesses and slice counts):
+/// what the solve's fields are sampled on, known before any solve.
+ZGrid slice_grid(const Structure& structure, int slice_factor = 1);
+
 }  // namespace gratingsim::physics

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <numbers>
+#include <set>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -79,6 +80,26 @@ FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence,
       f.orders.push_back(o);
     }
   return f;
+}
+
+std::vector<std::array<int, 2>> propagating_orders(const Structure& structure, std::span<const double> wavelengths,
+                                                   std::span<const double> theta_deg, std::span<const double> phi_deg,
+                                                   int m1_max, int m2_max, double rayleigh_tolerance) {
+  std::set<std::array<int, 2>> found;
+  std::vector<std::string> warnings;  // Rayleigh anomalies: the solve reports them
+  for (const double wavelength : wavelengths) {
+    const Complex eps1 = structure.superstrate.permittivity(wavelength);
+    const Complex eps2 = structure.substrate.permittivity(wavelength);
+    for (const double theta : theta_deg)
+      for (const double phi : phi_deg) {
+        const FloquetOrders f = floquet_orders(structure.lattice, {wavelength, theta, phi}, eps1, eps2, m1_max, m2_max,
+                                               rayleigh_tolerance, warnings);
+        for (const Order& o : f.orders)
+          if (o.propagates_up() || f.propagates_down(o)) found.insert({o.m1, o.m2});
+        warnings.clear();
+      }
+  }
+  return {found.begin(), found.end()};
 }
 
 }  // namespace gratingsim::physics

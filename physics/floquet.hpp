@@ -1,6 +1,8 @@
 #pragma once
 // Floquet orders of one incidence (docs/formulation.md §2, §4): lateral wavevectors, kz in both media,
 // the per-order s/p basis and the Fresnel coefficients of the bare superstrate/substrate interface.
+#include <array>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,5 +41,13 @@ struct FloquetOrders {
 /// i(tol·k1)²) instead, and a line is appended to `warnings`.
 FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence, Complex eps1, Complex eps2,
                              int m1_max, int m2_max, double rayleigh_tolerance, std::vector<std::string>& warnings);
+
+/// Every order (m1, m2) of [−M1, M1] × [−M2, M2] that propagates up (into the superstrate) or down
+/// (into a lossless substrate) at some point of the sweep wavelengths × θ × φ, sorted by (m1, m2):
+/// the orders whose efficiencies a sweep can report, known before any solve. Rayleigh anomalies are
+/// not reported here (the solve of the point reports them).
+std::vector<std::array<int, 2>> propagating_orders(const Structure& structure, std::span<const double> wavelengths,
+                                                   std::span<const double> theta_deg, std::span<const double> phi_deg,
+                                                   int m1_max, int m2_max, double rayleigh_tolerance);
 
 }  // namespace gratingsim::physics

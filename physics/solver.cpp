@@ -360,7 +360,11 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
         res.solves.push_back({run.stats[2 * a], run.stats[2 * a + 1]});
         res.preconditioned.push_back(run.preconditioned);
       }
-      if (options.keep_fields) res.fields = Fields{last.grid.z, last.grid.thickness, last.fields[a]};
+      if (options.keep_fields) {
+        Fields f{last.grid.z, last.grid.thickness, {}, {}, last.fields[a]};
+        for (const Order& o : last.orders[a].orders) f.kx.push_back(o.kx), f.ky.push_back(o.ky);
+        res.fields = std::move(f);
+      }
       result.incidences[members[a]] = std::move(res);
     }
     assembly.lap(Phase::far_field);

@@ -102,9 +102,11 @@ Ellipsometry ellipsometry(const Jones& reflection);
 
 /// Total field harmonics (the physical field E; in the normal-vector formulation E = M F, not the
 /// unknown F) at the slice centres, per incident polarisation, laid out
-/// [slice][component x,y,z][order] (orders in the engine's harmonic layout).
+/// [slice][component x,y,z][order] (orders in the engine's harmonic layout), with the grid and the
+/// orders they were solved on: E(x, y, z[q]) = Σ_m e_q(m) e^{i(kx[m] x + ky[m] y)}.
 struct Fields {
-  std::vector<double> z, thickness;
+  std::vector<double> z, thickness;  ///< the slice grid (discretisation.hpp's slice_grid), top down
+  std::vector<double> kx, ky;        ///< lateral wavevector of each order (floquet.hpp), harmonic layout
   std::array<std::vector<Complex>, 2> harmonics;
 };
 

@@ -80,7 +80,21 @@ struct SlopedPolygon {
   double sidewall_angle_deg = 90;
 };
 
-using Shape = std::variant<Rectangle, Ellipse, Polygon, Raster, TrapezoidLine, SlopedPolygon>;
+/// An ellipse whose semi-axes go linearly from the bottom values at the layer's bottom to the top
+/// values at its top (a tapered hole or pillar; centre and rotation fixed). A layer holding one is
+/// solved as one step per slice of its own count (before Richardson's doubling), each step holding
+/// every shape of the layer at the step's centre height: this ellipse with its semi-axes there
+/// (absent where one is ≤ 0), trapezoid lines as rectangles of their width there, spanning Λy. Such a
+/// layer may hold neither sloped polygons nor steps (discretisation.hpp's cut_into_steps).
+struct TaperedEllipse {
+  Point center;
+  double bottom_semi_axis_x = 0, bottom_semi_axis_y = 0;
+  double top_semi_axis_x = 0, top_semi_axis_y = 0;
+  double rotation_deg = 0;
+  Material material;
+};
+
+using Shape = std::variant<Rectangle, Ellipse, Polygon, Raster, TrapezoidLine, SlopedPolygon, TaperedEllipse>;
 
 struct Layer {
   double thickness = 0;

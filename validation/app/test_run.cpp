@@ -132,7 +132,7 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
     io::Problem problem = io::load_problem(small.string());
     REQUIRE(problem.layout.points() <= 8);
     REQUIRE(problem.solver.m1 <= 4);
-    REQUIRE(problem.source.total_slices() <= 3 * int(problem.source.layers.size()));
+    REQUIRE(problem.source.total_slices() <= 3 * int(problem.source.structure.layers.size()));
 
     const test::Execution r = run_gratingsim("run " + quoted(small) + " -o " + quoted(out) + " --backend cpu-fftw");
     INFO(r.output);
@@ -154,7 +154,7 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
       const auto points = io::points_at_wavelength(problem, iw);
       std::vector<physics::Incidence> incidences;
       for (std::size_t p : points) incidences.push_back(io::incidence_of(problem, p));
-      const physics::SolveResult solved = physics::solve(problem.structure, incidences, problem.solver);
+      const physics::SolveResult solved = physics::solve(problem.structure(), incidences, problem.solver);
       for (std::size_t j = 0; j < points.size(); ++j) {
         INFO("point " << points[j]);
         REQUIRE(reader.done(points[j]));

@@ -67,40 +67,51 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(c.incidence.polarization == io::Polarization::p);
   CHECK(c.polarizations() == 1);
   CHECK(c.points() == 15);
-  CHECK_THAT(c.lattice.period_x_nm, WithinRel(500.0, 1e-14));
-  REQUIRE(c.lattice.period_y_nm.has_value());
-  CHECK_THAT(*c.lattice.period_y_nm, WithinRel(600.0, 1e-14));
-  CHECK(c.superstrate == "air");
-  CHECK(c.substrate == "SiO2");
+  const physics::Structure& s = c.structure;
+  CHECK_THAT(s.lattice.period_x, WithinRel(500.0, 1e-14));
+  REQUIRE_FALSE(s.lattice.one_dimensional());
+  CHECK_THAT(s.lattice.period_y, WithinRel(600.0, 1e-14));
+  CHECK(s.superstrate.name() == "air");
+  CHECK(s.substrate.name() == "SiO2");
 
-  REQUIRE(c.layers.size() == 3);
-  const io::Layer& holes = c.layers[0];
-  CHECK(holes.name == "holes");
-  CHECK_THAT(holes.thickness_nm, WithinRel(120.0, 1e-14));
+  REQUIRE(s.layers.size() == 3);
+  const physics::Layer& holes = s.layers[0];
+  CHECK(c.structure_source.layers.at(0).name == "holes");
+  CHECK_THAT(holes.thickness, WithinRel(120.0, 1e-14));
   CHECK(holes.slices == 24);
-  CHECK(holes.background == "resist");
+  CHECK(holes.background.name() == "resist");
   REQUIRE(holes.shapes.size() == 3);
-  const auto& circle = std::get<io::EllipseShape>(holes.shapes[0].geometry);
-  CHECK(holes.shapes[0].material == "air");
-  CHECK_THAT(circle.center_x_nm, WithinRel(10.0, 1e-14));
-  CHECK_THAT(circle.center_y_nm, WithinRel(-20.0, 1e-14));
-  CHECK_THAT(circle.bottom_diameter_x_nm, WithinRel(200.0, 1e-14));
-  CHECK_THAT(circle.bottom_diameter_y_nm, WithinRel(200.0, 1e-14));
-  CHECK_THAT(circle.top_diameter_y_nm, WithinRel(250.0, 1e-14));
-  const auto& ellipse = std::get<io::EllipseShape>(holes.shapes[1].geometry);
-  CHECK_THAT(ellipse.bottom_diameter_x_nm, WithinRel(100.0, 1e-14));
-  CHECK_THAT(ellipse.top_diameter_y_nm, WithinRel(50.0, 1e-14));
+  const auto& circle = std::get<physics::TaperedEllipse>(holes.shapes[0]);  // semi-axes: half the diameters
+  CHECK(circle.material.name() == "air");
+  CHECK_THAT(circle.center.x, WithinRel(10.0, 1e-14));
+  CHECK_THAT(circle.center.y, WithinRel(-20.0, 1e-14));
+  CHECK_THAT(2 * circle.bottom_semi_axis_x, WithinRel(200.0, 1e-14));
+  CHECK_THAT(2 * circle.bottom_semi_axis_y, WithinRel(200.0, 1e-14));
+  CHECK_THAT(2 * circle.top_semi_axis_y, WithinRel(250.0, 1e-14));
+  const auto& ellipse = std::get<physics::Ellipse>(holes.shapes[1]);  // not tapered: one diameter per axis
+  CHECK_THAT(2 * ellipse.semi_axis_x, WithinRel(100.0, 1e-14));
+  CHECK_THAT(2 * ellipse.semi_axis_y, WithinRel(50.0, 1e-14));
   CHECK(ellipse.rotation_deg == 30.0);
-  CHECK(ellipse.center_x_nm == 0.0);
-  const auto& rectangle = std::get<io::RectangleShape>(holes.shapes[2].geometry);
-  CHECK_THAT(rectangle.width_y_nm, WithinRel(100.0, 1e-14));
-  CHECK(c.layers[1].background == "air");
-  const auto& polygon = std::get<io::PolygonShape>(c.layers[1].shapes.at(0).geometry);
-  REQUIRE(polygon.vertices_nm.size() == 3);
-  CHECK_THAT(polygon.vertices_nm[2][1], WithinRel(80.0, 1e-14));
+  CHECK(ellipse.center.x == 0.0);
+  const auto& rectangle = std::get<physics::Rectangle>(holes.shapes[2]);
+  CHECK_THAT(rectangle.width_y, WithinRel(100.0, 1e-14));
+  CHECK(s.layers[1].background.name() == "air");
+  const auto& polygon = std::get<physics::SlopedPolygon>(s.layers[1].shapes.at(0));
+  REQUIRE(polygon.bottom.vertices.size() == 3);
+  CHECK_THAT(polygon.bottom.vertices[2].y, WithinRel(80.0, 1e-14));
   CHECK(polygon.sidewall_angle_deg == 80.0);
-  CHECK(c.layers[2].background == "oxide");
-  CHECK(c.layers[2].shapes.empty());
+  CHECK(s.layers[2].background.name() == "oxide");
+  CHECK(s.layers[2].shapes.empty());
+  // Where each object was given (1-based lines of the text above).
+  const io::StructureSource& where = c.structure_source;
+  REQUIRE(where.layers.size() == 3);
+  REQUIRE(where.layers[0].shapes.size() == 3);
+  CHECK(where.layers[0].shapes[1].line == 19);
+  CHECK(where.layers[0].shapes[1].path == "layers[0].shapes[1]");
+  CHECK(where.layers[2].thickness.line == 25);
+  CHECK(where.layers[2].name == "film");
+  CHECK(where.substrate.line == 7);
+  CHECK(where.lattice.line == 5);
   CHECK_THAT(c.total_thickness_nm(), WithinRel(150.0, 1e-14));
   CHECK(c.total_slices() == 29);
 
@@ -109,7 +120,7 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
   CHECK(c.numerics.precision == conv::Precision::single);
   CHECK(c.numerics.backend == conv::Backend::cpu_fftw);
   CHECK(c.numerics.formulation == physics::Formulation::laurent);
-  CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
+  CHECK(c.numerics.solver.method == physics::Method::gmres);
   CHECK(c.numerics.solver.restart == 30);
   CHECK(c.numerics.solver.tolerance == 1e-6);
   CHECK(c.numerics.solver.max_iterations == 200);
@@ -147,27 +158,29 @@ numerics: {harmonics: 10}
 )",
                                     "defaults.yaml");
   CHECK(c.input_units == io::LengthUnit::nm);
-  CHECK(c.superstrate == "air");
+  CHECK(c.structure.superstrate.name() == "air");
   CHECK(c.incidence.theta_deg == std::vector<double>{0});
   CHECK(c.incidence.phi_deg == std::vector<double>{0});
   CHECK(c.incidence.polarization == io::Polarization::both);
-  CHECK(c.lattice.is_1d());
+  CHECK(c.structure.lattice.one_dimensional());
   CHECK(c.numerics.harmonics_x == 10);
   CHECK(c.numerics.harmonics_y == 0);  // a 1D lattice has no y-harmonics
   CHECK(c.numerics.precision == conv::Precision::double_);
   CHECK_FALSE(c.numerics.backend.has_value());
   CHECK(c.numerics.formulation == physics::Formulation::normal_vector);
-  CHECK(c.numerics.solver.method == io::SolverMethod::gmres);
+  CHECK(c.numerics.solver.method == physics::Method::gmres);
   CHECK(c.numerics.solver.restart == 40);
   CHECK(c.numerics.solver.tolerance == 1e-8);
   CHECK(c.numerics.solver.max_iterations == 500);
-  const io::Layer& layer = c.layers[0];
-  CHECK(layer.name == "layer0");
-  CHECK(layer.background == "air");
-  const auto& line = std::get<io::LineShape>(layer.shapes[0].geometry);
-  CHECK(line.bottom_width_nm == 120.0);
+  const physics::Layer& layer = c.structure.layers[0];
+  CHECK(c.structure_source.layers.at(0).name == "layer0");
+  CHECK(layer.background.name() == "air");
+  const auto& line = std::get<physics::TrapezoidLine>(layer.shapes[0]);
+  CHECK(line.bottom_width == 120.0);
   // top = bottom − 2h/tan α
-  CHECK_THAT(line.top_width_nm, WithinRel(120.0 - 2 * 100.0 / std::tan(80.0 * std::numbers::pi / 180), 1e-14));
+  const double top_width =
+      line.bottom_width - 2 * layer.thickness / std::tan(line.sidewall_angle_deg * std::numbers::pi / 180);
+  CHECK_THAT(top_width, WithinRel(120.0 - 2 * 100.0 / std::tan(80.0 * std::numbers::pi / 180), 1e-14));
   // Default slices: Δz ≤ λ/(40 n) in the densest material: ceil(40 · 100 nm · n_SiO2(633) / 633 nm).
   const double n = c.material("SiO2").index(633).real();
   CHECK(layer.slices == int(std::ceil(40 * 100 * n / 633)));
@@ -231,7 +244,7 @@ TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles 
         physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::normal_vector));
   CHECK(physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::normal_vector) >
         physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent));
-  c.numerics.solver.method = io::SolverMethod::direct;
+  c.numerics.solver.method = physics::Method::dense_lu;
   c.numerics.richardson = true;  // the finer grid: twice the slices
   c.numerics.precision = conv::Precision::single;
   c.numerics.formulation = physics::Formulation::laurent;
@@ -274,7 +287,7 @@ TEST_CASE("line endings: CR only (old Mac) and CRLF read as LF, errors located o
     const io::Case c = io::parse_case(with(ending), "endings.yaml");
     CHECK(c.yaml == with(ending));  // stored verbatim
     CHECK(c.wavelength_nm == std::vector<double>{500, 600});
-    CHECK(c.layers.at(0).slices == 3);
+    CHECK(c.structure.layers.at(0).slices == 3);
     CHECK(c.numerics.harmonics_x == 2);
     std::string bad = with(ending);
     bad.replace(bad.find("100"), 3, "-100");
@@ -295,9 +308,9 @@ TEST_CASE("YAML core tags: !!float and !!int are numbers, !!bool a boolean, !!st
       "numerics: {harmonics: !!int 1, richardson: !!bool true}\n",
       "tags.yaml");
   CHECK(c.wavelength_nm == std::vector<double>{520});
-  CHECK(c.lattice.period_x_nm == 400);
-  CHECK(c.layers.at(0).thickness_nm == 100);
-  CHECK(c.layers.at(0).slices == 2);
+  CHECK(c.structure.lattice.period_x == 400);
+  CHECK(c.structure.layers.at(0).thickness == 100);
+  CHECK(c.structure.layers.at(0).slices == 2);
   CHECK(c.numerics.richardson);
   for (const char* wrong : {"wavelength: !!str 120", "wavelength: \"120\"", "wavelength: !!bool 120"}) {
     INFO(wrong);
@@ -338,7 +351,7 @@ layers: [{thickness: 100, slices: 12, shapes: [{type: line, material: Si3N4, wid
   // The memory estimate is the largest rung's: the most harmonics and slices.
   io::Case largest = both;
   largest.numerics.accuracy.reset();
-  largest.layers[0].slices = a.max_slices;
+  largest.structure.layers[0].slices = a.max_slices;
   CHECK(io::estimated_solver_bytes(both) == io::estimated_solver_bytes(largest));
 
   const io::Case given = io::parse_case(

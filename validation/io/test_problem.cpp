@@ -6,6 +6,7 @@
 #include <numbers>
 
 #include "io/problem.hpp"
+#include "physics/discretisation.hpp"
 #include "validation/support/catch.hpp"
 
 namespace fs = std::filesystem;
@@ -25,7 +26,7 @@ layers:
 numerics: {harmonics: 6, solver: {method: bicgstab, tolerance: 1e-9, max_iterations: 77}, richardson: true}
 )",
                                                         "map.yaml"));
-  const physics::Structure& s = p.structure;
+  const physics::Structure& s = p.structure();
   CHECK(s.lattice.period_x == 1000.0);
   CHECK(s.lattice.one_dimensional());
   CHECK(s.superstrate.index(450) == std::complex<double>(1, 0));
@@ -88,7 +89,9 @@ layers:
 numerics: {harmonics: [2, 2]}
 )",
                                                         "steps.yaml"));
-  const physics::Layer& layer = p.structure.layers.at(0);
+  // The case holds the tapered circle itself; the physics library cuts its layer into steps.
+  CHECK(std::holds_alternative<physics::TaperedEllipse>(p.structure().layers.at(0).shapes.at(0)));
+  const physics::Layer layer = physics::cut_into_steps(p.structure().layers.at(0), p.structure().lattice);
   CHECK(layer.shapes.empty());
   REQUIRE(layer.steps.size() == 4);
   for (int j = 0; j < 4; ++j) {  // top step first; centre height h = 100 (1 − (j + ½)/4)
@@ -121,7 +124,7 @@ output: {fields: true, planes: [{plane: xz, at: 0, points: 9}]}
                                                         "solve.yaml"));
   REQUIRE(p.layout.fields);  // a single point: fields on
   const auto incidences = std::vector<physics::Incidence>{io::incidence_of(p, 0)};
-  const physics::SolveResult solved = physics::solve(p.structure, incidences, p.solver);
+  const physics::SolveResult solved = physics::solve(p.structure(), incidences, p.solver);
   REQUIRE(solved.incidences.size() == 1);
   const physics::IncidenceResult& result = solved.incidences[0];
   const io::PointResult point = io::to_point_result(p, 0, result, 0.25);
@@ -199,7 +202,7 @@ std::size_t run_sweep(const io::Problem& p, io::ResultWriter& writer, std::size_
         incidences.push_back(io::incidence_of(p, point));
       }
     if (points.empty()) continue;
-    const auto result = physics::solve(p.structure, incidences, p.solver);
+    const auto result = physics::solve(p.structure(), incidences, p.solver);
     for (std::size_t j = 0; j < points.size(); ++j) {
       if (solved == stop_after) return solved;
       writer.write(points[j], io::to_point_result(p, points[j], result.incidences[j], 0.0));

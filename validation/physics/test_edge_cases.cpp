@@ -5,6 +5,7 @@
 #include <numbers>
 #include <random>
 
+#include "physics/discretisation.hpp"
 #include "physics/solver.hpp"
 #include "validation/physics/airy.hpp"
 #include "validation/physics/grating_cases.hpp"
@@ -341,4 +342,33 @@ TEST_CASE("field harmonics are returned on request", "[physics][edge]") {
   CHECK(std::abs(f.harmonics[s_pol][(0 * 3 + 1) * 5 + 2]) > 0.1);
   CHECK(std::abs(f.harmonics[s_pol][(0 * 3 + 0) * 5 + 2]) < 1e-14);
   CHECK(std::abs(f.harmonics[p_pol][(0 * 3 + 1) * 5 + 2]) < 1e-14);
+}
+
+TEST_CASE("returned fields carry the orders' lateral wavevectors and the slice grid they were solved on",
+          "[physics][edge]") {
+  Structure s = slab(2.0, 0.3, 1.5, 3);
+  s.lattice = {0.9, 0.7};
+  SolverOptions o;
+  o.m1 = 2;
+  o.m2 = 1;
+  o.richardson = true;  // the fields are those of the finer grid
+  o.keep_fields = true;
+  const Incidence incidence{1.1, 30, 20};
+  const IncidenceResult r = solve_one(s, incidence, o);
+  REQUIRE(r.fields.has_value());
+  const Fields& f = *r.fields;
+  CHECK(f.z == slice_grid(s, 2).z);
+  CHECK(f.thickness == slice_grid(s, 2).thickness);
+  // The grating equation, orders in the harmonic layout (m1 + M1)(2M2 + 1) + (m2 + M2).
+  REQUIRE(f.kx.size() == 15);
+  REQUIRE(f.ky.size() == 15);
+  const double k1 = 2 * std::numbers::pi / incidence.wavelength;  // superstrate n = 1
+  for (int m1 = -2; m1 <= 2; ++m1)
+    for (int m2 = -1; m2 <= 1; ++m2) {
+      const std::size_t k = std::size_t((m1 + 2) * 3 + (m2 + 1));
+      const double kx = k1 * std::sin(30 / deg) * std::cos(20 / deg) + 2 * std::numbers::pi * m1 / 0.9;
+      const double ky = k1 * std::sin(30 / deg) * std::sin(20 / deg) + 2 * std::numbers::pi * m2 / 0.7;
+      CHECK(std::abs(f.kx[k] - kx) <= 1e-13 * k1);
+      CHECK(std::abs(f.ky[k] - ky) <= 1e-13 * k1);
+    }
 }

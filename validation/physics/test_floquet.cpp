@@ -251,3 +251,39 @@ TEST_CASE("floquet_orders refuses what it cannot represent", "[physics][floquet]
   CHECK_THROWS_AS(floquet_orders(l2, {1.0, 10, 0}, 1.0, 2.0, -1, 1, 1e-6, w), InvalidArgument);
   CHECK_NOTHROW(floquet_orders(l2, {1.0, 89.9, 0}, 1.0, 2.0, 2, 2, 1e-6, w));
 }
+
+TEST_CASE("propagating orders of a sweep: those with kρ < k1, or < k2 in a lossless substrate, anywhere",
+          "[physics][floquet]") {
+  for (const bool absorbing : {false, true}) {
+    Structure s;
+    s.lattice = {uniform(0.5, 2.0), uniform(0.5, 2.0)};
+    const double n1 = uniform(1.0, 1.5), n2 = uniform(1.2, 3.5);
+    s.superstrate = Material::constant_index(n1);
+    s.substrate = Material::constant_index(Complex(n2, absorbing ? 0.1 : 0.0));
+    const std::vector<double> wavelengths{uniform(0.4, 0.8), uniform(0.8, 1.6)};
+    const std::vector<double> theta{uniform(0, 30), uniform(30, 80)}, phi{uniform(-180, 180)};
+    const int m1 = 4, m2 = 3;
+    std::set<std::pair<int, int>> expected;
+    for (const double w : wavelengths)
+      for (const double t : theta)
+        for (const double p : phi) {
+          const double k0 = 2 * pi / w, k1 = n1 * k0, k2 = n2 * k0;
+          for (int a = -m1; a <= m1; ++a)
+            for (int b = -m2; b <= m2; ++b) {
+              const double kx = k1 * std::sin(t * deg) * std::cos(p * deg) + 2 * pi * a / s.lattice.period_x;
+              const double ky = k1 * std::sin(t * deg) * std::sin(p * deg) + 2 * pi * b / s.lattice.period_y;
+              const double krho = std::hypot(kx, ky);
+              if (krho < k1 || (!absorbing && krho < k2)) expected.insert({a, b});
+            }
+        }
+    const auto found = propagating_orders(s, wavelengths, theta, phi, m1, m2, 1e-6);
+    std::set<std::pair<int, int>> got;
+    for (std::size_t i = 0; i < found.size(); ++i) {
+      got.insert({found[i][0], found[i][1]});
+      if (i > 0) CHECK(found[i - 1] < found[i]);  // sorted by (m1, m2), each once
+    }
+    INFO("absorbing substrate: " << absorbing);
+    CHECK(got == expected);
+    CHECK(got.count({0, 0}) == 1);  // order 0 always reflects into the lossless superstrate
+  }
+}

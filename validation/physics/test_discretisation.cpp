@@ -1,0 +1,112 @@
+// physics/discretisation.cpp's slice grid (slice_grid, the grid discretise() and the solve use)
+// against the layer stack recomputed here: layers top to bottom, z = 0 the substrate's surface, layer
+// l cut into n_l·factor equal slices, n_l its slice count or ceil(thickness / max_slice_thickness);
+// slice k of a layer whose top is at z_top has centre z_top − (k + ½)·thickness/(n_l·factor).
+// cut_into_steps against structure.hpp's TaperedEllipse: step j of n holds every shape at height
+// h = thickness·(1 − (j + ½)/n), semi-axes linear in h, a line's width its trapezoid's there.
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <vector>
+
+#include "core/error.hpp"
+#include "physics/discretisation.hpp"
+#include "validation/support/catch.hpp"
+#include "validation/support/random.hpp"
+
+using namespace gratingsim;
+using namespace gratingsim::physics;
+
+TEST_CASE("slice grid: centres and thicknesses of every layer, top down, times the slice factor",
+          "[physics][discretisation]") {
+  std::uniform_real_distribution<double> thickness(0.05, 2.0);
+  std::uniform_int_distribution<int> count(1, 7);
+  Structure s;
+  s.lattice = {1.0, 0.0};
+  std::vector<double> heights;  // each layer's thickness
+  std::vector<int> counts;      // each layer's slices, before the factor
+  for (int l = 0; l < 4; ++l) {
+    Layer layer;
+    layer.thickness = thickness(test::rng());
+    if (l == 2) {
+      layer.max_slice_thickness = layer.thickness / 3.5;  // ceil(3.5) = 4 slices
+      counts.push_back(4);
+    } else {
+      layer.slices = count(test::rng());
+      counts.push_back(layer.slices);
+    }
+    heights.push_back(layer.thickness);
+    s.layers.push_back(layer);
+  }
+  for (const int factor : {1, 2}) {
+    const ZGrid grid = slice_grid(s, factor);
+    std::vector<double> z, dz;
+    double top = 0;
+    for (const double h : heights) top += h;
+    for (std::size_t l = 0; l < heights.size(); ++l) {
+      const int n = counts[l] * factor;
+      for (int k = 0; k < n; ++k) {
+        z.push_back(top - (k + 0.5) * heights[l] / n);
+        dz.push_back(heights[l] / n);
+      }
+      top -= heights[l];
+    }
+    REQUIRE(grid.z.size() == z.size());
+    REQUIRE(grid.thickness.size() == z.size());
+    for (std::size_t q = 0; q < z.size(); ++q) {
+      CHECK(std::abs(grid.z[q] - z[q]) <= 1e-14 * 8);
+      CHECK(std::abs(grid.thickness[q] - dz[q]) <= 1e-15 * 8);
+    }
+    // The grid the solve discretises on is this one, double for double.
+    const Discretisation d = discretise(s, factor);
+    CHECK(d.grid.z == grid.z);
+    CHECK(d.grid.thickness == grid.thickness);
+  }
+  s.layers[1].thickness = -1;
+  CHECK_THROWS_AS(slice_grid(s), InvalidArgument);
+}
+
+TEST_CASE("a layer holding a tapered ellipse is cut into one step per slice, every shape at the step's centre",
+          "[physics][discretisation]") {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const Lattice lattice{1.0, 0.8};
+  Layer layer;
+  layer.thickness = 0.2 + 0.3 * u(test::rng());
+  layer.slices = 5;
+  const double bottom_a = 0.1 + 0.2 * u(test::rng()), top_b = 0.1 + 0.2 * u(test::rng());
+  // Semi-axis a shrinks to 0 at 0.6 of the height (absent above: the two top steps), b grows.
+  const TaperedEllipse tapered{
+      {0.1, -0.05}, bottom_a, 0.05, -bottom_a * 2 / 3, top_b, 25.0, Material::constant_index(2.0)};
+  const TrapezoidLine line{0.3, 0.2, 80.0, Material::constant_index(1.5)};
+  const Rectangle rectangle{{-0.3, 0.2}, 0.1, 0.2, Material::constant_index(1.7)};
+  layer.shapes = {tapered, line, rectangle};
+  const Layer cut = cut_into_steps(layer, lattice);
+  CHECK(cut.shapes.empty());
+  REQUIRE(cut.steps.size() == 5);
+  for (int j = 0; j < 5; ++j) {  // top step first
+    const double f = 1 - (j + 0.5) / 5;  // the step centre's height over the thickness
+    const double a = bottom_a * (1 - f / 0.6), b = 0.05 + (top_b - 0.05) * f;
+    const auto& step = cut.steps[std::size_t(j)];
+    INFO("step " << j);
+    REQUIRE(step.size() == (a > 0 ? 3u : 2u));
+    std::size_t k = 0;
+    if (a > 0) {
+      const auto& e = std::get<Ellipse>(step[k++]);
+      CHECK(std::abs(e.semi_axis_x - a) <= 1e-14);
+      CHECK(std::abs(e.semi_axis_y - b) <= 1e-14);
+      CHECK(e.rotation_deg == 25.0);
+      CHECK(e.center.x == 0.1);
+    }
+    const auto& r = std::get<Rectangle>(step[k++]);  // the line: width 0.2 − 2h/tan 80° at h = f·thickness
+    CHECK(std::abs(r.width_x - (0.2 - 2 * f * layer.thickness / std::tan(80.0 * std::numbers::pi / 180))) <= 1e-14);
+    CHECK(r.width_y == 0.8);  // spans the period along y
+    CHECK(r.center.x == 0.3);
+    CHECK(std::get<Rectangle>(step[k]).width_x == 0.1);  // z-invariant shapes as they are
+  }
+  // A layer without a tapered ellipse is left as it is; a sloped polygon cannot share one's layer.
+  Layer plain = layer;
+  plain.shapes = {line, rectangle};
+  CHECK(cut_into_steps(plain, lattice).steps.empty());
+  layer.shapes.push_back(SlopedPolygon{Polygon{{{0, 0}, {0.1, 0}, {0, 0.1}}, Material::constant_index(1.5)}, 80});
+  CHECK_THROWS_AS(cut_into_steps(layer, lattice), InvalidArgument);
+}
