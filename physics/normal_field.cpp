@@ -455,7 +455,8 @@ void transform_region(std::span<const double> a, const NormalFieldRaster& nn, in
 
 /// Step 4′, a lone circle of radius R centred at c. Its radial field is the same for every radius, so
 /// the whole cell's transform T_ij of n_i n_j (the raster's, as step 4 with a ≡ 1) is made once per
-/// centre and range (cached: every slice of a tapered circle shares it), and the disk's own
+/// centre and range (cached: every slice of a tapered circle shares it; it depends on nothing but its
+/// key, so no result depends on which slice or thread made it), and the disk's own
 /// coefficients are exact: with G = (2πn1/Λx, 2πn2/Λy) = k(cos ψ, sin ψ), A = ΛxΛy and the disk's
 /// transforms of 1 and of e^{±2iφ} (φ the polar angle about c),
 ///   D0 = 2πR² J1(kR)/(kR A)   (πR²/A at k = 0),
@@ -490,8 +491,16 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
       t->n2_max = n2_max;
       t->resolution = r;
       t->values.assign(3 * t->size(), 0.0);
+      // The radial field of the unit circle at this centre, n nᵀ = d dᵀ/|d|² with no radius in it
+      // (a² = 1, no rotation). Built from the slice's own circle, its bits would vary with that
+      // radius (d/R² is rounded before squaring) and so with whichever slice of a tapered circle
+      // came first: a race between the threads building slices, which GMRES turns into 1e-8
+      // differences in results.
+      Ellipse unit_circle;
+      unit_circle.center = e.center;
+      unit_circle.semi_axis_x = unit_circle.semi_axis_y = 1;
       const std::vector<double> whole(std::size_t(r) * r, 1.0);
-      transform_region(whole, ellipse_normal_field(lattice, e, r), r, *t, 0);
+      transform_region(whole, ellipse_normal_field(lattice, unit_circle, r), r, *t, 0);
       entry = t;
     }
     cell = entry;
