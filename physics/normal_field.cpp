@@ -25,6 +25,8 @@
 //  3′. A slice holding a single ellipse (or circle) takes the exact
 //     field instead of steps 2–3: n ∥ ∇[(u/a)² + (v/b)²] in the ellipse's axes, measured from the
 //     nearest periodic image of its centre (radial for a circle; ellipse_normal_field()).
+//  4′. A slice holding a single circle (tapered too): the disk's coefficients in closed form (Bessel
+//     functions, circle_region_coefficients()), the background's the whole cell's minus the disk's.
 //  4. Coefficients: the pixel-exact transforms (sinc per pixel) of a_r n_i n_j per region and
 //     ij ∈ {xx, xy, yy}, by 2D FFT (Eigen's FFT, kissfft backend, header-only), kept for |n_i| ≤ 2M_i.
 //     They depend on geometry only and are cached process-wide; per wavelength the kernels are sums
@@ -42,6 +44,7 @@
 #include <cstring>
 #include <functional>
 #include <list>
+#include <map>
 #include <mutex>
 #include <numbers>
 #include <span>
@@ -415,24 +418,12 @@ std::string geometry_key(const Lattice& lattice, const SliceContent& slice, int 
   return key;
 }
 
-std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(const Lattice& lattice,
-                                                                            const SliceContent& slice, int n1_max,
-                                                                            int n2_max, int r) {
-  const Regions regions = regions_of(lattice, slice);
-  const auto a = area_fractions(lattice, regions, r);
-  const Ellipse* ellipse = lone_ellipse(slice);
-  const std::vector<Point> polygon = lone_polygon(slice);
-  const NormalFieldRaster nn = ellipse ? ellipse_normal_field(lattice, *ellipse, r)
-                                       : normal_field(lattice, a, r, polygon.empty() ? nullptr : &polygon);
-  auto out = std::make_shared<RegionNormalCoefficients>();
-  out->regions = regions.count;
-  out->n1_max = n1_max;
-  out->n2_max = n2_max;
-  out->resolution = r;
-  const std::size_t size = out->size(), n = std::size_t(r) * r;
-  out->values.assign(std::size_t(regions.count) * 3 * size, 0.0);
-  const int k2 = 2 * n2_max + 1;
-  // Pixel-exact transform: ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1 + n2)(1 − 1/R)} DFT[f](n mod R) / R².
+/// Pixel-exact transforms of a·n_i n_j (ij ∈ {xx, xy, yy}) on the R × R raster, for |n_i| ≤ n_i_max, into
+/// region `reg` of `out`: ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1 + n2)(1 − 1/R)} DFT[f](n mod R) / R².
+void transform_region(std::span<const double> a, const NormalFieldRaster& nn, int r, RegionNormalCoefficients& out,
+                      int reg) {
+  const int n1_max = out.n1_max, n2_max = out.n2_max, k2 = 2 * n2_max + 1;
+  const std::size_t size = out.size(), n = std::size_t(r) * r;
   std::vector<Complex> phase_x(2 * n1_max + 1), phase_y(k2);
   for (int i = -n1_max; i <= n1_max; ++i)
     phase_x[i + n1_max] = sinc(double(i) / r) * std::polar(1.0, pi * i * (1 - 1.0 / r)) / double(r);
@@ -443,26 +434,140 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
   std::vector<std::size_t> columns;
   for (int i = -n1_max; i <= n1_max; ++i) columns.push_back(wrap(i));
   std::vector<Complex> both(n), cross(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    both[i] = {a[i] * nn.xx[i], a[i] * nn.yy[i]};
+    cross[i] = a[i] * nn.xy[i];
+  }
+  fft2_columns(both, r, columns);
+  fft2_columns(cross, r, columns);
+  for (int i = -n1_max; i <= n1_max; ++i)
+    for (int j = -n2_max; j <= n2_max; ++j) {
+      // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
+      // Y(k) = (H(k) − H(−k)*)/(2i).
+      const Complex h = both[wrap(j) * r + wrap(i)], hm = std::conj(both[wrap(-j) * r + wrap(-i)]);
+      const Complex factor = phase_x[i + n1_max] * phase_y[j + n2_max];
+      const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
+      out.values[(reg * 3 + 0) * size + idx] = factor * 0.5 * (h + hm);
+      out.values[(reg * 3 + 1) * size + idx] = factor * cross[wrap(j) * r + wrap(i)];
+      out.values[(reg * 3 + 2) * size + idx] = factor * (h - hm) / (2.0 * I);
+    }
+}
+
+/// Step 4′, a lone circle of radius R centred at c. Its radial field is the same for every radius, so
+/// the whole cell's transform T_ij of n_i n_j (the raster's, as step 4 with a ≡ 1) is made once per
+/// centre and range (cached: every slice of a tapered circle shares it; it depends on nothing but its
+/// key, so no result depends on which slice or thread made it), and the disk's own
+/// coefficients are exact: with G = (2πn1/Λx, 2πn2/Λy) = k(cos ψ, sin ψ), A = ΛxΛy and the disk's
+/// transforms of 1 and of e^{±2iφ} (φ the polar angle about c),
+///   D0 = 2πR² J1(kR)/(kR A)   (πR²/A at k = 0),
+///   D2 = −(2π/A) e^{±2iψ} I2,  I2 = ∫_0^R J2(kρ) ρ dρ = (2 − 2J0(kR) − kR J1(kR))/k²   (0 at k = 0),
+/// and n_x² = (1 + cos 2φ)/2, n_x n_y = sin 2φ/2, n_y² = (1 − cos 2φ)/2:
+///   disk_xx = e^{−iG·c}[D0/2 − (π/A) cos 2ψ I2], disk_xy = −e^{−iG·c}(π/A) sin 2ψ I2,
+///   disk_yy = e^{−iG·c}[D0/2 + (π/A) cos 2ψ I2];   background = T − disk.
+/// So the disk has no raster error at all, the background the raster's error of T alone, and a slice
+/// costs (2M1 + 1)(2M2 + 1) pairs of Bessel functions (one per |n1|, |n2|) instead of four R × R FFTs
+/// and the supersampled area fractions.
+std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const Lattice& lattice, const Ellipse& e,
+                                                                           int n1_max, int n2_max, int r) {
+  const double lx = lattice.period_x, ly = lattice.period_y, area = lx * ly, radius = e.semi_axis_x;
+  std::shared_ptr<const RegionNormalCoefficients> cell;
+  {
+    std::string key;
+    const auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+    put(lx);
+    put(ly);
+    put(e.center);
+    put(n1_max);
+    put(n2_max);
+    put(r);
+    static std::mutex mutex;
+    static std::map<std::string, std::shared_ptr<const RegionNormalCoefficients>> cells;  // a few per structure
+    const std::lock_guard lock(mutex);
+    auto& entry = cells[key];
+    if (!entry) {
+      auto t = std::make_shared<RegionNormalCoefficients>();
+      t->regions = 1;
+      t->n1_max = n1_max;
+      t->n2_max = n2_max;
+      t->resolution = r;
+      t->values.assign(3 * t->size(), 0.0);
+      // The radial field of the unit circle at this centre, n nᵀ = d dᵀ/|d|² with no radius in it
+      // (a² = 1, no rotation). Built from the slice's own circle, its bits would vary with that
+      // radius (d/R² is rounded before squaring) and so with whichever slice of a tapered circle
+      // came first: a race between the threads building slices, which GMRES turns into 1e-8
+      // differences in results.
+      Ellipse unit_circle;
+      unit_circle.center = e.center;
+      unit_circle.semi_axis_x = unit_circle.semi_axis_y = 1;
+      const std::vector<double> whole(std::size_t(r) * r, 1.0);
+      transform_region(whole, ellipse_normal_field(lattice, unit_circle, r), r, *t, 0);
+      entry = t;
+    }
+    cell = entry;
+  }
+  auto out = std::make_shared<RegionNormalCoefficients>();
+  out->regions = 2;
+  out->n1_max = n1_max;
+  out->n2_max = n2_max;
+  out->resolution = r;
+  const std::size_t size = out->size();
+  out->values.assign(2 * 3 * size, 0.0);
+  const int k2 = 2 * n2_max + 1;
+  // J0(kR), J1(kR) per (|n1|, |n2|): k is even in n1 and in n2 to the bit (IEEE rounding is symmetric
+  // in sign, as is hypot), so a quarter of the harmonics' pairs serve all (std::cyl_bessel_j costs
+  // ≈ 0.5 µs a call, most of a slice's time here).
+  const int quarter = n2_max + 1;
+  std::vector<std::pair<double, double>> bessel(std::size_t(n1_max + 1) * quarter);
+  for (int i = 0; i <= n1_max; ++i)
+    for (int j = 0; j <= n2_max; ++j) {
+      const double x = std::hypot(2 * pi * i / lx, 2 * pi * j / ly) * radius;
+      bessel[std::size_t(i) * quarter + j] = {std::cyl_bessel_j(0.0, x), std::cyl_bessel_j(1.0, x)};
+    }
+  for (int i = -n1_max; i <= n1_max; ++i)
+    for (int j = -n2_max; j <= n2_max; ++j) {
+      const double gx = 2 * pi * i / lx, gy = 2 * pi * j / ly, k = std::hypot(gx, gy), x = k * radius;
+      double d0 = pi * radius * radius / area, i2 = 0, cos2 = 1, sin2 = 0;
+      if (k > 0 && radius > 0) {
+        const auto [j0, j1] = bessel[std::size_t(std::abs(i)) * quarter + std::abs(j)];
+        d0 = 2 * pi * radius * radius * j1 / (x * area);
+        i2 = (2 - 2 * j0 - x * j1) / (k * k);
+        const double c = gx / k, s = gy / k;  // cos ψ, sin ψ
+        cos2 = c * c - s * s;
+        sin2 = 2 * c * s;
+      }
+      const Complex shift = std::polar(1.0, -(gx * e.center.x + gy * e.center.y));
+      const Complex disk[3] = {shift * (d0 / 2 - pi / area * cos2 * i2), shift * (-pi / area * sin2 * i2),
+                               shift * (d0 / 2 + pi / area * cos2 * i2)};
+      const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
+      for (int ij = 0; ij < 3; ++ij) {
+        out->values[(3 + ij) * size + idx] = disk[ij];
+        out->values[ij * size + idx] = cell->values[ij * size + idx] - disk[ij];
+      }
+    }
+  return out;
+}
+
+std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(const Lattice& lattice,
+                                                                            const SliceContent& slice, int n1_max,
+                                                                            int n2_max, int r) {
+  const Ellipse* ellipse = lone_ellipse(slice);
+  if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y)
+    return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r);
+  const Regions regions = regions_of(lattice, slice);
+  const auto a = area_fractions(lattice, regions, r);
+  const std::vector<Point> polygon = lone_polygon(slice);
+  const NormalFieldRaster nn = ellipse ? ellipse_normal_field(lattice, *ellipse, r)
+                                       : normal_field(lattice, a, r, polygon.empty() ? nullptr : &polygon);
+  auto out = std::make_shared<RegionNormalCoefficients>();
+  out->regions = regions.count;
+  out->n1_max = n1_max;
+  out->n2_max = n2_max;
+  out->resolution = r;
+  out->values.assign(std::size_t(regions.count) * 3 * out->size(), 0.0);
   for (int reg = 0; reg < regions.count; ++reg) {
     const auto& ar = a[reg];
     if (std::all_of(ar.begin(), ar.end(), [](double v) { return v == 0; })) continue;
-    for (std::size_t i = 0; i < n; ++i) {
-      both[i] = {ar[i] * nn.xx[i], ar[i] * nn.yy[i]};
-      cross[i] = ar[i] * nn.xy[i];
-    }
-    fft2_columns(both, r, columns);
-    fft2_columns(cross, r, columns);
-    for (int i = -n1_max; i <= n1_max; ++i)
-      for (int j = -n2_max; j <= n2_max; ++j) {
-        // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
-        // Y(k) = (H(k) − H(−k)*)/(2i).
-        const Complex h = both[wrap(j) * r + wrap(i)], hm = std::conj(both[wrap(-j) * r + wrap(-i)]);
-        const Complex factor = phase_x[i + n1_max] * phase_y[j + n2_max];
-        const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
-        out->values[(reg * 3 + 0) * size + idx] = factor * 0.5 * (h + hm);
-        out->values[(reg * 3 + 1) * size + idx] = factor * cross[wrap(j) * r + wrap(i)];
-        out->values[(reg * 3 + 2) * size + idx] = factor * (h - hm) / (2.0 * I);
-      }
+    transform_region(ar, nn, r, *out, reg);
   }
   return out;
 }
