@@ -29,26 +29,6 @@ Preconditioning parse_preconditioning(std::string_view name) {
   return Preconditioning::none;
 }
 
-namespace {
-
-int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
-int thread_index() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-
-}  // namespace
-
 std::size_t preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, std::size_t real_bytes) {
   const std::size_t n = 3 * slices, n_l = 3 * orders, complex_bytes = 2 * real_bytes;
   const std::size_t averaged = n * n * orders * incidences, local = n_l * n_l * slices * incidences;
@@ -78,50 +58,118 @@ MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::comp
   return t;
 }
 
+namespace {
+
+using Tensor = std::array<std::complex<double>, 9>;  // 3×3, row-major [row·3 + col]
+
+/// a·b for 3×3 tensors.
+Tensor product(const Tensor& a, const Tensor& b) {
+  Tensor c{};
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 3; ++j) c[i * 3 + j] += a[i * 3 + k] * b[k * 3 + j];
+  return c;
+}
+
+/// u vᵀ for 3-vectors.
+Tensor dyad(const std::array<std::complex<double>, 3>& u, const std::array<std::complex<double>, 3>& v) {
+  Tensor t{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) t[i * 3 + j] = u[i] * v[j];
+  return t;
+}
+
+/// The z-operator's Green function G = −k1² K (z_operator.hpp) at one (incidence, order) as 3×3
+/// tensors acting on the source J: between slices q ≠ p and q = p,
+///   G_qp = w_p e^{ikz|z_q − z_p|} (q < p: up, q > p: down) + e^{ikz z_q} e^{ikz z_p} w_p reflected,
+///   G_pp = e^{2ikz z_p} w_p reflected + c_p self + ẑẑ,
+/// with up = −k1² (i/2kz)(êê + p̂+p̂+), down = −k1² (i/2kz)(êê + p̂−p̂−), reflected = −k1² (i/2kz)
+/// (r_s êê + r_p p̂+p̂−), self = −k1² êê − kz² t̂t̂ − kρ² ẑẑ: the sums the z-operator's sweeps form for one
+/// source, written out (the same exponentials: e^{ikz|z_q − z_p|} is the product of the steps between).
+struct GreenTensors {
+  Tensor up, down, reflected, self, zz;
+};
+
+GreenTensors green_tensors(const GreenCoefficients& g, std::size_t io) {
+  using C = std::complex<double>;
+  const C kz = g.kz[io];
+  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io], k1 = g.k1, k1sq = k1 * k1;
+  const std::array<C, 3> e{-ty, tx, 0.0}, t{tx, ty, 0.0}, z{0.0, 0.0, 1.0};
+  const C pt = kz / k1, pz = -kr / k1;
+  const std::array<C, 3> plus{pt * tx, pt * ty, pz}, minus{-pt * tx, -pt * ty, pz};  // p̂±
+  const C scale = -k1sq * C(0.0, 1.0) / (2.0 * kz);
+  GreenTensors out;
+  const Tensor ee = dyad(e, e), pp = dyad(plus, plus), mm = dyad(minus, minus), pm = dyad(plus, minus);
+  const Tensor tt = dyad(t, t), zz = dyad(z, z);
+  for (int i = 0; i < 9; ++i) {
+    out.up[i] = scale * (ee[i] + pp[i]);
+    out.down[i] = scale * (ee[i] + mm[i]);
+    out.reflected[i] = scale * (g.rs[io] * ee[i] + g.rp[io] * pm[i]);
+    out.self[i] = -k1sq * ee[i] - kz * kz * tt[i] - kr * kr * zz[i];
+    out.zz[i] = zz[i];
+  }
+  return out;
+}
+
+/// G_pp (green_tensors) at slice p; i = (io·slices + p), the index of the per-slice coefficients.
+Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, std::size_t i) {
+  const std::complex<double> reflected = g.depth[i] * g.depth[i] * g.weight[i], self = g.self[i];
+  Tensor out;
+  for (int k = 0; k < 9; ++k) out[k] = reflected * t.reflected[k] + self * t.self[k] + t.zz[k];
+  return out;
+}
+
+}  // namespace
+
 AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
   using C = std::complex<double>;
   GS_EXPECTS(int(slices.size()) == g.slices, "averaged_matrices: one mean tensor per slice");
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   AveragedMatrices out{na, nm, nz, {}};
-  const std::size_t n = out.n(), block = 3 * std::size_t(nm);
-  out.matrices.assign(n * n * nm * na, C(0));
-  // Host z-operators with one rhs per incidence and 5 source components (J, then D_x, D_y):
-  // y = x + D − K(k1² J) with x = e_j at slice p, J = C̄_p e_j, D = D̄_p e_j gives column (p, j) of
-  // Ā for every (incidence, order) at once. OpenMP over the 3·Nz columns, one operator and one set of
-  // vectors per thread (made before the parallel region: nothing in it throws).
-  std::vector<int> rhs(static_cast<std::size_t>(na));
-  for (int a = 0; a < na; ++a) rhs[a] = a;
-  const int threads = max_threads();
-  std::vector<std::unique_ptr<ZOperator<double>>> z;
-  std::vector<std::vector<C>> xs, cs, ys;
-  for (int t = 0; t < threads; ++t) {
-    z.push_back(make_host_z_operator<double>(g, rhs, 5));
-    xs.emplace_back(std::size_t(nz) * na * block, C(0));
-    cs.emplace_back(std::size_t(nz) * na * 5 * nm, C(0));
-    ys.emplace_back(xs.back().size());
-  }
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-  for (int column = 0; column < 3 * nz; ++column) {
-    const int p = column / 3, j = column % 3, t = thread_index();
-    std::vector<C>&x = xs[t], &c = cs[t], &y = ys[t];
-    const MeanTensors& tensors = slices[p];
-    for (int a = 0; a < na; ++a)
-      for (int m = 0; m < nm; ++m) {
-        x[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
-        for (int comp = 0; comp < 3; ++comp)
-          c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = tensors.c[comp * 3 + j];
-        for (int comp = 0; comp < 2; ++comp)
-          c[(std::size_t(p) * na + a) * 5 * nm + (3 + comp) * nm + m] = tensors.d[comp * 3 + j];
+  const std::size_t n = out.n();
+  out.matrices.resize(n * n * nm * na);
+  // Block (q, p) of Ā = δ_qp (I + D̄_p) + G_qp C̄_p (green_tensors), written column block by column
+  // block: e^{ikz|z_q − z_p|} is the running product of the steps away from p, as in the z-operator's
+  // sweeps, so every entry costs O(1) and a matrix O(Nz²). OpenMP over (incidence, order): each
+  // iteration writes its own matrix, the result does not depend on the thread count.
+  const std::ptrdiff_t count = std::ptrdiff_t(na) * nm;
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t am = 0; am < count; ++am) {
+    const std::size_t io = std::size_t(am);  // a·orders + m, the coefficients' index
+    const GreenTensors t = green_tensors(g, io);
+    const C* step = &g.step[io * nz];
+    const C* weight = &g.weight[io * nz];
+    const C* depth = &g.depth[io * nz];
+    C* matrix = &out.matrices[io * n * n];
+    // matrix(q·3 + i, p·3 + j) = direct · first(i, j) + reflected · second(i, j)
+    const auto put = [&](int q, int p, C direct, const Tensor& first, C reflected, const Tensor& second) {
+      for (int j = 0; j < 3; ++j) {
+        C* column = &matrix[(std::size_t(p) * 3 + j) * n + std::size_t(q) * 3];
+        for (int i = 0; i < 3; ++i) column[i] = direct * first[i * 3 + j] + reflected * second[i * 3 + j];
       }
-    z[t]->apply(x.data(), c.data(), y.data(), nullptr);
-    for (int a = 0; a < na; ++a)
-      for (int m = 0; m < nm; ++m) {
-        C* a_col = &out.matrices[((std::size_t(a) * nm + m) * n + std::size_t(column)) * n];
-        for (int q = 0; q < nz; ++q)
-          for (int comp = 0; comp < 3; ++comp) a_col[q * 3 + comp] = y[(std::size_t(q) * na + a) * block + comp * nm + m];
-        x[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
-        for (int comp = 0; comp < 5; ++comp) c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = 0.0;
+    };
+    for (int p = 0; p < nz; ++p) {
+      const Tensor& c = slices[p].c;
+      const Tensor up = product(t.up, c), down = product(t.down, c), reflected = product(t.reflected, c);
+      const C w = weight[p], wd = w * depth[p];
+      Tensor diagonal = product(diagonal_green(t, g, io * nz + p), c);
+      for (int i = 0; i < 3; ++i) {
+        diagonal[i * 4] += 1.0;
+        if (i < 2)
+          for (int j = 0; j < 3; ++j) diagonal[i * 3 + j] += slices[p].d[i * 3 + j];
       }
+      put(p, p, 1.0, diagonal, 0.0, reflected);
+      C e = 1.0;  // e^{ikz|z_q − z_p|}
+      for (int q = p - 1; q >= 0; --q) {
+        e *= step[q + 1];
+        put(q, p, e * w, up, depth[q] * wd, reflected);
+      }
+      e = 1.0;
+      for (int q = p + 1; q < nz; ++q) {
+        e *= step[q];
+        put(q, p, e * w, down, depth[q] * wd, reflected);
+      }
+    }
   }
   return out;
 }
@@ -134,34 +182,14 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
               kernels.size() == problem.kernels_total() && problem.slices == nz,
           "local_matrices: sizes of the problem, kernels and Green coefficients disagree");
   LocalMatrices out{na, nm, nz, {}, {}};
-  const std::size_t n = out.n(), block = 3 * std::size_t(nm);
-  // G_pp = −k1² K_pp per (a, m, p), row-major 3×3: the host z-operator (x = 0, no D) on unit sources.
+  const std::size_t n = out.n();
+  // G_pp per (a, m, p), row-major 3×3 (green_tensors).
   std::vector<C> gpp(std::size_t(na) * nm * nz * 9);
-  {  // OpenMP over the 3·Nz unit sources, as in averaged_matrices
-    std::vector<int> rhs;
-    for (int a = 0; a < na; ++a) rhs.push_back(a);
-    const int threads = max_threads();
-    std::vector<std::unique_ptr<ZOperator<double>>> z;
-    std::vector<std::vector<C>> cs, ys;
-    for (int t = 0; t < threads; ++t) {
-      z.push_back(make_host_z_operator<double>(g, rhs, 3));
-      cs.emplace_back(std::size_t(nz) * na * block, C(0));
-      ys.emplace_back(cs.back().size());
-    }
-    const std::vector<C> x(std::size_t(nz) * na * block, C(0));
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-    for (int column = 0; column < 3 * nz; ++column) {
-      const int p = column / 3, j = column % 3, t = thread_index();
-      std::vector<C>&c = cs[t], &y = ys[t];
-      for (int a = 0; a < na; ++a)
-        for (int m = 0; m < nm; ++m) c[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
-      z[t]->apply(x.data(), c.data(), y.data(), nullptr);
-      for (int a = 0; a < na; ++a)
-        for (int m = 0; m < nm; ++m) {
-          c[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
-          for (int i = 0; i < 3; ++i)
-            gpp[((std::size_t(a) * nm + m) * nz + p) * 9 + i * 3 + j] = y[(std::size_t(p) * na + a) * block + i * nm + m];
-        }
+  for (std::size_t io = 0; io < std::size_t(na) * nm; ++io) {
+    const GreenTensors t = green_tensors(g, io);
+    for (int p = 0; p < nz; ++p) {
+      const Tensor d = diagonal_green(t, g, io * nz + p);
+      std::copy(d.begin(), d.end(), &gpp[(io * nz + p) * 9]);
     }
   }
   // The pattern's terms: J (outputs 0..2) and D (outputs 3, 4); Laurent: J_i = χ ⊛ e_i.

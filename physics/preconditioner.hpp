@@ -17,8 +17,9 @@
 // (Ā⁻¹ alone was measured too: on a wire-grid polariser in p it took 3–6× more iterations than no
 // preconditioner; the product is better or equal on every case measured, see the closing note of #10.)
 //
-// Both parts are assembled with the solver's own host z-operator (so K is exactly the solver's;
-// docs/formulation.md §6 is implemented once), in complex128, then factored by partial-pivoting LU in
+// Both parts are assembled from the z-operator's own GreenCoefficients (the same exponentials, weights
+// and self terms: docs/formulation.md §6, written out per 3×3 block in O(1) each, docs/solver.md §6),
+// in complex128, then factored by partial-pivoting LU in
 // complex128: on the host the LU factors are kept (rounded to Real) and applied by two triangular
 // solves, on the device (device.hpp) cuBLAS inverts them and the inverses are kept (rounded to Real):
 //   memory  (3Nz)²·orders·incidences + (3·orders)²·Nz·incidences complex numbers;
