@@ -322,6 +322,30 @@ LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t 
 /// all its columns (a pass per column would load and store the vector `panel` times as often). The
 /// factors are read contiguously: n² complex multiply-adds per vector, as a product with A⁻¹. Sums in
 /// double.
+/// The panel update of both substitutions: v_r[i] −= Σ_c column_c[i] x_r[c] for rows [begin, end),
+/// the panel's columns c (real parts cr[c], imaginary parts ci[c]) and the K vectors (planar: v_r's
+/// real parts at re[r·n], imaginary parts at im[r·n]), summed over the panel in double before one
+/// store per row.
+template <class Real, std::size_t K, std::size_t Panel>
+void panel_update(const Real* const (&cr)[Panel], const Real* const (&ci)[Panel], const double (&xr)[K][Panel],
+                  const double (&xi)[K][Panel], std::size_t begin, std::size_t end, std::size_t n,
+                  double* __restrict__ re, double* __restrict__ im) {
+  for (std::size_t i = begin; i < end; ++i) {
+    double sr[K] = {}, si[K] = {};
+    for (std::size_t c = 0; c < Panel; ++c) {
+      const double ar = double(cr[c][i]), ai = double(ci[c][i]);
+      for (std::size_t r = 0; r < K; ++r) {
+        sr[r] += ar * xr[r][c] - ai * xi[r][c];
+        si[r] += ar * xi[r][c] + ai * xr[r][c];
+      }
+    }
+    for (std::size_t r = 0; r < K; ++r) {
+      re[r * n + i] -= sr[r];
+      im[r * n + i] -= si[r];
+    }
+  }
+}
+
 template <class Real, std::size_t K>
 void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __restrict__ re, double* __restrict__ im) {
   constexpr std::size_t panel = 4;
@@ -346,20 +370,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       }
     }
     if (w < panel) break;  // the last, partial panel has nothing below it
-    for (std::size_t i = j + panel; i < n; ++i) {
-      double sr[K] = {}, si[K] = {};
-      for (std::size_t c = 0; c < panel; ++c) {
-        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
-        for (std::size_t r = 0; r < K; ++r) {
-          sr[r] += ar * xr[r][c] - ai * xi[r][c];
-          si[r] += ar * xi[r][c] + ai * xr[r][c];
-        }
-      }
-      for (std::size_t r = 0; r < K; ++r) {
-        re[r * n + i] -= sr[r];
-        im[r * n + i] -= si[r];
-      }
-    }
+    panel_update<Real, K, panel>(cr, ci, xr, xi, j + panel, n, n, re, im);
   }
   // U: columns [j − w, j) from the last, then rows [0, j − w) for all of them
   for (std::size_t j = n; j > 0;) {
@@ -388,20 +399,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       cr[c] = cr[0];
       ci[c] = ci[0];
     }
-    for (std::size_t i = 0; i < first; ++i) {
-      double sr[K] = {}, si[K] = {};
-      for (std::size_t c = 0; c < panel; ++c) {
-        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
-        for (std::size_t r = 0; r < K; ++r) {
-          sr[r] += ar * xr[r][c] - ai * xi[r][c];
-          si[r] += ar * xi[r][c] + ai * xr[r][c];
-        }
-      }
-      for (std::size_t r = 0; r < K; ++r) {
-        re[r * n + i] -= sr[r];
-        im[r * n + i] -= si[r];
-      }
-    }
+    panel_update<Real, K, panel>(cr, ci, xr, xi, 0, first, n, re, im);
     j = first;
   }
 }
