@@ -276,15 +276,71 @@ struct LuFactors {
   std::vector<int> rows;
 };
 
-/// Factors the matrices in place in complex128 (OpenMP over the matrices), checks them with
-/// `expect_regular` (largest element, smallest pivot) and returns the factors rounded to Real.
+/// The Cartesian components (x, y, z) of a matrix's unknowns that couple: group[c] is the smallest
+/// component c is connected to through non-zero elements between the components. Without conical
+/// incidence (φ = 0, every t̂ along x, ê along y) and with mean tensors and kernels that do not mix y
+/// with x, z (1D gratings), Ā and L_p split exactly into a y part and an (x, z) part.
+std::array<int, 3> component_groups(const std::complex<double>* a, std::size_t n, const std::vector<int>& component) {
+  bool coupled[3][3] = {};
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t i = 0; i < n; ++i)
+      if (component[i] != component[j] && a[j * n + i] != 0.0) coupled[component[i]][component[j]] = true;
+  std::array<int, 3> group{0, 1, 2};
+  for (int pass = 0; pass < 2; ++pass)  // two passes settle the connectivity of three nodes
+    for (int c = 0; c < 3; ++c)
+      for (int d = 0; d < 3; ++d)
+        if (coupled[c][d] || coupled[d][c]) group[c] = group[d] = std::min(group[c], group[d]);
+  return group;
+}
+
+/// Partial-pivoting LU of the n×n column-major matrix a in place (L below the diagonal, U on and
+/// above it), rows[i] the row of a that row i of P a is; returns the smallest |U_ii|. When the
+/// unknowns split into groups that no element couples (component_groups), each group's submatrix is
+/// factored alone and its factors are scattered back: P a is then block diagonal in that grouping,
+/// and since a group keeps its unknowns' order, the scattered L and U are unit lower and upper
+/// triangular: the factors of a itself, those partial pivoting on all of a would choose (its
+/// candidates outside the group are zero), at a third of the work for a y | (x, z) split.
+double factor_in_place(std::complex<double>* a, std::size_t n, const std::vector<int>& component, int* rows) {
+  const Eigen::Index en = Eigen::Index(n);
+  const std::array<int, 3> group = component_groups(a, n, component);
+  if (group[0] == group[1] && group[1] == group[2]) {
+    Eigen::Map<Eigen::MatrixXcd> map(a, en, en);
+    Eigen::Ref<Eigen::MatrixXcd> ref(map);
+    const Eigen::PartialPivLU<Eigen::Ref<Eigen::MatrixXcd>> lu(ref);  // in place: ref holds L and U now
+    // Eigen's P moves row i to row indices(i) (P A = L U); rows[] is its inverse, the gather P x.
+    const auto& moved_to = lu.permutationP().indices();
+    for (Eigen::Index i = 0; i < en; ++i) rows[moved_to(i)] = int(i);
+    return lu.matrixLU().diagonal().cwiseAbs().minCoeff();
+  }
+  double smallest = INFINITY;
+  for (int g = 0; g < 3; ++g) {
+    std::vector<std::size_t> members;  // ascending
+    for (std::size_t i = 0; i < n; ++i)
+      if (group[component[i]] == g) members.push_back(i);
+    if (members.empty()) continue;
+    const Eigen::Index m = Eigen::Index(members.size());
+    Eigen::MatrixXcd sub(m, m);
+    for (Eigen::Index j = 0; j < m; ++j)
+      for (Eigen::Index i = 0; i < m; ++i) sub(i, j) = a[members[j] * n + members[i]];
+    const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(sub);
+    const auto& moved_to = lu.permutationP().indices();
+    for (Eigen::Index i = 0; i < m; ++i) rows[members[moved_to(i)]] = int(members[i]);
+    for (Eigen::Index j = 0; j < m; ++j)
+      for (Eigen::Index i = 0; i < m; ++i) a[members[j] * n + members[i]] = lu.matrixLU()(i, j);
+    smallest = std::min(smallest, lu.matrixLU().diagonal().cwiseAbs().minCoeff());
+  }
+  return smallest;
+}
+
+/// Factors the matrices in place in complex128 (OpenMP over the matrices; factor_in_place, with
+/// component[i] the Cartesian component of unknown i), checks them with `expect_regular` (largest
+/// element, smallest pivot) and returns the factors rounded to Real.
 template <class Real, class Check>
 LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t n, std::size_t count,
-                       Check expect_regular) {
-  GS_EXPECTS(matrices.size() == n * n * count, "factor: matrix sizes");
+                       const std::vector<int>& component, Check expect_regular) {
+  GS_EXPECTS(matrices.size() == n * n * count && component.size() == n, "factor: matrix sizes");
   LuFactors<Real> out{n, std::vector<Real>(2 * matrices.size()), std::vector<int>(n * count)};
   std::vector<double> largest(count), smallest_pivot(count);
-  const Eigen::Index en = Eigen::Index(n);
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t k = 0; k < std::ptrdiff_t(count); ++k) {
     std::complex<double>* a = &matrices[std::size_t(k) * n * n];
@@ -294,14 +350,7 @@ LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t 
       scale = std::isfinite(v) ? std::max(scale, v) : INFINITY;
     }
     largest[std::size_t(k)] = std::sqrt(scale);
-    Eigen::Map<Eigen::MatrixXcd> map(a, en, en);
-    Eigen::Ref<Eigen::MatrixXcd> ref(map);
-    const Eigen::PartialPivLU<Eigen::Ref<Eigen::MatrixXcd>> lu(ref);  // in place: ref holds L and U now
-    smallest_pivot[std::size_t(k)] = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
-    // Eigen's P moves row i to row indices(i) (P A = L U); rows[] is its inverse, the gather P x.
-    const auto& moved_to = lu.permutationP().indices();
-    int* rows = &out.rows[std::size_t(k) * n];
-    for (Eigen::Index i = 0; i < en; ++i) rows[moved_to(i)] = int(i);
+    smallest_pivot[std::size_t(k)] = factor_in_place(a, n, component, &out.rows[std::size_t(k) * n]);
     for (std::size_t j = 0; j < n; ++j) {
       Real* column = &out.lu[(std::size_t(k) * n + j) * 2 * n];
       for (std::size_t i = 0; i < n; ++i) {
@@ -422,10 +471,14 @@ class HostPreconditioner final : public Preconditioner<Real> {
             "preconditioner: the averaged and local parts disagree in size");
     for (int a : rhs_) GS_EXPECTS(a >= 0 && a < incidences_, "preconditioner: rhs names an unknown incidence");
     const int orders = orders_, slices = slices_;
-    averaged_ = factor<Real>(averaged.matrices, averaged.n(), averaged.count(),
+    // Unknown i of Ā is (slice i / 3, component i % 3), of L_p (component i / orders, order i % orders).
+    std::vector<int> averaged_component(averaged.n()), local_component(local.n());
+    for (std::size_t i = 0; i < averaged.n(); ++i) averaged_component[i] = int(i % 3);
+    for (std::size_t i = 0; i < local.n(); ++i) local_component[i] = int(i / std::size_t(orders));
+    averaged_ = factor<Real>(averaged.matrices, averaged.n(), averaged.count(), averaged_component,
                              [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
     averaged.matrices = {};  // the complex128 matrices go before the next part's factors come
-    local_ = factor<Real>(local.matrices, local.n(), local.count(),
+    local_ = factor<Real>(local.matrices, local.n(), local.count(), local_component,
                           [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
     const BatchLayout l{std::size_t(slices_), rhs_.size(), 3 * std::size_t(orders_)};
     t1_.resize(l.size());
