@@ -263,17 +263,22 @@ void expect_regular_local(std::span<const double> largest, std::span<const doubl
 
 namespace {
 
-/// LU factors of `count` n×n matrices with partial pivoting, P A = L U, rounded to Real, column by
-/// column with the real parts of a column's n values first, then their imaginary parts (planar: the
-/// substitutions' inner loops are then plain real multiply-adds, which vectorise): matrix k's column j
-/// at lu[(k·n + j)·2n]. Each column holds L below the diagonal (its unit diagonal implied), U above it
-/// and 1/U_jj on it (a multiplication instead of a division in the back substitution); rows[k·n + i]
-/// is the row of matrix k that row i of P A is.
+/// LU factors of `count` n×n matrices with partial pivoting, rounded to Real. Each matrix's unknowns
+/// form up to three groups that no element couples (component_groups; one group when all couple),
+/// ordered group by group, each group's unknowns in their order: matrix k is block diagonal in that
+/// order, blocks of sizes[k·3 + g] (0: no such group), and each block S_g has factors P S_g = L U.
+/// A block of size m is stored column by column with the real parts of a column's m values first,
+/// then their imaginary parts (planar: the substitutions' inner loops are then plain real
+/// multiply-adds, which vectorise), the blocks one after another from lu[offsets[k]]. Each column
+/// holds L below the diagonal (its unit diagonal implied), U above it and 1/U_jj on it (a
+/// multiplication instead of a division in the back substitution). Solving A x = b: v[i] =
+/// b[rows[k·n + i]] (the grouping and the pivoting), v ← U⁻¹ L⁻¹ v per block, x[columns[k·n + i]] = v[i].
 template <class Real>
 struct LuFactors {
   std::size_t n = 0;
   std::vector<Real> lu;
-  std::vector<int> rows;
+  std::vector<std::size_t> offsets;
+  std::vector<int> rows, columns, sizes;
 };
 
 /// The Cartesian components (x, y, z) of a matrix's unknowns that couple: group[c] is the smallest
@@ -293,41 +298,38 @@ std::array<int, 3> component_groups(const std::complex<double>* a, std::size_t n
   return group;
 }
 
-/// Partial-pivoting LU of the n×n column-major matrix a in place (L below the diagonal, U on and
-/// above it), rows[i] the row of a that row i of P a is; returns the smallest |U_ii|. When the
-/// unknowns split into groups that no element couples (component_groups), each group's submatrix is
-/// factored alone and its factors are scattered back: P a is then block diagonal in that grouping,
-/// and since a group keeps its unknowns' order, the scattered L and U are unit lower and upper
-/// triangular: the factors of a itself, those partial pivoting on all of a would choose (its
-/// candidates outside the group are zero), at a third of the work for a y | (x, z) split.
-double factor_in_place(std::complex<double>* a, std::size_t n, const std::vector<int>& component, int* rows) {
-  const Eigen::Index en = Eigen::Index(n);
+/// Partial-pivoting LU of the n×n column-major matrix a in place, group by group (component_groups):
+/// each group's submatrix S_g is factored alone, P S_g = L U, and its factors are written back at
+/// the group's elements of a (elements between groups are zero and stay so). rows, columns, sizes:
+/// LuFactors' arrays of this matrix. Returns the smallest |U_ii|. Factoring the groups alone is
+/// exact: partial pivoting on all of a would choose the same pivots (its candidates outside the
+/// group are zero), at a third of the flops for a y | (x, z) split.
+double factor_in_place(std::complex<double>* a, std::size_t n, const std::vector<int>& component, int* rows,
+                       int* columns, int* sizes) {
   const std::array<int, 3> group = component_groups(a, n, component);
-  if (group[0] == group[1] && group[1] == group[2]) {
-    Eigen::Map<Eigen::MatrixXcd> map(a, en, en);
-    Eigen::Ref<Eigen::MatrixXcd> ref(map);
-    const Eigen::PartialPivLU<Eigen::Ref<Eigen::MatrixXcd>> lu(ref);  // in place: ref holds L and U now
-    // Eigen's P moves row i to row indices(i) (P A = L U); rows[] is its inverse, the gather P x.
-    const auto& moved_to = lu.permutationP().indices();
-    for (Eigen::Index i = 0; i < en; ++i) rows[moved_to(i)] = int(i);
-    return lu.matrixLU().diagonal().cwiseAbs().minCoeff();
-  }
   double smallest = INFINITY;
+  std::size_t start = 0;
   for (int g = 0; g < 3; ++g) {
     std::vector<std::size_t> members;  // ascending
     for (std::size_t i = 0; i < n; ++i)
       if (group[component[i]] == g) members.push_back(i);
+    sizes[g] = int(members.size());
     if (members.empty()) continue;
     const Eigen::Index m = Eigen::Index(members.size());
     Eigen::MatrixXcd sub(m, m);
     for (Eigen::Index j = 0; j < m; ++j)
       for (Eigen::Index i = 0; i < m; ++i) sub(i, j) = a[members[j] * n + members[i]];
     const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(sub);
+    // Eigen's P moves row i to row indices(i) (P S = L U): row indices(i) of P S is row i of S.
     const auto& moved_to = lu.permutationP().indices();
-    for (Eigen::Index i = 0; i < m; ++i) rows[members[moved_to(i)]] = int(members[i]);
+    for (Eigen::Index i = 0; i < m; ++i) {
+      rows[start + std::size_t(moved_to(i))] = int(members[std::size_t(i)]);
+      columns[start + std::size_t(i)] = int(members[std::size_t(i)]);
+    }
     for (Eigen::Index j = 0; j < m; ++j)
       for (Eigen::Index i = 0; i < m; ++i) a[members[j] * n + members[i]] = lu.matrixLU()(i, j);
     smallest = std::min(smallest, lu.matrixLU().diagonal().cwiseAbs().minCoeff());
+    start += members.size();
   }
   return smallest;
 }
@@ -339,7 +341,8 @@ template <class Real, class Check>
 LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t n, std::size_t count,
                        const std::vector<int>& component, Check expect_regular) {
   GS_EXPECTS(matrices.size() == n * n * count && component.size() == n, "factor: matrix sizes");
-  LuFactors<Real> out{n, std::vector<Real>(2 * matrices.size()), std::vector<int>(n * count)};
+  LuFactors<Real> out{n, {}, std::vector<std::size_t>(count), std::vector<int>(n * count), std::vector<int>(n * count),
+                      std::vector<int>(3 * count)};
   std::vector<double> largest(count), smallest_pivot(count);
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t k = 0; k < std::ptrdiff_t(count); ++k) {
@@ -350,34 +353,47 @@ LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t 
       scale = std::isfinite(v) ? std::max(scale, v) : INFINITY;
     }
     largest[std::size_t(k)] = std::sqrt(scale);
-    smallest_pivot[std::size_t(k)] = factor_in_place(a, n, component, &out.rows[std::size_t(k) * n]);
-    for (std::size_t j = 0; j < n; ++j) {
-      Real* column = &out.lu[(std::size_t(k) * n + j) * 2 * n];
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::complex<double> v = i == j ? 1.0 / a[j * n + i] : a[j * n + i];
-        column[i] = Real(v.real());
-        column[n + i] = Real(v.imag());
+    const std::size_t at = std::size_t(k) * n;
+    smallest_pivot[std::size_t(k)] =
+        factor_in_place(a, n, component, &out.rows[at], &out.columns[at], &out.sizes[3 * std::size_t(k)]);
+  }
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    out.offsets[k] = total;
+    for (int g = 0; g < 3; ++g) total += 2 * std::size_t(out.sizes[3 * k + g]) * std::size_t(out.sizes[3 * k + g]);
+  }
+  out.lu.resize(total);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t k = 0; k < std::ptrdiff_t(count); ++k) {
+    const std::complex<double>* a = &matrices[std::size_t(k) * n * n];
+    const int* columns = &out.columns[std::size_t(k) * n];
+    Real* block = &out.lu[out.offsets[std::size_t(k)]];
+    for (int g = 0; g < 3; ++g) {
+      const std::size_t m = std::size_t(out.sizes[3 * std::size_t(k) + g]);
+      for (std::size_t j = 0; j < m; ++j) {
+        Real* column = block + j * 2 * m;
+        for (std::size_t i = 0; i < m; ++i) {
+          const std::complex<double> v = a[std::size_t(columns[j]) * n + std::size_t(columns[i])];
+          const std::complex<double> stored = i == j ? 1.0 / v : v;
+          column[i] = Real(stored.real());
+          column[m + i] = Real(stored.imag());
+        }
       }
+      block += 2 * m * m;
+      columns += m;
     }
   }
   expect_regular(std::span<const double>(largest), std::span<const double>(smallest_pivot));
   return out;
 }
 
-/// v ← A⁻¹ v for `k` vectors of n values, planar (vector r's real parts at re[r·n], imaginary parts
-/// at im[r·n]), already gathered in the order of P A (rows[]), from A's factors (`lu`: its 2n² values):
-/// the forward substitution with the unit lower L, then the back substitution with U, in panels of
-/// `panel` columns: the panel's own triangle first, then one pass over the rest of the vector for
-/// all its columns (a pass per column would load and store the vector `panel` times as often). The
-/// factors are read contiguously: n² complex multiply-adds per vector, as a product with A⁻¹. Sums in
-/// double.
 /// The panel update of both substitutions: v_r[i] −= Σ_c column_c[i] x_r[c] for rows [begin, end),
 /// the panel's columns c (real parts cr[c], imaginary parts ci[c]) and the K vectors (planar: v_r's
-/// real parts at re[r·n], imaginary parts at im[r·n]), summed over the panel in double before one
-/// store per row.
+/// real parts at re[r·stride], imaginary parts at im[r·stride]), summed over the panel in double
+/// before one store per row.
 template <class Real, std::size_t K, std::size_t Panel>
 void panel_update(const Real* const (&cr)[Panel], const Real* const (&ci)[Panel], const double (&xr)[K][Panel],
-                  const double (&xi)[K][Panel], std::size_t begin, std::size_t end, std::size_t n,
+                  const double (&xi)[K][Panel], std::size_t begin, std::size_t end, std::size_t stride,
                   double* __restrict__ re, double* __restrict__ im) {
   for (std::size_t i = begin; i < end; ++i) {
     double sr[K] = {}, si[K] = {};
@@ -389,14 +405,22 @@ void panel_update(const Real* const (&cr)[Panel], const Real* const (&ci)[Panel]
       }
     }
     for (std::size_t r = 0; r < K; ++r) {
-      re[r * n + i] -= sr[r];
-      im[r * n + i] -= si[r];
+      re[r * stride + i] -= sr[r];
+      im[r * stride + i] -= si[r];
     }
   }
 }
 
+/// v ← S⁻¹ v for K vectors of n values, planar (vector r's real parts at re[r·stride], imaginary
+/// parts at im[r·stride]), already gathered in the order of P S, from the factors of one n×n block S
+/// (`lu`: its 2n² values, LuFactors): the forward substitution with the unit lower L, then the back
+/// substitution with U, in panels of `panel` columns: the panel's own triangle first, then one pass
+/// over the rest of the vector for all its columns (a pass per column would load and store the
+/// vector `panel` times as often). The factors are read contiguously: n² complex multiply-adds per
+/// vector, as a product with S⁻¹. Sums in double.
 template <class Real, std::size_t K>
-void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __restrict__ re, double* __restrict__ im) {
+void lu_solve_together(const Real* __restrict__ lu, std::size_t n, std::size_t stride, double* __restrict__ re,
+                       double* __restrict__ im) {
   constexpr std::size_t panel = 4;
   const auto column = [&](std::size_t j) { return lu + 2 * j * n; };  // real parts; imaginary at + n
   // L: columns [j, j + w), then rows [j + w, n) for all of them
@@ -409,7 +433,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       cr[c] = column(j + c);
       ci[c] = cr[c] + n;
       for (std::size_t r = 0; r < K; ++r) {
-        double *yr = re + r * n, *yi = im + r * n;
+        double *yr = re + r * stride, *yi = im + r * stride;
         xr[r][c] = yr[j + c];
         xi[r][c] = yi[j + c];
         for (std::size_t i = c + 1; i < w; ++i) {
@@ -419,7 +443,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       }
     }
     if (w < panel) break;  // the last, partial panel has nothing below it
-    panel_update<Real, K, panel>(cr, ci, xr, xi, j + panel, n, n, re, im);
+    panel_update<Real, K, panel>(cr, ci, xr, xi, j + panel, n, stride, re, im);
   }
   // U: columns [j − w, j) from the last, then rows [0, j − w) for all of them
   for (std::size_t j = n; j > 0;) {
@@ -433,7 +457,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       ci[c] = cr[c] + n;
       const double dr = double(cr[c][col]), di = double(ci[c][col]);  // 1/U_col,col
       for (std::size_t r = 0; r < K; ++r) {
-        double *yr = re + r * n, *yi = im + r * n;
+        double *yr = re + r * stride, *yi = im + r * stride;
         xr[r][c] = dr * yr[col] - di * yi[col];
         xi[r][c] = dr * yi[col] + di * yr[col];
         yr[col] = xr[r][c];
@@ -448,16 +472,27 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       cr[c] = cr[0];
       ci[c] = ci[0];
     }
-    panel_update<Real, K, panel>(cr, ci, xr, xi, 0, first, n, re, im);
+    panel_update<Real, K, panel>(cr, ci, xr, xi, 0, first, stride, re, im);
     j = first;
   }
 }
 
+/// v ← A⁻¹ v for k vectors (planar, vector r at re[r·n], im[r·n], gathered by rows[]: LuFactors)
+/// from matrix `matrix`'s factors, block by block.
 template <class Real>
-void lu_solve(const Real* lu, std::size_t n, double* re, double* im, std::size_t k) {
-  std::size_t r = 0;
-  for (; r + 2 <= k; r += 2) lu_solve_together<Real, 2>(lu, n, re + r * n, im + r * n);
-  if (r < k) lu_solve_together<Real, 1>(lu, n, re + r * n, im + r * n);
+void lu_solve(const LuFactors<Real>& factors, std::size_t matrix, double* re, double* im, std::size_t k) {
+  const std::size_t n = factors.n;
+  const Real* lu = &factors.lu[factors.offsets[matrix]];
+  std::size_t start = 0;
+  for (int g = 0; g < 3; ++g) {
+    const std::size_t m = std::size_t(factors.sizes[3 * matrix + g]);
+    if (m == 0) continue;
+    std::size_t r = 0;
+    for (; r + 2 <= k; r += 2) lu_solve_together<Real, 2>(lu, m, n, re + r * n + start, im + r * n + start);
+    if (r < k) lu_solve_together<Real, 1>(lu, m, n, re + r * n + start, im + r * n + start);
+    lu += 2 * m * m;
+    start += m;
+  }
 }
 
 template <class Real>
@@ -534,8 +569,9 @@ class HostPreconditioner final : public Preconditioner<Real> {
         re[i] = double(in[rows[i]].real());
         im[i] = double(in[rows[i]].imag());
       }
-      lu_solve(&local_.lu[k * 2 * n * n], n, re, im, 1);
-      for (std::size_t i = 0; i < n; ++i) y[std::size_t(pr) * n + i] = Complex(Real(re[i]), Real(im[i]));
+      lu_solve(local_, k, re, im, 1);
+      const int* columns = &local_.columns[k * n];
+      for (std::size_t i = 0; i < n; ++i) y[std::size_t(pr) * n + std::size_t(columns[i])] = Complex(Real(re[i]), Real(im[i]));
     }
   }
 
@@ -571,9 +607,11 @@ class HostPreconditioner final : public Preconditioner<Real> {
           re[k * n + i] = double(v.real());
           im[k * n + i] = double(v.imag());
         }
-      lu_solve(&averaged_.lu[std::size_t(am) * 2 * n * n], n, re, im, mine.size());
+      lu_solve(averaged_, std::size_t(am), re, im, mine.size());
+      const int* columns = &averaged_.columns[std::size_t(am) * n];
       for (std::size_t k = 0; k < mine.size(); ++k)
-        for (std::size_t i = 0; i < n; ++i) y[at(i, std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
+        for (std::size_t i = 0; i < n; ++i)
+          y[at(std::size_t(columns[i]), std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
     }
   }
 

@@ -118,7 +118,9 @@ class Preconditioner {
 };
 
 /// Host application of P = L⁻¹ L̄ Ā⁻¹: factors every Ā and L_p (partial-pivoting LU in complex128,
-/// OpenMP over the matrices; throws as expect_regular_* does) and keeps the factors rounded to Real.
+/// OpenMP over the matrices; throws as expect_regular_* does) and keeps the factors rounded to Real;
+/// a matrix whose Cartesian components split into groups that no element couples (φ = 0 on a 1D
+/// grating: y | x, z) is factored and applied group by group (docs/solver.md §6).
 /// apply: OpenMP over (incidence, order) for Ā⁻¹ (gathering the n values of the incidence's rhs, both
 /// solved in one pass over the factors) and over (slice, rhs) blocks for L⁻¹, each a forward and a
 /// back substitution summed in complex128. rhs_incidence[r] names rhs r's incidence.
