@@ -29,26 +29,6 @@ Preconditioning parse_preconditioning(std::string_view name) {
   return Preconditioning::none;
 }
 
-namespace {
-
-int max_threads() {
-#ifdef _OPENMP
-  return omp_get_max_threads();
-#else
-  return 1;
-#endif
-}
-
-int thread_index() {
-#ifdef _OPENMP
-  return omp_get_thread_num();
-#else
-  return 0;
-#endif
-}
-
-}  // namespace
-
 std::size_t preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, std::size_t real_bytes) {
   const std::size_t n = 3 * slices, n_l = 3 * orders, complex_bytes = 2 * real_bytes;
   const std::size_t averaged = n * n * orders * incidences, local = n_l * n_l * slices * incidences;
@@ -78,50 +58,118 @@ MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::comp
   return t;
 }
 
+namespace {
+
+using Tensor = std::array<std::complex<double>, 9>;  // 3×3, row-major [row·3 + col]
+
+/// a·b for 3×3 tensors.
+Tensor product(const Tensor& a, const Tensor& b) {
+  Tensor c{};
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 3; ++j) c[i * 3 + j] += a[i * 3 + k] * b[k * 3 + j];
+  return c;
+}
+
+/// u vᵀ for 3-vectors.
+Tensor dyad(const std::array<std::complex<double>, 3>& u, const std::array<std::complex<double>, 3>& v) {
+  Tensor t{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) t[i * 3 + j] = u[i] * v[j];
+  return t;
+}
+
+/// The z-operator's Green function G = −k1² K (z_operator.hpp) at one (incidence, order) as 3×3
+/// tensors acting on the source J: between slices q ≠ p and q = p,
+///   G_qp = w_p e^{ikz|z_q − z_p|} (q < p: up, q > p: down) + e^{ikz z_q} e^{ikz z_p} w_p reflected,
+///   G_pp = e^{2ikz z_p} w_p reflected + c_p self + ẑẑ,
+/// with up = −k1² (i/2kz)(êê + p̂+p̂+), down = −k1² (i/2kz)(êê + p̂−p̂−), reflected = −k1² (i/2kz)
+/// (r_s êê + r_p p̂+p̂−), self = −k1² êê − kz² t̂t̂ − kρ² ẑẑ: the sums the z-operator's sweeps form for one
+/// source, written out (the same exponentials: e^{ikz|z_q − z_p|} is the product of the steps between).
+struct GreenTensors {
+  Tensor up, down, reflected, self, zz;
+};
+
+GreenTensors green_tensors(const GreenCoefficients& g, std::size_t io) {
+  using C = std::complex<double>;
+  const C kz = g.kz[io];
+  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io], k1 = g.k1, k1sq = k1 * k1;
+  const std::array<C, 3> e{-ty, tx, 0.0}, t{tx, ty, 0.0}, z{0.0, 0.0, 1.0};
+  const C pt = kz / k1, pz = -kr / k1;
+  const std::array<C, 3> plus{pt * tx, pt * ty, pz}, minus{-pt * tx, -pt * ty, pz};  // p̂±
+  const C scale = -k1sq * C(0.0, 1.0) / (2.0 * kz);
+  GreenTensors out;
+  const Tensor ee = dyad(e, e), pp = dyad(plus, plus), mm = dyad(minus, minus), pm = dyad(plus, minus);
+  const Tensor tt = dyad(t, t), zz = dyad(z, z);
+  for (int i = 0; i < 9; ++i) {
+    out.up[i] = scale * (ee[i] + pp[i]);
+    out.down[i] = scale * (ee[i] + mm[i]);
+    out.reflected[i] = scale * (g.rs[io] * ee[i] + g.rp[io] * pm[i]);
+    out.self[i] = -k1sq * ee[i] - kz * kz * tt[i] - kr * kr * zz[i];
+    out.zz[i] = zz[i];
+  }
+  return out;
+}
+
+/// G_pp (green_tensors) at slice p; i = (io·slices + p), the index of the per-slice coefficients.
+Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, std::size_t i) {
+  const std::complex<double> reflected = g.depth[i] * g.depth[i] * g.weight[i], self = g.self[i];
+  Tensor out;
+  for (int k = 0; k < 9; ++k) out[k] = reflected * t.reflected[k] + self * t.self[k] + t.zz[k];
+  return out;
+}
+
+}  // namespace
+
 AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
   using C = std::complex<double>;
   GS_EXPECTS(int(slices.size()) == g.slices, "averaged_matrices: one mean tensor per slice");
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   AveragedMatrices out{na, nm, nz, {}};
-  const std::size_t n = out.n(), block = 3 * std::size_t(nm);
-  out.matrices.assign(n * n * nm * na, C(0));
-  // Host z-operators with one rhs per incidence and 5 source components (J, then D_x, D_y):
-  // y = x + D − K(k1² J) with x = e_j at slice p, J = C̄_p e_j, D = D̄_p e_j gives column (p, j) of
-  // Ā for every (incidence, order) at once. OpenMP over the 3·Nz columns, one operator and one set of
-  // vectors per thread (made before the parallel region: nothing in it throws).
-  std::vector<int> rhs(static_cast<std::size_t>(na));
-  for (int a = 0; a < na; ++a) rhs[a] = a;
-  const int threads = max_threads();
-  std::vector<std::unique_ptr<ZOperator<double>>> z;
-  std::vector<std::vector<C>> xs, cs, ys;
-  for (int t = 0; t < threads; ++t) {
-    z.push_back(make_host_z_operator<double>(g, rhs, 5));
-    xs.emplace_back(std::size_t(nz) * na * block, C(0));
-    cs.emplace_back(std::size_t(nz) * na * 5 * nm, C(0));
-    ys.emplace_back(xs.back().size());
-  }
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-  for (int column = 0; column < 3 * nz; ++column) {
-    const int p = column / 3, j = column % 3, t = thread_index();
-    std::vector<C>&x = xs[t], &c = cs[t], &y = ys[t];
-    const MeanTensors& tensors = slices[p];
-    for (int a = 0; a < na; ++a)
-      for (int m = 0; m < nm; ++m) {
-        x[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
-        for (int comp = 0; comp < 3; ++comp)
-          c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = tensors.c[comp * 3 + j];
-        for (int comp = 0; comp < 2; ++comp)
-          c[(std::size_t(p) * na + a) * 5 * nm + (3 + comp) * nm + m] = tensors.d[comp * 3 + j];
+  const std::size_t n = out.n();
+  out.matrices.resize(n * n * nm * na);
+  // Block (q, p) of Ā = δ_qp (I + D̄_p) + G_qp C̄_p (green_tensors), written column block by column
+  // block: e^{ikz|z_q − z_p|} is the running product of the steps away from p, as in the z-operator's
+  // sweeps, so every entry costs O(1) and a matrix O(Nz²). OpenMP over (incidence, order): each
+  // iteration writes its own matrix, the result does not depend on the thread count.
+  const std::ptrdiff_t count = std::ptrdiff_t(na) * nm;
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t am = 0; am < count; ++am) {
+    const std::size_t io = std::size_t(am);  // a·orders + m, the coefficients' index
+    const GreenTensors t = green_tensors(g, io);
+    const C* step = &g.step[io * nz];
+    const C* weight = &g.weight[io * nz];
+    const C* depth = &g.depth[io * nz];
+    C* matrix = &out.matrices[io * n * n];
+    // matrix(q·3 + i, p·3 + j) = direct · first(i, j) + reflected · second(i, j)
+    const auto put = [&](int q, int p, C direct, const Tensor& first, C reflected, const Tensor& second) {
+      for (int j = 0; j < 3; ++j) {
+        C* column = &matrix[(std::size_t(p) * 3 + j) * n + std::size_t(q) * 3];
+        for (int i = 0; i < 3; ++i) column[i] = direct * first[i * 3 + j] + reflected * second[i * 3 + j];
       }
-    z[t]->apply(x.data(), c.data(), y.data(), nullptr);
-    for (int a = 0; a < na; ++a)
-      for (int m = 0; m < nm; ++m) {
-        C* a_col = &out.matrices[((std::size_t(a) * nm + m) * n + std::size_t(column)) * n];
-        for (int q = 0; q < nz; ++q)
-          for (int comp = 0; comp < 3; ++comp) a_col[q * 3 + comp] = y[(std::size_t(q) * na + a) * block + comp * nm + m];
-        x[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
-        for (int comp = 0; comp < 5; ++comp) c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = 0.0;
+    };
+    for (int p = 0; p < nz; ++p) {
+      const Tensor& c = slices[p].c;
+      const Tensor up = product(t.up, c), down = product(t.down, c), reflected = product(t.reflected, c);
+      const C w = weight[p], wd = w * depth[p];
+      Tensor diagonal = product(diagonal_green(t, g, io * nz + p), c);
+      for (int i = 0; i < 3; ++i) {
+        diagonal[i * 4] += 1.0;
+        if (i < 2)
+          for (int j = 0; j < 3; ++j) diagonal[i * 3 + j] += slices[p].d[i * 3 + j];
       }
+      put(p, p, 1.0, diagonal, 0.0, reflected);
+      C e = 1.0;  // e^{ikz|z_q − z_p|}
+      for (int q = p - 1; q >= 0; --q) {
+        e *= step[q + 1];
+        put(q, p, e * w, up, depth[q] * wd, reflected);
+      }
+      e = 1.0;
+      for (int q = p + 1; q < nz; ++q) {
+        e *= step[q];
+        put(q, p, e * w, down, depth[q] * wd, reflected);
+      }
+    }
   }
   return out;
 }
@@ -134,34 +182,14 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
               kernels.size() == problem.kernels_total() && problem.slices == nz,
           "local_matrices: sizes of the problem, kernels and Green coefficients disagree");
   LocalMatrices out{na, nm, nz, {}, {}};
-  const std::size_t n = out.n(), block = 3 * std::size_t(nm);
-  // G_pp = −k1² K_pp per (a, m, p), row-major 3×3: the host z-operator (x = 0, no D) on unit sources.
+  const std::size_t n = out.n();
+  // G_pp per (a, m, p), row-major 3×3 (green_tensors).
   std::vector<C> gpp(std::size_t(na) * nm * nz * 9);
-  {  // OpenMP over the 3·Nz unit sources, as in averaged_matrices
-    std::vector<int> rhs;
-    for (int a = 0; a < na; ++a) rhs.push_back(a);
-    const int threads = max_threads();
-    std::vector<std::unique_ptr<ZOperator<double>>> z;
-    std::vector<std::vector<C>> cs, ys;
-    for (int t = 0; t < threads; ++t) {
-      z.push_back(make_host_z_operator<double>(g, rhs, 3));
-      cs.emplace_back(std::size_t(nz) * na * block, C(0));
-      ys.emplace_back(cs.back().size());
-    }
-    const std::vector<C> x(std::size_t(nz) * na * block, C(0));
-#pragma omp parallel for schedule(dynamic) num_threads(threads)
-    for (int column = 0; column < 3 * nz; ++column) {
-      const int p = column / 3, j = column % 3, t = thread_index();
-      std::vector<C>&c = cs[t], &y = ys[t];
-      for (int a = 0; a < na; ++a)
-        for (int m = 0; m < nm; ++m) c[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
-      z[t]->apply(x.data(), c.data(), y.data(), nullptr);
-      for (int a = 0; a < na; ++a)
-        for (int m = 0; m < nm; ++m) {
-          c[(std::size_t(p) * na + a) * block + j * nm + m] = 0.0;
-          for (int i = 0; i < 3; ++i)
-            gpp[((std::size_t(a) * nm + m) * nz + p) * 9 + i * 3 + j] = y[(std::size_t(p) * na + a) * block + i * nm + m];
-        }
+  for (std::size_t io = 0; io < std::size_t(na) * nm; ++io) {
+    const GreenTensors t = green_tensors(g, io);
+    for (int p = 0; p < nz; ++p) {
+      const Tensor d = diagonal_green(t, g, io * nz + p);
+      std::copy(d.begin(), d.end(), &gpp[(io * nz + p) * 9]);
     }
   }
   // The pattern's terms: J (outputs 0..2) and D (outputs 3, 4); Laurent: J_i = χ ⊛ e_i.
@@ -235,28 +263,87 @@ void expect_regular_local(std::span<const double> largest, std::span<const doubl
 
 namespace {
 
-/// LU factors of `count` n×n matrices with partial pivoting, P A = L U, rounded to Real, column by
-/// column with the real parts of a column's n values first, then their imaginary parts (planar: the
-/// substitutions' inner loops are then plain real multiply-adds, which vectorise): matrix k's column j
-/// at lu[(k·n + j)·2n]. Each column holds L below the diagonal (its unit diagonal implied), U above it
-/// and 1/U_jj on it (a multiplication instead of a division in the back substitution); rows[k·n + i]
-/// is the row of matrix k that row i of P A is.
+/// LU factors of `count` n×n matrices with partial pivoting, rounded to Real. Each matrix's unknowns
+/// form up to three groups that no element couples (component_groups; one group when all couple),
+/// ordered group by group, each group's unknowns in their order: matrix k is block diagonal in that
+/// order, blocks of sizes[k·3 + g] (0: no such group), and each block S_g has factors P S_g = L U.
+/// A block of size m is stored column by column with the real parts of a column's m values first,
+/// then their imaginary parts (planar: the substitutions' inner loops are then plain real
+/// multiply-adds, which vectorise), the blocks one after another from lu[offsets[k]]. Each column
+/// holds L below the diagonal (its unit diagonal implied), U above it and 1/U_jj on it (a
+/// multiplication instead of a division in the back substitution). Solving A x = b: v[i] =
+/// b[rows[k·n + i]] (the grouping and the pivoting), v ← U⁻¹ L⁻¹ v per block, x[columns[k·n + i]] = v[i].
 template <class Real>
 struct LuFactors {
   std::size_t n = 0;
   std::vector<Real> lu;
-  std::vector<int> rows;
+  std::vector<std::size_t> offsets;
+  std::vector<int> rows, columns, sizes;
 };
 
-/// Factors the matrices in place in complex128 (OpenMP over the matrices), checks them with
-/// `expect_regular` (largest element, smallest pivot) and returns the factors rounded to Real.
+/// The Cartesian components (x, y, z) of a matrix's unknowns that couple: group[c] is the smallest
+/// component c is connected to through non-zero elements between the components. Without conical
+/// incidence (φ = 0, every t̂ along x, ê along y) and with mean tensors and kernels that do not mix y
+/// with x, z (1D gratings), Ā and L_p split exactly into a y part and an (x, z) part.
+std::array<int, 3> component_groups(const std::complex<double>* a, std::size_t n, const std::vector<int>& component) {
+  bool coupled[3][3] = {};
+  for (std::size_t j = 0; j < n; ++j)
+    for (std::size_t i = 0; i < n; ++i)
+      if (component[i] != component[j] && a[j * n + i] != 0.0) coupled[component[i]][component[j]] = true;
+  std::array<int, 3> group{0, 1, 2};
+  for (int pass = 0; pass < 2; ++pass)  // two passes settle the connectivity of three nodes
+    for (int c = 0; c < 3; ++c)
+      for (int d = 0; d < 3; ++d)
+        if (coupled[c][d] || coupled[d][c]) group[c] = group[d] = std::min(group[c], group[d]);
+  return group;
+}
+
+/// Partial-pivoting LU of the n×n column-major matrix a in place, group by group (component_groups):
+/// each group's submatrix S_g is factored alone, P S_g = L U, and its factors are written back at
+/// the group's elements of a (elements between groups are zero and stay so). rows, columns, sizes:
+/// LuFactors' arrays of this matrix. Returns the smallest |U_ii|. Factoring the groups alone is
+/// exact: partial pivoting on all of a would choose the same pivots (its candidates outside the
+/// group are zero), at a third of the flops for a y | (x, z) split.
+double factor_in_place(std::complex<double>* a, std::size_t n, const std::vector<int>& component, int* rows,
+                       int* columns, int* sizes) {
+  const std::array<int, 3> group = component_groups(a, n, component);
+  double smallest = INFINITY;
+  std::size_t start = 0;
+  for (int g = 0; g < 3; ++g) {
+    std::vector<std::size_t> members;  // ascending
+    for (std::size_t i = 0; i < n; ++i)
+      if (group[component[i]] == g) members.push_back(i);
+    sizes[g] = int(members.size());
+    if (members.empty()) continue;
+    const Eigen::Index m = Eigen::Index(members.size());
+    Eigen::MatrixXcd sub(m, m);
+    for (Eigen::Index j = 0; j < m; ++j)
+      for (Eigen::Index i = 0; i < m; ++i) sub(i, j) = a[members[j] * n + members[i]];
+    const Eigen::PartialPivLU<Eigen::MatrixXcd> lu(sub);
+    // Eigen's P moves row i to row indices(i) (P S = L U): row indices(i) of P S is row i of S.
+    const auto& moved_to = lu.permutationP().indices();
+    for (Eigen::Index i = 0; i < m; ++i) {
+      rows[start + std::size_t(moved_to(i))] = int(members[std::size_t(i)]);
+      columns[start + std::size_t(i)] = int(members[std::size_t(i)]);
+    }
+    for (Eigen::Index j = 0; j < m; ++j)
+      for (Eigen::Index i = 0; i < m; ++i) a[members[j] * n + members[i]] = lu.matrixLU()(i, j);
+    smallest = std::min(smallest, lu.matrixLU().diagonal().cwiseAbs().minCoeff());
+    start += members.size();
+  }
+  return smallest;
+}
+
+/// Factors the matrices in place in complex128 (OpenMP over the matrices; factor_in_place, with
+/// component[i] the Cartesian component of unknown i), checks them with `expect_regular` (largest
+/// element, smallest pivot) and returns the factors rounded to Real.
 template <class Real, class Check>
 LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t n, std::size_t count,
-                       Check expect_regular) {
-  GS_EXPECTS(matrices.size() == n * n * count, "factor: matrix sizes");
-  LuFactors<Real> out{n, std::vector<Real>(2 * matrices.size()), std::vector<int>(n * count)};
+                       const std::vector<int>& component, Check expect_regular) {
+  GS_EXPECTS(matrices.size() == n * n * count && component.size() == n, "factor: matrix sizes");
+  LuFactors<Real> out{n, {}, std::vector<std::size_t>(count), std::vector<int>(n * count), std::vector<int>(n * count),
+                      std::vector<int>(3 * count)};
   std::vector<double> largest(count), smallest_pivot(count);
-  const Eigen::Index en = Eigen::Index(n);
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t k = 0; k < std::ptrdiff_t(count); ++k) {
     std::complex<double>* a = &matrices[std::size_t(k) * n * n];
@@ -266,36 +353,74 @@ LuFactors<Real> factor(std::vector<std::complex<double>>& matrices, std::size_t 
       scale = std::isfinite(v) ? std::max(scale, v) : INFINITY;
     }
     largest[std::size_t(k)] = std::sqrt(scale);
-    Eigen::Map<Eigen::MatrixXcd> map(a, en, en);
-    Eigen::Ref<Eigen::MatrixXcd> ref(map);
-    const Eigen::PartialPivLU<Eigen::Ref<Eigen::MatrixXcd>> lu(ref);  // in place: ref holds L and U now
-    smallest_pivot[std::size_t(k)] = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
-    // Eigen's P moves row i to row indices(i) (P A = L U); rows[] is its inverse, the gather P x.
-    const auto& moved_to = lu.permutationP().indices();
-    int* rows = &out.rows[std::size_t(k) * n];
-    for (Eigen::Index i = 0; i < en; ++i) rows[moved_to(i)] = int(i);
-    for (std::size_t j = 0; j < n; ++j) {
-      Real* column = &out.lu[(std::size_t(k) * n + j) * 2 * n];
-      for (std::size_t i = 0; i < n; ++i) {
-        const std::complex<double> v = i == j ? 1.0 / a[j * n + i] : a[j * n + i];
-        column[i] = Real(v.real());
-        column[n + i] = Real(v.imag());
+    const std::size_t at = std::size_t(k) * n;
+    smallest_pivot[std::size_t(k)] =
+        factor_in_place(a, n, component, &out.rows[at], &out.columns[at], &out.sizes[3 * std::size_t(k)]);
+  }
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    out.offsets[k] = total;
+    for (int g = 0; g < 3; ++g) total += 2 * std::size_t(out.sizes[3 * k + g]) * std::size_t(out.sizes[3 * k + g]);
+  }
+  out.lu.resize(total);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t k = 0; k < std::ptrdiff_t(count); ++k) {
+    const std::complex<double>* a = &matrices[std::size_t(k) * n * n];
+    const int* columns = &out.columns[std::size_t(k) * n];
+    Real* block = &out.lu[out.offsets[std::size_t(k)]];
+    for (int g = 0; g < 3; ++g) {
+      const std::size_t m = std::size_t(out.sizes[3 * std::size_t(k) + g]);
+      for (std::size_t j = 0; j < m; ++j) {
+        Real* column = block + j * 2 * m;
+        for (std::size_t i = 0; i < m; ++i) {
+          const std::complex<double> v = a[std::size_t(columns[j]) * n + std::size_t(columns[i])];
+          const std::complex<double> stored = i == j ? 1.0 / v : v;
+          column[i] = Real(stored.real());
+          column[m + i] = Real(stored.imag());
+        }
       }
+      block += 2 * m * m;
+      columns += m;
     }
   }
   expect_regular(std::span<const double>(largest), std::span<const double>(smallest_pivot));
   return out;
 }
 
-/// v ← A⁻¹ v for `k` vectors of n values, planar (vector r's real parts at re[r·n], imaginary parts
-/// at im[r·n]), already gathered in the order of P A (rows[]), from A's factors (`lu`: its 2n² values):
-/// the forward substitution with the unit lower L, then the back substitution with U, in panels of
-/// `panel` columns: the panel's own triangle first, then one pass over the rest of the vector for
-/// all its columns (a pass per column would load and store the vector `panel` times as often). The
-/// factors are read contiguously: n² complex multiply-adds per vector, as a product with A⁻¹. Sums in
-/// double.
+/// The panel update of both substitutions: v_r[i] −= Σ_c column_c[i] x_r[c] for rows [begin, end),
+/// the panel's columns c (real parts cr[c], imaginary parts ci[c]) and the K vectors (planar: v_r's
+/// real parts at re[r·stride], imaginary parts at im[r·stride]), summed over the panel in double
+/// before one store per row.
+template <class Real, std::size_t K, std::size_t Panel>
+void panel_update(const Real* const (&cr)[Panel], const Real* const (&ci)[Panel], const double (&xr)[K][Panel],
+                  const double (&xi)[K][Panel], std::size_t begin, std::size_t end, std::size_t stride,
+                  double* __restrict__ re, double* __restrict__ im) {
+  for (std::size_t i = begin; i < end; ++i) {
+    double sr[K] = {}, si[K] = {};
+    for (std::size_t c = 0; c < Panel; ++c) {
+      const double ar = double(cr[c][i]), ai = double(ci[c][i]);
+      for (std::size_t r = 0; r < K; ++r) {
+        sr[r] += ar * xr[r][c] - ai * xi[r][c];
+        si[r] += ar * xi[r][c] + ai * xr[r][c];
+      }
+    }
+    for (std::size_t r = 0; r < K; ++r) {
+      re[r * stride + i] -= sr[r];
+      im[r * stride + i] -= si[r];
+    }
+  }
+}
+
+/// v ← S⁻¹ v for K vectors of n values, planar (vector r's real parts at re[r·stride], imaginary
+/// parts at im[r·stride]), already gathered in the order of P S, from the factors of one n×n block S
+/// (`lu`: its 2n² values, LuFactors): the forward substitution with the unit lower L, then the back
+/// substitution with U, in panels of `panel` columns: the panel's own triangle first, then one pass
+/// over the rest of the vector for all its columns (a pass per column would load and store the
+/// vector `panel` times as often). The factors are read contiguously: n² complex multiply-adds per
+/// vector, as a product with S⁻¹. Sums in double.
 template <class Real, std::size_t K>
-void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __restrict__ re, double* __restrict__ im) {
+void lu_solve_together(const Real* __restrict__ lu, std::size_t n, std::size_t stride, double* __restrict__ re,
+                       double* __restrict__ im) {
   constexpr std::size_t panel = 4;
   const auto column = [&](std::size_t j) { return lu + 2 * j * n; };  // real parts; imaginary at + n
   // L: columns [j, j + w), then rows [j + w, n) for all of them
@@ -308,7 +433,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       cr[c] = column(j + c);
       ci[c] = cr[c] + n;
       for (std::size_t r = 0; r < K; ++r) {
-        double *yr = re + r * n, *yi = im + r * n;
+        double *yr = re + r * stride, *yi = im + r * stride;
         xr[r][c] = yr[j + c];
         xi[r][c] = yi[j + c];
         for (std::size_t i = c + 1; i < w; ++i) {
@@ -318,20 +443,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       }
     }
     if (w < panel) break;  // the last, partial panel has nothing below it
-    for (std::size_t i = j + panel; i < n; ++i) {
-      double sr[K] = {}, si[K] = {};
-      for (std::size_t c = 0; c < panel; ++c) {
-        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
-        for (std::size_t r = 0; r < K; ++r) {
-          sr[r] += ar * xr[r][c] - ai * xi[r][c];
-          si[r] += ar * xi[r][c] + ai * xr[r][c];
-        }
-      }
-      for (std::size_t r = 0; r < K; ++r) {
-        re[r * n + i] -= sr[r];
-        im[r * n + i] -= si[r];
-      }
-    }
+    panel_update<Real, K, panel>(cr, ci, xr, xi, j + panel, n, stride, re, im);
   }
   // U: columns [j − w, j) from the last, then rows [0, j − w) for all of them
   for (std::size_t j = n; j > 0;) {
@@ -345,7 +457,7 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       ci[c] = cr[c] + n;
       const double dr = double(cr[c][col]), di = double(ci[c][col]);  // 1/U_col,col
       for (std::size_t r = 0; r < K; ++r) {
-        double *yr = re + r * n, *yi = im + r * n;
+        double *yr = re + r * stride, *yi = im + r * stride;
         xr[r][c] = dr * yr[col] - di * yi[col];
         xi[r][c] = dr * yi[col] + di * yr[col];
         yr[col] = xr[r][c];
@@ -360,29 +472,27 @@ void lu_solve_together(const Real* __restrict__ lu, std::size_t n, double* __res
       cr[c] = cr[0];
       ci[c] = ci[0];
     }
-    for (std::size_t i = 0; i < first; ++i) {
-      double sr[K] = {}, si[K] = {};
-      for (std::size_t c = 0; c < panel; ++c) {
-        const double ar = double(cr[c][i]), ai = double(ci[c][i]);
-        for (std::size_t r = 0; r < K; ++r) {
-          sr[r] += ar * xr[r][c] - ai * xi[r][c];
-          si[r] += ar * xi[r][c] + ai * xr[r][c];
-        }
-      }
-      for (std::size_t r = 0; r < K; ++r) {
-        re[r * n + i] -= sr[r];
-        im[r * n + i] -= si[r];
-      }
-    }
+    panel_update<Real, K, panel>(cr, ci, xr, xi, 0, first, stride, re, im);
     j = first;
   }
 }
 
+/// v ← A⁻¹ v for k vectors (planar, vector r at re[r·n], im[r·n], gathered by rows[]: LuFactors)
+/// from matrix `matrix`'s factors, block by block.
 template <class Real>
-void lu_solve(const Real* lu, std::size_t n, double* re, double* im, std::size_t k) {
-  std::size_t r = 0;
-  for (; r + 2 <= k; r += 2) lu_solve_together<Real, 2>(lu, n, re + r * n, im + r * n);
-  if (r < k) lu_solve_together<Real, 1>(lu, n, re + r * n, im + r * n);
+void lu_solve(const LuFactors<Real>& factors, std::size_t matrix, double* re, double* im, std::size_t k) {
+  const std::size_t n = factors.n;
+  const Real* lu = &factors.lu[factors.offsets[matrix]];
+  std::size_t start = 0;
+  for (int g = 0; g < 3; ++g) {
+    const std::size_t m = std::size_t(factors.sizes[3 * matrix + g]);
+    if (m == 0) continue;
+    std::size_t r = 0;
+    for (; r + 2 <= k; r += 2) lu_solve_together<Real, 2>(lu, m, n, re + r * n + start, im + r * n + start);
+    if (r < k) lu_solve_together<Real, 1>(lu, m, n, re + r * n + start, im + r * n + start);
+    lu += 2 * m * m;
+    start += m;
+  }
 }
 
 template <class Real>
@@ -396,10 +506,14 @@ class HostPreconditioner final : public Preconditioner<Real> {
             "preconditioner: the averaged and local parts disagree in size");
     for (int a : rhs_) GS_EXPECTS(a >= 0 && a < incidences_, "preconditioner: rhs names an unknown incidence");
     const int orders = orders_, slices = slices_;
-    averaged_ = factor<Real>(averaged.matrices, averaged.n(), averaged.count(),
+    // Unknown i of Ā is (slice i / 3, component i % 3), of L_p (component i / orders, order i % orders).
+    std::vector<int> averaged_component(averaged.n()), local_component(local.n());
+    for (std::size_t i = 0; i < averaged.n(); ++i) averaged_component[i] = int(i % 3);
+    for (std::size_t i = 0; i < local.n(); ++i) local_component[i] = int(i / std::size_t(orders));
+    averaged_ = factor<Real>(averaged.matrices, averaged.n(), averaged.count(), averaged_component,
                              [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
     averaged.matrices = {};  // the complex128 matrices go before the next part's factors come
-    local_ = factor<Real>(local.matrices, local.n(), local.count(),
+    local_ = factor<Real>(local.matrices, local.n(), local.count(), local_component,
                           [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
     const BatchLayout l{std::size_t(slices_), rhs_.size(), 3 * std::size_t(orders_)};
     t1_.resize(l.size());
@@ -455,8 +569,9 @@ class HostPreconditioner final : public Preconditioner<Real> {
         re[i] = double(in[rows[i]].real());
         im[i] = double(in[rows[i]].imag());
       }
-      lu_solve(&local_.lu[k * 2 * n * n], n, re, im, 1);
-      for (std::size_t i = 0; i < n; ++i) y[std::size_t(pr) * n + i] = Complex(Real(re[i]), Real(im[i]));
+      lu_solve(local_, k, re, im, 1);
+      const int* columns = &local_.columns[k * n];
+      for (std::size_t i = 0; i < n; ++i) y[std::size_t(pr) * n + std::size_t(columns[i])] = Complex(Real(re[i]), Real(im[i]));
     }
   }
 
@@ -492,9 +607,11 @@ class HostPreconditioner final : public Preconditioner<Real> {
           re[k * n + i] = double(v.real());
           im[k * n + i] = double(v.imag());
         }
-      lu_solve(&averaged_.lu[std::size_t(am) * 2 * n * n], n, re, im, mine.size());
+      lu_solve(averaged_, std::size_t(am), re, im, mine.size());
+      const int* columns = &averaged_.columns[std::size_t(am) * n];
       for (std::size_t k = 0; k < mine.size(); ++k)
-        for (std::size_t i = 0; i < n; ++i) y[at(i, std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
+        for (std::size_t i = 0; i < n; ++i)
+          y[at(std::size_t(columns[i]), std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
     }
   }
 

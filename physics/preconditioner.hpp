@@ -17,8 +17,9 @@
 // (Ā⁻¹ alone was measured too: on a wire-grid polariser in p it took 3–6× more iterations than no
 // preconditioner; the product is better or equal on every case measured, see the closing note of #10.)
 //
-// Both parts are assembled with the solver's own host z-operator (so K is exactly the solver's;
-// docs/formulation.md §6 is implemented once), in complex128, then factored by partial-pivoting LU in
+// Both parts are assembled from the z-operator's own GreenCoefficients (the same exponentials, weights
+// and self terms: docs/formulation.md §6, written out per 3×3 block in O(1) each, docs/solver.md §6),
+// in complex128, then factored by partial-pivoting LU in
 // complex128: on the host the LU factors are kept (rounded to Real) and applied by two triangular
 // solves, on the device (device.hpp) cuBLAS inverts them and the inverses are kept (rounded to Real):
 //   memory  (3Nz)²·orders·incidences + (3·orders)²·Nz·incidences complex numbers;
@@ -117,7 +118,9 @@ class Preconditioner {
 };
 
 /// Host application of P = L⁻¹ L̄ Ā⁻¹: factors every Ā and L_p (partial-pivoting LU in complex128,
-/// OpenMP over the matrices; throws as expect_regular_* does) and keeps the factors rounded to Real.
+/// OpenMP over the matrices; throws as expect_regular_* does) and keeps the factors rounded to Real;
+/// a matrix whose Cartesian components split into groups that no element couples (φ = 0 on a 1D
+/// grating: y | x, z) is factored and applied group by group (docs/solver.md §6).
 /// apply: OpenMP over (incidence, order) for Ā⁻¹ (gathering the n values of the incidence's rhs, both
 /// solved in one pass over the factors) and over (slice, rhs) blocks for L⁻¹, each a forward and a
 /// back substitution summed in complex128. rhs_incidence[r] names rhs r's incidence.

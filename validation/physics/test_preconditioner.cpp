@@ -2,6 +2,7 @@
 // uniform stacks; one slice), preconditioned solves agree with unpreconditioned ones to the solver
 // tolerance, and the preconditioner makes a high-contrast p-polarised case converge in a fraction of
 // the iterations.
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -37,6 +38,37 @@ TEST_CASE("the host application from LU factors equals the product with dense in
       std::vector<std::complex<double>> y(x.size(), test::poison<double>());
       p->apply(x.data(), y.data(), nullptr);
       CHECK(test::relative_difference(y, test::dense_apply(averaged, local, rhs, x)) < 1e-12);
+    }
+}
+
+TEST_CASE("the host application equals dense inverses when the components decouple (random block matrices)", "[physics][preconditioner]") {
+  // Ā and L_p split into groups of Cartesian components without conical incidence (y | x, z); the
+  // factorisation then factors each group alone. Random matrices with the elements between groups
+  // zeroed, for the 1D split and for three separate components, against Eigen's dense inverses.
+  using Groups = std::array<int, 3>;
+  for (const Groups& groups : {Groups{0, 1, 0}, Groups{0, 1, 2}})
+    for (const auto& [orders, slices] : {std::pair{5, 3}, std::pair{4, 4}, std::pair{1, 1}}) {
+      INFO(orders << " orders, " << slices << " slices, groups " << groups[0] << groups[1] << groups[2]);
+      auto [averaged, local] = test::random_parts(2, orders, slices);
+      const std::size_t n = averaged.n(), n_l = local.n();
+      for (std::size_t k = 0; k < averaged.count(); ++k)  // unknown i of Ā: component i % 3
+        for (std::size_t j = 0; j < n; ++j)
+          for (std::size_t i = 0; i < n; ++i)
+            if (groups[i % 3] != groups[j % 3]) averaged.matrices[(k * n + j) * n + i] = 0.0;
+      for (std::size_t k = 0; k < local.count(); ++k)  // unknown i of L_p: component i / orders
+        for (std::size_t j = 0; j < n_l; ++j)
+          for (std::size_t i = 0; i < n_l; ++i)
+            if (groups[i / orders] != groups[j / orders]) local.matrices[(k * n_l + j) * n_l + i] = 0.0;
+      const std::vector<int> rhs{0, 0, 1, 1};
+      const auto p = make_host_preconditioner<double>(averaged, local, rhs);
+      const auto x = test::random_complex<double>(std::size_t(slices) * rhs.size() * 3 * orders);
+      std::vector<std::complex<double>> y(x.size(), test::poison<double>());
+      p->apply(x.data(), y.data(), nullptr);
+      CHECK(test::relative_difference(y, test::dense_apply(averaged, local, rhs, x)) < 1e-12);
+      // A singular group is still found: zero a y column of one L_p.
+      for (std::size_t i = 0; i < n_l; ++i) local.matrices[((1 * slices + 0) * n_l + orders) * n_l + i] = 0.0;
+      CHECK_THROWS_WITH(make_host_preconditioner<double>(averaged, local, rhs),
+                        Catch::Contains("slice block of slice 0 is singular"));
     }
 }
 
@@ -125,4 +157,120 @@ TEST_CASE("an ε = 12 lamellar grating in p converges in a third of the iteratio
   INFO("p iterations: " << without << " without, " << with << " with the preconditioner");
   CHECK(pre.solves[0][p_pol].converged);
   CHECK(3 * with <= without);
+}
+
+namespace {
+
+/// max over the matrices of max |a − b| / max |b| (one matrix: `size` consecutive values).
+double matrixwise_difference(const std::vector<std::complex<double>>& a, const std::vector<std::complex<double>>& b,
+                             std::size_t size) {
+  REQUIRE(a.size() == b.size());
+  double worst = 0;
+  for (std::size_t k = 0; k < a.size(); k += size) {
+    double err = 0, scale = 0;
+    for (std::size_t i = k; i < k + size; ++i) {
+      err = std::max(err, std::abs(a[i] - b[i]));
+      scale = std::max(scale, std::abs(b[i]));
+    }
+    worst = std::max(worst, err / scale);
+  }
+  return worst;
+}
+
+/// A lamellar grating or the crossed one with a random absorbing ridge, at random oblique (conical)
+/// incidences: every component of the Green tensors is non-zero.
+Structure random_grating(bool one_dimensional, int slices) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Structure s = one_dimensional ? test::lamellar(slices) : test::crossed(slices);
+  Rectangle& ridge = std::get<Rectangle>(one_dimensional ? s.layers[0].shapes[0] : s.layers[0].shapes[1]);
+  ridge.material = Material::constant_permittivity({2.0 + 10.0 * u(test::rng()), 0.5 * u(test::rng())});
+  return s;
+}
+
+std::vector<Incidence> random_incidences() {
+  std::uniform_real_distribution<double> theta(5.0, 70.0), phi(0.0, 90.0);
+  return {{1.0, theta(test::rng()), phi(test::rng())}, {1.0, theta(test::rng()), 0.0}};
+}
+
+}  // namespace
+
+TEST_CASE("the assembled Ā and L̄ equal the z-operator on unit vectors and L_p the diagonal blocks of A", "[physics][preconditioner]") {
+  // Independent references: Ā column by column from the host z-operator (the solver's K, swept) on
+  // unit vectors, one (incidence, order, slice, component) at a time, with the mean tensors as the
+  // source; L_p column by column from the solver's whole operator A (convolution engine + z-operator)
+  // on unit vectors, read in the slice's own rows. L̄_p is Ā's diagonal block (p, p).
+  using C = std::complex<double>;
+  for (Formulation formulation : test::formulations)
+    for (bool one_dimensional : {true, false}) {
+      INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
+      const std::vector<Incidence> inc = random_incidences();
+      std::vector<std::string> warnings;
+      ProblemSettings settings;
+      settings.m1 = 3;
+      settings.m2 = one_dimensional ? 0 : 1;
+      settings.backend = conv::Backend::cpu_direct;
+      settings.formulation = formulation;
+      DiscreteProblem<double> problem(random_grating(one_dimensional, 3), inc, settings, 1, warnings);
+      const int slices = int(problem.layout().slices);
+      const conv::Problem& pattern = problem.convolution().problem();
+      const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
+      std::vector<MeanTensors> tensors;
+      for (int p = 0; p < slices; ++p)
+        tensors.push_back(mean_tensors(pattern, std::span(problem.kernels()).subspan(p * per_slice, per_slice)));
+      const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
+      const AveragedMatrices averaged = averaged_matrices(g, tensors);
+      const LocalMatrices local = local_matrices(g, pattern, problem.kernels(), tensors);
+      const int na = g.incidences, nm = g.orders, nz = g.slices;
+      const std::size_t n = 3 * std::size_t(nz), block = 3 * std::size_t(nm);
+
+      std::vector<C> reference(averaged.matrices.size(), test::poison<double>());
+      std::vector<C> reference_bar(local.averaged.size(), test::poison<double>());
+      std::vector<int> one_rhs_per_incidence(std::size_t(na), 0);
+      for (int a = 0; a < na; ++a) one_rhs_per_incidence[std::size_t(a)] = a;
+      const auto z = make_host_z_operator<double>(g, one_rhs_per_incidence, 5);
+      std::vector<C> x(std::size_t(nz) * na * block), c(std::size_t(nz) * na * 5 * nm), y(x.size());
+      for (int a = 0; a < na; ++a)
+        for (int m = 0; m < nm; ++m)
+          for (int p = 0; p < nz; ++p)
+            for (int j = 0; j < 3; ++j) {
+              std::fill(x.begin(), x.end(), C(0));
+              std::fill(c.begin(), c.end(), C(0));
+              x[(std::size_t(p) * na + a) * block + j * nm + m] = 1.0;
+              for (int comp = 0; comp < 3; ++comp)
+                c[(std::size_t(p) * na + a) * 5 * nm + comp * nm + m] = tensors[p].c[comp * 3 + j];
+              for (int comp = 0; comp < 2; ++comp)
+                c[(std::size_t(p) * na + a) * 5 * nm + (3 + comp) * nm + m] = tensors[p].d[comp * 3 + j];
+              z->apply(x.data(), c.data(), y.data(), nullptr);
+              for (int q = 0; q < nz; ++q)
+                for (int i = 0; i < 3; ++i) {
+                  const C v = y[(std::size_t(q) * na + a) * block + i * nm + m];
+                  reference[((std::size_t(a) * nm + m) * n + std::size_t(p) * 3 + j) * n + std::size_t(q) * 3 + i] = v;
+                  if (q == p) reference_bar[((std::size_t(a) * nm + m) * nz + p) * 9 + i * 3 + j] = v;
+                }
+            }
+      const double averaged_error = matrixwise_difference(averaged.matrices, reference, n * n);
+      const double bar_error = matrixwise_difference(local.averaged, reference_bar, 9);
+      INFO("Ā: " << averaged_error << ", L̄: " << bar_error);
+      CHECK(averaged_error < 1e-13);
+      CHECK(bar_error < 1e-13);
+
+      // L_p: rhs 2a is incidence a's s right-hand side (DiscreteProblem's order: s, p per incidence).
+      const BatchLayout& l = problem.layout();
+      const std::size_t n_l = local.n(), nr = l.rhs;
+      std::vector<C> reference_local(local.matrices.size(), test::poison<double>());
+      std::vector<C> unit(l.size()), column(l.size());
+      for (int p = 0; p < nz; ++p)
+        for (std::size_t j = 0; j < n_l; ++j) {  // j = component·orders + m
+          std::fill(unit.begin(), unit.end(), C(0));
+          for (int a = 0; a < na; ++a) unit[(std::size_t(p) * nr + 2 * std::size_t(a)) * block + j] = 1.0;
+          problem.apply(unit.data(), column.data());
+          for (int a = 0; a < na; ++a)
+            for (std::size_t i = 0; i < n_l; ++i)
+              reference_local[((std::size_t(a) * nz + p) * n_l + j) * n_l + i] =
+                  column[(std::size_t(p) * nr + 2 * std::size_t(a)) * block + i];
+        }
+      const double local_error = matrixwise_difference(local.matrices, reference_local, n_l * n_l);
+      INFO("L_p: " << local_error);
+      CHECK(local_error < 1e-12);
+    }
 }
