@@ -655,12 +655,21 @@ class HostCoarsePreconditioner final : public Preconditioner<Real> {
     for (int a : rhs_) GS_EXPECTS(a >= 0 && a < coarse.incidences, "coarse preconditioner: rhs names an unknown incidence");
     factors_ = factor<Real>(coarse.matrices, coarse.n(), std::size_t(coarse.incidences),
                             [](auto largest, auto pivots) { expect_regular_coarse(largest, pivots); });
+    std::size_t most = 0;
+    for (int a = 0; a < coarse.incidences; ++a) {
+      std::vector<int> mine;
+      for (std::size_t r = 0; r < rhs_.size(); ++r)
+        if (rhs_[r] == a) mine.push_back(int(r));
+      most = std::max(most, mine.size());
+      rhs_of_.push_back(std::move(mine));
+    }
 #ifdef _OPENMP
     const int threads = omp_get_max_threads();
 #else
     const int threads = 1;
 #endif
-    scratch_.resize(std::size_t(threads) * 2 * factors_.n);
+    scratch_per_thread_ = 2 * factors_.n * most;
+    scratch_.resize(std::size_t(threads) * scratch_per_thread_);
   }
 
   [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
@@ -673,23 +682,29 @@ class HostCoarsePreconditioner final : public Preconditioner<Real> {
       const std::size_t pi = u / nc;
       return ((pi / 3) * nr + r) * 3 * nm + (pi % 3) * nm + std::size_t(coarse_orders_[u % nc]);
     };
+    // Per incidence, all its rhs in one pass over the factors (the factors' n² values dominate the
+    // memory traffic); OpenMP over the incidences.
 #pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t rr = 0; rr < std::ptrdiff_t(nr); ++rr) {
-      const std::size_t r = std::size_t(rr), a = std::size_t(rhs_[r]);
+    for (std::ptrdiff_t ia = 0; ia < std::ptrdiff_t(rhs_of_.size()); ++ia) {
+      const std::size_t a = std::size_t(ia);
+      const std::vector<int>& mine = rhs_of_[a];
 #ifdef _OPENMP
-      double* re = &scratch_[std::size_t(omp_get_thread_num()) * 2 * n];
+      double* re = &scratch_[std::size_t(omp_get_thread_num()) * scratch_per_thread_];
 #else
       double* re = scratch_.data();
 #endif
-      double* im = re + n;
+      double* im = re + mine.size() * n;
       const int* rows = &factors_.rows[a * n];
-      for (std::size_t i = 0; i < n; ++i) {
-        const Complex v = x[at(std::size_t(rows[i]), r)];
-        re[i] = double(v.real());
-        im[i] = double(v.imag());
-      }
-      lu_solve(&factors_.lu[a * 2 * n * n], n, re, im, 1);
-      for (std::size_t i = 0; i < n; ++i) y[at(i, r)] = Complex(Real(re[i]), Real(im[i]));
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        for (std::size_t i = 0; i < n; ++i) {
+          const Complex v = x[at(std::size_t(rows[i]), std::size_t(mine[k]))];
+          re[k * n + i] = double(v.real());
+          im[k * n + i] = double(v.imag());
+        }
+      lu_solve(&factors_.lu[a * 2 * n * n], n, re, im, mine.size());
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        for (std::size_t i = 0; i < n; ++i)
+          y[at(i, std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
     }
   }
 
@@ -698,8 +713,10 @@ class HostCoarsePreconditioner final : public Preconditioner<Real> {
   std::vector<int> rhs_;
   int orders_;
   std::vector<int> coarse_orders_;
+  std::vector<std::vector<int>> rhs_of_;  // per incidence, its rhs
   LuFactors<Real> factors_;
   std::vector<double> scratch_;
+  std::size_t scratch_per_thread_ = 0;
 };
 
 }  // namespace

@@ -178,7 +178,8 @@ std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedMatrices 
 /// The coarse preconditioner on the host: `averaged` (Ā⁻¹ alone, from make_host_preconditioner with an
 /// empty `local`) applied, then the coarse entries replaced by A_c⁻¹ x_c: A_c's partial-pivoting LU in
 /// complex128 (throws as expect_regular_coarse), factors rounded to Real, a forward and a back
-/// substitution per rhs (OpenMP over the rhs). `orders`: all orders of the batched layout.
+/// substitution per rhs, an incidence's rhs in one pass over its factors (OpenMP over the incidences).
+/// `orders`: all orders of the batched layout.
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_host_coarse_preconditioner(std::unique_ptr<Preconditioner<Real>> averaged,
                                                                       CoarseMatrices coarse, std::vector<int> rhs_incidence,

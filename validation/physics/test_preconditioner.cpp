@@ -6,6 +6,7 @@
 // cuts iterations on a 2D grating.
 #include <cmath>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "physics/preconditioner.hpp"
