@@ -134,9 +134,12 @@ struct CoarseMatrices {
   [[nodiscard]] std::size_t n() const { return std::size_t(3) * slices * orders.size(); }
 };
 
-/// Coarse unknowns at most (n of CoarseMatrices): the dense LU costs ~(8/3) n³ ≈ 1e10 real flops per
-/// incidence at this n, an application 4n² per right-hand side.
-constexpr std::size_t coarse_unknowns_limit = 1536;
+/// Coarse unknowns at most (n of CoarseMatrices): the dense LU costs (8/3) n³ real flops per incidence
+/// (6e8 at this n), an application 8n² per right-hand side. Measured (docs/solver.md §7, one core of the
+/// dev CPU, validation/peers 'rectangles' and 'pillars' at M = 6 and 10, 8 + 16 slices): at 1536
+/// (Mc = 3 at 8 slices, 2 at 16) the LU took 1.5–2 s per point and every case was slower in total than
+/// at 600 (Mc = 2 at 8 slices, 1 at 16; 0.2–0.3 s), which cut rectangles' total time 1.6× at both M.
+constexpr std::size_t coarse_unknowns_limit = 600;
 /// The coarse block's unknowns for coarse harmonics Mc (Mc1 = min(Mc, M1), Mc2 = min(Mc, M2)).
 std::size_t coarse_unknowns(int slices, int m1, int m2, int mc);
 /// The largest Mc ≥ 1 (Mc1, Mc2 as above, Mc ≤ max(M1, M2)) with coarse_unknowns ≤ coarse_unknowns_limit;
