@@ -349,8 +349,8 @@ __global__ void __launch_bounds__(coarse_threads)
   }
   __syncthreads();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
-  for (int i = blockIdx.x * coarse_rows_per_block + warp; i < min(n, (blockIdx.x + 1) * coarse_rows_per_block);
-       i += warps) {
+  const int first = int(blockIdx.x) * coarse_rows_per_block, end = min(n, first + coarse_rows_per_block);
+  for (int i = first + warp; i < end; i += warps) {
     const V* row = inverses + (std::size_t(a) * n + i) * n;
     double re = 0, im = 0;
     for (int j = lane; j < n; j += 32) {
