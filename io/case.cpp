@@ -828,6 +828,7 @@ class CaseReader {
           pc->fail("preconditioner applies to the iterative methods only");
         solver.preconditioner = pc->choice<physics::Preconditioning>({{"auto", physics::Preconditioning::automatic},
                                                                        {"averaged", physics::Preconditioning::averaged},
+                                                                       {"coarse", physics::Preconditioning::coarse},
                                                                        {"none", physics::Preconditioning::none}});
       }
     }

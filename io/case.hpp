@@ -87,7 +87,8 @@ struct SolverOptions {
   int restart = 40;         ///< GMRES restart length
   double tolerance = 1e-8;  ///< relative residual at which iterations stop
   int max_iterations = 500;
-  /// auto (the averaged preconditioner when it fits in a quarter of the memory left), averaged, none
+  /// auto (averaged for 1D, coarse for 2D lattices, when it fits in a quarter of the memory left), averaged,
+  /// coarse, none
   /// (physics/preconditioner.hpp)
   physics::Preconditioning preconditioner = physics::Preconditioning::automatic;
 };

@@ -116,5 +116,15 @@ std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedM
                                                                  const LocalMatrices& local,
                                                                  std::vector<int> rhs_incidence);
 
+/// The coarse preconditioner (preconditioner.hpp) on the device: `averaged` (Ā⁻¹ alone, from
+/// make_device_preconditioner with an empty `local`), then one launch replacing the coarse entries by
+/// A_c⁻¹ x_c, on the same stream. A_c is inverted by cuBLAS in complex128 (throws as
+/// expect_regular_coarse), the inverses kept rounded to Real (n² per incidence). Waits for the device
+/// before returning. `orders`: all orders of the batched layout.
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_device_coarse_preconditioner(std::unique_ptr<Preconditioner<Real>> averaged,
+                                                                        const CoarseMatrices& coarse,
+                                                                        std::vector<int> rhs_incidence, int orders);
+
 }  // namespace gratingsim::physics
 #endif

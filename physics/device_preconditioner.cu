@@ -14,6 +14,8 @@
 //   L⁻¹: one thread block per (slice, rhs), the contiguous block of 3·orders values gathered into
 //        shared memory, rows as for Ā⁻¹.
 // Memory traffic per apply: every matrix once, three passes over the batched vector.
+// With an empty LocalMatrices only the first launch runs, into y (Ā⁻¹ alone: the coarse
+// preconditioner's outer part). The coarse preconditioner adds one launch after it (apply_coarse).
 #include <cublas_v2.h>
 
 #include <cmath>
@@ -261,20 +263,24 @@ class DevicePreconditioner final : public Preconditioner<Real> {
     shared_bytes_ = std::size_t(per_) * averaged.n() * sizeof(double2);
     GS_EXPECTS(shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(averaged.slices) +
                                             " slices exceed the shared memory of one block; use preconditioner: none");
+    averaged_only_ = local.matrices.empty();  // Ā⁻¹ alone (the coarse preconditioner's outer part)
     local_shared_bytes_ = local.n() * sizeof(double2);
-    GS_EXPECTS(local_shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(nm_) +
-                                                  " orders exceed the shared memory of one block; use preconditioner: none");
+    GS_EXPECTS(averaged_only_ || local_shared_bytes_ <= 48 * 1024,
+               "device preconditioner: " + std::to_string(nm_) +
+                   " orders exceed the shared memory of one block; use preconditioner: none");
     const CublasHandle cublas;
     const int orders = nm_, slices = nz_;
     matrices_ = invert_on_device<V>(cublas, averaged.matrices, averaged.n(), averaged.count(),
                                     [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
-    local_ = invert_on_device<V>(cublas, local.matrices, local.n(), local.count(),
-                                 [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
-    local_averaged_ = DeviceBuffer<double2>(local.averaged.size());
-    local_averaged_.upload(std::span(reinterpret_cast<const double2*>(local.averaged.data()), local.averaged.size()));
-    const std::size_t vector = std::size_t(nz_) * nr_ * 3 * nm_;
-    t1_ = DeviceBuffer<V>(vector);
-    t2_ = DeviceBuffer<V>(vector);
+    if (!averaged_only_) {
+      local_ = invert_on_device<V>(cublas, local.matrices, local.n(), local.count(),
+                                   [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
+      local_averaged_ = DeviceBuffer<double2>(local.averaged.size());
+      local_averaged_.upload(std::span(reinterpret_cast<const double2*>(local.averaged.data()), local.averaged.size()));
+      const std::size_t vector = std::size_t(nz_) * nr_ * 3 * nm_;
+      t1_ = DeviceBuffer<V>(vector);
+      t2_ = DeviceBuffer<V>(vector);
+    }
     GS_CUDA_TRY(cudaDeviceSynchronize());  // the inversions ran on the legacy default stream; apply uses the problem's
   }
 
@@ -284,11 +290,13 @@ class DevicePreconditioner final : public Preconditioner<Real> {
     const auto* in = reinterpret_cast<const V*>(x);
     auto* out = reinterpret_cast<V*>(y);
     const unsigned blocks = unsigned(na_) * unsigned(nm_);
+    V* averaged_out = averaged_only_ ? out : t1_.data();
     if (per_ == 2)
-      apply_inverses<Real, 2><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, t1_.data(), nm_, nz_, nr_);
+      apply_inverses<Real, 2><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, averaged_out, nm_, nz_, nr_);
     else
-      apply_inverses<Real, 1><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, t1_.data(), nm_, nz_, nr_);
+      apply_inverses<Real, 1><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, averaged_out, nm_, nz_, nr_);
     GS_CUDA_CHECK_LAUNCH();
+    if (averaged_only_) return;
     const std::size_t elements = std::size_t(nz_) * nr_ * nm_;
     apply_local_averaged<Real><<<unsigned((elements + 255) / 256), 256, 0, stream>>>(local_averaged_.data(), t1_.data(),
                                                                                       t2_.data(), nm_, nz_, nr_, per_);
@@ -300,12 +308,120 @@ class DevicePreconditioner final : public Preconditioner<Real> {
 
  private:
   int nm_, nz_, na_, nr_, per_ = 0;
+  bool averaged_only_ = false;
   std::size_t shared_bytes_ = 0, local_shared_bytes_ = 0;
   DeviceBuffer<V> matrices_, local_, t1_, t2_;
   DeviceBuffer<double2> local_averaged_;
 };
 
+constexpr int coarse_threads = 256, coarse_rows_per_block = 32;  // 8 warps, 4 rows each
+
+/// y_c ← A_c⁻¹ x_c: one block per (rhs r = blockIdx.y, coarse_rows_per_block rows); the rhs's coarse
+/// vector x_c (n values, gathered from the batched layout) in shared memory, then one warp per row:
+/// a dot product of the row (inverses row-major per incidence: row i of incidence a at (a·n + i)·n, so
+/// a warp reads consecutive addresses) with x_c, summed in double and reduced by shuffles.
+/// Coarse unknown u = (p·3 + comp)·nc + mc sits at (p·nr + r)·3·nm + comp·nm + orders[mc].
+template <class Real>
+__global__ void __launch_bounds__(coarse_threads)
+    apply_coarse(const Complex2<Real>* __restrict__ inverses, const int* __restrict__ orders,
+                 const Complex2<Real>* x, Complex2<Real>* y, int n, int nc, int nm, int nr,
+                 int per) {
+  using V = Complex2<Real>;
+  extern __shared__ double2 gathered[];  // [n]
+  const int r = blockIdx.y, a = r / per;
+  const auto at = [&](int u) {
+    const int pc = u / nc;
+    return (std::size_t(pc / 3) * nr + r) * 3 * std::size_t(nm) + std::size_t(pc % 3) * nm + orders[u % nc];
+  };
+  for (int u = threadIdx.x; u < n; u += blockDim.x) {
+    const V v = x[at(u)];
+    gathered[u] = {double(v.x), double(v.y)};
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  const int first = int(blockIdx.x) * coarse_rows_per_block, end = min(n, first + coarse_rows_per_block);
+  for (int i = first + warp; i < end; i += warps) {
+    const V* row = inverses + (std::size_t(a) * n + i) * n;
+    double re = 0, im = 0;
+    for (int j = lane; j < n; j += 32) {
+      const V c = row[j];
+      const double2 v = gathered[j];
+      re += double(c.x) * v.x - double(c.y) * v.y;
+      im += double(c.x) * v.y + double(c.y) * v.x;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+      re += __shfl_down_sync(0xffffffffu, re, offset);
+      im += __shfl_down_sync(0xffffffffu, im, offset);
+    }
+    if (lane == 0) y[at(i)] = V{Real(re), Real(im)};
+  }
+}
+
+/// The coarse preconditioner on the device (make_device_coarse_preconditioner).
+template <class Real>
+class DeviceCoarsePreconditioner final : public Preconditioner<Real> {
+ public:
+  using typename Preconditioner<Real>::Complex;
+  using V = Complex2<Real>;
+
+  DeviceCoarsePreconditioner(std::unique_ptr<Preconditioner<Real>> averaged, const CoarseMatrices& coarse,
+                             const std::vector<int>& rhs_incidence, int orders)
+      : averaged_(std::move(averaged)), n_(int(coarse.n())), nc_(int(coarse.orders.size())), nm_(orders),
+        nr_(int(rhs_incidence.size())) {
+    GS_EXPECTS(averaged_->memory() == conv::Memory::device, "device coarse preconditioner: the outer part is on the host");
+    per_ = coarse.incidences > 0 ? nr_ / coarse.incidences : 0;
+    GS_EXPECTS(per_ >= 1 && per_ * coarse.incidences == nr_,
+               "device coarse preconditioner: expects the same number of right-hand sides per incidence");
+    for (int r = 0; r < nr_; ++r)
+      GS_EXPECTS(rhs_incidence[r] == r / per_, "device coarse preconditioner: right-hand sides must be grouped by incidence");
+    shared_bytes_ = coarse.n() * sizeof(double2);
+    GS_EXPECTS(shared_bytes_ <= 48 * 1024, "device coarse preconditioner: " + std::to_string(coarse.n()) +
+                                               " coarse unknowns exceed the shared memory of one block");
+    // A_c is column-major; the kernel reads A_c⁻¹ row-major, which is the column-major (A_cᵀ)⁻¹: invert
+    // the transposes (the same pivots' magnitudes up to the pivoting order, the same singularity test).
+    const std::size_t n = coarse.n();
+    std::vector<std::complex<double>> transposed(coarse.matrices.size());
+    for (std::size_t a = 0; a < std::size_t(coarse.incidences); ++a)
+      for (std::size_t j = 0; j < n; ++j)
+        for (std::size_t i = 0; i < n; ++i) transposed[(a * n + i) * n + j] = coarse.matrices[(a * n + j) * n + i];
+    const CublasHandle cublas;
+    inverses_ = invert_on_device<V>(cublas, transposed, n, std::size_t(coarse.incidences),
+                                    [](auto largest, auto pivots) { expect_regular_coarse(largest, pivots); });
+    orders_ = DeviceBuffer<int>(coarse.orders.size());
+    orders_.upload(coarse.orders);
+    GS_CUDA_TRY(cudaDeviceSynchronize());  // the inversion ran on the legacy default stream
+  }
+
+  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
+
+  void apply(const Complex* x, Complex* y, conv::Stream stream) override {
+    averaged_->apply(x, y, stream);  // every order, then the coarse ones overwritten (same stream)
+    const dim3 grid(unsigned((n_ + coarse_rows_per_block - 1) / coarse_rows_per_block), unsigned(nr_));
+    apply_coarse<Real><<<grid, coarse_threads, shared_bytes_, stream>>>(
+        inverses_.data(), orders_.data(), reinterpret_cast<const V*>(x), reinterpret_cast<V*>(y), n_, nc_, nm_, nr_, per_);
+    GS_CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  std::unique_ptr<Preconditioner<Real>> averaged_;
+  int n_, nc_, nm_, nr_, per_ = 0;
+  std::size_t shared_bytes_ = 0;
+  DeviceBuffer<V> inverses_;
+  DeviceBuffer<int> orders_;
+};
+
 }  // namespace
+
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_device_coarse_preconditioner(std::unique_ptr<Preconditioner<Real>> averaged,
+                                                                        const CoarseMatrices& coarse,
+                                                                        std::vector<int> rhs_incidence, int orders) {
+  return std::make_unique<DeviceCoarsePreconditioner<Real>>(std::move(averaged), coarse, rhs_incidence, orders);
+}
+template std::unique_ptr<Preconditioner<float>> make_device_coarse_preconditioner<float>(
+    std::unique_ptr<Preconditioner<float>>, const CoarseMatrices&, std::vector<int>, int);
+template std::unique_ptr<Preconditioner<double>> make_device_coarse_preconditioner<double>(
+    std::unique_ptr<Preconditioner<double>>, const CoarseMatrices&, std::vector<int>, int);
 
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedMatrices& averaged,

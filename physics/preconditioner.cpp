@@ -17,15 +17,17 @@ std::string_view to_string(Preconditioning p) {
   switch (p) {
     case Preconditioning::automatic: return "auto";
     case Preconditioning::averaged: return "averaged";
+    case Preconditioning::coarse: return "coarse";
     case Preconditioning::none: return "none";
   }
   return "?";
 }
 
 Preconditioning parse_preconditioning(std::string_view name) {
-  for (Preconditioning p : {Preconditioning::automatic, Preconditioning::averaged, Preconditioning::none})
+  for (Preconditioning p :
+       {Preconditioning::automatic, Preconditioning::averaged, Preconditioning::coarse, Preconditioning::none})
     if (name == to_string(p)) return p;
-  GS_EXPECTS(false, "unknown preconditioner '" + std::string(name) + "' (choose auto, averaged or none)");
+  GS_EXPECTS(false, "unknown preconditioner '" + std::string(name) + "' (choose auto, averaged, coarse or none)");
   return Preconditioning::none;
 }
 
@@ -36,24 +38,48 @@ std::size_t preconditioner_bytes(std::size_t slices, std::size_t orders, std::si
   return (averaged + local + scratch) * complex_bytes + 9 * orders * slices * incidences * 16;
 }
 
+std::size_t coarse_unknowns(int slices, int m1, int m2, int mc) {
+  return std::size_t(3) * slices * (2 * std::min(mc, m1) + 1) * (2 * std::min(mc, m2) + 1);
+}
+
+int coarse_harmonics(int slices, int m1, int m2) {
+  int best = 0;
+  for (int mc = 1; mc <= std::max(m1, m2) && coarse_unknowns(slices, m1, m2, mc) <= coarse_unknowns_limit; ++mc) best = mc;
+  return best;
+}
+
+std::size_t coarse_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
+                                        std::size_t coarse_unknowns, std::size_t real_bytes) {
+  const std::size_t n = 3 * slices, complex_bytes = 2 * real_bytes;
+  const std::size_t averaged = n * n * orders * incidences, coarse = coarse_unknowns * coarse_unknowns * incidences;
+  const std::size_t scratch = 2 * slices * 2 * incidences * 3 * orders;  // two batched vectors
+  return (averaged + coarse + scratch) * complex_bytes;
+}
+
 MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels) {
+  return kernel_tensors(problem, slice_kernels, 0, 0);
+}
+
+MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels, int d1,
+                           int d2) {
   const std::size_t size = problem.kernel_size();
-  GS_EXPECTS(slice_kernels.size() == std::size_t(problem.kernels) * size, "mean_tensors: kernel count of the slice");
-  // Coefficient (0, 0) sits at (0 + 2M1)·K2 + (0 + 2M2), K2 = 2N2 − 1 (convolution.hpp).
-  const std::size_t centre = std::size_t(problem.n1 - 1) * (2 * problem.n2 - 1) + std::size_t(problem.n2 - 1);
-  const auto mean = [&](int k) { return slice_kernels[std::size_t(k) * size + centre]; };
+  GS_EXPECTS(slice_kernels.size() == std::size_t(problem.kernels) * size, "kernel_tensors: kernel count of the slice");
+  GS_EXPECTS(std::abs(d1) < problem.n1 && std::abs(d2) < problem.n2, "kernel_tensors: offset beyond the kernels");
+  // Coefficient Δ sits at (d1 + 2M1)·K2 + (d2 + 2M2), K2 = 2N2 − 1 (convolution.hpp).
+  const std::size_t at = std::size_t(d1 + problem.n1 - 1) * (2 * problem.n2 - 1) + std::size_t(d2 + problem.n2 - 1);
+  const auto coefficient = [&](int k) { return slice_kernels[std::size_t(k) * size + at]; };
   MeanTensors t;
   if (problem.scalar()) {  // Laurent: J = χ ⊛ e for each component
-    for (int i = 0; i < 3; ++i) t.c[i * 3 + i] = mean(0);
+    for (int i = 0; i < 3; ++i) t.c[i * 3 + i] = coefficient(0);
     return t;
   }
   GS_EXPECTS(problem.inputs == 3 && problem.outputs >= 3 && problem.outputs <= 5,
-          "mean_tensors: expected the normal-vector pattern (3 inputs, 3 to 5 outputs)");
+          "kernel_tensors: expected the normal-vector pattern (3 inputs, 3 to 5 outputs)");
   for (const conv::Term& term : problem.pattern) {
     if (term.output < 3)
-      t.c[term.output * 3 + term.input] += mean(term.kernel);
+      t.c[term.output * 3 + term.input] += coefficient(term.kernel);
     else
-      t.d[(term.output - 3) * 3 + term.input] += mean(term.kernel);
+      t.d[(term.output - 3) * 3 + term.input] += coefficient(term.kernel);
   }
   return t;
 }
@@ -236,6 +262,77 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
   return out;
 }
 
+CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
+                               std::span<const std::complex<double>> kernels, int mc) {
+  using C = std::complex<double>;
+  GS_EXPECTS(!orders.empty() && mc >= 1, "coarse_matrices: no incidence, or no coarse harmonics");
+  const int m1 = orders[0].m1_max, m2 = orders[0].m2_max, mc1 = std::min(mc, m1), mc2 = std::min(mc, m2);
+  const int nz = grid.slices(), na = int(orders.size());
+  GS_EXPECTS(problem.slices == nz && problem.n1 == 2 * m1 + 1 && problem.n2 == 2 * m2 + 1 &&
+                 kernels.size() == problem.kernels_total(),
+             "coarse_matrices: sizes of the problem, kernels and orders disagree");
+  CoarseMatrices out{na, nz, mc1, mc2, {}, {}};
+  // The coarse orders (c1, c2), in the harmonic layout of both the coarse and the full set.
+  std::vector<std::array<int, 2>> harmonic;
+  for (int c1 = -mc1; c1 <= mc1; ++c1)
+    for (int c2 = -mc2; c2 <= mc2; ++c2) {
+      harmonic.push_back({c1, c2});
+      out.orders.push_back((c1 + m1) * (2 * m2 + 1) + (c2 + m2));
+    }
+  const int nc = int(harmonic.size());
+  // I + G_qp(m) per (incidence, coarse order): Ā's assembly with C̄ = I, D̄ = 0 on the coarse orders.
+  std::vector<FloquetOrders> restricted(orders.begin(), orders.end());
+  for (FloquetOrders& f : restricted) {
+    std::vector<Order> kept;
+    for (int index : out.orders) kept.push_back(f.orders[std::size_t(index)]);
+    f.orders = std::move(kept);
+    f.m1_max = mc1;
+    f.m2_max = mc2;
+  }
+  MeanTensors identity;
+  for (int i = 0; i < 3; ++i) identity.c[i * 4] = 1.0;
+  const std::vector<MeanTensors> identities(std::size_t(nz), identity);
+  const AveragedMatrices green = averaged_matrices(green_coefficients(grid, restricted), identities);
+  const std::size_t ng = green.n();  // 3·Nz
+  // C_p(Δ), D_p(Δ) per (slice, Δ1 ∈ [−2Mc1, 2Mc1], Δ2 ∈ [−2Mc2, 2Mc2]).
+  const int w1 = 4 * mc1 + 1, w2 = 4 * mc2 + 1;
+  const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
+  std::vector<MeanTensors> tensors(std::size_t(nz) * w1 * w2);
+  for (int p = 0; p < nz; ++p)
+    for (int d1 = -2 * mc1; d1 <= 2 * mc1; ++d1)
+      for (int d2 = -2 * mc2; d2 <= 2 * mc2; ++d2)
+        tensors[(std::size_t(p) * w1 + (d1 + 2 * mc1)) * w2 + (d2 + 2 * mc2)] =
+            kernel_tensors(problem, kernels.subspan(std::size_t(p) * per_slice, per_slice), d1, d2);
+  const std::size_t n = out.n();
+  out.matrices.assign(n * n * std::size_t(na), C(0));
+  // Column block (p, m') at a time: OpenMP over (incidence, slice p); each writes its own columns.
+  const std::ptrdiff_t count = std::ptrdiff_t(na) * nz;
+#pragma omp parallel for schedule(dynamic)
+  for (std::ptrdiff_t ap = 0; ap < count; ++ap) {
+    const int a = int(ap / nz), p = int(ap % nz);
+    C* matrix = &out.matrices[std::size_t(a) * n * n];
+    for (int mp = 0; mp < nc; ++mp)
+      for (int m = 0; m < nc; ++m) {
+        const int d1 = harmonic[m][0] - harmonic[mp][0], d2 = harmonic[m][1] - harmonic[mp][1];
+        const MeanTensors& t = tensors[(std::size_t(p) * w1 + (d1 + 2 * mc1)) * w2 + (d2 + 2 * mc2)];
+        const C* ig = &green.matrices[(std::size_t(a) * nc + m) * ng * ng];  // I + G at order m, column-major
+        for (int q = 0; q < nz; ++q)
+          for (int i = 0; i < 3; ++i)
+            for (int j = 0; j < 3; ++j) {
+              C v = 0;  // (G_qp C_p(Δ))_ij
+              for (int k = 0; k < 3; ++k) {
+                const C gik = ig[(std::size_t(p) * 3 + k) * ng + std::size_t(q) * 3 + i] - (q == p && i == k ? 1.0 : 0.0);
+                v += gik * t.c[k * 3 + j];
+              }
+              if (q == p) v += (m == mp && i == j ? 1.0 : 0.0) + (i < 2 ? t.d[i * 3 + j] : C(0));
+              const std::size_t row = (std::size_t(q) * 3 + i) * nc + m, column = (std::size_t(p) * 3 + j) * nc + mp;
+              matrix[column * n + row] = v;
+            }
+      }
+  }
+  return out;
+}
+
 namespace {
 
 /// expect_regular_*'s test; NaN compares false.
@@ -252,6 +349,14 @@ void expect_regular_averaged(std::span<const double> largest, std::span<const do
             "the laterally averaged problem is singular for incidence " + std::to_string(am / orders) +
                 ", order index " + std::to_string(am % orders) +
                 " (a guided resonance of the averaged stack?): use preconditioner: none");
+}
+
+void expect_regular_coarse(std::span<const double> largest, std::span<const double> smallest_pivot) {
+  GS_EXPECTS(largest.size() == smallest_pivot.size(), "expect_regular_coarse: sizes");
+  for (std::size_t a = 0; a < largest.size(); ++a)
+    GS_EXPECTS(regular(largest[a], smallest_pivot[a]),
+               "the coarse problem (A at the lowest orders) is singular for incidence " + std::to_string(a) +
+                   ": use preconditioner: averaged or none");
 }
 
 void expect_regular_local(std::span<const double> largest, std::span<const double> smallest_pivot, int slices) {
@@ -513,11 +618,14 @@ class HostPreconditioner final : public Preconditioner<Real> {
     averaged_ = factor<Real>(averaged.matrices, averaged.n(), averaged.count(), averaged_component,
                              [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
     averaged.matrices = {};  // the complex128 matrices go before the next part's factors come
-    local_ = factor<Real>(local.matrices, local.n(), local.count(), local_component,
-                          [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
-    const BatchLayout l{std::size_t(slices_), rhs_.size(), 3 * std::size_t(orders_)};
-    t1_.resize(l.size());
-    t2_.resize(l.size());
+    averaged_only_ = local.matrices.empty();
+    if (!averaged_only_) {
+      local_ = factor<Real>(local.matrices, local.n(), local.count(), local_component,
+                            [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
+      const BatchLayout l{std::size_t(slices_), rhs_.size(), 3 * std::size_t(orders_)};
+      t1_.resize(l.size());
+      t2_.resize(l.size());
+    }
     std::size_t most = 0;
     for (int a = 0; a < incidences_; ++a) {
       std::vector<int> mine;
@@ -541,6 +649,7 @@ class HostPreconditioner final : public Preconditioner<Real> {
 
   /// P x = L⁻¹ L̄ Ā⁻¹ x (preconditioner.hpp).
   void apply(const Complex* x, Complex* y, conv::Stream) override {
+    if (averaged_only_) return apply_averaged(x, y);
     apply_averaged(x, t1_.data());
     apply_local_averaged(t1_.data(), t2_.data());
     apply_local(t2_.data(), y);
@@ -616,6 +725,7 @@ class HostPreconditioner final : public Preconditioner<Real> {
   }
 
   int incidences_, orders_, slices_;
+  bool averaged_only_ = false;
   std::vector<int> rhs_;
   std::vector<std::vector<int>> rhs_of_;
   LuFactors<Real> averaged_, local_;
@@ -625,7 +735,98 @@ class HostPreconditioner final : public Preconditioner<Real> {
   std::vector<Complex> t1_, t2_;
 };
 
+/// The coarse preconditioner on the host (make_host_coarse_preconditioner).
+template <class Real>
+class HostCoarsePreconditioner final : public Preconditioner<Real> {
+ public:
+  using typename Preconditioner<Real>::Complex;
+  HostCoarsePreconditioner(std::unique_ptr<Preconditioner<Real>> averaged, CoarseMatrices coarse,
+                           std::vector<int> rhs_incidence, int orders)
+      : averaged_(std::move(averaged)), rhs_(std::move(rhs_incidence)), orders_(orders), coarse_orders_(coarse.orders) {
+    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < coarse.incidences, "coarse preconditioner: rhs names an unknown incidence");
+    // Unknown u of A_c is (slice, component (u / coarse orders) mod 3, coarse order).
+    std::vector<int> component(coarse.n());
+    for (std::size_t u = 0; u < coarse.n(); ++u) component[u] = int(u / coarse.orders.size() % 3);
+    factors_ = factor<Real>(coarse.matrices, coarse.n(), std::size_t(coarse.incidences), component,
+                            [](auto largest, auto pivots) { expect_regular_coarse(largest, pivots); });
+    std::size_t most = 0;
+    for (int a = 0; a < coarse.incidences; ++a) {
+      std::vector<int> mine;
+      for (std::size_t r = 0; r < rhs_.size(); ++r)
+        if (rhs_[r] == a) mine.push_back(int(r));
+      most = std::max(most, mine.size());
+      rhs_of_.push_back(std::move(mine));
+    }
+#ifdef _OPENMP
+    const int threads = omp_get_max_threads();
+#else
+    const int threads = 1;
+#endif
+    scratch_per_thread_ = 2 * factors_.n * most;
+    scratch_.resize(std::size_t(threads) * scratch_per_thread_);
+  }
+
+  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
+
+  void apply(const Complex* x, Complex* y, conv::Stream stream) override {
+    averaged_->apply(x, y, stream);
+    const std::size_t n = factors_.n, nc = coarse_orders_.size(), nm = std::size_t(orders_), nr = rhs_.size();
+    // Coarse unknown u = (p·3 + i)·nc + mc of rhs r in the batched layout.
+    const auto at = [&](std::size_t u, std::size_t r) {
+      const std::size_t pi = u / nc;
+      return ((pi / 3) * nr + r) * 3 * nm + (pi % 3) * nm + std::size_t(coarse_orders_[u % nc]);
+    };
+    // Per incidence, all its rhs in one pass over the factors (the factors' n² values dominate the
+    // memory traffic); OpenMP over the incidences.
+#pragma omp parallel for schedule(static)
+    for (std::ptrdiff_t ia = 0; ia < std::ptrdiff_t(rhs_of_.size()); ++ia) {
+      const std::size_t a = std::size_t(ia);
+      const std::vector<int>& mine = rhs_of_[a];
+#ifdef _OPENMP
+      double* re = &scratch_[std::size_t(omp_get_thread_num()) * scratch_per_thread_];
+#else
+      double* re = scratch_.data();
+#endif
+      double* im = re + mine.size() * n;
+      const int* rows = &factors_.rows[a * n];
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        for (std::size_t i = 0; i < n; ++i) {
+          const Complex v = x[at(std::size_t(rows[i]), std::size_t(mine[k]))];
+          re[k * n + i] = double(v.real());
+          im[k * n + i] = double(v.imag());
+        }
+      lu_solve(factors_, a, re, im, mine.size());
+      const int* columns = &factors_.columns[a * n];
+      for (std::size_t k = 0; k < mine.size(); ++k)
+        for (std::size_t i = 0; i < n; ++i)
+          y[at(std::size_t(columns[i]), std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
+    }
+  }
+
+ private:
+  std::unique_ptr<Preconditioner<Real>> averaged_;
+  std::vector<int> rhs_;
+  int orders_;
+  std::vector<int> coarse_orders_;
+  std::vector<std::vector<int>> rhs_of_;  // per incidence, its rhs
+  LuFactors<Real> factors_;
+  std::vector<double> scratch_;
+  std::size_t scratch_per_thread_ = 0;
+};
+
 }  // namespace
+
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_host_coarse_preconditioner(std::unique_ptr<Preconditioner<Real>> averaged,
+                                                                      CoarseMatrices coarse, std::vector<int> rhs_incidence,
+                                                                      int orders) {
+  return std::make_unique<HostCoarsePreconditioner<Real>>(std::move(averaged), std::move(coarse),
+                                                          std::move(rhs_incidence), orders);
+}
+template std::unique_ptr<Preconditioner<float>> make_host_coarse_preconditioner<float>(
+    std::unique_ptr<Preconditioner<float>>, CoarseMatrices, std::vector<int>, int);
+template std::unique_ptr<Preconditioner<double>> make_host_coarse_preconditioner<double>(
+    std::unique_ptr<Preconditioner<double>>, CoarseMatrices, std::vector<int>, int);
 
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedMatrices averaged, LocalMatrices local,

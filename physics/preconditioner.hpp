@@ -46,13 +46,19 @@ namespace gratingsim::physics {
 /// preconditioner-h100.txt): configs/default.yaml 3.7× faster, si_lines_metrology in normal-vector
 /// 5.1× (and all 204 solves converged instead of 199), wire_grid_polarizer 2.8×.
 /// Why not more: 2D lattices, the slice blocks grow as orders² (problem_case_2: 1.6× fewer
-/// iterations but 11× slower, the host inverses dominate); Laurent's rule, whose operator is already
+/// iterations but 11× slower, the host inverses dominate: 2D lattices get `coarse` instead); Laurent's rule, whose operator is already
 /// well conditioned in 1D (si_lines_metrology: 15 % more iterations and 2.8× slower with it); complex64, Ā can be nearly singular (guided modes of the averaged stack
 /// at evanescent orders), and the rounding it amplifies left an ε = 12 lamellar grating in s
 /// unconverged at 1e-6 (converged in 53 iterations without); in complex128 the same effect sets
 /// floors near 1e-11 relative residual on such cases.
-enum class Preconditioning { automatic, averaged, none };
-std::string_view to_string(Preconditioning p);   ///< "auto", "averaged", "none"
+///
+/// coarse (2D lattices, docs/solver.md §6.1, §7): the two-level P below (CoarseMatrices); automatic picks
+/// it for 2D lattices under the same conditions as averaged for 1D, when a coarse block fits
+/// (coarse_harmonics() ≥ 1), else none. Measured on one core of the dev CPU (cpu-fftw): rectangles
+/// (validation/peers) 1.6× faster in total at M = 6 and 10 (362 → 188 iterations at M = 6), pillars
+/// 96 instead of 154 iterations but 0.1–0.3 s slower (the LU of A_c).
+enum class Preconditioning { automatic, averaged, coarse, none };
+std::string_view to_string(Preconditioning p);   ///< "auto", "averaged", "coarse", "none"
 Preconditioning parse_preconditioning(std::string_view name);  ///< throws InvalidArgument naming the choices
 
 /// Per (incidence a, order m) the matrix Ā, n = 3·slices, column-major: element (i, j) at
@@ -75,6 +81,10 @@ struct MeanTensors {
   std::array<std::complex<double>, 9> c{}, d{};
 };
 MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels);
+/// The same tensors at any Fourier offset Δ = (d1, d2) = m − m' (|d1| ≤ 2M1, |d2| ≤ 2M2): the
+/// convolution maps order m' onto order m with C(Δ) and D(Δ); mean_tensors is Δ = 0.
+MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels, int d1,
+                           int d2);
 
 /// Assembles Ā for the slices' mean tensors (one per slice) and the Green coefficients of the
 /// problem (all incidences of one wavelength).
@@ -107,6 +117,48 @@ LocalMatrices local_matrices(const GreenCoefficients& coefficients, const conv::
 void expect_regular_averaged(std::span<const double> largest, std::span<const double> smallest_pivot, int orders);
 void expect_regular_local(std::span<const double> largest, std::span<const double> smallest_pivot, int slices);
 
+/// The two-level preconditioner (`coarse`, docs/solver.md §6): on the coarse orders |m1| ≤ Mc1, |m2| ≤ Mc2
+/// the exact inverse of A restricted to them (the principal submatrix A_c of A at those orders, all
+/// slices and components), on every other order Ā⁻¹; block diagonal in that partition of the orders:
+///   P x = Ā⁻¹ x on every order, then the coarse entries replaced by A_c⁻¹ x_c.
+/// A_c per incidence, unknown u = (p·3 + i)·n_c + mc (slice p, component i, coarse order mc =
+/// (c1 + Mc1)(2Mc2 + 1) + (c2 + Mc2)), n = 3·Nz·n_c, column-major (element (u, u') at u'·n + u, matrix a
+/// at a·n²); block (m, m') of slices (q, p):
+///   δ_qp (δ_mm' I + D_p(m − m')) + G_qp(m) C_p(m − m'),
+/// with kernel_tensors() at the offset and G_qp = −k1² K_qp the z-operator's 3×3 Green blocks of the
+/// coarse order m (Ā's assembly with C̄ = I, D̄ = 0 gives I + G).
+/// Measured on the lead's prototype (validation/peers 'rectangles', M = 6, GMRES(100), tol 1e-6):
+/// iterations 181 (none), 136 (Ā⁻¹ alone), 109 (Mc = 1), 78 (Mc = 2), 59 (Mc = 3).
+struct CoarseMatrices {
+  int incidences = 0, slices = 0, m1 = 0, m2 = 0;  ///< m1, m2: the coarse harmonics Mc1, Mc2
+  std::vector<int> orders;                        ///< per coarse order mc, its index among all orders
+  std::vector<std::complex<double>> matrices;
+  [[nodiscard]] std::size_t n() const { return std::size_t(3) * slices * orders.size(); }
+};
+
+/// Coarse unknowns at most (n of CoarseMatrices): the dense LU costs (8/3) n³ real flops per incidence
+/// (6e8 at this n), an application 8n² per right-hand side. Measured (docs/solver.md §7, one core of the
+/// dev CPU, validation/peers 'rectangles' and 'pillars' at M = 6 and 10, 8 + 16 slices): at 1536
+/// (Mc = 3 at 8 slices, 2 at 16) the LU took 1.5–2 s per point and every case was slower in total than
+/// at 600 (Mc = 2 at 8 slices, 1 at 16; 0.2–0.3 s), which cut rectangles' total time 1.6× at both M.
+constexpr std::size_t coarse_unknowns_limit = 600;
+/// The coarse block's unknowns for coarse harmonics Mc (Mc1 = min(Mc, M1), Mc2 = min(Mc, M2)).
+std::size_t coarse_unknowns(int slices, int m1, int m2, int mc);
+/// The largest Mc ≥ 1 (Mc1, Mc2 as above, Mc ≤ max(M1, M2)) with coarse_unknowns ≤ coarse_unknowns_limit;
+/// 0 when none fits (then the coarse preconditioner is Ā⁻¹ alone).
+int coarse_harmonics(int slices, int m1, int m2);
+/// Bytes of the coarse preconditioner in Real storage (Ā's factors, A_c's, two scratch vectors).
+std::size_t coarse_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
+                                        std::size_t coarse_unknowns, std::size_t real_bytes);
+
+/// Assembles A_c for coarse harmonics Mc (as coarse_unknowns) from the problem's grid, orders (all
+/// incidences), convolution problem and kernels.
+CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
+                               std::span<const std::complex<double>> kernels, int mc);
+
+/// As expect_regular_averaged for A_c per incidence.
+void expect_regular_coarse(std::span<const double> largest, std::span<const double> smallest_pivot);
+
 /// y ← P x for the whole batch (batched layout of vector_space.hpp; x and y distinct, in memory()).
 template <class Real>
 class Preconditioner {
@@ -124,9 +176,21 @@ class Preconditioner {
 /// apply: OpenMP over (incidence, order) for Ā⁻¹ (gathering the n values of the incidence's rhs, both
 /// solved in one pass over the factors) and over (slice, rhs) blocks for L⁻¹, each a forward and a
 /// back substitution summed in complex128. rhs_incidence[r] names rhs r's incidence.
+/// `local` without matrices (empty vectors, sizes as `averaged`): P = Ā⁻¹ alone (the coarse
+/// preconditioner's outer part).
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedMatrices averaged, LocalMatrices local,
                                                                std::vector<int> rhs_incidence);
+
+/// The coarse preconditioner on the host: `averaged` (Ā⁻¹ alone, from make_host_preconditioner with an
+/// empty `local`) applied, then the coarse entries replaced by A_c⁻¹ x_c: A_c's partial-pivoting LU in
+/// complex128 (throws as expect_regular_coarse), factors rounded to Real, a forward and a back
+/// substitution per rhs, an incidence's rhs in one pass over its factors (OpenMP over the incidences).
+/// `orders`: all orders of the batched layout.
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_host_coarse_preconditioner(std::unique_ptr<Preconditioner<Real>> averaged,
+                                                                      CoarseMatrices coarse, std::vector<int> rhs_incidence,
+                                                                      int orders);
 
 /// A · P as one operator (the Krylov solver sees A P; x = P u afterwards): apply enqueues P on the
 /// problem's stream, then A. `scratch` space for P x is allocated here.

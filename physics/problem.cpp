@@ -196,6 +196,32 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
 }
 
 template <class Real>
+std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_preconditioner(int mc) const {
+  const conv::Problem& pattern = convolution_->problem();
+  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
+  std::vector<MeanTensors> tensors;
+  for (std::size_t p = 0; p < layout_.slices; ++p)
+    tensors.push_back(mean_tensors(pattern, std::span(kernels_).subspan(p * per_slice, per_slice)));
+  AveragedMatrices averaged = averaged_matrices(green_coefficients(discretisation_.grid, orders_), tensors);
+  const LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
+  std::vector<int> rhs_incidence;
+  for (std::size_t r = 0; r < layout_.rhs; ++r) rhs_incidence.push_back(int(r / 2));
+  const bool on_device = convolution_->memory() == conv::Memory::device;
+  std::unique_ptr<Preconditioner<Real>> outer;
+#if GRATINGSIM_HAVE_CUDA
+  if (on_device) outer = make_device_preconditioner<Real>(averaged, no_local, rhs_incidence);
+#endif
+  if (!on_device) outer = make_host_preconditioner<Real>(std::move(averaged), no_local, rhs_incidence);
+  if (mc == 0) return outer;
+  CoarseMatrices coarse = coarse_matrices(discretisation_.grid, orders_, pattern, kernels_, mc);
+  const int nm = int(layout_.block / 3);
+#if GRATINGSIM_HAVE_CUDA
+  if (on_device) return make_device_coarse_preconditioner<Real>(std::move(outer), coarse, std::move(rhs_incidence), nm);
+#endif
+  return make_host_coarse_preconditioner<Real>(std::move(outer), std::move(coarse), std::move(rhs_incidence), nm);
+}
+
+template <class Real>
 void DiscreteProblem<Real>::synchronize() const {
 #if GRATINGSIM_HAVE_CUDA
   if (device_stream_) device_stream_->synchronize();

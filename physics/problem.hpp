@@ -90,6 +90,10 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// device (device problems). Memory preconditioner_bytes(...) in Real, plus twice that in
   /// complex128 on the host while building (and on the device, device.hpp).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_preconditioner() const;
+  /// The coarse preconditioner (preconditioner.hpp, CoarseMatrices) for coarse harmonics mc (0: Ā⁻¹
+  /// alone), in memory(): Ā and A_c assembled on the host; factored there (host problems) or inverted
+  /// on the device (device problems, device.hpp).
+  [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_coarse_preconditioner(int mc) const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
   /// the slice centres (host), with the source s = k1² J. A device problem uploads x, convolves it on

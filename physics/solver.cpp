@@ -75,11 +75,27 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   const bool dense = options.method == Method::dense_lu;
   const std::size_t need = estimate_bytes(std::size_t(slices), nm, group.size(), options.m1, options.m2, sizeof(Real),
                                           vectors, dense, options.formulation);
-  // The preconditioner: its matrices and scratch in Real, and while building, on the host, the same
-  // matrices in complex128; on the device, while inverting (device.hpp), each part's matrices twice
-  // in complex128 (LU factors and inverses): at most twice `build` beside the inverses.
-  const std::size_t inverses = preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(Real));
-  const std::size_t build = preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(double));
+  // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes averaged for 1D lattices,
+  // coarse for 2D ones when a coarse block fits, both only in the normal-vector formulation in complex128.
+  Preconditioning kind = dense ? Preconditioning::none : options.preconditioner;
+  const int coarse_m = coarse_harmonics(slices, options.m1, options.m2);
+  if (kind == Preconditioning::automatic)
+    kind = options.formulation != Formulation::normal_vector || options.precision != conv::Precision::double_
+               ? Preconditioning::none
+           : structure.lattice.one_dimensional() ? Preconditioning::averaged
+           : coarse_m >= 1                       ? Preconditioning::coarse
+                                                 : Preconditioning::none;
+  // Its matrices and scratch in Real, and while building, on the host, the same matrices in
+  // complex128; on the device, while inverting (device.hpp), each part's matrices twice in complex128
+  // (LU factors and inverses): at most twice `build` beside the inverses.
+  const auto bytes = [&](std::size_t real_bytes) {
+    return kind == Preconditioning::coarse
+               ? coarse_preconditioner_bytes(std::size_t(slices), nm, group.size(),
+                                             coarse_m >= 1 ? coarse_unknowns(slices, options.m1, options.m2, coarse_m) : 0,
+                                             real_bytes)
+               : preconditioner_bytes(std::size_t(slices), nm, group.size(), real_bytes);
+  };
+  const std::size_t inverses = bytes(sizeof(Real)), build = bytes(sizeof(double));
   const bool on_device = conv::memory_of(options.backend) == conv::Memory::device;
   std::size_t budget = options.memory_limit_bytes;
   std::string budget_text = format_bytes(options.memory_limit_bytes) + " (memory_limit_bytes)";
@@ -101,18 +117,14 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   GS_EXPECTS(need <= budget, what + "; the limit is " + budget_text +
                               "; reduce the harmonics, slices or incidences per wavelength" +
                               (on_device ? ", use complex64, or a host backend" : ", or raise memory_limit_bytes"));
-  bool precondition = !dense && (options.preconditioner == Preconditioning::averaged ||
-                                 (options.preconditioner == Preconditioning::automatic &&
-                                  structure.lattice.one_dimensional() &&
-                                  options.formulation == Formulation::normal_vector &&
-                                  options.precision == conv::Precision::double_));
+  bool precondition = kind != Preconditioning::none;
   if (precondition) {
     const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
     const bool fits = need <= budget && inverses <= (budget - need) / 4 && peak <= (budget - need) / 4 * 2;
     const std::string size_text = "the preconditioner needs " + format_bytes(inverses) + " (" +
                                   std::to_string(slices) + " slices × " + std::to_string(nm) + " orders × " +
                                   std::to_string(group.size()) + " incidences)";
-    GS_EXPECTS(fits || options.preconditioner != Preconditioning::averaged,
+    GS_EXPECTS(fits || options.preconditioner == Preconditioning::automatic,
             size_text + ", more than a quarter of what is left of " + budget_text +
                 "; choose preconditioner: auto or none");
     if (!fits) {
@@ -144,7 +156,8 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   out.slices = slices;
   if (precondition) {
     // Right preconditioning: A P u = b from u = 0, then x = P u (residuals are those of A x = b).
-    const std::unique_ptr<Preconditioner<Real>> p = problem.make_preconditioner();
+    const std::unique_ptr<Preconditioner<Real>> p =
+        kind == Preconditioning::coarse ? problem.make_coarse_preconditioner(coarse_m) : problem.make_preconditioner();
     timer.lap(Phase::preconditioner);
     RightPreconditioned<Real> ap(problem, *p, problem.stream());
     std::vector<std::complex<Real>> u(x.size(), std::complex<Real>(0));

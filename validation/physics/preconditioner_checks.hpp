@@ -4,6 +4,7 @@
 // solver's own operator (convolution engine + z-operator), an implementation independent of the
 // preconditioner's dense assembly (z-operator on unit sources, kernel coefficients indexed by hand).
 #include <Eigen/Dense>
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <utility>
@@ -48,10 +49,11 @@ inline physics::Structure single_slice(bool one_dimensional) {
   return s;
 }
 
-/// max |P A x − x| / max |x| for random x, on `backend` in Real.
+/// max |P A x − x| / max |x| for random x, on `backend` in Real; P the averaged preconditioner, or with
+/// coarse ≥ 0 the coarse one for those coarse harmonics.
 template <class Real>
 double inverse_error(const physics::Structure& structure, conv::Backend backend, physics::Formulation formulation,
-                     int m1, int m2) {
+                     int m1, int m2, int coarse = -1) {
   using namespace physics;
   std::vector<std::string> warnings;
   const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}};
@@ -61,7 +63,7 @@ double inverse_error(const physics::Structure& structure, conv::Backend backend,
   settings.backend = backend;
   settings.formulation = formulation;
   DiscreteProblem<Real> problem(structure, inc, settings, 1, warnings);
-  const auto p = problem.make_preconditioner();
+  const auto p = coarse >= 0 ? problem.make_coarse_preconditioner(coarse) : problem.make_preconditioner();
   const BatchLayout& l = problem.layout();
   const auto x = random_complex<Real>(l.size());
   std::vector<std::complex<Real>> back(l.size(), poison<Real>());
@@ -146,6 +148,59 @@ inline std::vector<std::complex<double>> dense_apply(const physics::AveragedMatr
       const Eigen::VectorXcd w = inverse * v;
       for (Index i = 0; i < n_l; ++i) y[at(p, r, i / nm, i % nm)] = w(i);
     }
+  }
+  return y;
+}
+
+/// Random parts of the coarse preconditioner: Ā per (incidence, order) for `orders` orders (harmonics
+/// M1 = (orders1 − 1)/2 by M2) and A_c per incidence on the coarse orders |m1|, |m2| ≤ 1, each with
+/// `shift`·I added (well conditioned: the float comparisons measure rounding, not conditioning).
+inline std::pair<physics::AveragedMatrices, physics::CoarseMatrices> random_coarse_parts(int incidences, int m1, int m2,
+                                                                                     int slices, double shift) {
+  const int orders = (2 * m1 + 1) * (2 * m2 + 1);
+  const std::size_t n = 3 * std::size_t(slices);
+  physics::AveragedMatrices averaged{incidences, orders, slices,
+                                     random_complex<double>(n * n * std::size_t(orders) * incidences)};
+  for (std::size_t k = 0; k < averaged.count(); ++k)
+    for (std::size_t i = 0; i < n; ++i) averaged.matrices[(k * n + i) * n + i] += shift;
+  physics::CoarseMatrices coarse{incidences, slices, std::min(1, m1), std::min(1, m2), {}, {}};
+  for (int c1 = -coarse.m1; c1 <= coarse.m1; ++c1)
+    for (int c2 = -coarse.m2; c2 <= coarse.m2; ++c2) coarse.orders.push_back((c1 + m1) * (2 * m2 + 1) + c2 + m2);
+  const std::size_t nc = coarse.n();
+  coarse.matrices = random_complex<double>(nc * nc * std::size_t(incidences));
+  for (int a = 0; a < incidences; ++a)
+    for (std::size_t i = 0; i < nc; ++i) coarse.matrices[(a * nc + i) * nc + i] += shift;
+  return {std::move(averaged), std::move(coarse)};
+}
+
+/// P x of the coarse preconditioner from dense inverses that Eigen computes here: Ā⁻¹ per (rhs, order),
+/// then the coarse entries (unknown u = (p·3 + i)·n_c + mc) replaced by A_c⁻¹ x_c.
+inline std::vector<std::complex<double>> dense_coarse_apply(const physics::AveragedMatrices& averaged,
+                                                            const physics::CoarseMatrices& coarse,
+                                                            const std::vector<int>& rhs_incidence,
+                                                            const std::vector<std::complex<double>>& x) {
+  using Eigen::Index;
+  const Index nz = averaged.slices, nm = averaged.orders, nr = Index(rhs_incidence.size());
+  const Index n = 3 * nz, nc = Index(coarse.orders.size()), n_c = Index(coarse.n());
+  const auto at = [&](Index p, Index r, Index comp, Index m) { return std::size_t(((p * nr + r) * 3 + comp) * nm + m); };
+  std::vector<std::complex<double>> y(x.size());
+  for (Index r = 0; r < nr; ++r) {
+    const Index a = rhs_incidence[std::size_t(r)];
+    for (Index m = 0; m < nm; ++m) {
+      const Eigen::MatrixXcd inverse =
+          Eigen::Map<const Eigen::MatrixXcd>(&averaged.matrices[std::size_t((a * nm + m) * n * n)], n, n).inverse();
+      Eigen::VectorXcd v(n);
+      for (Index i = 0; i < n; ++i) v(i) = x[at(i / 3, r, i % 3, m)];
+      const Eigen::VectorXcd w = inverse * v;
+      for (Index i = 0; i < n; ++i) y[at(i / 3, r, i % 3, m)] = w(i);
+    }
+    const auto coarse_at = [&](Index u) { return at(u / nc / 3, r, u / nc % 3, coarse.orders[std::size_t(u % nc)]); };
+    const Eigen::MatrixXcd inverse =
+        Eigen::Map<const Eigen::MatrixXcd>(&coarse.matrices[std::size_t(a * n_c * n_c)], n_c, n_c).inverse();
+    Eigen::VectorXcd v(n_c);
+    for (Index u = 0; u < n_c; ++u) v(u) = x[coarse_at(u)];
+    const Eigen::VectorXcd w = inverse * v;
+    for (Index u = 0; u < n_c; ++u) y[coarse_at(u)] = w(u);
   }
   return y;
 }

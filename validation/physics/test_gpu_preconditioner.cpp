@@ -1,8 +1,11 @@
 // The preconditioner on the device (physics/device_preconditioner.cu): its cuBLAS inverses applied equal
 // the host's LU factors applied and dense inverses (random matrices), singular matrices are refused as on
 // the host, exact inverse in the same limits as on the host, and device-preconditioned solves equal
-// host-preconditioned ones.
+// host-preconditioned ones. The coarse preconditioner's device application equals the host's.
 #include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <tuple>
 #include <utility>
 
 #include "physics/device.hpp"
@@ -87,4 +90,66 @@ TEST_CASE("device-preconditioned solves equal host-preconditioned ones", "[physi
                        host.incidences[i].orders[0].reflection.p_from_p) < 1e-8);
       }
   }
+}
+
+TEST_CASE("the coarse preconditioner on the device applies as on the host (random matrices)", "[physics][preconditioner][gpu]") {
+  // Sizes: a small one, and a large one (n = 3·48·9 = 1296 coarse unknowns, 20.7 KB of shared memory).
+  for (const auto& [m1, m2, slices] : {std::tuple{2, 1, 3}, std::tuple{4, 3, 48}})
+    for (const std::vector<int>& rhs : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1}}) {
+      INFO("M = " << m1 << ", " << m2 << ", " << slices << " slices, " << rhs.size() << " rhs");
+      // Shifted by 4·sqrt(n) on the diagonal: well conditioned, so float measures rounding only.
+      const auto [averaged, coarse] = test::random_coarse_parts(2, m1, m2, slices, 4.0 * std::sqrt(3.0 * slices * 9));
+      const LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};
+      const BatchLayout layout{std::size_t(slices), rhs.size(), 3 * std::size_t(averaged.orders)};
+      const auto x = test::random_complex<double>(layout.size());
+      const auto reference = test::dense_coarse_apply(averaged, coarse, rhs, x);
+      {
+        const auto device = make_device_coarse_preconditioner<double>(
+            make_device_preconditioner<double>(averaged, no_local, rhs), coarse, rhs, averaged.orders);
+        std::vector<std::complex<double>> on_host(x.size(), test::poison<double>());
+        make_host_coarse_preconditioner<double>(make_host_preconditioner<double>(averaged, no_local, rhs), coarse, rhs,
+                                                averaged.orders)
+            ->apply(x.data(), on_host.data(), nullptr);
+        const auto on_device = device_apply(*device, layout, x);
+        CHECK(test::relative_difference(on_device, on_host) < 1e-12);
+        CHECK(test::relative_difference(on_device, reference) < 1e-12);
+      }
+      {
+        std::vector<std::complex<float>> xf(x.begin(), x.end());
+        const auto device = make_device_coarse_preconditioner<float>(
+            make_device_preconditioner<float>(averaged, no_local, rhs), coarse, rhs, averaged.orders);
+        std::vector<std::complex<float>> on_host(x.size(), test::poison<float>());
+        make_host_coarse_preconditioner<float>(make_host_preconditioner<float>(averaged, no_local, rhs), coarse, rhs,
+                                               averaged.orders)
+            ->apply(xf.data(), on_host.data(), nullptr);
+        const auto on_device = device_apply(*device, layout, xf);
+        const std::vector<std::complex<double>> d(on_device.begin(), on_device.end()), h(on_host.begin(), on_host.end());
+        CHECK(test::relative_difference(d, h) < 1e-5);
+        CHECK(test::relative_difference(d, reference) < 1e-5);
+      }
+    }
+}
+
+TEST_CASE("device coarse-preconditioned solves equal host ones", "[physics][preconditioner][gpu]") {
+  REQUIRE(test::serves(conv::Backend::gpu_cufft, conv::Precision::double_, Formulation::normal_vector));
+  Structure s = test::crossed(4);
+  const std::vector<Incidence> inc{{1.0, 20, 45}, {1.0, 10, 0}};
+  SolverOptions o;
+  o.m1 = 3;
+  o.m2 = 3;
+  o.gmres_restart = 100;
+  o.tolerance = 1e-10;
+  o.preconditioner = Preconditioning::coarse;
+  o.backend = conv::Backend::cpu_fftw;
+  const SolveResult host = solve(s, inc, o);
+  o.backend = conv::Backend::gpu_cufft;
+  const SolveResult device = solve(s, inc, o);
+  for (std::size_t i = 0; i < inc.size(); ++i)
+    for (int pol : {s_pol, p_pol}) {
+      CHECK(device.incidences[i].preconditioned == std::vector<bool>{true});
+      CHECK(device.incidences[i].solves[0][pol].converged);
+      // the same preconditioner up to rounding (inverse against LU factors): iterations within 2
+      CHECK(std::abs(device.incidences[i].solves[0][pol].iterations - host.incidences[i].solves[0][pol].iterations) <= 2);
+      CHECK(std::abs(device.incidences[i].total_R[pol] - host.incidences[i].total_R[pol]) < 1e-8);
+    }
 }
