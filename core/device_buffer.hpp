@@ -33,10 +33,15 @@ class DeviceBuffer {
   [[nodiscard]] std::size_t size() const { return size_; }
   [[nodiscard]] std::size_t bytes() const { return size_ * sizeof(T); }
 
-  /// Synchronous copies (cudaMemcpy: waits for all prior work on the legacy default stream).
+  /// Synchronous copies (cudaMemcpy: waits for all prior work on the legacy default stream). upload()
+  /// also waits for its own transfer: from pageable memory cudaMemcpy may return once the data are
+  /// staged, before the DMA lands, and work enqueued next on a non-blocking stream does not wait for
+  /// the legacy stream (a kernel could read the old contents, or its output be overwritten by the
+  /// late copy: seen as a poisoned test output under a loaded GPU).
   void upload(std::span<const T> host) {
     GS_EXPECTS(host.size() == size_, "upload size mismatch");
     GS_CUDA_TRY(cudaMemcpy(data_, host.data(), bytes(), cudaMemcpyHostToDevice));
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamLegacy));
   }
   void download(std::span<T> host) const {
     GS_EXPECTS(host.size() == size_, "download size mismatch");

@@ -52,11 +52,11 @@ namespace gratingsim::physics {
 /// unconverged at 1e-6 (converged in 53 iterations without); in complex128 the same effect sets
 /// floors near 1e-11 relative residual on such cases.
 ///
-/// coarse (2D lattices, docs/solver.md §6.1, §7): the two-level P below (CoarseMatrices); automatic picks
-/// it for 2D lattices under the same conditions as averaged for 1D, when a coarse block fits
-/// (coarse_harmonics() ≥ 1), else none. Measured on one core of the dev CPU (cpu-fftw): rectangles
-/// (validation/peers) 1.6× faster in total at M = 6 and 10 (362 → 188 iterations at M = 6), pillars
-/// 96 instead of 154 iterations but 0.1–0.3 s slower (the LU of A_c).
+/// coarse (2D lattices, docs/solver.md §6.1, §7): the two-level P below (CoarseMatrices), only when asked
+/// for. Measured on one core of the dev CPU (cpu-fftw): rectangles (validation/peers) 1.6× faster in
+/// total at M = 6 and 10 (362 → 188 iterations at M = 6), pillars 96 instead of 154 iterations but
+/// 0.1–0.3 s slower (the LU of A_c); on an H200 (gpu-fused) about half the iterations but a set-up of
+/// 0.13 s against Krylov phases of 0.01–0.03 s: automatic leaves 2D lattices unpreconditioned.
 enum class Preconditioning { automatic, averaged, coarse, none };
 std::string_view to_string(Preconditioning p);   ///< "auto", "averaged", "coarse", "none"
 Preconditioning parse_preconditioning(std::string_view name);  ///< throws InvalidArgument naming the choices

@@ -129,7 +129,11 @@ TEST_CASE("auto preconditions normal-vector problems in complex128 and leaves th
   o.m1 = 2;
   o.m2 = 2;
   const std::vector<Incidence> inc{{1.0, 10, 0}};
-  CHECK(solve(test::crossed(2), inc, o).incidences[0].preconditioned == std::vector<bool>{true});  // coarse
+  // 2D: coarse only when asked for (its set-up outweighs its saving on the GPU, docs/solver.md §7).
+  CHECK(solve(test::crossed(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
+  o.preconditioner = Preconditioning::coarse;
+  CHECK(solve(test::crossed(2), inc, o).incidences[0].preconditioned == std::vector<bool>{true});
+  o.preconditioner = Preconditioning::automatic;
   o.formulation = Formulation::laurent;
   CHECK(solve(test::crossed(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
   o.formulation = Formulation::normal_vector;
