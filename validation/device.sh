@@ -125,8 +125,8 @@ for stage in "${stages[@]}"; do
       step validate "$exe" validate
       cat "$out/validate.log"
       ;;
-    conv) bench bench-conv bench conv --case all --precision both --shape both ;;
-    solve) bench bench-solve bench solve --case all --backend gpu-fused,gpu-cufft --precision both ;;
+    conv) bench bench-conv conv --case all --precision both --shape both ;;
+    solve) bench bench-solve solve --case all --backend gpu-fused,gpu-cufft --precision both ;;
     e2e)
       mkdir -p "$out/e2e"
       export OMP_NUM_THREADS=16
