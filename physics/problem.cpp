@@ -175,43 +175,57 @@ void DiscreteProblem<Real>::apply_z_operator(const Complex* x, Complex* y) {
   z_operator_->apply(x, work_->data(0), y, stream_);
 }
 
+namespace {
+
+/// Each slice's mean tensors (preconditioner.hpp), from the slices' kernels in the plan's layout.
+std::vector<MeanTensors> slice_mean_tensors(const conv::Problem& pattern, std::span<const std::complex<double>> kernels,
+                                            std::size_t slices) {
+  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
+  std::vector<MeanTensors> tensors;
+  for (std::size_t p = 0; p < slices; ++p) tensors.push_back(mean_tensors(pattern, kernels.subspan(p * per_slice, per_slice)));
+  return tensors;
+}
+
+/// Right-hand side r is incidence r / 2 (s, p).
+std::vector<int> rhs_incidences(std::size_t rhs) {
+  std::vector<int> incidence;
+  for (std::size_t r = 0; r < rhs; ++r) incidence.push_back(int(r / 2));
+  return incidence;
+}
+
+/// P = L⁻¹ L̄ Ā⁻¹ (Ā⁻¹ alone when `local` holds no matrices) in the problem's memory.
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> averaged_preconditioner(AveragedMatrices averaged, LocalMatrices local,
+                                                              std::vector<int> rhs_incidence, [[maybe_unused]] bool on_device) {
+#if GRATINGSIM_HAVE_CUDA
+  if (on_device) return make_device_preconditioner<Real>(averaged, local, std::move(rhs_incidence));
+#endif
+  return make_host_preconditioner<Real>(std::move(averaged), std::move(local), std::move(rhs_incidence));
+}
+
+}  // namespace
+
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner() const {
   const conv::Problem& pattern = convolution_->problem();
-  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
-  std::vector<MeanTensors> tensors;
-  for (std::size_t p = 0; p < layout_.slices; ++p)
-    tensors.push_back(mean_tensors(pattern, std::span(kernels_).subspan(p * per_slice, per_slice)));
+  const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, layout_.slices);
   const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
   AveragedMatrices averaged = averaged_matrices(g, tensors);
   LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
-  std::vector<int> rhs_incidence;
-  for (std::size_t r = 0; r < layout_.rhs; ++r) rhs_incidence.push_back(int(r / 2));
-  if (convolution_->memory() == conv::Memory::device) {
-#if GRATINGSIM_HAVE_CUDA
-    return make_device_preconditioner<Real>(averaged, local, std::move(rhs_incidence));
-#endif
-  }
-  return make_host_preconditioner<Real>(std::move(averaged), std::move(local), std::move(rhs_incidence));
+  return averaged_preconditioner<Real>(std::move(averaged), std::move(local), rhs_incidences(layout_.rhs),
+                                       convolution_->memory() == conv::Memory::device);
 }
 
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_preconditioner(int mc) const {
   const conv::Problem& pattern = convolution_->problem();
-  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
-  std::vector<MeanTensors> tensors;
-  for (std::size_t p = 0; p < layout_.slices; ++p)
-    tensors.push_back(mean_tensors(pattern, std::span(kernels_).subspan(p * per_slice, per_slice)));
-  AveragedMatrices averaged = averaged_matrices(green_coefficients(discretisation_.grid, orders_), tensors);
-  const LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
-  std::vector<int> rhs_incidence;
-  for (std::size_t r = 0; r < layout_.rhs; ++r) rhs_incidence.push_back(int(r / 2));
+  AveragedMatrices averaged = averaged_matrices(green_coefficients(discretisation_.grid, orders_),
+                                                slice_mean_tensors(pattern, kernels_, layout_.slices));
+  LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
+  std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
   const bool on_device = convolution_->memory() == conv::Memory::device;
-  std::unique_ptr<Preconditioner<Real>> outer;
-#if GRATINGSIM_HAVE_CUDA
-  if (on_device) outer = make_device_preconditioner<Real>(averaged, no_local, rhs_incidence);
-#endif
-  if (!on_device) outer = make_host_preconditioner<Real>(std::move(averaged), no_local, rhs_incidence);
+  std::unique_ptr<Preconditioner<Real>> outer =
+      averaged_preconditioner<Real>(std::move(averaged), std::move(no_local), rhs_incidence, on_device);
   if (mc == 0) return outer;
   CoarseMatrices coarse = coarse_matrices(discretisation_.grid, orders_, pattern, kernels_, mc);
   const int nm = int(layout_.block / 3);
