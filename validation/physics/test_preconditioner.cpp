@@ -4,9 +4,11 @@
 // the iterations. The coarse preconditioner: A_c is A's principal submatrix at the coarse orders,
 // its application equals dense inverses, it is A⁻¹ when the coarse orders are all orders, and it
 // cuts iterations on a 2D grating.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <tuple>
 #include <utility>
 
@@ -204,6 +206,38 @@ std::vector<Incidence> random_incidences() {
   return {{1.0, theta(test::rng()), phi(test::rng())}, {1.0, theta(test::rng()), 0.0}};
 }
 
+/// The cpu-direct problem (M1 = 3, M2 = 1 or 0) of random_grating(one_dimensional, 3) at `incidences`.
+std::unique_ptr<DiscreteProblem<double>> random_problem(Formulation formulation, bool one_dimensional,
+                                                        const std::vector<Incidence>& incidences) {
+  std::vector<std::string> warnings;
+  ProblemSettings settings;
+  settings.m1 = 3;
+  settings.m2 = one_dimensional ? 0 : 1;
+  settings.backend = conv::Backend::cpu_direct;
+  settings.formulation = formulation;
+  return std::make_unique<DiscreteProblem<double>>(random_grating(one_dimensional, 3), incidences, settings, 1,
+                                                   warnings);
+}
+
+/// Per incidence a, the n×n matrix of A (the solver's whole operator: convolution engine + z-operator)
+/// between the unknowns at(j, a) of the batched layout, column-major at [(a·n + j)·n + i]: A applied to
+/// unit vectors at every incidence's unknown j at once (each rhs 2a, incidence a's s right-hand side,
+/// its own), read at the unknowns i.
+template <class At>
+std::vector<std::complex<double>> operator_block(DiscreteProblem<double>& problem, int incidences, std::size_t n, At at) {
+  using C = std::complex<double>;
+  std::vector<C> block(std::size_t(incidences) * n * n, test::poison<double>());
+  std::vector<C> unit(problem.layout().size()), column(problem.layout().size());
+  for (std::size_t j = 0; j < n; ++j) {
+    std::fill(unit.begin(), unit.end(), C(0));
+    for (int a = 0; a < incidences; ++a) unit[at(j, a)] = 1.0;
+    problem.apply(unit.data(), column.data());
+    for (int a = 0; a < incidences; ++a)
+      for (std::size_t i = 0; i < n; ++i) block[(std::size_t(a) * n + j) * n + i] = column[at(i, a)];
+  }
+  return block;
+}
+
 }  // namespace
 
 TEST_CASE("the assembled Ā and L̄ equal the z-operator on unit vectors and L_p the diagonal blocks of A", "[physics][preconditioner]") {
@@ -216,13 +250,8 @@ TEST_CASE("the assembled Ā and L̄ equal the z-operator on unit vectors and L_p
     for (bool one_dimensional : {true, false}) {
       INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
       const std::vector<Incidence> inc = random_incidences();
-      std::vector<std::string> warnings;
-      ProblemSettings settings;
-      settings.m1 = 3;
-      settings.m2 = one_dimensional ? 0 : 1;
-      settings.backend = conv::Backend::cpu_direct;
-      settings.formulation = formulation;
-      DiscreteProblem<double> problem(random_grating(one_dimensional, 3), inc, settings, 1, warnings);
+      const auto problem_owner = random_problem(formulation, one_dimensional, inc);
+      DiscreteProblem<double>& problem = *problem_owner;
       const int slices = int(problem.layout().slices);
       const conv::Problem& pattern = problem.convolution().problem();
       const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
@@ -270,17 +299,14 @@ TEST_CASE("the assembled Ā and L̄ equal the z-operator on unit vectors and L_p
       const BatchLayout& l = problem.layout();
       const std::size_t n_l = local.n(), nr = l.rhs;
       std::vector<C> reference_local(local.matrices.size(), test::poison<double>());
-      std::vector<C> unit(l.size()), column(l.size());
-      for (int p = 0; p < nz; ++p)
-        for (std::size_t j = 0; j < n_l; ++j) {  // j = component·orders + m
-          std::fill(unit.begin(), unit.end(), C(0));
-          for (int a = 0; a < na; ++a) unit[(std::size_t(p) * nr + 2 * std::size_t(a)) * block + j] = 1.0;
-          problem.apply(unit.data(), column.data());
-          for (int a = 0; a < na; ++a)
-            for (std::size_t i = 0; i < n_l; ++i)
-              reference_local[((std::size_t(a) * nz + p) * n_l + j) * n_l + i] =
-                  column[(std::size_t(p) * nr + 2 * std::size_t(a)) * block + i];
-        }
+      for (int p = 0; p < nz; ++p) {  // unknown j = component·orders + m of slice p
+        const std::vector<C> slice = operator_block(problem, na, n_l, [&](std::size_t j, int a) {
+          return (std::size_t(p) * nr + 2 * std::size_t(a)) * block + j;
+        });
+        for (int a = 0; a < na; ++a)
+          std::copy_n(&slice[std::size_t(a) * n_l * n_l], n_l * n_l,
+                      &reference_local[(std::size_t(a) * nz + p) * n_l * n_l]);
+      }
       const double local_error = matrixwise_difference(local.matrices, reference_local, n_l * n_l);
       INFO("L_p: " << local_error);
       CHECK(local_error < 1e-12);
@@ -295,13 +321,8 @@ TEST_CASE("the assembled coarse matrix A_c is the principal submatrix of A at th
     for (bool one_dimensional : {true, false}) {
       INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
       const std::vector<Incidence> inc = random_incidences();
-      std::vector<std::string> warnings;
-      ProblemSettings settings;
-      settings.m1 = 3;
-      settings.m2 = one_dimensional ? 0 : 1;
-      settings.backend = conv::Backend::cpu_direct;
-      settings.formulation = formulation;
-      DiscreteProblem<double> problem(random_grating(one_dimensional, 3), inc, settings, 1, warnings);
+      const auto problem_owner = random_problem(formulation, one_dimensional, inc);
+      DiscreteProblem<double>& problem = *problem_owner;
       const int mc = 2;  // 2D: Mc1 = 2, Mc2 = min(2, M2) = 1
       const CoarseMatrices coarse = coarse_matrices(problem.discretisation().grid, problem.orders(),
                                                     problem.convolution().problem(), problem.kernels(), mc);
@@ -317,15 +338,7 @@ TEST_CASE("the assembled coarse matrix A_c is the principal submatrix of A at th
         const std::size_t pi = u / nc;
         return ((pi / 3) * nr + 2 * std::size_t(a)) * 3 * nm + (pi % 3) * nm + std::size_t(coarse.orders[u % nc]);
       };
-      std::vector<C> reference(coarse.matrices.size(), test::poison<double>());
-      std::vector<C> unit(l.size()), column(l.size());
-      for (std::size_t j = 0; j < n; ++j) {
-        std::fill(unit.begin(), unit.end(), C(0));
-        for (int a = 0; a < na; ++a) unit[at(j, a)] = 1.0;
-        problem.apply(unit.data(), column.data());
-        for (int a = 0; a < na; ++a)
-          for (std::size_t i = 0; i < n; ++i) reference[(std::size_t(a) * n + j) * n + i] = column[at(i, a)];
-      }
+      const std::vector<C> reference = operator_block(problem, na, n, at);
       const double error = matrixwise_difference(coarse.matrices, reference, n * n);
       INFO("A_c: " << error);
       CHECK(error < 1e-12);
