@@ -113,17 +113,15 @@ void check_singular_parts_refused(Make make) {
   CHECK_NOTHROW(make(double{}, averaged, local, rhs));
 }
 
-/// P x = L⁻¹ L̄ Ā⁻¹ x for the batched layout (rhs r of incidence rhs_incidence[r]) from dense inverses
-/// that Eigen computes here, independently of the preconditioner's factors or cuBLAS.
-inline std::vector<std::complex<double>> dense_apply(const physics::AveragedMatrices& averaged,
-                                                     const physics::LocalMatrices& local,
-                                                     const std::vector<int>& rhs_incidence,
-                                                     const std::vector<std::complex<double>>& x) {
+/// Ā⁻¹ x per (rhs, order) for the batched layout (rhs r of incidence rhs_incidence[r]), from dense
+/// inverses that Eigen computes here.
+inline std::vector<std::complex<double>> dense_averaged_apply(const physics::AveragedMatrices& averaged,
+                                                              const std::vector<int>& rhs_incidence,
+                                                              const std::vector<std::complex<double>>& x) {
   using Eigen::Index;
-  const Index nz = averaged.slices, nm = averaged.orders, nr = Index(rhs_incidence.size());
-  const Index n = 3 * nz, n_l = 3 * nm;
+  const Index nz = averaged.slices, nm = averaged.orders, nr = Index(rhs_incidence.size()), n = 3 * nz;
   const auto at = [&](Index p, Index r, Index comp, Index m) { return std::size_t(((p * nr + r) * 3 + comp) * nm + m); };
-  std::vector<std::complex<double>> t(x.size()), y(x.size());
+  std::vector<std::complex<double>> t(x.size());
   for (Index r = 0; r < nr; ++r) {
     const Index a = rhs_incidence[std::size_t(r)];
     for (Index m = 0; m < nm; ++m) {  // Ā⁻¹, over (slice, component) at order m
@@ -134,6 +132,24 @@ inline std::vector<std::complex<double>> dense_apply(const physics::AveragedMatr
       const Eigen::VectorXcd w = inverse * v;
       for (Index i = 0; i < n; ++i) t[at(i / 3, r, i % 3, m)] = w(i);
     }
+  }
+  return t;
+}
+
+/// P x = L⁻¹ L̄ Ā⁻¹ x for the batched layout (rhs r of incidence rhs_incidence[r]) from dense inverses
+/// that Eigen computes here, independently of the preconditioner's factors or cuBLAS.
+inline std::vector<std::complex<double>> dense_apply(const physics::AveragedMatrices& averaged,
+                                                     const physics::LocalMatrices& local,
+                                                     const std::vector<int>& rhs_incidence,
+                                                     const std::vector<std::complex<double>>& x) {
+  using Eigen::Index;
+  const Index nz = averaged.slices, nm = averaged.orders, nr = Index(rhs_incidence.size());
+  const Index n_l = 3 * nm;
+  const auto at = [&](Index p, Index r, Index comp, Index m) { return std::size_t(((p * nr + r) * 3 + comp) * nm + m); };
+  const std::vector<std::complex<double>> t = dense_averaged_apply(averaged, rhs_incidence, x);
+  std::vector<std::complex<double>> y(x.size());
+  for (Index r = 0; r < nr; ++r) {
+    const Index a = rhs_incidence[std::size_t(r)];
     for (Index p = 0; p < nz; ++p) {  // L̄ per order, then L⁻¹ over (component, order)
       Eigen::VectorXcd v(n_l);
       for (Index m = 0; m < nm; ++m) {
@@ -180,20 +196,12 @@ inline std::vector<std::complex<double>> dense_coarse_apply(const physics::Avera
                                                             const std::vector<int>& rhs_incidence,
                                                             const std::vector<std::complex<double>>& x) {
   using Eigen::Index;
-  const Index nz = averaged.slices, nm = averaged.orders, nr = Index(rhs_incidence.size());
-  const Index n = 3 * nz, nc = Index(coarse.orders.size()), n_c = Index(coarse.n());
+  const Index nm = averaged.orders, nr = Index(rhs_incidence.size());
+  const Index nc = Index(coarse.orders.size()), n_c = Index(coarse.n());
   const auto at = [&](Index p, Index r, Index comp, Index m) { return std::size_t(((p * nr + r) * 3 + comp) * nm + m); };
-  std::vector<std::complex<double>> y(x.size());
+  std::vector<std::complex<double>> y = dense_averaged_apply(averaged, rhs_incidence, x);
   for (Index r = 0; r < nr; ++r) {
     const Index a = rhs_incidence[std::size_t(r)];
-    for (Index m = 0; m < nm; ++m) {
-      const Eigen::MatrixXcd inverse =
-          Eigen::Map<const Eigen::MatrixXcd>(&averaged.matrices[std::size_t((a * nm + m) * n * n)], n, n).inverse();
-      Eigen::VectorXcd v(n);
-      for (Index i = 0; i < n; ++i) v(i) = x[at(i / 3, r, i % 3, m)];
-      const Eigen::VectorXcd w = inverse * v;
-      for (Index i = 0; i < n; ++i) y[at(i / 3, r, i % 3, m)] = w(i);
-    }
     const auto coarse_at = [&](Index u) { return at(u / nc / 3, r, u / nc % 3, coarse.orders[std::size_t(u % nc)]); };
     const Eigen::MatrixXcd inverse =
         Eigen::Map<const Eigen::MatrixXcd>(&coarse.matrices[std::size_t(a * n_c * n_c)], n_c, n_c).inverse();
