@@ -149,10 +149,10 @@ std::vector<std::string_view> split_list(std::string_view option, std::string_vi
   }
 }
 
-std::vector<conv::Precision> parse_precisions(std::string_view value) {
-  std::vector<conv::Precision> precisions;
-  if (value == "single" || value == "both") precisions.push_back(conv::Precision::single);
-  if (value == "double" || value == "both") precisions.push_back(conv::Precision::double_);
+std::vector<Precision> parse_precisions(std::string_view value) {
+  std::vector<Precision> precisions;
+  if (value == "single" || value == "both") precisions.push_back(Precision::single);
+  if (value == "double" || value == "both") precisions.push_back(Precision::double_);
   if (precisions.empty()) throw UsageError("--precision expects single, double or both, got '" + std::string(value) + "'");
   return precisions;
 }

@@ -104,6 +104,6 @@ std::vector<const Case*> select_cases(std::optional<std::string_view> value, std
 }
 
 /// "--precision single|double|both" → the precisions, single first.
-std::vector<conv::Precision> parse_precisions(std::string_view value);
+std::vector<Precision> parse_precisions(std::string_view value);
 
 }  // namespace gratingsim::app

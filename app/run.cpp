@@ -59,7 +59,7 @@ constexpr OptionSpec run_options[] = {
 struct Settings {
   std::string case_path, output;
   std::optional<std::string_view> backend;  ///< as given: a backend's name or "auto"
-  std::optional<conv::Precision> precision;
+  std::optional<Precision> precision;
   bool resume = false, quiet = false, overwrite = false;
   std::optional<std::size_t> stop_after;
   std::optional<int> fail_on_rank;
@@ -86,7 +86,7 @@ Settings parse_settings(const Options& o) {
   if (const auto p = o.value("precision")) {
     if (*p != "single" && *p != "double")
       throw UsageError("--precision expects single or double, got '" + std::string(*p) + "'");
-    s.precision = conv::parse_precision(*p);
+    s.precision = parse_precision(*p);
   }
   s.resume = o.flag("resume");
   s.quiet = o.flag("quiet");
@@ -152,7 +152,7 @@ std::string describe_devices(const std::vector<std::string>& per_worker) {
 /// The local workers of one process: one per visible CUDA device for a GPU backend, each on its own
 /// device, else one; `asked` (--workers) workers instead, sharing the devices in turn.
 std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked) {
-  const int devices = conv::memory_of(backend) == conv::Memory::device ? int(conv::cuda_report().devices.size()) : 0;
+  const int devices = conv::memory_of(backend) == Memory::device ? int(conv::cuda_report().devices.size()) : 0;
   std::vector<WorkerOptions> workers(std::size_t(asked.value_or(std::max(devices, 1))));
   if (devices > 1)  // one device: the current one, as ever
     for (std::size_t k = 0; k < workers.size(); ++k) workers[k].cuda_device = int(k) % devices;
@@ -208,7 +208,7 @@ void load_case(Run& run) {
     for (const std::string& warning : run.problem.source.warnings) std::cerr << warning << '\n';
   physics::SolverOptions& solver = run.problem.solver;
   if (s.precision) solver.precision = *s.precision;
-  if (solver.precision == conv::Precision::single && solver.tolerance < single_tolerance_floor) {
+  if (solver.precision == Precision::single && solver.tolerance < single_tolerance_floor) {
     if (run.root())
       std::cerr << "gratingsim run: warning: single precision: solver tolerance raised from " << solver.tolerance
                 << " to " << single_tolerance_floor << " (complex64 arithmetic reaches no smaller relative residual)\n";
@@ -234,7 +234,7 @@ void take_backend(Run& run) {
   const conv::Backend backend = run.problem.solver.backend;
   run.workers = run.ranks ? std::vector<WorkerOptions>{{.fail_on_worker = s.fail_on_rank}}
                           : local_workers(backend, s.workers);
-  if (run.ranks && conv::memory_of(backend) == conv::Memory::device)
+  if (run.ranks && conv::memory_of(backend) == Memory::device)
     settle(run.all(), [&] { run.workers[0].cuda_device = bind_device(*run.ranks); });
   settle(run.all(), [&] {
     const std::string why =
@@ -271,7 +271,7 @@ void open_result_file(Run& run) {
   settle(run.all(), [&] {
     if (!run.root()) return;
     const io::RunInfo info = io::run_info(run.problem, run.backend_name,
-                                          conv::to_string(run.problem.solver.precision), run.device);
+                                          to_string(run.problem.solver.precision), run.device);
     run.writer.emplace(run.resuming ? io::ResultWriter::resume(run.settings.output, run.problem.layout, info)
                                     : io::ResultWriter::create(run.settings.output, run.problem.layout, info));
   });

@@ -13,14 +13,14 @@
 namespace gratingsim::app {
 
 std::string device_of(conv::Backend backend) {
-  if (conv::memory_of(backend) == conv::Memory::host) return conv::describe(conv::host_cpu());
+  if (conv::memory_of(backend) == Memory::host) return conv::describe(conv::host_cpu());
   const auto device = conv::current_cuda_device();
   return device ? device->name : "no CUDA device";
 }
 
-std::string physics_unavailable(conv::Backend backend, conv::Precision precision, physics::Formulation formulation) {
+std::string physics_unavailable(conv::Backend backend, Precision precision, physics::Formulation formulation) {
   if (!conv::backend_available(backend)) {
-    if (conv::memory_of(backend) == conv::Memory::device) {
+    if (conv::memory_of(backend) == Memory::device) {
       const conv::CudaReport cuda = conv::cuda_report();
       if (!cuda.built) return "needs a CUDA device, and this build has no CUDA backends (configured without CUDA)";
       if (cuda.devices.empty())
@@ -43,7 +43,7 @@ std::string physics_unavailable(conv::Backend backend, conv::Precision precision
   o.backend = backend;
   o.precision = precision;
   o.formulation = formulation;
-  o.tolerance = precision == conv::Precision::single ? 1e-5 : 1e-10;
+  o.tolerance = precision == Precision::single ? 1e-5 : 1e-10;
   o.on_unconverged = physics::OnUnconverged::mark;
   const physics::Incidence incidence{633.0, 10.0, 0.0};
   try {
@@ -64,7 +64,7 @@ conv::Problem convolution_geometry(const io::Problem& problem) {
 }
 
 conv::Backend automatic_backend(const io::Problem& problem) {
-  const conv::Precision precision = problem.solver.precision;
+  const Precision precision = problem.solver.precision;
   std::string note;
   const conv::Backend fastest =
       conv::select_backend(convolution_geometry(problem), precision, conv::default_backend_cache(), &note);

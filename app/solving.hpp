@@ -23,7 +23,7 @@ std::string device_of(conv::Backend backend);
 /// there is no device, or the solver has no path for device memory), found by solving a one-slice
 /// slab with it in `formulation` (a backend may serve Laurent's scalar convolution but not yet the
 /// normal-vector pattern); empty when it can.
-std::string physics_unavailable(conv::Backend backend, conv::Precision precision,
+std::string physics_unavailable(conv::Backend backend, Precision precision,
                                 physics::Formulation formulation = physics::Formulation::normal_vector);
 
 /// The backend a case that says `auto` runs on: the fastest for the case's convolution shape

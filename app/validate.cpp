@@ -20,7 +20,6 @@ namespace gratingsim::app {
 namespace {
 
 using conv::Backend;
-using conv::Precision;
 
 /// The built-in set: small enough for a few seconds on a laptop CPU, covering the solver's paths.
 struct BuiltinCase {
@@ -185,7 +184,7 @@ const std::vector<Column> table = [] {
 }();
 
 void print_row(Backend backend, Precision precision, const Solve* s, const Differences* d, const std::string& result) {
-  std::vector<std::string> cells{std::string(conv::to_string(backend)), std::string(conv::to_string(precision))};
+  std::vector<std::string> cells{std::string(conv::to_string(backend)), std::string(to_string(precision))};
   if (d) {
     cells.insert(cells.end(), {scientific(d->r), d->transmits ? scientific(d->t) : "n/a", scientific(d->jones),
                                scientific(comparison_tolerance(precision))});
@@ -295,7 +294,7 @@ int run_validate(const Options& options) {
         reason = physics_unavailable(b, p);
       } catch (const Error& e) {  // the backend is there but fails on a one-slice slab
         std::printf("FAILED: %s (%s) on a one-slice slab: %s\n", std::string(conv::to_string(b)).c_str(),
-                    std::string(conv::to_string(p)).c_str(), user_message(e).c_str());
+                    std::string(to_string(p)).c_str(), user_message(e).c_str());
         ++failures;
         continue;
       }

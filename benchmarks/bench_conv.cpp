@@ -30,7 +30,6 @@ namespace {
 
 using conv::Backend;
 using conv::Problem;
-using conv::Precision;
 
 /// Table 1 (convolution/problem_cases.hpp): 8 angles × 3 field components = 24 convolutions share each
 /// slice's spectrum; the batch is the table's (99, 195, 387, 771 convolutions per angle) × 8, i.e. 33,
@@ -247,7 +246,7 @@ std::unique_ptr<conv::Convolution<Real>> make_plan(Variant v, const Problem& g, 
       chosen = Backend::cpu_fftw;
       return conv::make_fftw_convolution<Real>(g, d.kernels, {.prune_zero_rows = false, .planning = {}});
     case Variant::automatic:
-      chosen = conv::select_backend(g, conv::precision_of<Real>(), conv::default_backend_cache());
+      chosen = conv::select_backend(g, precision_of<Real>(), conv::default_backend_cache());
       break;
     case Variant::cpu_direct:
       GS_SUPPORTS(direct_multiply_adds(g) <= direct_limit,
@@ -289,7 +288,7 @@ Row measure(Variant v, const ProblemCase& c, Shape shape, CaseData<Real>& d, con
   row.case_number = c.number;
   row.shape = shape;
   row.backend = std::string(name_of(v));
-  row.precision = conv::precision_of<Real>();
+  row.precision = precision_of<Real>();
   row.memory_floor_us = memory_floor_us(g, row.precision, s.bandwidth);
   row.arithmetic_floor_us = arithmetic_floor_us(g, row.precision, s);
 
@@ -306,7 +305,7 @@ Row measure(Variant v, const ProblemCase& c, Shape shape, CaseData<Real>& d, con
     return row;
   }
   if (v == Variant::automatic) (row.backend += '=') += conv::to_string(chosen);
-  if (plan->memory() == conv::Memory::device) {
+  if (plan->memory() == Memory::device) {
     const auto device = conv::current_cuda_device();
     row.device = device ? device->name : "CUDA device";
   } else {
@@ -339,7 +338,7 @@ Row measure(Variant v, const ProblemCase& c, Shape shape, CaseData<Real>& d, con
     if (!every) row.note = "not every timed output was checked";
     if (row.max_rel_error > tolerance(row.precision))
       row.note = "output differs from the reference beyond " + scientific(tolerance(row.precision));
-    if (plan->memory() == conv::Memory::device && row.timing->graph.empty())
+    if (plan->memory() == Memory::device && row.timing->graph.empty())
       row.note += (row.note.empty() ? "" : "; ") + std::string("no graph time: ") + row.timing->graph_note;
   } catch (const Unsupported& e) {
     row.status = Status::unavailable;
@@ -378,7 +377,7 @@ std::string three_columns(const conv::Samples& t) {
 
 void print_row(const Row& r) {
   if (!r.timing) {
-    std::printf("  %-24s %-9s %s: %s\n", r.backend.c_str(), std::string(conv::to_string(r.precision)).c_str(),
+    std::printf("  %-24s %-9s %s: %s\n", r.backend.c_str(), std::string(to_string(r.precision)).c_str(),
                 std::string(status_name(r.status)).c_str(), r.note.c_str());
     return;
   }
@@ -386,7 +385,7 @@ void print_row(const Row& r) {
   const std::string checked = std::to_string(t.checked_outputs) + "/" + std::to_string(t.timed_executions);
   const auto ratio = [](const std::optional<double>& v) { return v ? fixed(*v, 2) : std::string("-"); };
   std::printf("  %-24s %-9s %s %s %8.1f %8s %9s %8s %9s %10s %-13s %-9s %s\n", r.backend.c_str(),
-              std::string(conv::to_string(r.precision)).c_str(), three_columns(t.stream).c_str(),
+              std::string(to_string(r.precision)).c_str(), three_columns(t.stream).c_str(),
               three_columns(t.graph).c_str(), *r.device_us() / r.floor_us(), ratio(r.speedup_vs_cufft).c_str(),
               ratio(r.graph_speedup_vs_cufft).c_str(), ratio(r.speedup_vs_callbacks).c_str(),
               ratio(r.graph_speedup_vs_callbacks).c_str(), scientific(r.max_rel_error).c_str(), checked.c_str(),
@@ -409,7 +408,7 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
   const auto optional = [](const std::optional<double>& v) { return v ? significant(*v) : std::string(); };
   for (const Row& r : rows) {
     out << r.case_number << ',' << name_of(r.shape) << ',' << csv_field(r.backend) << ','
-        << conv::to_string(r.precision) << ',' << csv_field(r.device) << ',';
+        << to_string(r.precision) << ',' << csv_field(r.device) << ',';
     if (r.timing)
       out << samples(r.timing->stream) << ',' << samples(r.timing->graph) << ',' << r.timing->graph_executions << ','
           << r.timing->warmup_runs << ',' << fixed(r.timing->warmup_ms, 1) << ',';
@@ -430,17 +429,17 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
 template <class Real>
 std::vector<Row> bench_case(const ProblemCase& c, Shape shape, const Settings& s) {
   const Problem g = problem_of(c, shape);
-  const Precision p = conv::precision_of<Real>();
+  const Precision p = precision_of<Real>();
   CaseData<Real> data(g, s.seed + 2 * std::uint64_t(2 * c.number + int(p)) + 1000 * std::uint64_t(shape));
   const double memory = memory_floor_us(g, p, s.bandwidth), arithmetic = arithmetic_floor_us(g, p, s);
   if (shape == Shape::scalar)
     std::printf("\ncase %d, %s: N %dx%d, L %dx%d, %d slices x %d fields = %zu convolutions; reference %s\n", c.number,
-                std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
+                std::string(to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
                 g.input_blocks(), data.reference.c_str());
   else
     std::printf("\ncase %d, normal-vector, %s: N %dx%d, L %dx%d, %d slices x %d groups (K %d, Q %d, P %d, %zu terms) "
                 "= %zu input and %zu output blocks; reference %s\n",
-                c.number, std::string(conv::to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
+                c.number, std::string(to_string(p)).c_str(), g.n1, g.n2, g.l1, g.l2, g.slices, g.per_slice,
                 g.kernels, g.inputs, g.outputs, g.pattern.size(), g.input_blocks(), g.output_blocks(),
                 data.reference.c_str());
   std::printf("  floors: memory %.2f us, %s arithmetic %.2f us (%.3g flop); x_floor against the %s floor\n", memory,

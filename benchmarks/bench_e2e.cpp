@@ -34,7 +34,7 @@ constexpr OptionSpec options_spec[] = {
 struct Settings {
   std::vector<std::string> cases;
   std::vector<std::string> backends;  // empty: the case's own
-  std::optional<conv::Precision> precision;
+  std::optional<Precision> precision;
 };
 
 Settings parse_settings(const Options& o) {
@@ -73,7 +73,7 @@ Settings parse_settings(const Options& o) {
   if (const auto p = o.value("precision")) {
     if (*p != "single" && *p != "double")
       throw UsageError("--precision expects single or double, got '" + std::string(*p) + "'");
-    s.precision = conv::parse_precision(*p);
+    s.precision = parse_precision(*p);
   }
   return s;
 }
@@ -83,7 +83,7 @@ double sweep(const io::Problem& problem, const std::string& output) {
   const std::string backend(conv::to_string(problem.solver.backend));
   io::ResultWriter writer = io::ResultWriter::create(
       output, problem.layout,
-      io::run_info(problem, backend, conv::to_string(problem.solver.precision), device_of(problem.solver.backend)));
+      io::run_info(problem, backend, to_string(problem.solver.precision), device_of(problem.solver.backend)));
   const auto start = std::chrono::steady_clock::now();
   for (const Unit& points : plan_units(problem, writer, 1)) {  // one unit per wavelength
     const BatchSolve batch = solve_points(problem, points);
@@ -112,7 +112,7 @@ int run_bench_e2e(const Options& options) {
     for (const conv::Backend backend : backends) {
       problem.solver.backend = backend;
       std::printf("%s: backend %s, %s precision, on %s; %zu point(s), %zu wavelength batch(es)\n", path.c_str(),
-                  std::string(conv::to_string(backend)).c_str(), std::string(conv::to_string(problem.solver.precision)).c_str(),
+                  std::string(conv::to_string(backend)).c_str(), std::string(to_string(problem.solver.precision)).c_str(),
                   device_of(backend).c_str(), problem.layout.points(), problem.layout.wavelength_nm.size());
       if (const std::string why = physics_unavailable(backend, problem.solver.precision, problem.solver.formulation);
           !why.empty()) {

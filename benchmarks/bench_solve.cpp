@@ -30,7 +30,6 @@ namespace gratingsim::app {
 namespace {
 
 using conv::Backend;
-using conv::Precision;
 
 /// Table 1 of docs/convolution.md §5 (convolution/problem_cases.hpp): harmonics ±M on both axes, the
 /// table's layers as the slices of the structure's layer. The paper's 8 angles × 3 components = 24 fields
@@ -247,7 +246,7 @@ SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpe
 template <class Real>
 void time_method(physics::DiscreteProblem<Real>& problem, const BenchCase& c, const MethodSpec& method,
                  const Settings& s, Row& row) {
-  const bool device = problem.memory() == conv::Memory::device;
+  const bool device = problem.memory() == Memory::device;
   const physics::BatchLayout& l = problem.layout();
   row.floor_bytes = floor_bytes(l, problem.convolution().problem(), sizeof(Real), method, device);
   row.floor_us = 1e6 * row.floor_bytes / s.bandwidth;
@@ -289,7 +288,7 @@ std::vector<Row> measure(const BenchCase& c, Backend backend, const Settings& s,
   Row base;
   base.case_number = c.number;
   base.backend = std::string(conv::to_string(backend));
-  base.precision = conv::precision_of<Real>();
+  base.precision = precision_of<Real>();
   std::vector<Row> rows;
   const auto each_method = [&](const std::string& note, bool ran) {
     for (const MethodSpec& m : s.methods) {
@@ -310,7 +309,7 @@ std::vector<Row> measure(const BenchCase& c, Backend backend, const Settings& s,
   std::unique_ptr<physics::DiscreteProblem<Real>> problem;
   try {
     problem = std::make_unique<physics::DiscreteProblem<Real>>(structure, incidences, ps, 1, warnings);
-    if (problem->memory() == conv::Memory::device) {
+    if (problem->memory() == Memory::device) {
       const auto gpu = conv::current_cuda_device();
       base.device = gpu ? gpu->name : "CUDA device";
     } else {
@@ -377,7 +376,7 @@ void print_header() {
 void print_row(const Row& r) {
   if (!r.ok) {
     std::printf("  %-10s %-15s %-9s %s: %s\n", r.backend.c_str(), r.method.name().c_str(),
-                std::string(conv::to_string(r.precision)).c_str(), r.ran ? "FAILED" : "unavailable", r.note.c_str());
+                std::string(to_string(r.precision)).c_str(), r.ran ? "FAILED" : "unavailable", r.note.c_str());
     return;
   }
   char speed[32] = "-", depth[32] = "-";
@@ -385,7 +384,7 @@ void print_row(const Row& r) {
   if (r.method.mean_depth() > 0) std::snprintf(depth, sizeof depth, "%.1f", r.method.mean_depth());
   const double it = r.iteration.median();
   std::printf("  %-10s %-15s %-9s %5d %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %6s %9.1f %8.2f %7s %8.1e  %s\n",
-              r.backend.c_str(), r.method.name().c_str(), std::string(conv::to_string(r.precision)).c_str(),
+              r.backend.c_str(), r.method.name().c_str(), std::string(to_string(r.precision)).c_str(),
               r.iterations, it, r.iteration.min(), r.iteration.max(), r.convolution.median(), r.z_operator.median(),
               r.vector_ops.median(), depth, r.floor_us, it / r.floor_us, speed, r.verify_error, r.device.c_str());
 }
@@ -399,7 +398,7 @@ void write_csv(const std::string& file, const std::vector<Row>& rows) {
   char buf[512];
   for (const Row& r : rows) {
     out << r.case_number << ',' << r.backend << ',' << csv_field(r.method.name()) << ','
-        << conv::to_string(r.precision) << ',' << csv_field(r.device) << ','
+        << to_string(r.precision) << ',' << csv_field(r.device) << ','
         << (r.ok ? "ok" : r.ran ? "failed" : "unavailable") << ',';
     if (r.ok) {
       const double it = r.iteration.median();
@@ -424,7 +423,7 @@ template <class Real>
 std::vector<Row> bench_case(const BenchCase& c, const Settings& s, Reference& reference) {
   const int n = 2 * c.harmonics + 1;
   std::printf("\ncase %d, %s: harmonics ±%d (%dx%d orders), %d slices, 8 rhs (4 angles x s,p)\n", c.number,
-              std::string(conv::to_string(conv::precision_of<Real>())).c_str(), c.harmonics, n, n, c.slices);
+              std::string(to_string(precision_of<Real>())).c_str(), c.harmonics, n, n, c.slices);
   print_header();
   std::vector<Row> rows;
   std::fflush(stdout);

@@ -34,14 +34,6 @@ Backend parse_backend(std::string_view name) {
                      "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused or gpu-direct)");
 }
 
-std::string_view to_string(Precision precision) { return precision == Precision::single ? "single" : "double"; }
-
-Precision parse_precision(std::string_view name) {
-  if (name == "single") return Precision::single;
-  if (name == "double") return Precision::double_;
-  GS_EXPECTS(false, "unknown precision '" + std::string(name) + "' (expected single or double)");
-}
-
 Memory memory_of(Backend backend) {
   return (backend == Backend::cpu_direct || backend == Backend::cpu_fftw) ? Memory::host : Memory::device;
 }

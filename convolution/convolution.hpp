@@ -29,15 +29,11 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <vector>
 
-struct CUstream_st;  // so that the interface needs no CUDA header
+#include "core/vocabulary.hpp"
 
 namespace gratingsim::conv {
-
-/// A CUDA stream (cudaStream_t); nullptr is the legacy default stream. Ignored by CPU backends.
-using Stream = CUstream_st*;
 
 enum class Backend {
   cpu_direct,  ///< the O(N⁴) sum, complex128 accumulation: the reference
@@ -56,18 +52,7 @@ std::string_view to_string(Backend backend);
 /// InvalidArgument otherwise.
 Backend parse_backend(std::string_view name);
 
-enum class Precision { single, double_ };
-std::string_view to_string(Precision precision);  ///< "single" / "double"
-Precision parse_precision(std::string_view name);
-
-template <class Real>
-constexpr Precision precision_of() {
-  static_assert(std::is_same_v<Real, float> || std::is_same_v<Real, double>);
-  return std::is_same_v<Real, float> ? Precision::single : Precision::double_;
-}
-
 /// Where a backend's execute() expects its buffers.
-enum class Memory { host, device };
 Memory memory_of(Backend backend);
 
 /// One term of a problem's pattern: output component `output` += kernel `kernel` ⊛ input component `input`.

@@ -95,7 +95,7 @@ std::size_t estimated_solver_bytes(const Case& c) {
       std::size_t(auto_slices ? c.numerics.accuracy->max_slices : c.total_slices()) * (c.numerics.richardson ? 2 : 1);
   const std::size_t orders = std::size_t(2 * c.numerics.harmonics_x + 1) * std::size_t(2 * c.numerics.harmonics_y + 1);
   const std::size_t incidences = c.incidence.theta_deg.size() * c.incidence.phi_deg.size();
-  const std::size_t real_bytes = c.numerics.precision == conv::Precision::single ? 4 : 8;
+  const std::size_t real_bytes = c.numerics.precision == Precision::single ? 4 : 8;
   return physics::estimate_bytes(slices, orders, incidences, c.numerics.harmonics_x, c.numerics.harmonics_y, real_bytes,
                                  krylov_vectors, solver.method == physics::Method::dense_lu, c.numerics.formulation);
 }
@@ -788,7 +788,7 @@ class CaseReader {
     if (const auto r = m.optional("richardson")) c_.numerics.richardson = r->boolean();
     if (const auto p = m.optional("precision"))
       c_.numerics.precision =
-          p->choice<conv::Precision>({{"single", conv::Precision::single}, {"double", conv::Precision::double_}});
+          p->choice<Precision>({{"single", Precision::single}, {"double", Precision::double_}});
     if (const auto f = m.optional("formulation"))
       c_.numerics.formulation = f->choice<physics::Formulation>(
           {{"normal-vector", physics::Formulation::normal_vector}, {"laurent", physics::Formulation::laurent}});

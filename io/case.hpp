@@ -99,7 +99,7 @@ struct Numerics {
   int harmonics_x = 0, harmonics_y = 0;
   std::optional<AccuracyTarget> accuracy;  ///< nullopt: the harmonics and slices as given
   bool richardson = false;               ///< also solve at twice the slices and extrapolate (docs/formulation.md §12)
-  conv::Precision precision = conv::Precision::double_;
+  Precision precision = Precision::double_;
   std::optional<conv::Backend> backend;  ///< nullopt: "auto", the application picks
   /// Where numerics.backend was given (nullopt when absent): a backend that cannot run here is
   /// reported there.

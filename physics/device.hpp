@@ -30,12 +30,12 @@ class DeviceStream {
   ~DeviceStream();
   DeviceStream(const DeviceStream&) = delete;
   DeviceStream& operator=(const DeviceStream&) = delete;
-  [[nodiscard]] conv::Stream get() const { return stream_; }
+  [[nodiscard]] Stream get() const { return stream_; }
   /// Waits for all work enqueued on the stream.
   void synchronize() const;
 
  private:
-  conv::Stream stream_ = nullptr;
+  Stream stream_ = nullptr;
 };
 
 /// Free and total memory of the current device (cudaMemGetInfo).
@@ -49,7 +49,7 @@ DeviceMemoryInfo device_memory_info();
 /// pinned host memory and added there in a fixed order (deterministic). All device and pinned
 /// memory is allocated here; the operations allocate nothing.
 template <class Real>
-std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& layout, int count, conv::Stream stream);
+std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& layout, int count, Stream stream);
 
 /// The Arnoldi cycles of GMRES(m) (docs/solver.md §2) with every per-rhs scalar in device memory, for a
 /// device space: the Hessenberg columns, Givens rotations, g, the in-cycle flags, the Krylov dimension

@@ -367,7 +367,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
         budget_host_(rhs_),
         dimension_host_(rhs_),
         any_in_cycle_host_(restart) {
-    GS_EXPECTS(space.memory() == conv::Memory::device, "device GMRES: the vector space is not in device memory");
+    GS_EXPECTS(space.memory() == Memory::device, "device GMRES: the vector space is not in device memory");
     GS_EXPECTS(restart >= 1 && restart <= max_restart,
             "device GMRES: restart must be in 1.." + std::to_string(max_restart) + ", got " + std::to_string(restart));
     GS_EXPECTS(first_basis >= 0 && first_basis + restart < space.count() && x >= 0 && x < space.count() &&

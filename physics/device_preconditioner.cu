@@ -284,9 +284,9 @@ class DevicePreconditioner final : public Preconditioner<Real> {
     GS_CUDA_TRY(cudaDeviceSynchronize());  // the inversions ran on the legacy default stream; apply uses the problem's
   }
 
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
+  [[nodiscard]] Memory memory() const override { return Memory::device; }
 
-  void apply(const Complex* x, Complex* y, conv::Stream stream) override {
+  void apply(const Complex* x, Complex* y, Stream stream) override {
     const auto* in = reinterpret_cast<const V*>(x);
     auto* out = reinterpret_cast<V*>(y);
     const unsigned blocks = unsigned(na_) * unsigned(nm_);
@@ -368,7 +368,7 @@ class DeviceCoarsePreconditioner final : public Preconditioner<Real> {
                              const std::vector<int>& rhs_incidence, int orders)
       : averaged_(std::move(averaged)), n_(int(coarse.n())), nc_(int(coarse.orders.size())), nm_(orders),
         nr_(int(rhs_incidence.size())) {
-    GS_EXPECTS(averaged_->memory() == conv::Memory::device, "device coarse preconditioner: the outer part is on the host");
+    GS_EXPECTS(averaged_->memory() == Memory::device, "device coarse preconditioner: the outer part is on the host");
     per_ = coarse.incidences > 0 ? nr_ / coarse.incidences : 0;
     GS_EXPECTS(per_ >= 1 && per_ * coarse.incidences == nr_,
                "device coarse preconditioner: expects the same number of right-hand sides per incidence");
@@ -392,9 +392,9 @@ class DeviceCoarsePreconditioner final : public Preconditioner<Real> {
     GS_CUDA_TRY(cudaDeviceSynchronize());  // the inversion ran on the legacy default stream
   }
 
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
+  [[nodiscard]] Memory memory() const override { return Memory::device; }
 
-  void apply(const Complex* x, Complex* y, conv::Stream stream) override {
+  void apply(const Complex* x, Complex* y, Stream stream) override {
     averaged_->apply(x, y, stream);  // every order, then the coarse ones overwritten (same stream)
     const dim3 grid(unsigned((n_ + coarse_rows_per_block - 1) / coarse_rows_per_block), unsigned(nr_));
     apply_coarse<Real><<<grid, coarse_threads, shared_bytes_, stream>>>(

@@ -157,7 +157,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   using V = Complex2<Real>;
   static_assert(sizeof(V) == sizeof(Complex));
 
-  DeviceVectorSpace(const BatchLayout& layout, int count, conv::Stream stream)
+  DeviceVectorSpace(const BatchLayout& layout, int count, Stream stream)
       : VectorSpace<Real>(layout, count),
         stream_(stream),
         // Enough blocks per rhs that rhs·blocks fills the device a few times over, never more than slices.
@@ -173,8 +173,8 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
     GS_EXPECTS(i >= 0 && i < this->count_, "device vector space: no vector " + std::to_string(i));
     return reinterpret_cast<Complex*>(storage_.data()) + std::size_t(i) * this->layout_.size();
   }
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
-  [[nodiscard]] conv::Stream stream() const override { return stream_; }
+  [[nodiscard]] Memory memory() const override { return Memory::device; }
+  [[nodiscard]] Stream stream() const override { return stream_; }
 
   void norm(int x, std::span<double> out) override {
     reduce<true>(x, 1, x);
@@ -295,11 +295,11 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
 }  // namespace
 
 template <class Real>
-std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& layout, int count, conv::Stream stream) {
+std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& layout, int count, Stream stream) {
   GS_EXPECTS(count >= 1 && layout.size() > 0, "vector space: empty layout or count");
   return std::make_unique<DeviceVectorSpace<Real>>(layout, count, stream);
 }
-template std::unique_ptr<VectorSpace<float>> make_device_vector_space<float>(const BatchLayout&, int, conv::Stream);
-template std::unique_ptr<VectorSpace<double>> make_device_vector_space<double>(const BatchLayout&, int, conv::Stream);
+template std::unique_ptr<VectorSpace<float>> make_device_vector_space<float>(const BatchLayout&, int, Stream);
+template std::unique_ptr<VectorSpace<double>> make_device_vector_space<double>(const BatchLayout&, int, Stream);
 
 }  // namespace gratingsim::physics

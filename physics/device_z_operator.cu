@@ -216,9 +216,9 @@ class DeviceZOperator final : public ZOperator<Real> {
     GS_CUDA_TRY(cudaDeviceSynchronize());
   }
 
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::device; }
+  [[nodiscard]] Memory memory() const override { return Memory::device; }
 
-  void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream stream) override {
+  void apply(const Complex* x, const Complex* c, Complex* y, Stream stream) override {
     const Coefficients g{kz_.data(),   rs_.data(),     rp_.data(),   tx_.data(),   ty_.data(),
                          krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
     const int pairs = nr_ * nm_;

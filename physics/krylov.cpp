@@ -223,7 +223,7 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   zero_where_b_vanishes(v, X, b_norm);
   std::vector<SolveStats> stats(nr);
 #if GRATINGSIM_HAVE_CUDA
-  if (s.device_scalars && v.memory() == conv::Memory::device)
+  if (s.device_scalars && v.memory() == Memory::device)
     gmres_device_cycles(op, v, s, b_norm, stats);
   else
 #endif

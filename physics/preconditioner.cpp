@@ -645,10 +645,10 @@ class HostPreconditioner final : public Preconditioner<Real> {
     scratch_.resize(std::size_t(threads) * scratch_per_thread_);
   }
 
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
+  [[nodiscard]] Memory memory() const override { return Memory::host; }
 
   /// P x = L⁻¹ L̄ Ā⁻¹ x (preconditioner.hpp).
-  void apply(const Complex* x, Complex* y, conv::Stream) override {
+  void apply(const Complex* x, Complex* y, Stream) override {
     if (averaged_only_) return apply_averaged(x, y);
     apply_averaged(x, t1_.data());
     apply_local_averaged(t1_.data(), t2_.data());
@@ -766,9 +766,9 @@ class HostCoarsePreconditioner final : public Preconditioner<Real> {
     scratch_.resize(std::size_t(threads) * scratch_per_thread_);
   }
 
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
+  [[nodiscard]] Memory memory() const override { return Memory::host; }
 
-  void apply(const Complex* x, Complex* y, conv::Stream stream) override {
+  void apply(const Complex* x, Complex* y, Stream stream) override {
     averaged_->apply(x, y, stream);
     const std::size_t n = factors_.n, nc = coarse_orders_.size(), nm = std::size_t(orders_), nr = rhs_.size();
     // Coarse unknown u = (p·3 + i)·nc + mc of rhs r in the batched layout.

@@ -165,8 +165,8 @@ class Preconditioner {
  public:
   using Complex = std::complex<Real>;
   virtual ~Preconditioner() = default;
-  virtual void apply(const Complex* x, Complex* y, conv::Stream stream) = 0;
-  [[nodiscard]] virtual conv::Memory memory() const = 0;
+  virtual void apply(const Complex* x, Complex* y, Stream stream) = 0;
+  [[nodiscard]] virtual Memory memory() const = 0;
 };
 
 /// Host application of P = L⁻¹ L̄ Ā⁻¹: factors every Ā and L_p (partial-pivoting LU in complex128,
@@ -198,7 +198,7 @@ template <class Real>
 class RightPreconditioned final : public LinearOperator<Real> {
  public:
   using Complex = std::complex<Real>;
-  RightPreconditioned(LinearOperator<Real>& op, Preconditioner<Real>& p, conv::Stream stream)
+  RightPreconditioned(LinearOperator<Real>& op, Preconditioner<Real>& p, Stream stream)
       : op_(op), p_(p), stream_(stream), scratch_(op.make_space(1)) {}
   [[nodiscard]] const BatchLayout& layout() const override { return op_.layout(); }
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_space(int count) const override {
@@ -219,7 +219,7 @@ class RightPreconditioned final : public LinearOperator<Real> {
  private:
   LinearOperator<Real>& op_;
   Preconditioner<Real>& p_;
-  conv::Stream stream_;
+  Stream stream_;
   std::unique_ptr<VectorSpace<Real>> scratch_;
 };
 

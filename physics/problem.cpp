@@ -46,7 +46,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   const int n1 = geometry.n1, n2 = geometry.n2;
   sources_per_block_ = normal_vector ? geometry.outputs : 3;
   if (normal_vector) {
-    const conv::Precision precision = conv::precision_of<Real>();
+    const Precision precision = precision_of<Real>();
     const conv::BackendTraits& traits = conv::traits(settings.backend);
     const conv::Problem resolved = conv::resolve(geometry);
     const conv::Support pattern = traits.can_implement(resolved, precision);
@@ -97,7 +97,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   lap(Phase::structure);
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
 #if GRATINGSIM_HAVE_CUDA
-  if (convolution_->memory() == conv::Memory::device) {
+  if (convolution_->memory() == Memory::device) {
     device_stream_ = std::make_unique<DeviceStream>();
     stream_ = device_stream_->get();
   }
@@ -128,7 +128,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
     }
   }
   lap(Phase::z_operator);
-  if (convolution_->memory() == conv::Memory::device) {
+  if (convolution_->memory() == Memory::device) {
 #if GRATINGSIM_HAVE_CUDA
     z_operator_ = make_device_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
 #else
@@ -145,7 +145,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
 template <class Real>
 std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_space(int count) const {
 #if GRATINGSIM_HAVE_CUDA
-  if (convolution_->memory() == conv::Memory::device) return make_device_vector_space<Real>(layout_, count, stream_);
+  if (convolution_->memory() == Memory::device) return make_device_vector_space<Real>(layout_, count, stream_);
 #endif
   return make_host_vector_space<Real>(layout_, count);
 }
@@ -154,7 +154,7 @@ template <class Real>
 std::unique_ptr<VectorSpace<Real>> DiscreteProblem<Real>::make_output_space(int count) const {
   const BatchLayout output{layout_.slices, layout_.rhs, layout_.block / 3 * std::size_t(sources_per_block_)};
 #if GRATINGSIM_HAVE_CUDA
-  if (convolution_->memory() == conv::Memory::device) return make_device_vector_space<Real>(output, count, stream_);
+  if (convolution_->memory() == Memory::device) return make_device_vector_space<Real>(output, count, stream_);
 #endif
   return make_host_vector_space<Real>(output, count);
 }
@@ -213,7 +213,7 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
   AveragedMatrices averaged = averaged_matrices(g, tensors);
   LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
   return averaged_preconditioner<Real>(std::move(averaged), std::move(local), rhs_incidences(layout_.rhs),
-                                       convolution_->memory() == conv::Memory::device);
+                                       convolution_->memory() == Memory::device);
 }
 
 template <class Real>
@@ -223,7 +223,7 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
                                                 slice_mean_tensors(pattern, kernels_, layout_.slices));
   LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
-  const bool on_device = convolution_->memory() == conv::Memory::device;
+  const bool on_device = convolution_->memory() == Memory::device;
   std::unique_ptr<Preconditioner<Real>> outer =
       averaged_preconditioner<Real>(std::move(averaged), std::move(no_local), rhs_incidence, on_device);
   if (mc == 0) return outer;
@@ -246,7 +246,7 @@ template <class Real>
 std::vector<std::complex<Real>> DiscreteProblem<Real>::convolve_on_host(std::span<const Complex> solution) {
   GS_EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
   std::vector<Complex> c(layout_.size() / 3 * std::size_t(sources_per_block_));
-  if (convolution_->memory() == conv::Memory::device) {
+  if (convolution_->memory() == Memory::device) {
     auto in = make_space(1);
     auto out = make_output_space(1);
     in->upload(solution, 0);

@@ -69,8 +69,8 @@ class DiscreteProblem final : public LinearOperator<Real> {
   void apply_convolution(const Complex* x);
   void apply_z_operator(const Complex* x, Complex* y);
   /// Where the vectors live, and the stream products are enqueued on (nullptr for host problems).
-  [[nodiscard]] conv::Memory memory() const { return convolution_->memory(); }
-  [[nodiscard]] conv::Stream stream() const { return stream_; }
+  [[nodiscard]] Memory memory() const { return convolution_->memory(); }
+  [[nodiscard]] Stream stream() const { return stream_; }
   /// Waits for every product enqueued so far (nothing to wait for on the host).
   void synchronize() const;
   [[nodiscard]] const conv::Convolution<Real>& convolution() const { return *convolution_; }
@@ -119,7 +119,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
 #if GRATINGSIM_HAVE_CUDA
   std::unique_ptr<DeviceStream> device_stream_;  // declared before everything that enqueues on it
 #endif
-  conv::Stream stream_ = nullptr;
+  Stream stream_ = nullptr;
   std::vector<std::complex<double>> kernels_;
   std::unique_ptr<conv::Convolution<Real>> convolution_;
   std::unique_ptr<ZOperator<Real>> z_operator_;

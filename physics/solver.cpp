@@ -81,7 +81,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   Preconditioning kind = dense ? Preconditioning::none : options.preconditioner;
   const int coarse_m = coarse_harmonics(slices, options.m1, options.m2);
   if (kind == Preconditioning::automatic)
-    kind = options.formulation == Formulation::normal_vector && options.precision == conv::Precision::double_ &&
+    kind = options.formulation == Formulation::normal_vector && options.precision == Precision::double_ &&
                    structure.lattice.one_dimensional()
                ? Preconditioning::averaged
                : Preconditioning::none;
@@ -96,7 +96,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
                : preconditioner_bytes(std::size_t(slices), nm, group.size(), real_bytes);
   };
   const std::size_t inverses = bytes(sizeof(Real)), build = bytes(sizeof(double));
-  const bool on_device = conv::memory_of(options.backend) == conv::Memory::device;
+  const bool on_device = conv::memory_of(options.backend) == Memory::device;
   std::size_t budget = options.memory_limit_bytes;
   std::string budget_text = format_bytes(options.memory_limit_bytes) + " (memory_limit_bytes)";
 #if GRATINGSIM_HAVE_CUDA
@@ -222,7 +222,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
 
 GroupSolve solve_group_any(const Structure& s, std::span<const Incidence> g, const SolverOptions& o, int factor,
                            std::vector<std::string>& w) {
-  return o.precision == conv::Precision::single ? solve_group<float>(s, g, o, factor, w)
+  return o.precision == Precision::single ? solve_group<float>(s, g, o, factor, w)
                                                 : solve_group<double>(s, g, o, factor, w);
 }
 
@@ -336,7 +336,7 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
   GS_EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
   GS_EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
   GS_EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
-  GS_EXPECTS(options.precision == conv::Precision::double_ || options.tolerance >= 1e-6,
+  GS_EXPECTS(options.precision == Precision::double_ || options.tolerance >= 1e-6,
           "solve: tolerance " + std::to_string(options.tolerance) +
               " is below what complex64 arithmetic can reach; use ≥ 1e-6 in single precision");
   SolveResult result;

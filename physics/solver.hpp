@@ -58,7 +58,7 @@ struct SolverOptions {
   /// Raster pixels per axis on which 2D normal fields are built (a power of two); 0: the default,
   /// default_normal_field_resolution(M1, M2).
   int normal_field_resolution = 0;
-  conv::Precision precision = conv::Precision::double_;
+  Precision precision = Precision::double_;
   OnUnconverged on_unconverged = OnUnconverged::throw_error;
   bool keep_fields = false;           ///< return the field harmonics per slice
   double rayleigh_tolerance = 1e-6;   ///< |kz1| < tol·k1 counts as a Rayleigh anomaly

@@ -24,7 +24,7 @@ class HostVectorSpace final : public VectorSpace<Real> {
         partials_(std::min<std::size_t>(reduction_chunks, layout.slices) * std::size_t(count) * layout.rhs) {}
 
   Complex* data(int i) override { return storage_.data() + std::size_t(i) * this->layout_.size(); }
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
+  [[nodiscard]] Memory memory() const override { return Memory::host; }
 
   void norm(int x, std::span<double> out) override {
     const BatchLayout& l = this->layout_;

@@ -33,9 +33,9 @@ class VectorSpace {
   [[nodiscard]] int count() const { return count_; }
   /// Vector i (0 ≤ i < count()) in this space's memory.
   virtual Complex* data(int i) = 0;
-  [[nodiscard]] virtual conv::Memory memory() const = 0;
+  [[nodiscard]] virtual Memory memory() const = 0;
   /// The stream a device space enqueues every operation on (nullptr for a host space).
-  [[nodiscard]] virtual conv::Stream stream() const { return nullptr; }
+  [[nodiscard]] virtual Stream stream() const { return nullptr; }
 
   /// out[r] = Σ conj(x_r)·y_r.
   void dot(int x, int y, std::span<Scalar> out) { dots(x, 1, y, out); }

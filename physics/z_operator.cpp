@@ -115,9 +115,9 @@ class HostZOperator final : public ZOperator<Real> {
             "z-operator: the source has 3, 4 or 5 components per block, got " + std::to_string(source_components));
   }
 
-  [[nodiscard]] conv::Memory memory() const override { return conv::Memory::host; }
+  [[nodiscard]] Memory memory() const override { return Memory::host; }
 
-  void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream) override {
+  void apply(const Complex* x, const Complex* c, Complex* y, Stream) override {
     using C = std::complex<double>;
     const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
     const double k1 = g_.k1, k1sq = k1 * k1;

@@ -56,8 +56,8 @@ class ZOperator {
   /// comp·orders + m; components 0..2 are the source J (Laurent: χ ⊛ e), 3 and 4 (when present) are
   /// D_x and D_y, added to y's x and y components (docs/normal-vector.md §2: (M F) = F + D, D = (D_x, D_y, 0)).
   /// x and y may be the same buffer; c must not alias y.
-  virtual void apply(const Complex* x, const Complex* c, Complex* y, conv::Stream stream) = 0;
-  [[nodiscard]] virtual conv::Memory memory() const = 0;
+  virtual void apply(const Complex* x, const Complex* c, Complex* y, Stream stream) = 0;
+  [[nodiscard]] virtual Memory memory() const = 0;
 };
 
 /// Host implementation: OpenMP over (rhs, order) pairs, sweeps in complex128.

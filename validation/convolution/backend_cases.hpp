@@ -89,7 +89,7 @@ template <class Real>
 void check_backend_against_direct(conv::Backend backend, const NamedGeometry& c) {
   using Complex = std::complex<Real>;
   const conv::Problem& g = c.geometry;
-  INFO(std::string(conv::to_string(backend)) << " " << conv::to_string(conv::precision_of<Real>()) << ", "
+  INFO(std::string(conv::to_string(backend)) << " " << to_string(precision_of<Real>()) << ", "
                                              << c.name);
   // Kernels rounded to Real, so the complex128 reference sees exactly what the backend sees.
   const auto rounded = random_complex<Real>(g.kernels_total());

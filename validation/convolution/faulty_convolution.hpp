@@ -15,7 +15,7 @@ class FaultyConvolution final : public conv::Convolution<Real> {
  public:
   using Complex = std::complex<Real>;
   /// `corrupt(out, stream)` damages an output in the plan's memory (enqueued on `stream` for GPU plans).
-  using Corruption = std::function<void(Complex* out, conv::Stream stream)>;
+  using Corruption = std::function<void(Complex* out, Stream stream)>;
   enum class Fault { corrupt, skip };
 
   FaultyConvolution(std::unique_ptr<conv::Convolution<Real>> plan, long long faulty_call, Fault fault, Corruption corrupt)
@@ -26,7 +26,7 @@ class FaultyConvolution final : public conv::Convolution<Real> {
         corrupt_(std::move(corrupt)) {}
 
   void set_kernels(std::span<const std::complex<double>> kernels) override { plan_->set_kernels(kernels); }
-  void execute(const Complex* in, Complex* out, conv::Stream stream = nullptr) override {
+  void execute(const Complex* in, Complex* out, Stream stream = nullptr) override {
     const bool faulty = ++calls_ == faulty_call_;
     if (faulty && fault_ == Fault::skip) return;
     plan_->execute(in, out, stream);

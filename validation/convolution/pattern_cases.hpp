@@ -165,9 +165,9 @@ void check_patterns_against_direct(conv::Backend backend) {
   for (const Pattern& pattern : test_patterns())
     for (const NamedGeometry& shape : pattern_test_shapes()) {
       const conv::Problem g = with_pattern(shape.geometry, pattern);
-      INFO(conv::to_string(backend) << " " << conv::to_string(conv::precision_of<Real>()) << ", " << pattern.name
+      INFO(conv::to_string(backend) << " " << to_string(precision_of<Real>()) << ", " << pattern.name
                                     << ", " << shape.name);
-      const auto support = conv::traits(backend).can_implement(conv::resolve(g), conv::precision_of<Real>());
+      const auto support = conv::traits(backend).can_implement(conv::resolve(g), precision_of<Real>());
       INFO("can_implement: " << support.reason);
       if (backend == conv::Backend::gpu_cufft_callbacks && g.n1 == 1 && g.n2 == 1) {
         CHECK_FALSE(support.ok);

@@ -47,20 +47,20 @@ std::vector<std::string> cache_entries(const fs::path& file) {
 }
 
 /// A version 2 cache key: sizes, pattern signature, precision, machine.
-std::string key_of(const conv::Problem& g, conv::Precision p) {
+std::string key_of(const conv::Problem& g, Precision p) {
   const conv::Problem r = conv::resolve(g);
   std::ostringstream os;
   os << r.n1 << ' ' << r.n2 << ' ' << r.l1 << ' ' << r.l2 << ' ' << r.slices << ' ' << r.per_slice << ' '
-     << conv::pattern_signature(r) << ' ' << conv::to_string(p) << ' ' << conv::machine_key();
+     << conv::pattern_signature(r) << ' ' << to_string(p) << ' ' << conv::machine_key();
   return os.str();
 }
 
 /// A version 1 cache key (before patterns): no signature field.
-std::string version1_key_of(const conv::Problem& g, conv::Precision p) {
+std::string version1_key_of(const conv::Problem& g, Precision p) {
   const conv::Problem r = conv::resolve(g);
   std::ostringstream os;
   os << r.n1 << ' ' << r.n2 << ' ' << r.l1 << ' ' << r.l2 << ' ' << r.slices << ' ' << r.per_slice << ' '
-     << conv::to_string(p) << ' ' << conv::machine_key();
+     << to_string(p) << ' ' << conv::machine_key();
   return os.str();
 }
 
@@ -78,22 +78,22 @@ TEST_CASE("a cache miss measures, returns an available backend and writes the ca
   const fs::path cache = dir.path / "sub" / "backends.txt";  // the directory does not exist yet
   const conv::Problem g{.n1 = 7, .n2 = 5, .slices = 2, .per_slice = 3};
 
-  const conv::Backend chosen = conv::select_backend(g, conv::Precision::single, cache);
+  const conv::Backend chosen = conv::select_backend(g, Precision::single, cache);
   CHECK(conv::backend_available(chosen));
   REQUIRE(fs::exists(cache));
   const auto lines = cache_entries(cache);
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == key_of(g, conv::Precision::single) + ' ' + std::string(conv::to_string(chosen)));
+  CHECK(lines[0] == key_of(g, Precision::single) + ' ' + std::string(conv::to_string(chosen)));
   for (const auto& entry : fs::directory_iterator(cache.parent_path()))  // no temporary left behind
     CHECK(entry.path().filename() == "backends.txt");
 
   // Another precision is another key: appended, the first line kept.
-  const conv::Backend chosen_double = conv::select_backend(g, conv::Precision::double_, cache);
+  const conv::Backend chosen_double = conv::select_backend(g, Precision::double_, cache);
   CHECK(conv::backend_available(chosen_double));
   const auto after = cache_entries(cache);
   REQUIRE(after.size() == 2);
   CHECK(after[0] == lines[0]);
-  CHECK(after[1] == key_of(g, conv::Precision::double_) + ' ' + std::string(conv::to_string(chosen_double)));
+  CHECK(after[1] == key_of(g, Precision::double_) + ' ' + std::string(conv::to_string(chosen_double)));
 }
 
 TEST_CASE("a cache hit returns the cached choice without measuring", "[autotune]") {
@@ -104,23 +104,23 @@ TEST_CASE("a cache hit returns the cached choice without measuring", "[autotune]
   const conv::Problem g{.n1 = 63, .n2 = 63, .slices = 2, .per_slice = 50};
   {
     std::ofstream out(cache);
-    out << "# a comment\n" << key_of(g, conv::Precision::double_) << " cpu-direct\n";
+    out << "# a comment\n" << key_of(g, Precision::double_) << " cpu-direct\n";
   }
   const auto before = fs::last_write_time(cache);
-  CHECK(conv::select_backend(g, conv::Precision::double_, cache) == conv::Backend::cpu_direct);
+  CHECK(conv::select_backend(g, Precision::double_, cache) == conv::Backend::cpu_direct);
   CHECK(cache_entries(cache).size() == 1);
   CHECK(fs::last_write_time(cache) == before);
 
   // The last line for a key wins.
-  { std::ofstream(cache, std::ios::app) << key_of(g, conv::Precision::double_) << " cpu-fftw\n"; }
-  CHECK(conv::select_backend(g, conv::Precision::double_, cache) == conv::Backend::cpu_fftw);
+  { std::ofstream(cache, std::ios::app) << key_of(g, Precision::double_) << " cpu-fftw\n"; }
+  CHECK(conv::select_backend(g, Precision::double_, cache) == conv::Backend::cpu_fftw);
 }
 
 TEST_CASE("corrupt cache lines are ignored with a warning", "[autotune]") {
   TempDir dir;
   const fs::path cache = dir.path / "backends.txt";
   const conv::Problem g{.n1 = 5, .n2 = 5, .slices = 3, .per_slice = 4};
-  const std::string key = key_of(g, conv::Precision::single);
+  const std::string key = key_of(g, Precision::single);
   {
     std::ofstream out(cache);
     out << "garbage\n"
@@ -137,7 +137,7 @@ TEST_CASE("corrupt cache lines are ignored with a warning", "[autotune]") {
         << "5 5 8 8 3 4 P1Q1:0.0.0 single " << conv::machine_key() << " cpu-fftw\n";             // no K
   }
   CaptureStderr captured;
-  CHECK(conv::select_backend(g, conv::Precision::single, cache) == conv::Backend::cpu_direct);
+  CHECK(conv::select_backend(g, Precision::single, cache) == conv::Backend::cpu_direct);
   const std::string warnings = captured.text.str();
   INFO(warnings);
   for (int corrupt : {1, 2, 3, 4, 5, 8, 9, 10, 11, 12})
@@ -168,56 +168,56 @@ TEST_CASE("the cache key includes the pattern, version 1 lines are scalar proble
                                               test::normal_vector_pattern());
   conv::Problem nv_reordered = nv;
   std::reverse(nv_reordered.pattern.begin(), nv_reordered.pattern.end());
-  { std::ofstream(cache) << version1_key_of(scalar, conv::Precision::double_) << " cpu-direct\n"; }
+  { std::ofstream(cache) << version1_key_of(scalar, Precision::double_) << " cpu-direct\n"; }
   std::string note = "stale";
-  CHECK(conv::select_backend(scalar, conv::Precision::double_, cache, &note) == conv::Backend::cpu_direct);
+  CHECK(conv::select_backend(scalar, Precision::double_, cache, &note) == conv::Backend::cpu_direct);
   CHECK(note.empty());
   CHECK(cache_entries(cache).size() == 1);  // a hit: nothing measured, nothing written
 
   // The same sizes with a pattern are another key: written as a version 2 line after the version 1 one.
-  { std::ofstream(cache, std::ios::app) << key_of(nv, conv::Precision::double_) << " cpu-direct\n"; }
-  CHECK(conv::select_backend(nv, conv::Precision::double_, cache) == conv::Backend::cpu_direct);
-  CHECK(conv::select_backend(nv_reordered, conv::Precision::double_, cache) == conv::Backend::cpu_direct);
+  { std::ofstream(cache, std::ios::app) << key_of(nv, Precision::double_) << " cpu-direct\n"; }
+  CHECK(conv::select_backend(nv, Precision::double_, cache) == conv::Backend::cpu_direct);
+  CHECK(conv::select_backend(nv_reordered, Precision::double_, cache) == conv::Backend::cpu_direct);
   CHECK(cache_entries(cache).size() == 2);
 
   // A pattern the cache does not hold is measured (cpu-direct is never timed this large) and appended.
   const conv::Problem one_d = test::with_pattern({.n1 = 63, .n2 = 63, .slices = 2, .per_slice = 50},
                                                  test::normal_vector_1d_pattern());
-  const conv::Backend chosen = conv::select_backend(one_d, conv::Precision::double_, cache);
+  const conv::Backend chosen = conv::select_backend(one_d, Precision::double_, cache);
   CHECK(chosen != conv::Backend::cpu_direct);
   const auto lines = cache_entries(cache);
   REQUIRE(lines.size() == 3);
-  CHECK(lines[2] == key_of(one_d, conv::Precision::double_) + ' ' + std::string(conv::to_string(chosen)));
+  CHECK(lines[2] == key_of(one_d, Precision::double_) + ' ' + std::string(conv::to_string(chosen)));
 }
 
 TEST_CASE("auto on a small pattern problem measures the backends that accept it", "[autotune][pattern]") {
   TempDir dir;
   const fs::path cache = dir.path / "backends.txt";
   const conv::Problem g = test::with_pattern({.n1 = 5, .n2 = 3, .slices = 2, .per_slice = 3}, test::random_pattern());
-  const conv::Backend chosen = conv::select_backend(g, conv::Precision::single, cache);
-  CHECK(conv::traits(chosen).can_implement(conv::resolve(g), conv::Precision::single).ok);
+  const conv::Backend chosen = conv::select_backend(g, Precision::single, cache);
+  CHECK(conv::traits(chosen).can_implement(conv::resolve(g), Precision::single).ok);
   const auto lines = cache_entries(cache);
   REQUIRE(lines.size() == 1);
-  CHECK(lines[0] == key_of(g, conv::Precision::single) + ' ' + std::string(conv::to_string(chosen)));
+  CHECK(lines[0] == key_of(g, Precision::single) + ' ' + std::string(conv::to_string(chosen)));
 }
 
 namespace {
 // A fake backend table for the fallback: gpu-fused refuses L > 128 (as the real one does), gpu-direct
 // refuses everything, the rest accept.
-conv::Support accept(const conv::Problem&, conv::Precision) { return {}; }
-conv::Support fused_like(const conv::Problem& g, conv::Precision) {
+conv::Support accept(const conv::Problem&, Precision) { return {}; }
+conv::Support fused_like(const conv::Problem& g, Precision) {
   if (g.l1 > 128 || g.l2 > 128) return {false, "needs FFT lengths up to 128"};
   return {};
 }
-conv::Support refuse(const conv::Problem&, conv::Precision) { return {false, "serves N1*N2 <= 961"}; }
-std::size_t no_bytes(const conv::Problem&, conv::Precision) { return 0; }
+conv::Support refuse(const conv::Problem&, Precision) { return {false, "serves N1*N2 <= 961"}; }
+std::size_t no_bytes(const conv::Problem&, Precision) { return 0; }
 
 constexpr conv::BackendTraits fake_table[] = {
-    {conv::Backend::cpu_direct, "cpu-direct", conv::Memory::host, accept, no_bytes},
-    {conv::Backend::cpu_fftw, "cpu-fftw", conv::Memory::host, accept, no_bytes},
-    {conv::Backend::gpu_cufft, "gpu-cufft", conv::Memory::device, accept, no_bytes},
-    {conv::Backend::gpu_fused, "gpu-fused", conv::Memory::device, fused_like, no_bytes},
-    {conv::Backend::gpu_direct, "gpu-direct", conv::Memory::device, refuse, no_bytes},
+    {conv::Backend::cpu_direct, "cpu-direct", Memory::host, accept, no_bytes},
+    {conv::Backend::cpu_fftw, "cpu-fftw", Memory::host, accept, no_bytes},
+    {conv::Backend::gpu_cufft, "gpu-cufft", Memory::device, accept, no_bytes},
+    {conv::Backend::gpu_fused, "gpu-fused", Memory::device, fused_like, no_bytes},
+    {conv::Backend::gpu_direct, "gpu-direct", Memory::device, refuse, no_bytes},
 };
 
 /// Fake timings (µs): gpu-fused fastest, then gpu-cufft, cpu-fftw; cpu-direct never timed. Records
@@ -246,7 +246,7 @@ TEST_CASE("auto falls back to another GPU backend where the fastest cannot serve
                                                  test::normal_vector_pattern());  // L = 256
   FakeTimer fake;
   std::string note;
-  CHECK(conv::detail::select_backend(large, conv::Precision::single, cache, fake_table, fake.timer(), &note) ==
+  CHECK(conv::detail::select_backend(large, Precision::single, cache, fake_table, fake.timer(), &note) ==
         conv::Backend::gpu_cufft);
   INFO(note);
   CHECK_FALSE(fake.was_timed(conv::Backend::gpu_fused));  // only backends that accept the problem are measured
@@ -256,24 +256,24 @@ TEST_CASE("auto falls back to another GPU backend where the fastest cannot serve
   CHECK_THAT(note, Catch::Contains("needs FFT lengths up to 128"));
   CHECK_THAT(note, Catch::Contains("using gpu-cufft"));
   REQUIRE(cache_entries(cache).size() == 1);
-  CHECK(cache_entries(cache)[0] == key_of(large, conv::Precision::single) + " gpu-cufft");
+  CHECK(cache_entries(cache)[0] == key_of(large, Precision::single) + " gpu-cufft");
 
   // Where it can serve (L = 128) the fastest wins, and there is nothing to say: gpu-direct's refusal
   // is no fallback (it ranks below gpu-fused by design).
   const conv::Problem case4 = test::with_pattern({.n1 = 63, .n2 = 63, .slices = 1, .per_slice = 3},
                                                  test::normal_vector_pattern());
-  CHECK(conv::detail::select_backend(case4, conv::Precision::single, cache, fake_table, FakeTimer{}.timer(), &note) ==
+  CHECK(conv::detail::select_backend(case4, Precision::single, cache, fake_table, FakeTimer{}.timer(), &note) ==
         conv::Backend::gpu_fused);
   CHECK(note.empty());
 
   // A cached choice that cannot serve the problem here is measured again, and the note says so.
   const conv::Problem other = test::with_pattern({.n1 = 129, .n2 = 1, .slices = 2, .per_slice = 3},
                                                  test::normal_vector_1d_pattern());  // L1 = 256
-  { std::ofstream(cache, std::ios::app) << key_of(other, conv::Precision::double_) << " gpu-fused\n"; }
-  CHECK(conv::detail::select_backend(other, conv::Precision::double_, cache, fake_table, FakeTimer{}.timer(), &note) ==
+  { std::ofstream(cache, std::ios::app) << key_of(other, Precision::double_) << " gpu-fused\n"; }
+  CHECK(conv::detail::select_backend(other, Precision::double_, cache, fake_table, FakeTimer{}.timer(), &note) ==
         conv::Backend::gpu_cufft);
   CHECK_THAT(note, Catch::Contains("cached choice gpu-fused cannot serve"));
-  CHECK(cache_entries(cache).back() == key_of(other, conv::Precision::double_) + " gpu-cufft");
+  CHECK(cache_entries(cache).back() == key_of(other, Precision::double_) + " gpu-cufft");
 }
 
 TEST_CASE("auto never fails while a backend can serve the problem", "[autotune]") {
@@ -282,17 +282,17 @@ TEST_CASE("auto never fails while a backend can serve the problem", "[autotune]"
   const conv::Problem g{.n1 = 7, .n2 = 7, .slices = 2, .per_slice = 3};
   const conv::detail::BackendTimer untimeable = [](conv::Backend) { return std::optional<double>{}; };
   std::string note;
-  CHECK(conv::detail::select_backend(g, conv::Precision::single, cache, fake_table, untimeable, &note) ==
+  CHECK(conv::detail::select_backend(g, Precision::single, cache, fake_table, untimeable, &note) ==
         conv::Backend::cpu_direct);  // the first in the table that accepts
   CHECK_THAT(note, Catch::Contains("no backend could be timed"));
 
   // Only when every backend refuses: Unsupported, naming the problem.
   constexpr conv::BackendTraits nothing_serves[] = {
-      {conv::Backend::cpu_direct, "cpu-direct", conv::Memory::host, refuse, no_bytes},
-      {conv::Backend::gpu_cufft, "gpu-cufft", conv::Memory::device, fused_like, no_bytes},
+      {conv::Backend::cpu_direct, "cpu-direct", Memory::host, refuse, no_bytes},
+      {conv::Backend::gpu_cufft, "gpu-cufft", Memory::device, fused_like, no_bytes},
   };
   const conv::Problem large{.n1 = 127, .n2 = 127};
-  CHECK_THROWS_AS(conv::detail::select_backend(large, conv::Precision::single, cache, nothing_serves, untimeable, &note),
+  CHECK_THROWS_AS(conv::detail::select_backend(large, Precision::single, cache, nothing_serves, untimeable, &note),
                   Unsupported);
 }
 
@@ -301,12 +301,12 @@ TEST_CASE("a cached GPU choice on a machine that cannot run it: measured again, 
   TempDir dir;
   const fs::path cache = dir.path / "backends.txt";
   const conv::Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 3};
-  { std::ofstream(cache) << key_of(g, conv::Precision::single) << " gpu-fused\n"; }
+  { std::ofstream(cache) << key_of(g, Precision::single) << " gpu-fused\n"; }
   std::string note;
-  const conv::Backend chosen = conv::select_backend(g, conv::Precision::single, cache, &note);
-  CHECK(conv::memory_of(chosen) == conv::Memory::host);
+  const conv::Backend chosen = conv::select_backend(g, Precision::single, cache, &note);
+  CHECK(conv::memory_of(chosen) == Memory::host);
   CHECK_THAT(note, Catch::Contains("cached choice gpu-fused cannot serve"));
-  CHECK(cache_entries(cache).back() == key_of(g, conv::Precision::single) + ' ' + std::string(conv::to_string(chosen)));
+  CHECK(cache_entries(cache).back() == key_of(g, Precision::single) + ' ' + std::string(conv::to_string(chosen)));
 }
 
 TEST_CASE("a cache in a directory that cannot be created costs a warning, not the choice", "[autotune]") {
@@ -315,7 +315,7 @@ TEST_CASE("a cache in a directory that cannot be created costs a warning, not th
   std::ofstream(blocker) << "not a directory\n";
   CaptureStderr captured;
   const conv::Backend chosen =
-      conv::select_backend({.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 2}, conv::Precision::single, blocker / "backends.txt");
+      conv::select_backend({.n1 = 3, .n2 = 3, .slices = 2, .per_slice = 2}, Precision::single, blocker / "backends.txt");
   CHECK(conv::backend_available(chosen));
   CHECK(captured.text.str().find("not remembered") != std::string::npos);
 }

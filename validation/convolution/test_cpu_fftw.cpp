@@ -170,7 +170,7 @@ TEST_CASE("cpu-fftw planning effort from the environment", "[convolution][cpu-ff
   const Problem g{.n1 = 3, .n2 = 5, .l1 = 11, .l2 = 13, .slices = 1, .per_slice = 2};
   const auto kernels = random_kernels<double>(g);
   const ScopedEnvironment no_wisdom_files("GRATINGSIM_FFTW_WISDOM", "");
-  CHECK(conv::fftw_wisdom_file(conv::Precision::double_).empty());
+  CHECK(conv::fftw_wisdom_file(Precision::double_).empty());
   {
     const ScopedEnvironment planning("GRATINGSIM_FFTW_PLANNING", "wisdom-only");
     CHECK_THROWS_AS(conv::make_convolution<double>(conv::Backend::cpu_fftw, g, kernels), Unsupported);
@@ -193,8 +193,8 @@ TEST_CASE("cpu-fftw wisdom file round trip", "[convolution][cpu-fftw][wisdom]") 
   std::filesystem::create_directories(directory);
   const auto stem = directory / "wisdom";
   const ScopedEnvironment wisdom("GRATINGSIM_FFTW_WISDOM", stem.string());
-  const auto single_file = conv::fftw_wisdom_file(conv::Precision::single);
-  const auto double_file = conv::fftw_wisdom_file(conv::Precision::double_);
+  const auto single_file = conv::fftw_wisdom_file(Precision::single);
+  const auto double_file = conv::fftw_wisdom_file(Precision::double_);
   CHECK(single_file == directory / "wisdom.single");
   CHECK(double_file == directory / "wisdom.double");
 

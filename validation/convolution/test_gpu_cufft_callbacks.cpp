@@ -54,7 +54,7 @@ TEST_CASE("gpu-cufft-callbacks rejects bad arguments and refuses N1 = N2 = 1", "
 
   const Problem g{.n1 = 5, .n2 = 5, .slices = 2, .per_slice = 2};
   const Problem one = conv::resolve(Problem{.n1 = 1, .n2 = 1, .slices = 2, .per_slice = 2});
-  for (auto precision : {conv::Precision::single, conv::Precision::double_}) {
+  for (auto precision : {Precision::single, Precision::double_}) {
     const conv::Support s = conv::traits(callbacks).can_implement(one, precision);
     CHECK_FALSE(s.ok);
     CHECK_THAT(s.reason, Catch::Contains("N1 = N2 = 1"));

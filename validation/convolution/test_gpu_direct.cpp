@@ -186,8 +186,8 @@ TEMPLATE_TEST_CASE("gpu-direct pattern problems: every form and tile equals cpu-
 TEST_CASE("gpu-direct serves patterns up to its N1*N2 limit", "[convolution][gpu-direct][pattern]") {
   const Problem at_limit = test::with_pattern({.n1 = 31, .n2 = 31}, test::normal_vector_pattern());
   const Problem above = test::with_pattern({.n1 = 33, .n2 = 31}, test::normal_vector_pattern());
-  CHECK(conv::traits(Backend::gpu_direct).can_implement(conv::resolve(at_limit), conv::Precision::double_).ok);
-  const auto refused = conv::traits(Backend::gpu_direct).can_implement(conv::resolve(above), conv::Precision::double_);
+  CHECK(conv::traits(Backend::gpu_direct).can_implement(conv::resolve(at_limit), Precision::double_).ok);
+  const auto refused = conv::traits(Backend::gpu_direct).can_implement(conv::resolve(above), Precision::double_);
   CHECK_FALSE(refused.ok);
   CHECK_THAT(refused.reason, Catch::Contains(std::to_string(conv::detail::gpu_direct_max_field_size)));
   CHECK_THROWS_AS(conv::make_convolution<double>(Backend::gpu_direct, above,

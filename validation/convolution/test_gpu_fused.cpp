@@ -236,8 +236,8 @@ void check_fused_patterns(const std::vector<test::Pattern>& patterns, const std:
   for (const test::Pattern& pattern : patterns)
     for (const test::NamedGeometry& shape : shapes) {
       const Problem g = conv::resolve(test::with_pattern(shape.geometry, pattern));
-      INFO("gpu-fused " << conv::to_string(conv::precision_of<Real>()) << ", " << pattern.name << ", " << shape.name);
-      const auto support = conv::traits(Backend::gpu_fused).can_implement(g, conv::precision_of<Real>());
+      INFO("gpu-fused " << conv::to_string(precision_of<Real>()) << ", " << pattern.name << ", " << shape.name);
+      const auto support = conv::traits(Backend::gpu_fused).can_implement(g, precision_of<Real>());
       INFO("can_implement: " << support.reason);
       if (one_output_exceeds_shared_memory<Real>(g)) {
         CHECK_FALSE(support.ok);
@@ -294,7 +294,7 @@ TEMPLATE_TEST_CASE("gpu-fused on the problem cases with the 2D NV pattern, check
         test::with_pattern({.n1 = c.n, .n2 = c.n, .slices = c.slices, .per_slice = 16}, test::normal_vector_pattern()));
     INFO("N " << c.n << ", " << c.slices << " slices x 16 groups");
     if (one_output_exceeds_shared_memory<Real>(g)) {
-      CHECK_FALSE(conv::traits(Backend::gpu_fused).can_implement(g, conv::precision_of<Real>()).ok);
+      CHECK_FALSE(conv::traits(Backend::gpu_fused).can_implement(g, precision_of<Real>()).ok);
       continue;
     }
     const auto data = test::pattern_data<Real>(g);
@@ -308,7 +308,7 @@ TEST_CASE("gpu-fused pattern: buffers of P and Q blocks, overlap refused", "[con
 }
 
 TEST_CASE("gpu-fused refuses patterns beyond its limits, naming them", "[convolution][gpu-fused][pattern]") {
-  const auto reason = [](const Problem& g, conv::Precision precision) {
+  const auto reason = [](const Problem& g, Precision precision) {
     const auto s = conv::traits(Backend::gpu_fused).can_implement(conv::resolve(g), precision);
     CHECK_FALSE(s.ok);
     return s.reason;
@@ -316,18 +316,18 @@ TEST_CASE("gpu-fused refuses patterns beyond its limits, naming them", "[convolu
   // An output reading 5 inputs: more column spectra than a thread holds.
   Problem wide{.n1 = 7, .n2 = 7, .kernels = 1, .inputs = 5, .outputs = 1};
   wide.pattern = {{0, 0, 0}, {0, 1, 0}, {0, 2, 0}, {0, 3, 0}, {0, 4, 0}};
-  CHECK_THAT(reason(wide, conv::Precision::single), Catch::Contains("at most 4 inputs"));
+  CHECK_THAT(reason(wide, Precision::single), Catch::Contains("at most 4 inputs"));
   // Complex128 at L 128 x 128: one row-spectrum block is 64·129·16 = 132096 bytes; an output reading two
   // inputs needs two, beyond the 227 KiB of an H100 (or any device of up to 264 KiB).
   const Problem nv = test::with_pattern({.n1 = 63, .n2 = 63}, test::normal_vector_pattern());
-  CHECK_THAT(reason(nv, conv::Precision::double_), Catch::Contains("bytes of shared memory"));
+  CHECK_THAT(reason(nv, Precision::double_), Catch::Contains("bytes of shared memory"));
   // Nine outputs each needing their own set (one block each in complex128 at L 128): beyond 8 sets.
   Problem many{.n1 = 63, .n2 = 63, .kernels = 1, .inputs = 1, .outputs = 9};
   many.pattern.clear();
   for (int o = 0; o < 9; ++o) many.pattern.push_back({o, 0, 0});
-  CHECK_THAT(reason(many, conv::Precision::double_), Catch::Contains("output sets"));
+  CHECK_THAT(reason(many, Precision::double_), Catch::Contains("output sets"));
   // The same in complex64 fits (3 blocks of 66048 bytes per set: 3 sets).
-  CHECK(conv::traits(Backend::gpu_fused).can_implement(conv::resolve(many), conv::Precision::single).ok);
+  CHECK(conv::traits(Backend::gpu_fused).can_implement(conv::resolve(many), Precision::single).ok);
   // And make_convolution throws Unsupported with the reason.
   const std::vector<std::complex<double>> kernels(conv::resolve(nv).kernels_total(), {0.5, 0.25});
   CHECK_THROWS_AS(conv::make_convolution<double>(Backend::gpu_fused, nv, kernels), Unsupported);

@@ -44,11 +44,11 @@ TEST_CASE("GPU time_execute: every timed output checked, a fault in any executio
       for (long long call = 0; call <= all_calls; call = call == 0 ? warmup + 1 : call + 1) {
         CAPTURE(conv::to_string(backend), int(fault), call);
         test::FaultyConvolution<float> plan(conv::make_convolution<float>(backend, g, kernels), call, fault,
-                                            [&](std::complex<float>* out, conv::Stream stream) {
+                                            [&](std::complex<float>* out, Stream stream) {
                                               GS_CUDA_TRY(cudaMemsetAsync(out + g.output_size() / 2, 0,
                                                                        sizeof(std::complex<float>), stream));
                                             });
-        conv::BufferSets<float> buffers(conv::Memory::device, g.input_size(), sets);
+        conv::BufferSets<float> buffers(Memory::device, g.input_size(), sets);
         for (int s = 0; s < sets; ++s) buffers.fill_input(s, inputs[std::size_t(s)]);
         const conv::Timing t = conv::time_execute<float>(
             plan, buffers, {.warmup_ms = 0, .min_warmup = warmup, .repeats = repeats, .graph = true}, check);
@@ -75,12 +75,12 @@ TEST_CASE("GPU timeline: event marks on a stream around executions", "[timing][g
   GS_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const conv::Problem g{.n1 = 31, .n2 = 31, .slices = 8, .per_slice = 24};
   auto plan = conv::make_convolution<float>(conv::Backend::gpu_cufft, g, conv::random_complex<float>(g.kernels_total(), 1));
-  conv::BufferSets<float> buffers(conv::Memory::device, g.input_size(), 1);
-  conv::Timeline timeline(conv::Memory::device, reinterpret_cast<conv::Stream>(stream), 3);
+  conv::BufferSets<float> buffers(Memory::device, g.input_size(), 1);
+  conv::Timeline timeline(Memory::device, reinterpret_cast<Stream>(stream), 3);
   const int start = timeline.mark();
-  plan->execute(buffers.input(0), buffers.output(0), reinterpret_cast<conv::Stream>(stream));
+  plan->execute(buffers.input(0), buffers.output(0), reinterpret_cast<Stream>(stream));
   const int middle = timeline.mark();
-  plan->execute(buffers.input(0), buffers.output(0), reinterpret_cast<conv::Stream>(stream));
+  plan->execute(buffers.input(0), buffers.output(0), reinterpret_cast<Stream>(stream));
   const int stop = timeline.mark();
   const double whole = timeline.elapsed_us(start, stop);
   CHECK(whole > 0);

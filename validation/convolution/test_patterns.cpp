@@ -19,7 +19,7 @@ TEMPLATE_TEST_CASE("cpu-direct's pattern sums equal a sum of scalar cpu-direct c
   for (const test::Pattern& pattern : test::test_patterns())
     for (const test::NamedGeometry& shape : test::pattern_test_shapes()) {
       const Problem g = test::with_pattern(shape.geometry, pattern);
-      INFO(conv::to_string(conv::precision_of<TestType>()) << ", " << pattern.name << ", " << shape.name);
+      INFO(to_string(precision_of<TestType>()) << ", " << pattern.name << ", " << shape.name);
       const auto rounded = test::random_complex<TestType>(g.kernels_total());
       const std::vector<std::complex<double>> kernels(rounded.begin(), rounded.end());
       const auto in = test::random_complex<TestType>(g.input_size());
@@ -119,8 +119,8 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
   const Problem big = conv::resolve(test::with_pattern(Problem{.n1 = 63, .n2 = 63, .slices = 2, .per_slice = 6},
                                                        test::normal_vector_1d_pattern()));
   const Problem scalar = conv::resolve(conv::scalar_problem(15, 15, 4, 18));
-  for (auto precision : {conv::Precision::single, conv::Precision::double_}) {
-    INFO(conv::to_string(precision));
+  for (auto precision : {Precision::single, Precision::double_}) {
+    INFO(to_string(precision));
     // The CPU backends serve every valid problem.
     for (Backend b : {Backend::cpu_direct, Backend::cpu_fftw})
       for (const Problem& g : {nv, big, scalar}) CHECK(conv::traits(b).can_implement(g, precision).ok);
@@ -152,7 +152,7 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
     }
 
     // Workspace: the kernel spectra grow with K, cpu-fftw's per-thread arrays with Q (and the sum array).
-    const std::size_t c = precision == conv::Precision::single ? 8 : 16;
+    const std::size_t c = precision == Precision::single ? 8 : 16;
     CHECK(conv::traits(Backend::cpu_direct).workspace_bytes(nv, precision) == nv.kernels_total() * c);
     const std::size_t area = std::size_t(nv.l1) * nv.l2;
     const auto fftw_nv = conv::traits(Backend::cpu_fftw).workspace_bytes(nv, precision);

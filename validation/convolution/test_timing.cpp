@@ -65,7 +65,7 @@ TEST_CASE("time_execute: distinct inputs per buffer set, every timed output chec
   const int sets = 3, repeats = 7;  // rounds of 3, 3, 1: sets 0 and 1 written three times, set 2 twice
   const Fixture f(sets);
   auto plan = conv::make_convolution<double>(conv::Backend::cpu_direct, f.g, f.kernels);
-  conv::BufferSets<double> buffers(conv::Memory::host, f.g.input_size(), sets);
+  conv::BufferSets<double> buffers(Memory::host, f.g.input_size(), sets);
   f.fill(buffers);
   std::vector<int> checked_sets;
   const auto check = f.check();
@@ -89,14 +89,14 @@ TEST_CASE("time_execute: distinct inputs per buffer set, every timed output chec
   CHECK(unchecked.checked_outputs == 0);
   CHECK(unchecked.timed_executions == 3);
 
-  CHECK(conv::rotation_count(conv::Memory::host, 1) >= 2);
-  CHECK(conv::rotation_count(conv::Memory::host, std::size_t(1) << 40) == 1);
+  CHECK(conv::rotation_count(Memory::host, 1) >= 2);
+  CHECK(conv::rotation_count(Memory::host, std::size_t(1) << 40) == 1);
 }
 
 TEST_CASE("time_execute: the warm-up lasts at least warmup_ms", "[timing]") {
   const Fixture f(1);
   auto plan = conv::make_convolution<double>(conv::Backend::cpu_direct, f.g, f.kernels);
-  conv::BufferSets<double> buffers(conv::Memory::host, f.g.input_size(), 1);
+  conv::BufferSets<double> buffers(Memory::host, f.g.input_size(), 1);
   f.fill(buffers);
   const conv::Timing t = conv::time_execute(*plan, buffers, {.warmup_ms = 30, .min_warmup = 1, .repeats = 2});
   CHECK(t.warmup_ms >= 30);
@@ -114,10 +114,10 @@ TEST_CASE("time_execute: a fault in any one timed execution is caught", "[timing
         const long long call = timed < 0 ? 0 : warmup + timed + 1;
         CAPTURE(conv::to_string(backend), int(fault), timed);
         test::FaultyConvolution<double> plan(conv::make_convolution<double>(backend, f.g, f.kernels), call, fault,
-                                             [&](std::complex<double>* out, conv::Stream) {
+                                             [&](std::complex<double>* out, Stream) {
                                                out[f.g.output_size() / 2] += std::complex<double>(1e-3, 0);
                                              });
-        conv::BufferSets<double> buffers(conv::Memory::host, f.g.input_size(), sets);
+        conv::BufferSets<double> buffers(Memory::host, f.g.input_size(), sets);
         f.fill(buffers);
         // Every set written once before timing, so a skipped execution leaves a correct-looking
         // output behind unless the poison before each timed execution replaced it.
@@ -140,7 +140,7 @@ TEST_CASE("time_execute: a fault in any one timed execution is caught", "[timing
 }
 
 TEST_CASE("timeline: host marks and the time between them, no more than its capacity", "[timing]") {
-  conv::Timeline timeline(conv::Memory::host, nullptr, 3);
+  conv::Timeline timeline(Memory::host, nullptr, 3);
   const int first = timeline.mark();
   std::this_thread::sleep_for(std::chrono::milliseconds(3));
   const int second = timeline.mark();

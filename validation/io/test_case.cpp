@@ -117,7 +117,7 @@ output: {fields: true, planes: [{plane: xy, at: 0.06, points: [32, 16]}, {plane:
 
   CHECK(c.numerics.harmonics_x == 7);
   CHECK(c.numerics.harmonics_y == 9);
-  CHECK(c.numerics.precision == conv::Precision::single);
+  CHECK(c.numerics.precision == Precision::single);
   CHECK(c.numerics.backend == conv::Backend::cpu_fftw);
   CHECK(c.numerics.formulation == physics::Formulation::laurent);
   CHECK(c.numerics.solver.method == physics::Method::gmres);
@@ -165,7 +165,7 @@ numerics: {harmonics: 10}
   CHECK(c.structure.lattice.one_dimensional());
   CHECK(c.numerics.harmonics_x == 10);
   CHECK(c.numerics.harmonics_y == 0);  // a 1D lattice has no y-harmonics
-  CHECK(c.numerics.precision == conv::Precision::double_);
+  CHECK(c.numerics.precision == Precision::double_);
   CHECK_FALSE(c.numerics.backend.has_value());
   CHECK(c.numerics.formulation == physics::Formulation::normal_vector);
   CHECK(c.numerics.solver.method == physics::Method::gmres);
@@ -246,7 +246,7 @@ TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles 
         physics::estimate_bytes(10, 35, 3, 3, 2, 8, 44, false, physics::Formulation::laurent));
   c.numerics.solver.method = physics::Method::dense_lu;
   c.numerics.richardson = true;  // the finer grid: twice the slices
-  c.numerics.precision = conv::Precision::single;
+  c.numerics.precision = Precision::single;
   c.numerics.formulation = physics::Formulation::laurent;
   CHECK(io::estimated_solver_bytes(c) ==
         physics::estimate_bytes(20, 35, 3, 3, 2, 4, 3, true, physics::Formulation::laurent));

@@ -21,14 +21,14 @@ bool same_bits(const T& a, const T& b) {
 /// Solves (in `formulation`) four incidences of one wavelength (conical ones included) together, alone, and in two
 /// other groupings, on a crossed grating; every order's R, T and Jones matrices and every solve's
 /// iterations and residual must be identical bit for bit.
-inline void check_batch_independence(conv::Backend backend, conv::Precision precision, physics::Formulation formulation) {
+inline void check_batch_independence(conv::Backend backend, Precision precision, physics::Formulation formulation) {
   using namespace physics;
   SolverOptions o;
   o.formulation = formulation;
   o.m1 = o.m2 = 3;
   o.backend = backend;
   o.precision = precision;
-  o.tolerance = precision == conv::Precision::single ? 1e-5 : 1e-10;
+  o.tolerance = precision == Precision::single ? 1e-5 : 1e-10;
   o.on_unconverged = OnUnconverged::mark;
   const std::vector<Incidence> all{{0.93, 0, 0}, {0.93, 25, 35}, {0.93, 50, 75}, {0.93, 10, 5}};
   const std::vector<std::vector<std::size_t>> groupings[] = {{{0}, {1}, {2}, {3}}, {{0, 2}, {1, 3}}, {{3, 1, 0}, {2}}};
@@ -63,8 +63,8 @@ inline void check_batch_independence(conv::Backend backend, conv::Precision prec
 inline void check_batch_independence_of(std::span<const conv::Backend> backends) {
   for (physics::Formulation formulation : formulations)
     for (conv::Backend backend : backends)
-      for (conv::Precision precision : {conv::Precision::double_, conv::Precision::single}) {
-        INFO(to_string(formulation) << ", " << conv::to_string(backend) << ", " << conv::to_string(precision));
+      for (Precision precision : {Precision::double_, Precision::single}) {
+        INFO(to_string(formulation) << ", " << conv::to_string(backend) << ", " << to_string(precision));
         if (!serves(backend, precision, formulation)) {
           WARN(std::string(conv::to_string(backend)) + " does not serve the " + std::string(to_string(formulation)) +
                " formulation yet: skipped");

@@ -60,7 +60,7 @@ inline physics::Structure crossed(int slices) {
 
 /// Whether `backend` can serve `formulation`'s convolution problem in `precision` in this build (the
 /// engine gains the normal-vector pattern backend by backend; tests skip what it cannot do yet).
-inline bool serves(conv::Backend backend, conv::Precision precision, physics::Formulation formulation,
+inline bool serves(conv::Backend backend, Precision precision, physics::Formulation formulation,
                    bool one_dimensional = false) {
   conv::Problem p = formulation == physics::Formulation::laurent ? conv::scalar_problem(5, 5, 2, 6)
                                                                  : physics::normal_vector_problem(one_dimensional);

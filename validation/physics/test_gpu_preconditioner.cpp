@@ -56,7 +56,7 @@ TEST_CASE("P is the exact inverse of A in its limits on the device", "[physics][
   for (conv::Backend backend : {conv::Backend::gpu_cufft, conv::Backend::gpu_direct})
     for (Formulation formulation : test::formulations)
       for (bool one_dimensional : {true, false}) {
-        if (!test::serves(backend, conv::Precision::double_, formulation, one_dimensional)) continue;
+        if (!test::serves(backend, Precision::double_, formulation, one_dimensional)) continue;
         const int m1 = 3, m2 = one_dimensional ? 0 : 2;
         INFO(conv::to_string(backend) << ", " << to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
         CHECK(test::inverse_error<double>(test::uniform_stack(one_dimensional), backend, formulation, m1, m2) < 1e-11);
@@ -131,7 +131,7 @@ TEST_CASE("the coarse preconditioner on the device applies as on the host (rando
 }
 
 TEST_CASE("device coarse-preconditioned solves equal host ones", "[physics][preconditioner][gpu]") {
-  REQUIRE(test::serves(conv::Backend::gpu_cufft, conv::Precision::double_, Formulation::normal_vector));
+  REQUIRE(test::serves(conv::Backend::gpu_cufft, Precision::double_, Formulation::normal_vector));
   Structure s = test::crossed(4);
   const std::vector<Incidence> inc{{1.0, 20, 45}, {1.0, 10, 0}};
   SolverOptions o;

@@ -91,7 +91,7 @@ void check_backends_equal_cpu() {
     o.m1 = c.m1;
     o.m2 = c.m2;
     o.formulation = formulation;
-    o.precision = conv::precision_of<Real>();
+    o.precision = precision_of<Real>();
     o.tolerance = single ? 1e-6 : 1e-12;
     o.on_unconverged = OnUnconverged::mark;  // checked below, for the CPU reference too
     o.backend = test::serves(conv::Backend::cpu_fftw, o.precision, formulation, c.m2 == 0) ? conv::Backend::cpu_fftw
@@ -258,7 +258,7 @@ TEST_CASE("GPU GMRES and BiCGStab equal the dense LU reference to the solver tol
   const GratingCase c{"crossed", test::crossed(4), 1, 1, {{0.93, 25, 35}, {0.93, 0, 0}}};
   for (Formulation formulation : test::formulations) {
   INFO(to_string(formulation));
-  if (!test::serves(conv::Backend::gpu_fused, conv::Precision::double_, formulation)) {
+  if (!test::serves(conv::Backend::gpu_fused, Precision::double_, formulation)) {
     WARN("gpu-fused does not serve the " + std::string(to_string(formulation)) + " formulation yet: skipped");
     continue;
   }
@@ -326,7 +326,7 @@ std::unique_ptr<DiscreteProblem<Real>> small_device_problem() {
     settings.backend = backend;
     try {
       auto p = std::make_unique<DiscreteProblem<Real>>(test::crossed(6), inc, settings, 1, warnings);
-      if (p->memory() == conv::Memory::device) return p;
+      if (p->memory() == Memory::device) return p;
     } catch (const Unsupported&) {
     }
   }

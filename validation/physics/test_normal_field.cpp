@@ -506,8 +506,8 @@ TEST_CASE("crossed gratings: the normal-vector energy balance error falls with t
 
 TEST_CASE("a backend without the normal-vector pattern is refused, naming backend and formulation", "[physics][normal]") {
   for (conv::Backend backend : conv::all_backends) {
-    if (!conv::backend_available(backend) || conv::memory_of(backend) != conv::Memory::host) continue;
-    if (test::serves(backend, conv::Precision::double_, Formulation::normal_vector, true)) continue;
+    if (!conv::backend_available(backend) || conv::memory_of(backend) != Memory::host) continue;
+    if (test::serves(backend, Precision::double_, Formulation::normal_vector, true)) continue;
     SolverOptions o;
     o.m1 = 2;
     o.backend = backend;

@@ -144,10 +144,10 @@ TEST_CASE("auto preconditions normal-vector problems in complex128 and leaves th
   o.formulation = Formulation::laurent;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
   o.formulation = Formulation::normal_vector;
-  o.precision = conv::Precision::single;
+  o.precision = Precision::single;
   o.tolerance = 1e-6;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
-  o.precision = conv::Precision::double_;
+  o.precision = Precision::double_;
   o.method = Method::dense_lu;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
 }

@@ -102,7 +102,7 @@ TEST_CASE("complex64 agrees with complex128", "[physics][solver]") {
   o.m1 = 6;
   const std::vector<Incidence> inc{{1.0, 10, 0}};
   const IncidenceResult d = solve(test::lamellar(6), inc, o).incidences[0];
-  o.precision = conv::Precision::single;
+  o.precision = Precision::single;
   o.tolerance = 1e-5;
   const IncidenceResult f = solve(test::lamellar(6), inc, o).incidences[0];
   for (int pol : {s_pol, p_pol}) {
@@ -133,7 +133,7 @@ TEST_CASE("a result does not depend on the batch it was solved in, bit for bit (
 TEST_CASE("host backends agree: cpu-fftw equals cpu-direct", "[physics][solver]") {
   for (Formulation formulation : test::formulations) {
     INFO(to_string(formulation));
-    if (!test::serves(conv::Backend::cpu_fftw, conv::Precision::double_, formulation)) {
+    if (!test::serves(conv::Backend::cpu_fftw, Precision::double_, formulation)) {
       WARN("cpu-fftw does not serve the " + std::string(to_string(formulation)) + " formulation yet: skipped");
       continue;
     }

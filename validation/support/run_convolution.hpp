@@ -21,7 +21,7 @@ template <class Real>
 void run_on_host(conv::Convolution<Real>& plan, const std::vector<std::complex<Real>>& in,
                  std::vector<std::complex<Real>>& out) {
   out.assign(plan.problem().output_size(), poison<Real>());
-  if (plan.memory() == conv::Memory::host) {
+  if (plan.memory() == Memory::host) {
     plan.execute(in.data(), out.data());
     return;
   }

@@ -23,7 +23,7 @@ int main(int argc, char* argv[]) {
   if (!listing) {
     const auto backend = gratingsim::conv::parse_backend(GRATINGSIM_REQUIRES_BACKEND);
     const gratingsim::conv::Problem smallest{.n1 = 3, .n2 = 3};
-    const auto support = gratingsim::conv::traits(backend).can_implement(smallest, gratingsim::conv::Precision::single);
+    const auto support = gratingsim::conv::traits(backend).can_implement(smallest, gratingsim::Precision::single);
     if (!support) {
       std::printf("SKIPPED: %s unavailable here: %s\n", GRATINGSIM_REQUIRES_BACKEND, support.reason.c_str());
       return 77;
