@@ -169,15 +169,19 @@ constexpr int workers_per_device_small = 4;
 
 /// The local workers of one process: for a GPU backend, one per visible CUDA device, or
 /// workers_per_device_small per device (sharing it, each worker on its own stream) when batches are
-/// small and there are more batches than devices; else one. `asked` (--workers) workers instead,
-/// sharing the devices in turn.
-std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked, const io::Problem& problem) {
+/// small and there are more wavelengths than devices; else one. `asked` (--workers) workers instead,
+/// sharing the devices in turn. `parallel`: the workers the sweep's wavelengths are split for
+/// (plan_units): the devices where workers only share them, so that sharing never splits a batch.
+std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked, const io::Problem& problem,
+                                         int& parallel) {
   const int devices = conv::memory_of(backend) == Memory::device ? int(conv::cuda_report().devices.size()) : 0;
   int count = std::max(devices, 1);
+  parallel = count;
   if (devices > 0 && batch_unknowns(problem) <= concurrent_batch_unknowns)
     count = int(std::clamp<std::size_t>(problem.layout.wavelength_nm.size(), std::size_t(devices),
                                         std::size_t(devices * workers_per_device_small)));
-  std::vector<WorkerOptions> workers(std::size_t(asked.value_or(count)));
+  if (asked) parallel = count = *asked;
+  std::vector<WorkerOptions> workers(static_cast<std::size_t>(count));
   if (devices > 1)  // one device: the current one, as ever
     for (std::size_t k = 0; k < workers.size(); ++k) workers[k].cuda_device = int(k) % devices;
   return workers;
@@ -207,6 +211,7 @@ struct Run {
   bool resuming = false;               ///< continuing OUT.h5.partial
   std::string backend_name;
   std::vector<WorkerOptions> workers;   ///< this process's (an MPI rank has one)
+  int parallel = 1;                     ///< local workers the wavelengths are split for (local_workers)
   std::string device;                   ///< the result file's device string
   std::vector<std::string> rank_names;  ///< for messages about a rank (rank 0's list); empty: one process
   std::optional<io::ResultWriter> writer;         ///< rank 0
@@ -257,7 +262,7 @@ void take_backend(Run& run) {
   run.problem.solver.backend = conv::parse_backend(run.backend_name);
   const conv::Backend backend = run.problem.solver.backend;
   run.workers = run.ranks ? std::vector<WorkerOptions>{{.fail_on_worker = s.fail_on_rank}}
-                          : local_workers(backend, s.workers, run.problem);
+                          : local_workers(backend, s.workers, run.problem, run.parallel);
   if (run.ranks && conv::memory_of(backend) == Memory::device)
     settle(run.all(), [&] { run.workers[0].cuda_device = bind_device(*run.ranks); });
   settle(run.all(), [&] {
@@ -317,7 +322,7 @@ int sweep_and_summarise(Run& run) {
   SweepReporter report(run.problem, progress, run.rank_names);
   std::optional<RankWorkers> ranks;
   if (run.ranks) ranks.emplace(*run.ranks);
-  const int workers = run.ranks ? run.ranks->size() : int(run.workers.size());
+  const int workers = run.ranks ? run.ranks->size() : run.parallel;
   SweepOutcome outcome;
   const auto sweep_start = std::chrono::steady_clock::now();
   try {
