@@ -160,6 +160,43 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
   }
 }
 
+/// The far-field sums of ZOperator::far_field_sums, one thread per (rhs, order): consecutive orders
+/// read consecutive addresses of c and of the coefficients. sums: complex128, 4 per (rhs, order).
+template <class Real>
+__global__ void __launch_bounds__(64) far_field_sums_kernel(const Complex2<Real>* __restrict__ c, Coefficients g,
+                                                            const int* __restrict__ rhs_incidence, int nr, int nm,
+                                                            int nz, int sc, double k1, double2* sums) {
+  const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (t >= nr * nm) return;
+  const int r = t / nm, m = t % nm;
+  const std::size_t io = std::size_t(rhs_incidence[r]) * nm + m;
+  const double k1sq = k1 * k1;
+  const Cx kz = widen(g.kz[io]), rs = widen(g.rs[io]), rp = widen(g.rp[io]), pt = kz / k1;
+  const double tx = g.tx[io], ty = g.ty[io], pz = -g.krho[io] / k1, ex = -ty, ey = tx;
+  const bool up = kz.im == 0 && kz.re > 0;  // Order::propagates_up
+  Cx ue, upp, de, dp;
+  for (int p = 0; p < nz; ++p) {
+    const std::size_t block = (std::size_t(p) * nr + r) * sc * nm + m;
+    const Cx sx = k1sq * widen(c[block]), sy = k1sq * widen(c[block + nm]), sz = k1sq * widen(c[block + 2 * nm]);
+    const Cx se = ex * sx + ey * sy, st = tx * sx + ty * sy;
+    const Cx s_plus = pt * st + pz * sz, s_minus = -(pt * st) + pz * sz;
+    const std::size_t i = (std::size_t(rhs_incidence[r]) * nz + p) * nm + m;
+    const Cx w = widen(g.weight[i]), d = widen(g.depth[i]);
+    de += w * se * d;
+    dp += w * s_minus * d;
+    if (up) {  // e^{−ikz z_p} = conj(e^{ikz z_p}) for a real kz
+      const Cx back{d.re, -d.im};
+      ue += w * (se * back + rs * se * d);
+      upp += w * (s_plus * back + rp * s_minus * d);
+    }
+  }
+  double2* out = sums + std::size_t(t) * 4;
+  out[0] = {ue.re, ue.im};
+  out[1] = {upp.re, upp.im};
+  out[2] = {de.re, de.im};
+  out[3] = {dp.re, dp.im};
+}
+
 constexpr int sweep_threads = 64;  // small blocks: rhs·orders threads spread over every SM
 
 template <class Real>
@@ -226,6 +263,18 @@ class DeviceZOperator final : public ZOperator<Real> {
         reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), g,
         rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_);
     GS_CUDA_CHECK_LAUNCH();
+  }
+
+  void far_field_sums(const Complex* c, std::complex<double>* sums, Stream stream) override {
+    const Coefficients g{kz_.data(),   rs_.data(),     rp_.data(),   tx_.data(),   ty_.data(),
+                         krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
+    const int pairs = nr_ * nm_;
+    DeviceBuffer<double2> out(std::size_t(pairs) * 4);
+    far_field_sums_kernel<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
+        reinterpret_cast<const V*>(c), g, rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_, out.data());
+    GS_CUDA_CHECK_LAUNCH();
+    GS_CUDA_TRY(cudaMemcpyAsync(sums, out.data(), out.bytes(), cudaMemcpyDeviceToHost, stream));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream));
   }
 
  private:

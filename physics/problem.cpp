@@ -6,7 +6,6 @@
 
 #include "core/error.hpp"
 #include "core/config.hpp"
-#include "physics/distinct_values.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -273,83 +272,40 @@ std::vector<std::complex<Real>> DiscreteProblem<Real>::physical_field(std::span<
 template <class Real>
 std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> solution) {
   using C = std::complex<double>;
-  const std::vector<Complex> source = convolve_on_host(solution);
-  const Complex* c = source.data();
-  const ZGrid& grid = discretisation_.grid;
-  const std::size_t nz = std::size_t(grid.slices());
-  const std::size_t nr = layout_.rhs, nm = layout_.block / 3, sc = std::size_t(sources_per_block_);
+  GS_EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
+  const std::size_t nr = layout_.rhs, nm = layout_.block / 3;
+  // The source's sums over the slices, where the convolution output is (device problems download
+  // only these 4 numbers per (rhs, order), not the output).
+  std::vector<C> sums(nr * nm * 4);
+  if (memory() == Memory::device) {
+    auto in = make_space(1);
+    in->upload(solution, 0);
+    convolution_->execute(in->data(0), work_->data(0), stream_);
+  } else {
+    convolution_->execute(solution.data(), work_->data(0));
+  }
+  z_operator_->far_field_sums(work_->data(0), sums.data(), stream_);
   std::vector<FarField> out(nr);
-  for (FarField& ff : out) {
+  for (std::size_t r = 0; r < nr; ++r) {
+    const FloquetOrders& f = orders_[r / 2];
+    const std::size_t pol = r % 2;
+    FarField& ff = out[r];
     ff.up_s.assign(nm, 0.0);
     ff.up_p.assign(nm, 0.0);
     ff.down_s.assign(nm, 0.0);
     ff.down_p.assign(nm, 0.0);
-  }
-  // Per incidence a, its right-hand sides r = 2a (s) and 2a + 1 (p) share the orders, so the tables
-  // of e^{ikz z_p} and w_p: one row per distinct kz (distinct_values.hpp), w_p once per run of equal
-  // thicknesses (issue #15: evaluated per rhs, order and slice, serially, these were most of the
-  // far-field phase). Each entry is the expression a per-term evaluation gives, each sum runs over the
-  // slices in order, and each order is one thread's: the amplitudes are those of a serial order-by-order
-  // loop to the bit, whatever the thread count.
-  std::vector<C> kz(nm), deep, weight;
-  for (std::size_t a = 0; a < nr / 2; ++a) {
-    const FloquetOrders& f = orders_[a];
-    const double k1sq = f.k1 * f.k1;
-    for (std::size_t m = 0; m < nm; ++m) kz[m] = f.orders[m].kz1;
-    const DistinctValues distinct = distinct_values(kz);
-    const std::ptrdiff_t rows = std::ptrdiff_t(distinct.first.size());
-    deep.resize(distinct.first.size() * nz);
-    weight.resize(distinct.first.size() * nz);
-#pragma omp parallel for schedule(dynamic, 8) if (std::size_t(rows) * nz >= 4096)
-    for (std::ptrdiff_t u = 0; u < rows; ++u) {
-      const C k = kz[distinct.first[std::size_t(u)]];
-      C* w = &weight[std::size_t(u) * nz];
-      for (std::size_t p = 0; p < nz; ++p) {
-        const double dz = grid.thickness[p];
-        // w = 2 sin(kzΔ/2)/kz (a series where kzΔ is small)
-        w[p] = p > 0 && dz == grid.thickness[p - 1] ? w[p - 1]
-               : std::abs(k * dz) < 1e-4          ? C(dz) * (1.0 - k * k * dz * dz / 24.0)
-                                                   : 2.0 * std::sin(k * dz / 2.0) / k;
-        deep[std::size_t(u) * nz + p] = std::exp(I * k * grid.z[p]);
-      }
-    }
-    const std::ptrdiff_t orders = std::ptrdiff_t(nm);
-#pragma omp parallel for schedule(dynamic, 8) if (nm * nz >= 4096)
-    for (std::ptrdiff_t mi = 0; mi < orders; ++mi) {
-      const std::size_t m = std::size_t(mi);
+    for (std::size_t m = 0; m < nm; ++m) {
       const Order& o = f.orders[m];
-      const C pt = kz[m] / f.k1, pref = I / (2.0 * kz[m]);
-      const double pz = -o.krho / f.k1, ex = -o.ty, ey = o.tx;
-      const bool up = o.propagates_up();
-      const C* w = &weight[distinct.class_of[m] * nz];
-      const C* deep_m = &deep[distinct.class_of[m] * nz];
-      for (std::size_t pol = 0; pol < 2; ++pol) {
-        const std::size_t r = 2 * a + pol;
-        C ue = 0, upp = 0, de = 0, dp = 0;
-        for (std::size_t p = 0; p < nz; ++p) {
-          const auto at = [&](std::size_t comp) { return (p * nr + r) * sc * nm + comp * nm + m; };
-          const C sx = k1sq * C(c[at(0)]), sy = k1sq * C(c[at(1)]), sz = k1sq * C(c[at(2)]);
-          const C se = ex * sx + ey * sy, st = o.tx * sx + o.ty * sy;
-          const C s_plus = pt * st + pz * sz, s_minus = -pt * st + pz * sz;
-          const C deep_p = deep_m[p];
-          de += w[p] * se * deep_p;
-          dp += w[p] * s_minus * deep_p;
-          if (up) {  // e^{−ikz z_p} has modulus 1 only for propagating orders (few: not tabulated)
-            const C back = std::exp(-I * kz[m] * grid.z[p]);
-            ue += w[p] * (se * back + o.rs * se * deep_p);
-            upp += w[p] * (s_plus * back + o.rp * s_minus * deep_p);
-          }
-        }
-        FarField& ff = out[r];
-        const bool zeroth = m == f.zeroth();
-        const C as = zeroth && pol == 0 ? 1.0 : 0.0, ap = zeroth && pol == 1 ? 1.0 : 0.0;
-        if (up) {
-          ff.up_s[m] = as * o.rs + pref * ue;
-          ff.up_p[m] = ap * o.rp + pref * upp;
-        }
-        ff.down_s[m] = o.ts * (as + pref * de);
-        ff.down_p[m] = o.tp * (ap + pref * dp);
+      const C* s = &sums[(r * nm + m) * 4];  // ue, up, de, dp
+      const C pref = I / (2.0 * o.kz1);
+      const bool zeroth = m == f.zeroth();
+      const C as = zeroth && pol == 0 ? 1.0 : 0.0, ap = zeroth && pol == 1 ? 1.0 : 0.0;
+      if (o.propagates_up()) {
+        ff.up_s[m] = as * o.rs + pref * s[0];
+        ff.up_p[m] = ap * o.rp + pref * s[1];
       }
+      ff.down_s[m] = o.ts * (as + pref * s[2]);
+      ff.down_p[m] = o.tp * (ap + pref * s[3]);
     }
   }
   return out;

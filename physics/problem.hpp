@@ -96,9 +96,10 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_coarse_preconditioner(int mc) const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
-  /// the slice centres (host), with the source s = k1² J. A device problem uploads x, convolves it on
-  /// the device and downloads the output (it allocates device vectors for that, after the solve has
-  /// released its own); the projections run on the host.
+  /// the slice centres (host), with the source s = k1² J: the z-operator's far_field_sums of the
+  /// convolution output. A device problem uploads x (into a device vector it allocates, after the
+  /// solve has released its own), convolves and sums on the device, and downloads 4 numbers per
+  /// (rhs, order).
   [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> solution);
 
   /// The physical field E = M F = F + D at the slice centres from the solution (host, batched

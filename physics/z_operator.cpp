@@ -198,6 +198,43 @@ class HostZOperator final : public ZOperator<Real> {
     }
   }
 
+  void far_field_sums(const Complex* c, std::complex<double>* sums, Stream) override {
+    using C = std::complex<double>;
+    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
+    const double k1 = g_.k1, k1sq = k1 * k1;
+    const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
+#pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
+    for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
+      const int r = int(rm / nm), m = int(rm % nm);
+      const std::size_t io = std::size_t(rhs_[r]) * nm + m;
+      const C kz = g_.kz[io], rs = g_.rs[io], rp = g_.rp[io], pt = kz / k1;
+      const double tx = g_.tx[io], ty = g_.ty[io], pz = -g_.krho[io] / k1, ex = -ty, ey = tx;
+      const bool up = kz.imag() == 0 && kz.real() > 0;  // Order::propagates_up
+      const C* weight = &g_.weight[io * nz];
+      const C* depth = &g_.depth[io * nz];
+      C ue = 0, upp = 0, de = 0, dp = 0;
+      for (int p = 0; p < nz; ++p) {
+        const auto at = [&](int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m; };
+        const C sx = k1sq * C(c[at(0)]), sy = k1sq * C(c[at(1)]), sz = k1sq * C(c[at(2)]);
+        const C se = ex * sx + ey * sy, st = tx * sx + ty * sy;
+        const C s_plus = pt * st + pz * sz, s_minus = -pt * st + pz * sz;
+        const C w = weight[p], d = depth[p];
+        de += w * se * d;
+        dp += w * s_minus * d;
+        if (up) {  // e^{−ikz z_p} = conj(e^{ikz z_p}) for a real kz
+          const C back = std::conj(d);
+          ue += w * (se * back + rs * se * d);
+          upp += w * (s_plus * back + rp * s_minus * d);
+        }
+      }
+      C* out = sums + std::size_t(rm) * 4;
+      out[0] = ue;
+      out[1] = upp;
+      out[2] = de;
+      out[3] = dp;
+    }
+  }
+
  private:
   GreenCoefficients g_;
   std::vector<int> rhs_;

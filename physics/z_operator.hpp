@@ -57,6 +57,14 @@ class ZOperator {
   /// D_x and D_y, added to y's x and y components (docs/normal-vector.md §2: (M F) = F + D, D = (D_x, D_y, 0)).
   /// x and y may be the same buffer; c must not alias y.
   virtual void apply(const Complex* x, const Complex* c, Complex* y, Stream stream) = 0;
+  /// The far-field sums of the source s = k1² c[0..2] (c in memory(), apply()'s layout) for every
+  /// (rhs r, order m), in complex128, to the host array `sums` at (r·orders + m)·4 + {0, 1, 2, 3}:
+  ///   ue = Σ_p w_p ((ê·s_p) e^{−ikz z_p} + r_s (ê·s_p) e^{ikz z_p}),
+  ///   up = Σ_p w_p ((p̂+·s_p) e^{−ikz z_p} + r_p (p̂−·s_p) e^{ikz z_p})   (0 unless the order propagates up),
+  ///   de = Σ_p w_p (ê·s_p) e^{ikz z_p},   dp = Σ_p w_p (p̂−·s_p) e^{ikz z_p},
+  /// p̂± = (±(kz/k1) t̂, −kρ/k1), sums over the slices in order (docs/formulation.md §8: the reflected
+  /// and transmitted amplitudes are the incident ones plus i/(2kz) times these). Waits for `stream`.
+  virtual void far_field_sums(const Complex* c, std::complex<double>* sums, Stream stream) = 0;
   [[nodiscard]] virtual Memory memory() const = 0;
 };
 
