@@ -244,6 +244,14 @@ TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields",
       INFO((in_place ? "in place" : "out of place"));
       CHECK(test::relative_l2<TestType, TestType>(got, expect) <= tol);
     }
+    // The far-field sums of the same source: complex128 sums of the same Real source in both.
+    const std::size_t sums = layout.rhs * (layout.block / 3) * 4;
+    std::vector<std::complex<double>> sums_host(sums), sums_dev(sums, test::poison<double>());
+    host->far_field_sums(c.data(), sums_host.data(), nullptr);
+    source_space->upload(c, 0);
+    dev->far_field_sums(source_space->data(0), sums_dev.data(), stream.get());
+    REQUIRE(test::l2_norm<double>(sums_host) > 0);
+    CHECK(test::relative_l2<double, double>(sums_dev, sums_host) <= 1e-13);
   }
 }
 

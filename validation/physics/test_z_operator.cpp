@@ -18,6 +18,7 @@
 #include "physics/floquet.hpp"
 #include "physics/z_operator.hpp"
 #include "validation/support/catch.hpp"
+#include "validation/support/compare.hpp"
 #include "validation/support/random.hpp"
 
 using namespace gratingsim;
@@ -227,4 +228,52 @@ TEST_CASE("host z-operator: apply equals the direct sums over the slices, whatev
           "[physics][z_operator]") {
   check_host_apply<double>(1e-12);
   check_host_apply<float>(1e-5);  // y rounded to complex64: a few eps_f of the terms' scale
+}
+
+TEST_CASE("host z-operator: the far-field sums equal the direct sums over the slices", "[physics][z_operator]") {
+  // ZOperator::far_field_sums against its formula in long double, with w_p = 2 sin(kzΔ/2)/kz and the
+  // phases evaluated directly (not from the tables), on a random source of 4 components per block.
+  using LongComplex = std::complex<long double>;
+  const ZGrid grid = random_grid(10);
+  const std::vector<FloquetOrders> incidences = random_incidences(3, 2);
+  const GreenCoefficients g = green_coefficients(grid, incidences);
+  const int nz = g.slices, nm = g.orders, sc = 4;
+  const std::vector<int> rhs_incidence{0, 0, 1, 1, 2, 2};
+  const int nr = int(rhs_incidence.size());
+  const std::vector<std::complex<double>> c = test::random_complex<double>(std::size_t(nz) * nr * sc * nm);
+  std::vector<std::complex<double>> sums(std::size_t(nr) * nm * 4, test::poison<double>());
+  make_host_z_operator<double>(g, rhs_incidence, sc)->far_field_sums(c.data(), sums.data(), nullptr);
+  const LongComplex i(0, 1);
+  const long double k1 = g.k1, k1sq = k1 * k1;
+  int upward = 0;
+  for (int r = 0; r < nr; ++r)
+    for (int m = 0; m < nm; ++m) {
+      const Order& o = incidences[std::size_t(rhs_incidence[std::size_t(r)])].orders[std::size_t(m)];
+      const LongComplex kz(o.kz1), rs(o.rs), rp(o.rp);
+      const long double ex = -o.ty, ey = o.tx, pz = -(long double)o.krho / k1;
+      LongComplex ref[4] = {}, scale = 0;
+      for (int p = 0; p < nz; ++p) {
+        LongComplex s[3];
+        for (int comp = 0; comp < 3; ++comp)
+          s[comp] = k1sq * LongComplex(c[(std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m]);
+        const long double d = grid.thickness[std::size_t(p)], z = grid.z[std::size_t(p)];
+        const LongComplex w = 2.0L * std::sin(kz * d / 2.0L) / kz;
+        const LongComplex se = ex * s[0] + ey * s[1], st = (long double)o.tx * s[0] + (long double)o.ty * s[1];
+        const LongComplex plus = kz / k1 * st + pz * s[2], minus = -kz / k1 * st + pz * s[2];
+        const LongComplex deep = std::exp(i * kz * z), back = std::exp(-i * kz * z);
+        if (o.propagates_up()) {
+          ref[0] += w * (se * back + rs * se * deep);
+          ref[1] += w * (plus * back + rp * minus * deep);
+        }
+        ref[2] += w * se * deep;
+        ref[3] += w * minus * deep;
+        scale += std::abs(w) * (std::abs(se) + std::abs(plus) + std::abs(minus)) * (1 + std::abs(deep)) * 2;
+      }
+      upward += o.propagates_up();
+      for (int k = 0; k < 4; ++k) {
+        INFO("rhs " << r << ", order " << m << ", sum " << k << ", kz " << o.kz1);
+        CHECK(std::abs(LongComplex(sums[(std::size_t(r) * nm + m) * 4 + k]) - ref[k]) <= 1e-13 * std::abs(scale));
+      }
+    }
+  CHECK(upward > 0);  // the upward sums were exercised
 }
