@@ -24,7 +24,8 @@ install(TARGETS ${gratingsim_library_targets} EXPORT gratingsimTargets
 # Every header at the top of a library's folder is public (subfolders hold kernel internals), except
 # the seams that include a vendor header (CUDA; io's HDF5 and yaml-cpp): those stay in the source tree,
 # and validation/package/ checks that no installed header names a vendor header.
-set(gratingsim_private_headers core/cuda_check.hpp core/device_buffer.hpp io/hdf5_handles.hpp io/strict_yaml.hpp)
+set(gratingsim_private_headers core/cuda_check.hpp core/device_buffer.hpp io/hdf5_handles.hpp io/strict_yaml.hpp
+  io/dimension_scales.hpp)
 foreach(folder IN ITEMS core convolution physics io)
   file(GLOB headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.hpp)
   list(REMOVE_ITEM headers ${gratingsim_private_headers})
