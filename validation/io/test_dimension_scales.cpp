@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "io/dimension_scales.hpp"
 #include "io/result_fields.hpp"
 #include "io/results.hpp"
 #include "validation/io/result_fixtures.hpp"
@@ -133,6 +134,19 @@ TEST_CASE("every dimension of every dataset has one dimension scale, named and l
   const io::ResultLayout l = random_layout();
   const Inventory datasets = inventory(write_file(dir.path, l));
 
+  // The leading dimensions of per-point datasets end with the sweep's (axes in front of it: io::point_axes).
+  using Names = std::vector<std::string>;
+  Names leading;
+  for (const io::PointAxis& axis : io::point_axes(l)) leading.push_back(axis.name);
+  REQUIRE(leading.size() >= 3);
+  const std::size_t sweep = leading.size() - 3;
+  CHECK(Names(leading.begin() + long(sweep), leading.end()) == Names{"wavelength", "theta", "phi"});
+  const auto point = [&](const Names& tail) {
+    Names names = leading;
+    names.insert(names.end(), tail.begin(), tail.end());
+    return names;
+  };
+
   std::size_t per_point = 0;
   for (const auto& [path, named] : datasets) {
     INFO(path);
@@ -140,41 +154,38 @@ TEST_CASE("every dimension of every dataset has one dimension scale, named and l
       CHECK(named.attached[i] == 1);
       CHECK(named.scales[i].name == named.labels[i]);  // h5py's dims[i].label and its scale agree
     }
-    if (named.labels.size() >= 3 && named.labels[0] == "wavelength") {
+    if (named.labels.size() >= leading.size() && Names(named.labels.begin(), named.labels.begin() + long(leading.size())) == leading) {
       ++per_point;
-      CHECK(named.labels[1] == "theta");
-      CHECK(named.labels[2] == "phi");
-      CHECK(named.scales[0].values == l.wavelength_nm);
-      CHECK(named.scales[1].values == l.theta_deg);
-      CHECK(named.scales[2].values == l.phi_deg);
+      CHECK(named.scales[sweep].values == l.wavelength_nm);
+      CHECK(named.scales[sweep + 1].values == l.theta_deg);
+      CHECK(named.scales[sweep + 2].values == l.phi_deg);
     }
   }
   CHECK(per_point == io::result_fields.size() + 2);  // every per-point dataset (map_K's two rows twice)
 
   const auto labels = [&](const std::string& path) { return datasets.at(path).labels; };
-  using Names = std::vector<std::string>;
-  CHECK(labels("results/R") == Names{"wavelength", "theta", "phi", "polarization", "order"});
-  CHECK(labels("results/jones_t") == Names{"wavelength", "theta", "phi", "order", "outgoing", "polarization", "complex"});
-  CHECK(labels("results/transmitted_direction") == Names{"wavelength", "theta", "phi", "order", "k_component"});
-  CHECK(labels("results/mueller") == Names{"wavelength", "theta", "phi", "stokes_out", "stokes_in"});
-  CHECK(labels("fields/map_1/E") ==
-        Names{"wavelength", "theta", "phi", "polarization", "field_component", "first", "second", "complex"});
+  CHECK(labels("results/R") == point({"polarization", "order"}));
+  CHECK(labels("results/jones_t") == point({"order", "outgoing", "polarization", "complex"}));
+  CHECK(labels("results/transmitted_direction") == point({"order", "k_component"}));
+  CHECK(labels("results/mueller") == point({"stokes_out", "stokes_in"}));
+  CHECK(labels("fields/map_1/E") == point({"polarization", "field_component", "first", "second", "complex"}));
   CHECK(labels("orders") == Names{"order", "lattice_axis"});
   CHECK(labels("fields/harmonic_index") == Names{"harmonic", "lattice_axis"});
 
   // Coordinates: the layout's, as numbers or labels.
+  const std::size_t tail = leading.size();  // the first dimension after the leading ones
   const Named& r = datasets.at("results/R");
-  CHECK(r.scales[3].labels == Names{"s", "p"});
-  CHECK(r.scales[4].labels == Names{"-2,0", "-1,0", "0,0", "1,0", "2,0"});
+  CHECK(r.scales[tail].labels == Names{"s", "p"});
+  CHECK(r.scales[tail + 1].labels == Names{"-2,0", "-1,0", "0,0", "1,0", "2,0"});
   const Named& map = datasets.at("fields/map_1/E");
-  CHECK(map.scales[5].values == l.maps[1].first_nm);
-  CHECK(map.scales[6].values == l.maps[1].second_nm);
-  CHECK(map.scales[7].labels == Names{"re", "im"});
+  CHECK(map.scales[tail + 2].values == l.maps[1].first_nm);
+  CHECK(map.scales[tail + 3].values == l.maps[1].second_nm);
+  CHECK(map.scales[tail + 4].labels == Names{"re", "im"});
   const Named& harmonics = datasets.at("fields/harmonics");
-  CHECK(harmonics.scales[4].values == l.slice_center_nm);
-  CHECK(harmonics.scales[6].labels.size() == l.harmonics_count());
-  CHECK(harmonics.scales[6].labels.front() == "-2,-1");  // m1 slow, m2 fast, as fields/harmonic_index
-  CHECK(datasets.at("solver/phase_seconds").scales[3].labels.size() == physics::phase_count);
+  CHECK(harmonics.scales[tail + 1].values == l.slice_center_nm);
+  CHECK(harmonics.scales[tail + 3].labels.size() == l.harmonics_count());
+  CHECK(harmonics.scales[tail + 3].labels.front() == "-2,-1");  // m1 slow, m2 fast, as fields/harmonic_index
+  CHECK(datasets.at("solver/phase_seconds").scales[tail].labels.size() == physics::phase_count);
 }
 
 TEST_CASE("one incident polarisation: the polarization scale names it", "[io][results]") {
@@ -186,7 +197,8 @@ TEST_CASE("one incident polarisation: the polarization scale names it", "[io][re
   l.slice_center_nm.clear();
   l.accuracy.reset();
   const Inventory datasets = inventory(write_file(dir.path, l));
-  CHECK(datasets.at("results/T").scales[3].labels == std::vector<std::string>{std::string(to_string(l.polarization))});
+  const std::size_t tail = io::point_axes(l).size();
+  CHECK(datasets.at("results/T").scales[tail].labels == std::vector<std::string>{std::string(to_string(l.polarization))});
   CHECK(datasets.count("results/mueller") == 0);
   for (const auto& [path, named] : datasets)
     for (const int attached : named.attached) CHECK(attached == 1);
