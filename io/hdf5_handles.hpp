@@ -78,4 +78,12 @@ inline Handle datatype(hid_t id, const std::string& what) { return {id, H5Tclose
 inline Handle attribute(hid_t id, const std::string& what) { return {id, H5Aclose, what}; }
 inline Handle plist(hid_t id, const std::string& what) { return {id, H5Pclose, what}; }
 
+/// The file's string type: variable-length UTF-8.
+inline Handle string_type() {
+  Handle t = datatype(H5Tcopy(H5T_C_S1), "copy the string type");
+  check(H5Tset_size(t, H5T_VARIABLE), "make a variable-length string type");
+  check(H5Tset_cset(t, H5T_CSET_UTF8), "set UTF-8 strings");
+  return t;
+}
+
 }  // namespace gratingsim::io::h5

@@ -46,7 +46,8 @@ enum class Extent {
 /// One dimension after the sweep dimensions [Nw][Nθ][Nφ].
 struct Dim {
   Extent extent = Extent::fixed;
-  std::size_t size = 0;  ///< the extent when fixed
+  std::size_t size = 0;   ///< the extent when fixed
+  std::string_view name;  ///< its dimension scale in the file (io/SCHEMA.md §2.4; io/dimension_scales.cpp)
 };
 
 /// A dataset's dimensions after the sweep dimensions, slowest first; rank 0: one value per point.
@@ -61,9 +62,10 @@ struct DatasetShape {
 };
 
 namespace dim {
-inline constexpr Dim P{Extent::polarizations}, No{Extent::orders}, Nz{Extent::slices}, Nm{Extent::harmonics},
-    N1{Extent::map_first}, N2{Extent::map_second};
-constexpr Dim fixed(std::size_t n) { return {Extent::fixed, n}; }
+inline constexpr Dim P{Extent::polarizations, 0, "polarization"}, No{Extent::orders, 0, "order"},
+    Nz{Extent::slices, 0, "slice_z"}, Nm{Extent::harmonics, 0, "harmonic"}, N1{Extent::map_first, 0, "first"},
+    N2{Extent::map_second, 0, "second"};
+constexpr Dim fixed(std::size_t n, std::string_view name) { return {Extent::fixed, n, name}; }
 }  // namespace dim
 
 /// `fields/map_K/abs_E`: |E| computed from field_maps[K] when writing; not read back (no member).
@@ -109,25 +111,25 @@ inline constexpr std::array result_fields = {
     // clang-format off
     ResultField{"results/R", "reflectance", &PointResult::reflectance, ElementKind::f64, {dim::P, dim::No}, Presence::always, "1", "reflection efficiency R_m per incident polarisation and order"},
     ResultField{"results/T", "transmittance", &PointResult::transmittance, ElementKind::f64, {dim::P, dim::No}, Presence::always, "1", "transmission efficiency T_m per incident polarisation and order"},
-    ResultField{"results/jones_r", "jones_r", &PointResult::jones_r, ElementKind::c128, {dim::No, dim::fixed(2), dim::P}, Presence::always, "1", "reflected (s, p) amplitude of each order per unit incident amplitude"},
-    ResultField{"results/jones_t", "jones_t", &PointResult::jones_t, ElementKind::c128, {dim::No, dim::fixed(2), dim::P}, Presence::always, "1", "transmitted (s, p) amplitude of each order per unit incident amplitude"},
-    ResultField{"results/reflected_direction", "reflected_direction", &PointResult::reflected_direction, ElementKind::f64, {dim::No, dim::fixed(3)}, Presence::always, "1", "unit wavevector (kx, ky, kz) of each reflected order; NaN if evanescent"},
-    ResultField{"results/transmitted_direction", "transmitted_direction", &PointResult::transmitted_direction, ElementKind::f64, {dim::No, dim::fixed(3)}, Presence::always, "1", "unit wavevector (kx, ky, kz) of each transmitted order; NaN if evanescent"},
+    ResultField{"results/jones_r", "jones_r", &PointResult::jones_r, ElementKind::c128, {dim::No, dim::fixed(2, "outgoing"), dim::P}, Presence::always, "1", "reflected (s, p) amplitude of each order per unit incident amplitude"},
+    ResultField{"results/jones_t", "jones_t", &PointResult::jones_t, ElementKind::c128, {dim::No, dim::fixed(2, "outgoing"), dim::P}, Presence::always, "1", "transmitted (s, p) amplitude of each order per unit incident amplitude"},
+    ResultField{"results/reflected_direction", "reflected_direction", &PointResult::reflected_direction, ElementKind::f64, {dim::No, dim::fixed(3, "k_component")}, Presence::always, "1", "unit wavevector (kx, ky, kz) of each reflected order; NaN if evanescent"},
+    ResultField{"results/transmitted_direction", "transmitted_direction", &PointResult::transmitted_direction, ElementKind::f64, {dim::No, dim::fixed(3, "k_component")}, Presence::always, "1", "unit wavevector (kx, ky, kz) of each transmitted order; NaN if evanescent"},
     ResultField{"results/absorption", "absorption", &PointResult::absorption, ElementKind::f64, {dim::P}, Presence::always, "1", "1 - sum R - sum T"},
     ResultField{"results/energy_balance_error", "energy_balance_error", &PointResult::energy_balance_error, ElementKind::f64, {dim::P}, Presence::always, "1", "|1 - sum R - sum T| when lossless, else NaN"},
     ResultField{"results/psi_deg", "psi_deg", &PointResult::psi_deg, ElementKind::f64, {}, Presence::both_polarizations, "deg", "ellipsometric Psi of order-0 reflection"},
     ResultField{"results/delta_deg", "delta_deg", &PointResult::delta_deg, ElementKind::f64, {}, Presence::both_polarizations, "deg", "ellipsometric Delta of order-0 reflection"},
-    ResultField{"results/mueller", "mueller", &PointResult::mueller, ElementKind::f64, {dim::fixed(4), dim::fixed(4)}, Presence::both_polarizations, "1", "Mueller matrix of order-0 reflection, row-major"},
+    ResultField{"results/mueller", "mueller", &PointResult::mueller, ElementKind::f64, {dim::fixed(4, "stokes_out"), dim::fixed(4, "stokes_in")}, Presence::both_polarizations, "1", "Mueller matrix of order-0 reflection, row-major"},
     ResultField{"solver/iterations", "iterations", &PointResult::iterations, ElementKind::i32, {dim::P}, Presence::always, "1", "Krylov iterations"},
     ResultField{"solver/matvecs", "matvecs", &PointResult::matvecs, ElementKind::i32, {dim::P}, Presence::always, "1", "batched operator applications"},
     ResultField{"solver/residual", "residual", &PointResult::residual, ElementKind::f64, {dim::P}, Presence::always, "1", "largest final relative residual"},
     ResultField{"solver/converged", "converged", &PointResult::converged, ElementKind::u8, {dim::P}, Presence::always, "1", "1 if every solve converged"},
     ResultField{"solver/seconds", "solve_seconds", &PointResult::solve_seconds, ElementKind::f64, {}, Presence::always, "s", "wall time of the solve of the point's batch"},
-    ResultField{"solver/phase_seconds", "phase_seconds", &PointResult::phase_seconds, ElementKind::f64, {dim::fixed(physics::phase_count)}, Presence::always, "s", "wall time per phase of the point's batch (attribute `phases`)"},
-    ResultField{"fields/harmonics", "field_harmonics", &PointResult::field_harmonics, ElementKind::c128, {dim::P, dim::Nz, dim::fixed(3), dim::Nm}, Presence::fields, "1", "harmonics of the total field (Ex, Ey, Ez) at the slice centres"},
-    ResultField{"fields/map_K/E", "field_maps", &PointResult::field_maps, ElementKind::c128, {dim::P, dim::fixed(3), dim::N1, dim::N2}, Presence::each_map, "1", "field (Ex, Ey, Ez) on the grid of map K"},
+    ResultField{"solver/phase_seconds", "phase_seconds", &PointResult::phase_seconds, ElementKind::f64, {dim::fixed(physics::phase_count, "timing_phase")}, Presence::always, "s", "wall time per phase of the point's batch (attribute `phases`)"},
+    ResultField{"fields/harmonics", "field_harmonics", &PointResult::field_harmonics, ElementKind::c128, {dim::P, dim::Nz, dim::fixed(3, "field_component"), dim::Nm}, Presence::fields, "1", "harmonics of the total field (Ex, Ey, Ez) at the slice centres"},
+    ResultField{"fields/map_K/E", "field_maps", &PointResult::field_maps, ElementKind::c128, {dim::P, dim::fixed(3, "field_component"), dim::N1, dim::N2}, Presence::each_map, "1", "field (Ex, Ey, Ez) on the grid of map K"},
     ResultField{"fields/map_K/abs_E", "", MapMagnitude{}, ElementKind::f64, {dim::P, dim::N1, dim::N2}, Presence::each_map, "1", "|E| on the grid of map K"},
-    ResultField{"accuracy/harmonics", "used_harmonics", &PointResult::used_harmonics, ElementKind::i32, {dim::fixed(2)}, Presence::accuracy, "1", "(M1, M2) of the point's result"},
+    ResultField{"accuracy/harmonics", "used_harmonics", &PointResult::used_harmonics, ElementKind::i32, {dim::fixed(2, "lattice_axis")}, Presence::accuracy, "1", "(M1, M2) of the point's result"},
     ResultField{"accuracy/slices", "used_slices", &PointResult::used_slices, ElementKind::i32, {}, Presence::accuracy, "1", "slices in all, before Richardson's doubling"},
     ResultField{"accuracy/estimated_error", "estimated_error", &PointResult::estimated_error, ElementKind::f64, {}, Presence::accuracy, "1", "change of the efficiencies between the last rungs"},
     ResultField{"accuracy/reached", "target_reached", &PointResult::target_reached, ElementKind::u8, {}, Presence::accuracy, "1", "1 when the point reached target_error"},

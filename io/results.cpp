@@ -17,6 +17,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/config.hpp"
+#include "io/dimension_scales.hpp"
 #include "io/hdf5_handles.hpp"
 #include "io/result_fields.hpp"
 
@@ -84,14 +85,9 @@ const std::pair<const char*, const char*> conventions[] = {
     {"point_order", "result datasets start with the sweep dimensions [wavelength, theta, phi]"},
 };
 
-// -- attributes --
-Handle string_type() {
-  Handle t = h5::datatype(H5Tcopy(H5T_C_S1), "copy the string type");
-  h5::check(H5Tset_size(t, H5T_VARIABLE), "make a variable-length string type");
-  h5::check(H5Tset_cset(t, H5T_CSET_UTF8), "set UTF-8 strings");
-  return t;
-}
+using h5::string_type;
 
+// -- attributes --
 void write_string_attribute(hid_t object, const char* name, const std::string& value) {
   const Handle type = string_type();
   const Handle space = h5::dataspace(H5Screate(H5S_SCALAR), "create a scalar dataspace");
@@ -698,6 +694,7 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultLayout& l
     s->file = h5::file(H5Fcreate(partial.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), "create " + partial);
     write_metadata(s->file, layout, info);
     for (const auto& spec : point_specs(layout)) create_point_dataset(s->file, layout, spec);
+    write_dimension_scales(s->file, layout);
     s->datasets = open_point_datasets(s->file, layout);
     std::string names;  // the phases of solver/phase_seconds, in order
     for (const std::string_view n : physics::phase_names) {

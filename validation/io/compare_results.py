@@ -116,8 +116,8 @@ def value_bytes(v):
     if isinstance(v, (bytes, str)):
         return v.encode() if isinstance(v, str) else v
     a = np.asarray(v)
-    if a.dtype.kind == "O":
-        return repr([x.decode() if isinstance(x, bytes) else x for x in a.ravel()]).encode()
+    if a.dtype.hasobject:  # strings; the object references of dimension scales (a compound: by their place)
+        return repr([x.decode() if isinstance(x, bytes) else x for x in a.ravel().tolist()]).encode()
     return a.tobytes()
 
 

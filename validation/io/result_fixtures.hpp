@@ -111,6 +111,16 @@ inline std::string read_values(hid_t object, bool attribute) {
       out += std::string("str:") + (s ? s : "") + '\n';
       H5free_memory(s);
     }
+  } else if (H5Tget_class(type) == H5T_VLEN) {  // (DIMENSION_LIST: a list of scale references per dimension)
+    std::vector<hvl_t> lists(static_cast<std::size_t>(count));
+    const herr_t status = attribute ? H5Aread(object, type, lists.data())
+                                    : H5Dread(object, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, lists.data());
+    if (status < 0) throw std::runtime_error("reading variable-length values failed");
+    const hid_t base = H5Tget_super(type);
+    for (const hvl_t& list : lists)
+      out += "vlen:" + std::string(static_cast<const char*>(list.p), list.len * H5Tget_size(base)) + '\n';
+    H5Tclose(base);
+    H5Dvlen_reclaim(type, space, H5P_DEFAULT, lists.data());
   } else {
     out.resize(std::size_t(count) * H5Tget_size(type));
     const herr_t status = attribute ? H5Aread(object, type, out.data())
