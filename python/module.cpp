@@ -447,12 +447,13 @@ void bind_cases(py::module_& m) {
       .def_readonly("warnings", &Solution::warnings)
       .def_readonly("seconds", &Solution::seconds)
       .def("arrays", &result_arrays, "Every dataset as a dict PATH → NumPy array.")
-      .def("__getitem__", [](const Solution& s, const std::string& path) {
-        py::dict arrays = result_arrays(s);
-        if (!arrays.contains(path)) throw py::key_error(path);
-        return arrays[py::str(path)];
-      })
-      .def("keys", [](const Solution& s) { return result_arrays(s).attr("keys")(); })
+      .def("__getitem__",
+           [](const Solution& s, const std::string& path) -> py::object {
+             py::dict arrays = result_arrays(s);
+             if (!arrays.contains(path)) throw py::key_error(path);
+             return arrays[py::str(path)];
+           })
+      .def("keys", [](const Solution& s) { return py::list(result_arrays(s)); })
       .def("write", &write_solution, py::arg("path"), py::arg("overwrite") = false,
            "Writes the result file `gratingsim run` writes (io/SCHEMA.md; OUT.h5.partial, then OUT.h5).");
 

@@ -123,7 +123,9 @@ def from_dict(case, name="<dict>", base_directory="."):
         where = paths[error.line - 1] if 1 <= error.line <= len(paths) else None
         if where is None:
             raise
-        located = CaseError(f"{name}: {where}: error: {error.message}")
+        # The reader's messages name the key they are about; a message that does not gets it in front.
+        said = error.message if error.message.startswith(where) else f"{where}: {error.message}"
+        located = CaseError(f"{name}: error: {said}")
         located.file, located.line, located.column = error.file, error.line, error.column
         located.message, located.path = error.message, where
         raise located from None
