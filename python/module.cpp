@@ -44,6 +44,7 @@ struct Solution {
   std::vector<io::PointResult> points;
   std::vector<std::string> warnings;  ///< the precision's and the solver's, said once each
   double seconds = 0;                 ///< wall time of the whole solve
+  py::object arrays;                  ///< result_arrays(), made on first use (with the GIL held)
 };
 
 /// Solves every point of `source`: per wavelength, app::solve_for_file on its points (one batched
@@ -131,7 +132,7 @@ auto values_of(const M& member, std::size_t map) {
 /// path in the file, shaped [Nw][Nθ][Nφ] + its own dimensions; complex values as complex128 (the file
 /// stores them with a trailing dimension of 2 instead). Then the axes: sweep/*, orders, and with
 /// fields fields/slice_z, fields/harmonic_index and each map's first and second coordinates.
-py::dict result_arrays(const Solution& s) {
+py::dict make_result_arrays(const Solution& s) {
   const io::ResultLayout& layout = s.problem.layout;
   py::dict arrays;
   for (const io::ResultDataset& d : io::result_datasets(layout)) {
@@ -200,7 +201,14 @@ py::dict result_arrays(const Solution& s) {
       arrays[py::str(prefix + "second")] = py::array_t<double>(py::ssize_t(map.second_nm.size()), map.second_nm.data());
     }
   }
+  for (const auto item : arrays) item.second.attr("setflags")(py::arg("write") = false);  // shared by every call
   return arrays;
+}
+
+/// The arrays of `s`, made once: read-only, so that every caller sees the solve's values.
+py::dict result_arrays(Solution& s) {
+  if (!s.arrays) s.arrays = make_result_arrays(s);
+  return s.arrays.cast<py::dict>();
 }
 
 // --- gratingsim.info() -----------------------------------------------------------------------------
@@ -446,14 +454,15 @@ void bind_cases(py::module_& m) {
       .def_readonly("device", &Solution::device)
       .def_readonly("warnings", &Solution::warnings)
       .def_readonly("seconds", &Solution::seconds)
-      .def("arrays", &result_arrays, "Every dataset as a dict PATH → NumPy array.")
+      .def("arrays", [](Solution& s) { return py::dict(result_arrays(s)); },
+           "Every dataset as a dict PATH → NumPy array (read-only arrays).")
       .def("__getitem__",
-           [](const Solution& s, const std::string& path) -> py::object {
+           [](Solution& s, const std::string& path) -> py::object {
              py::dict arrays = result_arrays(s);
              if (!arrays.contains(path)) throw py::key_error(path);
              return arrays[py::str(path)];
            })
-      .def("keys", [](const Solution& s) { return py::list(result_arrays(s)); })
+      .def("keys", [](Solution& s) { return py::list(result_arrays(s)); })
       .def("write", &write_solution, py::arg("path"), py::arg("overwrite") = false,
            "Writes the result file `gratingsim run` writes (io/SCHEMA.md; OUT.h5.partial, then OUT.h5).");
 

@@ -55,10 +55,10 @@ def as_stored(array):
     return array
 
 
-@pytest.mark.parametrize("case", ["lines_fields.yaml", "lines_auto.yaml"])
-def test_results_equal_cli_file_bitwise(case, tmp_path):
-    run_cli(CASES / case, tmp_path / "cli.h5", "--precision", "double")
-    results = gratingsim.solve(gratingsim.load(str(CASES / case)), precision="double")
+def compare_with_cli(case, tmp_path, backend, precision):
+    """Solves `case` with the CLI (one worker) and the module; every dataset bit for bit."""
+    run_cli(CASES / case, tmp_path / "cli.h5", "--backend", backend, "--precision", precision, "--workers", "1")
+    results = gratingsim.solve(gratingsim.load(str(CASES / case)), backend=backend, precision=precision)
     arrays = results.arrays()
     stored = file_datasets(tmp_path / "cli.h5")
     # Every per-point dataset and axis of the file is in the module, and nothing else.
@@ -70,8 +70,32 @@ def test_results_equal_cli_file_bitwise(case, tmp_path):
             assert as_stored(array).shape == data.shape, name
         else:
             assert same_bits(as_stored(array), data), name
-    assert results.backend == stored["/"][1]["backend"] and results.precision == "double"
+    assert results.backend == stored["/"][1]["backend"] == backend
+    assert results.precision == stored["/"][1]["precision"] == precision
     assert results.device == stored["/"][1]["device"]
+
+
+@pytest.mark.parametrize("case, precision", [("lines_fields.yaml", "double"), ("lines_auto.yaml", "double"),
+                                             ("lines_fields.yaml", "single")])
+def test_results_equal_cli_file_bitwise(case, precision, tmp_path):
+    compare_with_cli(case, tmp_path, "cpu-fftw", precision)
+
+
+GPU_BACKENDS = ["gpu-cufft", "gpu-cufft-callbacks", "gpu-fused", "gpu-direct"]
+
+
+@pytest.mark.parametrize("backend", GPU_BACKENDS)
+def test_results_equal_cli_file_bitwise_on_gpu(backend, tmp_path):
+    why = gratingsim.info()["backends"][backend]
+    if why != "available":
+        pytest.skip(f"{backend}: {why}")
+    compare_with_cli("lines_fields.yaml", tmp_path, backend, "double")
+
+
+def test_result_arrays_are_read_only():
+    results = gratingsim.solve(gratingsim.load(str(CASES / "lines_fields.yaml")))
+    with pytest.raises(ValueError):
+        results["results/R"][0, 0, 0, 0, 0] = 2.0
 
 
 def test_written_file_equals_cli_file(tmp_path):
