@@ -44,7 +44,7 @@ from ._core import (  # noqa: F401  (the public names of the package)
 __all__ = [
     "Case", "CaseError", "Ellipse", "Error", "IncidenceSweep", "Lattice", "Layer", "LayerList", "Material",
     "Numerics", "Point", "Polygon", "Raster", "Rectangle", "Results", "SlopedPolygon", "Structure",
-    "TaperedEllipse", "TrapezoidLine", "from_dict", "info", "load", "parse_case", "solve",
+    "TaperedEllipse", "TrapezoidLine", "case_yaml", "from_dict", "info", "load", "parse_case", "solve",
 ]
 
 # A string written without quotes when it is a plain word YAML reads back as that same string (not a
