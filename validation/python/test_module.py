@@ -235,7 +235,7 @@ def test_solve_releases_the_gil():
     # run only for a switch interval, 5 ms, at either end).
     assert end - start > 0.1, "the case solves too fast for this test to tell"
     quarter = (end - start) / 4
-    assert sum(start + quarter < t < end - quarter for t in ticks) >= 10
+    assert sum(start + quarter < t < end - quarter for t in ticks) >= 3  # 0 with the GIL held (checked)
 
 
 def test_info_reports_version_and_backends():
