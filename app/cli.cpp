@@ -114,11 +114,6 @@ std::string usage_message(const std::string& cli11) {
 
 std::string_view command_line_library_version() { return CLI11_VERSION; }
 
-std::string user_message(const std::exception& e) {
-  static const std::regex location(R"(^\S+:\d+: )");
-  return std::regex_replace(std::string(e.what()), location, "", std::regex_constants::format_first_only);
-}
-
 int parse_int(std::string_view option, std::string_view value, int min, int max) {
   int v = 0;
   const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);

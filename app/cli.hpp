@@ -70,9 +70,6 @@ int run_command_line(const Command& program, std::string_view version, int argc,
 /// The version of CLI11, the command-line parser (for `gratingsim info`).
 std::string_view command_line_library_version();
 
-/// e.what() without the "file:line: " prefix of library errors: what a user reads.
-std::string user_message(const std::exception& e);
-
 /// An integer option value; UsageError naming the option otherwise.
 int parse_int(std::string_view option, std::string_view value, int min, int max);
 /// A positive finite number; UsageError naming the option otherwise.

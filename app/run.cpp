@@ -34,9 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// The smallest relative residual the solver accepts in single precision (physics::solve).
-constexpr double single_tolerance_floor = 1e-6;
-
 // The hidden options are for the tests only.
 constexpr OptionSpec run_options[] = {
     {"output", "OUT.h5", "the result file (default: the case file's name with .h5, next to it)", 'o'},
@@ -235,14 +232,8 @@ void load_case(Run& run) {
   });
   if (run.root())
     for (const std::string& warning : run.problem.source.warnings) std::cerr << warning << '\n';
-  physics::SolverOptions& solver = run.problem.solver;
-  if (s.precision) solver.precision = *s.precision;
-  if (solver.precision == Precision::single && solver.tolerance < single_tolerance_floor) {
-    if (run.root())
-      std::cerr << "gratingsim run: warning: single precision: solver tolerance raised from " << solver.tolerance
-                << " to " << single_tolerance_floor << " (complex64 arithmetic reaches no smaller relative residual)\n";
-    solver.tolerance = single_tolerance_floor;
-  }
+  const std::string warning = apply_precision(run.problem.solver, s.precision);
+  if (run.root() && !warning.empty()) std::cerr << "gratingsim run: warning: " << warning << '\n';
 }
 
 /// Rank 0 decides the backend (an `auto` measurement on its device, the partial file being resumed)

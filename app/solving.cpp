@@ -3,9 +3,9 @@
 #include <chrono>
 #include <iostream>
 #include <limits>
+#include <sstream>
 #include <string>
 
-#include "app/cli.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/devices.hpp"
 #include "physics/problem.hpp"
@@ -52,6 +52,16 @@ std::string physics_unavailable(conv::Backend backend, Precision precision, phys
     return user_message(e);
   }
   return {};
+}
+
+std::string apply_precision(physics::SolverOptions& solver, std::optional<Precision> precision) {
+  if (precision) solver.precision = *precision;
+  if (solver.precision != Precision::single || solver.tolerance >= single_tolerance_floor) return {};
+  std::ostringstream warning;
+  warning << "single precision: solver tolerance raised from " << solver.tolerance << " to " << single_tolerance_floor
+          << " (complex64 arithmetic reaches no smaller relative residual)";
+  solver.tolerance = single_tolerance_floor;
+  return warning.str();
 }
 
 conv::Problem convolution_geometry(const io::Problem& problem) {

@@ -2,8 +2,10 @@
 // Solving a case's sweep points, shared by `run` and `validate`: which backend `auto` stands for,
 // where a backend runs, whether the physics solver can run it here, and one wavelength's points
 // solved as one batched physics problem (physics::solve batches incidences that share a wavelength:
-// their convolutions share each slice's spectrum).
+// their convolutions share each slice's spectrum). UI-free (nothing here parses a command line): the
+// library gratingsim_solving, which the CLI and the Python module (python/) link.
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -25,6 +27,14 @@ std::string device_of(conv::Backend backend);
 /// normal-vector pattern); empty when it can.
 std::string physics_unavailable(conv::Backend backend, Precision precision,
                                 physics::Formulation formulation = physics::Formulation::normal_vector);
+
+/// The smallest relative residual the solver accepts in single precision (physics::solve).
+inline constexpr double single_tolerance_floor = 1e-6;
+
+/// Sets `solver`'s precision to `precision` when given (a command line's or a caller's choice over the
+/// case's), then raises a single-precision tolerance below single_tolerance_floor to it. Returns the
+/// warning to show when it did, else "".
+std::string apply_precision(physics::SolverOptions& solver, std::optional<Precision> precision);
 
 /// The backend a case that says `auto` runs on: the fastest for the case's convolution shape
 /// measured on this machine (conv::select_backend, cached per machine); where that is one the physics

@@ -1,5 +1,6 @@
 #include "core/error.hpp"
 
+#include <regex>
 #include <string_view>
 
 #include "core/config.hpp"
@@ -13,6 +14,11 @@ std::string source_position(const Error& error) {
   constexpr std::string_view root = GRATINGSIM_SOURCE_DIR "/";
   if (file.starts_with(root)) file.remove_prefix(root.size());
   return std::string(file) + ":" + std::to_string(where.line());
+}
+
+std::string user_message(const std::exception& e) {
+  static const std::regex location(R"(^\S+:\d+: )");
+  return std::regex_replace(std::string(e.what()), location, "", std::regex_constants::format_first_only);
 }
 
 }  // namespace gratingsim

@@ -50,6 +50,10 @@ class FileError : public Error {
 /// messages that report an internal failure to a developer.
 std::string source_position(const Error& error);
 
+/// e.what() without the "file:line: " prefix of located errors: what a user reads (the command line's
+/// messages and the Python module's).
+std::string user_message(const std::exception& e);
+
 }  // namespace gratingsim
 
 /// GS_EXPECTS(cond, msg): precondition check; throws gratingsim::InvalidArgument(msg) located here.
