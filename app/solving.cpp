@@ -81,7 +81,10 @@ BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t>
   std::vector<physics::Incidence> incidences;
   for (std::size_t point : points) incidences.push_back(io::incidence_of(problem, point));
   const auto start = std::chrono::steady_clock::now();
-  batch.result = physics::solve(problem.structure(), incidences, problem.solver);
+  // A unit's points share their batch (ResultLayout::batch_of): one structure, one wavelength.
+  GS_EXPECTS(!points.empty() && problem.layout.batch_of(points.front()) == problem.layout.batch_of(points.back()),
+             "a solve takes the points of one batch");
+  batch.result = physics::solve(problem.structure_of(points.front()), incidences, problem.solver);
   batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return batch;
 }

@@ -151,7 +151,7 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
 
     problem.solver.backend = conv::Backend::cpu_fftw;
     for (std::size_t iw = 0; iw < problem.layout.wavelength_nm.size(); ++iw) {
-      const auto points = io::points_at_wavelength(problem, iw);
+      const auto points = io::points_of_batch(problem, iw);
       std::vector<physics::Incidence> incidences;
       for (std::size_t p : points) incidences.push_back(io::incidence_of(problem, p));
       const physics::SolveResult solved = physics::solve(problem.structure(), incidences, problem.solver);
