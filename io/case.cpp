@@ -193,6 +193,8 @@ class CaseReader {
     // another point of the sweep).
     try {
       return read_at_point(top);
+    } catch (const yaml::ExpressionTextError&) {
+      throw;  // the same at every point
     } catch (const CaseError& e) {
       std::ostringstream os;
       os << "at the parameter point ";

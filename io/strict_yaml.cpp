@@ -17,6 +17,10 @@ void fail(const Location& where, const std::string& message) {
   throw CaseError(where.file, where.line, where.column, message);
 }
 
+void fail_expression_text(const Location& where, const std::string& message) {
+  throw ExpressionTextError(where.file, where.line, where.column, message);
+}
+
 namespace {
 
 std::string lower(std::string_view s) {
@@ -159,26 +163,33 @@ Location Node::location_at(std::size_t offset) const {
 bool Node::is_expression() const { return node_.IsScalar() && io::is_expression(node_.Scalar()); }
 
 double Node::evaluated() const {
+  const std::string prefix = path_.empty() ? "" : path_ + ": ";
   if (!substitution_ || !substitution_->enabled)
-    fail(substitution_ && !substitution_->refusal.empty()
-             ? substitution_->refusal
-             : "parameter expressions (${...}) may be used in lattice, materials and layers only");
+    fail_expression_text(location(), prefix + (substitution_ && !substitution_->refusal.empty()
+                                                   ? substitution_->refusal
+                                                   : "parameter expressions (${...}) may be used in lattice, "
+                                                     "materials and layers only"));
+  Expression e;
   try {
-    const Expression e = Expression::parse(node_.Scalar());
+    e = Expression::parse(node_.Scalar());
+  } catch (const ExpressionError& error) {
+    fail_expression_text(location_at(error.offset()), prefix + error.message());
+  }
+  try {
     const ParameterValues& values = *substitution_->values;
     for (const auto& ref : e.references()) {
       if (values.count(ref.name)) continue;
       std::vector<std::string> names;
       for (const auto& [name, value] : values) names.push_back(name);
-      yaml::fail(location_at(ref.offset),
-                 (path_.empty() ? "" : path_ + ": ") + "unknown parameter '" + ref.name + "'" +
+      fail_expression_text(location_at(ref.offset),
+                 prefix + "unknown parameter '" + ref.name + "'" +
                      (names.empty() ? "; the case declares no parameters (give them under the top-level key "
                                       "'parameters', e.g. parameters: {" + ref.name + ": 90})"
                                     : suggestion(ref.name, names)));
     }
     return e.evaluate(values);
-  } catch (const ExpressionError& e) {
-    yaml::fail(location_at(e.offset()), (path_.empty() ? "" : path_ + ": ") + e.message());
+  } catch (const ExpressionError& error) {  // a value the operations refuse (x / 0, sqrt(−1), ...)
+    yaml::fail(location_at(error.offset()), prefix + error.message());
   }
 }
 

@@ -27,6 +27,14 @@ struct Location {
 };
 
 [[noreturn]] void fail(const Location& where, const std::string& message);
+
+/// An error in the text of a parameter expression (malformed, an unknown name, or one where
+/// expressions are not allowed): the same at every parameter point, so not annotated with one.
+class ExpressionTextError : public CaseError {
+ public:
+  using CaseError::CaseError;
+};
+[[noreturn]] void fail_expression_text(const Location& where, const std::string& message);
 /// The closest candidate to `word` (case-insensitive optimal string alignment distance ≤ 2 and less
 /// than half the candidate's length), or empty.
 std::string closest(std::string_view word, const std::vector<std::string>& candidates);
