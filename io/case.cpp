@@ -247,7 +247,7 @@ class CaseReader {
     return std::move(c_);
   }
 
-  // --- parameters (io/SCHEMA.md §1.9) -----------------------------------------------------------
+  // --- parameters (io/SCHEMA.md §1.11) -----------------------------------------------------------
   /// The axes (each a sweep of numbers) and the computed parameters (one expression each, over any
   /// other parameters, without cycles); then c_.parameter_values at point_ (or the axes' first values).
   void read_parameters(const Node& n) {

@@ -126,7 +126,7 @@ struct OutputOptions {
 };
 
 // --- Parameters ------------------------------------------------------------------------------
-/// A parameter swept over its own values (`parameters: {cd: [80, 90, 100]}`, io/SCHEMA.md §1.9): an
+/// A parameter swept over its own values (`parameters: {cd: [80, 90, 100]}`, io/SCHEMA.md §1.11): an
 /// axis of the run's sweep, before the wavelength.
 struct ParameterAxis {
   std::string name;

@@ -1,5 +1,5 @@
 #pragma once
-// Arithmetic expressions over a case's named parameters (io/SCHEMA.md §1.9), e.g.
+// Arithmetic expressions over a case's named parameters (io/SCHEMA.md §1.11), e.g.
 //   "${cd} - 2*${height}/tand(${swa})"
 // Grammar (whitespace between tokens is ignored):
 //   expression := term (('+' | '-') term)*

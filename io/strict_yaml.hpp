@@ -44,7 +44,7 @@ std::string suggestion(std::string_view word, const std::vector<std::string>& ca
 /// Parses YAML text; a syntax error becomes a located CaseError.
 YAML::Node parse(std::string_view text, const std::string& file);
 
-/// Parameter expressions in numeric values (io/expression.hpp, io/SCHEMA.md §1.9): a scalar holding "${"
+/// Parameter expressions in numeric values (io/expression.hpp, io/SCHEMA.md §1.11): a scalar holding "${"
 /// is evaluated by Node::number() and Node::integer() with `values` while `enabled`, and refused with
 /// `refusal` (why expressions do not belong there) otherwise. Shared by every Node of one reading
 /// (they hold a pointer to it); the reader switches `enabled` per section.

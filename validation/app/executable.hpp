@@ -100,7 +100,7 @@ layers:
 numerics: {harmonics: 4}
 )";
 
-/// sweep_case's grating with its lines' width and height as parameters (io/SCHEMA.md §1.9), their top
+/// sweep_case's grating with its lines' width and height as parameters (io/SCHEMA.md §1.11), their top
 /// width computed from them: 2 × 2 parameter points × 3 wavelengths × 2 angles, 24 points, 2 per batch.
 inline constexpr const char* parameter_case = R"case(# sweep_case's lines, their width and height swept (4 parameter points, 24 points)
 parameters: {width: [200, 250], height: [150, 120], top: "${width} - 2*${height}/tand(80)"}

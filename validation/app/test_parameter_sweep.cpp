@@ -1,4 +1,4 @@
-// gratingsim run on a case with parameters (io/SCHEMA.md §1.9): the one result file equals, point for
+// gratingsim run on a case with parameters (io/SCHEMA.md §1.11): the one result file equals, point for
 // point and bit for bit, the runs of the literal cases with the parameters' values written in; an
 // interrupted parameter sweep resumes; a parameter point with an invalid geometry is refused with its
 // values before anything is solved or written; files without parameters stay schema version 1.
