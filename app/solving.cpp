@@ -1,5 +1,6 @@
 #include "app/solving.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <limits>
@@ -57,9 +58,16 @@ std::string physics_unavailable(conv::Backend backend, Precision precision, phys
 conv::Problem convolution_geometry(const io::Problem& problem) {
   // The problem the solver will run (physics::convolution_problem), at the largest slice count of a
   // solve: the automatic choice must time, and check, that problem.
+  // With parameters: the most slices of any parameter point.
   const io::Case& c = problem.source;
+  int slices = c.total_slices();
+  for (const physics::Structure& s : problem.structures) {
+    int n = 0;
+    for (const physics::Layer& layer : s.layers) n += layer.slices;
+    slices = std::max(slices, n);
+  }
   return physics::convolution_problem(problem.solver.formulation, problem.structure().lattice, problem.solver.m1,
-                                      problem.solver.m2, c.total_slices() * (c.numerics.richardson ? 2 : 1),
+                                      problem.solver.m2, slices * (c.numerics.richardson ? 2 : 1),
                                       c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
 }
 

@@ -194,6 +194,12 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
 
   std::printf("gratingsim run: %s → %s\n", case_path.c_str(), output.c_str());
   if (!problem.source.description.empty()) std::printf("  %s\n", problem.source.description.c_str());
+  if (!l.parameters.empty()) {  // the first axes of the sweep (the table's rows give λ, θ, φ only)
+    std::string axes;
+    for (const auto& p : l.parameters) axes += (axes.empty() ? "" : ", ") + p.name + " " + describe_axis(p.values, "");
+    std::printf("  parameters: %s; %zu parameter point(s), rows in their order (the first slowest)\n", axes.c_str(),
+                l.parameter_points());
+  }
   std::printf("  sweep: λ %s, θ %s, φ %s; %zu point(s), polarisation %s; %zu orders stored\n",
               describe_axis(l.wavelength_nm, " nm").c_str(), describe_axis(l.theta_deg, "°").c_str(),
               describe_axis(l.phi_deg, "°").c_str(), l.points(), std::string(io::to_string(l.polarization)).c_str(),
