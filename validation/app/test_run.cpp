@@ -164,7 +164,8 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
       }
     }
 
-    if (!python.empty() && (name == "default" || name == "field_map" || name == "conical" || name == "si_lines_library")) {
+    if (!python.empty() &&
+        (name == "default" || name == "field_map" || name == "conical" || name == "si_lines_library")) {
       const fs::path figures = dir / (name + "_figures");
       const std::string command = python + " " + quoted(test::repository_root() / "app" / "plot_results.py") + " " +
                                   quoted(out) + " -o " + quoted(figures) + " >/dev/null 2>&1";
