@@ -197,7 +197,10 @@ Case parse_case(std::string_view yaml, const std::string& name, const std::strin
 /// every check load_case applies, so the result is exactly the Case a literal file with those numbers
 /// would give (parameters aside). An invalid geometry there throws CaseError located at the offending
 /// value, its message starting "at the parameter point NAME = VALUE, ...: ". InvalidArgument when
-/// `values` does not have one value per axis.
+/// `values` does not have one value per axis. The result keeps c's parameter axes (it is one point of
+/// them; parameter_values says which): solve its structure with the solver options of
+/// make_problem(c) (io/problem.hpp), e.g. physics::solve(case_at(c, v).structure, incidences,
+/// problem.solver), rather than make_problem(case_at(c, v)), which would build every point again.
 Case case_at(const Case& c, std::span<const double> values);
 /// The gratings (what physics::solve takes) at several parameter vectors: case_at(c, v).structure for
 /// each v, in order; the first invalid one throws as case_at.
