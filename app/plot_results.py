@@ -238,7 +238,7 @@ def plot_field_maps(f, stem):
         plane = group.attrs["plane"]
         position = float(group.attrs["position"])
         first, second = group["first"][()], group["second"][()]
-        magnitude = group["abs_E"][0, 0, 0]  # first sweep point: [P, N1, N2]
+        magnitude = f["fields/" + key + "/abs_E"][0, 0, 0]  # first sweep point: [P, N1, N2]
         # Height from the plane's aspect ratio, plus room for the titles.
         aspect = (second[-1] - second[0]) / max(first[-1] - first[0], 1e-300) if len(second) > 1 else 0.5
         height = min(max(5.2 * aspect + 1.6, 3.0), 9.0)
