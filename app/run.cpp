@@ -149,11 +149,39 @@ std::string describe_devices(const std::vector<std::string>& per_worker) {
   return text;
 }
 
-/// The local workers of one process: one per visible CUDA device for a GPU backend, each on its own
-/// device, else one; `asked` (--workers) workers instead, sharing the devices in turn.
-std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked) {
+/// Unknowns of one wavelength batch: 3 field components × orders × slices (the finer slicing with
+/// Richardson) × right-hand sides (incidences × polarisations).
+double batch_unknowns(const io::Problem& problem) {
+  const physics::SolverOptions& o = problem.solver;
+  const double orders = double(2 * o.m1 + 1) * double(2 * o.m2 + 1);
+  const double slices = double(problem.source.total_slices()) * (o.richardson ? 2 : 1);
+  const io::ResultLayout& l = problem.layout;
+  return 3 * orders * slices * double(l.theta_deg.size() * l.phi_deg.size()) * l.polarizations();
+}
+
+/// A batch this small leaves a GPU mostly idle: its Krylov step is a few dozen launches of a few
+/// microseconds of work each, so several batches on their own streams overlap. Measured on one H200,
+/// gpu-fused, sweep wall time with 1 → 4 workers on the device (validation/results/workers-h200.txt):
+/// default.yaml (3e3 unknowns) 0.51 → 0.35 s, contact_holes (2e4) 0.31 → 0.14 s, si_lines_metrology
+/// (2e4) 4.2 → 2.3 s; problem_case_3 (6e6) 0.64 → 0.62–0.89 s (no gain: one batch fills the GPU).
+constexpr double concurrent_batch_unknowns = 2.5e5;
+constexpr int workers_per_device_small = 4;
+
+/// The local workers of one process: for a GPU backend, one per visible CUDA device, or
+/// workers_per_device_small per device (sharing it, each worker on its own stream) when batches are
+/// small and there are more batches (wavelengths, or parameter points × wavelengths) than devices; else one. `asked` (--workers) workers instead,
+/// sharing the devices in turn. `parallel`: the workers the sweep's wavelengths are split for
+/// (plan_units): the devices where workers only share them, so that sharing never splits a batch.
+std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked, const io::Problem& problem,
+                                         int& parallel) {
   const int devices = conv::memory_of(backend) == Memory::device ? int(conv::cuda_report().devices.size()) : 0;
-  std::vector<WorkerOptions> workers(std::size_t(asked.value_or(std::max(devices, 1))));
+  int count = std::max(devices, 1);
+  parallel = count;
+  if (devices > 0 && batch_unknowns(problem) <= concurrent_batch_unknowns)
+    count = int(std::clamp<std::size_t>(problem.layout.batches(), std::size_t(devices),
+                                        std::size_t(devices * workers_per_device_small)));
+  if (asked) parallel = count = *asked;
+  std::vector<WorkerOptions> workers(static_cast<std::size_t>(count));
   if (devices > 1)  // one device: the current one, as ever
     for (std::size_t k = 0; k < workers.size(); ++k) workers[k].cuda_device = int(k) % devices;
   return workers;
@@ -183,6 +211,7 @@ struct Run {
   bool resuming = false;               ///< continuing OUT.h5.partial
   std::string backend_name;
   std::vector<WorkerOptions> workers;   ///< this process's (an MPI rank has one)
+  int parallel = 1;                     ///< local workers the wavelengths are split for (local_workers)
   std::string device;                   ///< the result file's device string
   std::vector<std::string> rank_names;  ///< for messages about a rank (rank 0's list); empty: one process
   std::optional<io::ResultWriter> writer;         ///< rank 0
@@ -233,7 +262,7 @@ void take_backend(Run& run) {
   run.problem.solver.backend = conv::parse_backend(run.backend_name);
   const conv::Backend backend = run.problem.solver.backend;
   run.workers = run.ranks ? std::vector<WorkerOptions>{{.fail_on_worker = s.fail_on_rank}}
-                          : local_workers(backend, s.workers);
+                          : local_workers(backend, s.workers, run.problem, run.parallel);
   if (run.ranks && conv::memory_of(backend) == Memory::device)
     settle(run.all(), [&] { run.workers[0].cuda_device = bind_device(*run.ranks); });
   settle(run.all(), [&] {
@@ -254,10 +283,15 @@ void take_backend(Run& run) {
 void name_devices(Run& run) {
   run.device = device_of(run.problem.solver.backend);
   if (!run.ranks && run.workers.size() > 1) {
-    std::vector<std::string> devices;
+    // GPUs: each device once, however many workers share it; CPU workers: each worker.
+    const bool gpu = conv::memory_of(run.problem.solver.backend) == Memory::device;
+    std::vector<int> used;
     for (const WorkerOptions& w : run.workers)
-      devices.push_back(w.cuda_device < 0 ? run.device : conv::cuda_report().devices.at(std::size_t(w.cuda_device)).name);
-    run.device = describe_devices(devices);
+      if (!gpu || std::find(used.begin(), used.end(), w.cuda_device) == used.end()) used.push_back(w.cuda_device);
+    std::vector<std::string> devices;
+    for (const int d : used)
+      devices.push_back(d < 0 ? run.device : conv::cuda_report().devices.at(std::size_t(d)).name);
+    if (devices.size() > 1) run.device = describe_devices(devices);
   }
   if (!run.ranks) return;
   const std::vector<std::string> devices = run.ranks->gather(run.device), hosts = run.ranks->gather(run.ranks->host());
@@ -288,7 +322,7 @@ int sweep_and_summarise(Run& run) {
   SweepReporter report(run.problem, progress, run.rank_names);
   std::optional<RankWorkers> ranks;
   if (run.ranks) ranks.emplace(*run.ranks);
-  const int workers = run.ranks ? run.ranks->size() : int(run.workers.size());
+  const int workers = run.ranks ? run.ranks->size() : run.parallel;
   SweepOutcome outcome;
   const auto sweep_start = std::chrono::steady_clock::now();
   try {

@@ -236,7 +236,7 @@ void check_fused_patterns(const std::vector<test::Pattern>& patterns, const std:
   for (const test::Pattern& pattern : patterns)
     for (const test::NamedGeometry& shape : shapes) {
       const Problem g = conv::resolve(test::with_pattern(shape.geometry, pattern));
-      INFO("gpu-fused " << conv::to_string(precision_of<Real>()) << ", " << pattern.name << ", " << shape.name);
+      INFO("gpu-fused " << to_string(precision_of<Real>()) << ", " << pattern.name << ", " << shape.name);
       const auto support = conv::traits(Backend::gpu_fused).can_implement(g, precision_of<Real>());
       INFO("can_implement: " << support.reason);
       if (one_output_exceeds_shared_memory<Real>(g)) {

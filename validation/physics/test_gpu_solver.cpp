@@ -102,7 +102,7 @@ void check_backends_equal_cpu() {
         for (const SolveStats& st : pair) REQUIRE(st.converged);
     for (conv::Backend backend : solve_backends) {
       INFO(to_string(formulation) << ", " << c.name << ", " << conv::to_string(backend) << ", "
-                                  << conv::to_string(o.precision));
+                                  << to_string(o.precision));
       o.backend = backend;
       SolveResult gpu;
       const auto start = std::chrono::steady_clock::now();
@@ -114,7 +114,7 @@ void check_backends_equal_cpu() {
       }
       // Progress on stdout (flushed): which solve a slow or stuck run was in.
       std::printf("  %s, %s, %s: %.3f s\n", c.name, std::string(conv::to_string(backend)).c_str(),
-                  std::string(conv::to_string(o.precision)).c_str(),
+                  std::string(to_string(o.precision)).c_str(),
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       std::fflush(stdout);
       for (const IncidenceResult& r : gpu.incidences)
