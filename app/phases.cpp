@@ -14,11 +14,17 @@ std::vector<BatchPhases> batch_phases(const io::ResultReader& reader) {
   const io::ResultLayout& l = reader.layout();
   const std::size_t per_wavelength = l.theta_deg.size() * l.phi_deg.size();
   std::vector<BatchPhases> out;
-  for (std::size_t w = 0; w < l.wavelength_nm.size(); ++w) {
+  for (std::size_t w = 0; w < l.batches(); ++w) {  // a parameter point (if any) at a wavelength
     BatchPhases b;
+    const std::vector<std::size_t> index = l.sweep_indices(w * per_wavelength);
+    for (std::size_t k = 0; k < l.parameters.size(); ++k) {
+      char value[96];
+      std::snprintf(value, sizeof value, "%s = %g, ", l.parameters[k].name.c_str(), l.parameters[k].values[index[k]]);
+      b.label += value;
+    }
     char label[64];
-    std::snprintf(label, sizeof label, "λ = %g nm", l.wavelength_nm[w]);
-    b.label = label;
+    std::snprintf(label, sizeof label, "λ = %g nm", l.wavelength_nm[l.wavelength_index_of(w * per_wavelength)]);
+    b.label += label;
     bool incomplete = false;
     std::vector<std::array<double, physics::phase_count>> seen;  // the distinct batches of this wavelength
     for (std::size_t j = 0; j < per_wavelength; ++j) {

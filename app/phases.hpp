@@ -15,7 +15,7 @@ struct BatchPhases {
   physics::PhaseTimes times;
 };
 
-/// The batches of a result file, one per wavelength: the phases of its points' batch (the sum over
+/// The batches of a result file, one per wavelength (per parameter point and wavelength with parameters): the phases of its points' batch (the sum over
 /// the distinct batches when a wavelength was split over MPI ranks). NaN phases (not recorded: an
 /// interrupted write, a file from before the phases) count as 0 and the batch's label says "(incomplete)".
 std::vector<BatchPhases> batch_phases(const io::ResultReader& reader);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Figures of a gratingsim result file (io/SCHEMA.md, schema version 1) as PNG files.
+"""Figures of a gratingsim result file (io/SCHEMA.md, schema version 1 or 2) as PNG files.
 
 usage: python3 app/plot_results.py OUT.h5 [-o DIR]
 
@@ -10,7 +10,8 @@ Writes into DIR (default: the result file's directory), named after the result f
   NAME_ellipsometry.png  Ψ and Δ of the order-0 reflection against the swept quantity (files with
                          both polarisations and more than one point); Δ in its stored range
                          (−180°, 180°], the curve broken where it wraps
-Titles are wrapped to the figure's width.
+Titles are wrapped to the figure's width. A file with parameter axes (schema version 2, a library) is
+drawn at its first parameter point, which the titles name.
   NAME_field_K.png       |E| of field map K of the first sweep point, per incident polarisation
                          (files that store fields)
 Needs Python 3 with h5py and matplotlib (Debian: python3-h5py python3-matplotlib); reads the file
@@ -72,11 +73,32 @@ def fixed_values(f, axis):
 
 
 def title_of(f):
+    note = getattr(f, "note", "")
     case = f["input/case"].asstr()[()]
     for line in case.splitlines():
         if line.startswith("description:"):
-            return line.split(":", 1)[1].strip()
-    return os.path.basename(f.filename)
+            return line.split(":", 1)[1].strip() + note
+    return os.path.basename(f.filename) + note
+
+
+class AtParameterPoint:
+    """A file with parameter axes (schema version 2) seen at one parameter point: its per-point
+    datasets, which start with the parameter axes (io/SCHEMA.md section 2.6), read without them;
+    everything else as stored."""
+
+    def __init__(self, f, index):
+        self.f, self.index, self.attrs, self.filename = f, tuple(index), f.attrs, f.filename
+        names = f["sweep"].attrs["axes"].split(", ")[:-3]
+        values = ", ".join("%s = %g" % (n, f["sweep/" + n][i]) for n, i in zip(names, self.index))
+        self.note = " (at %s, the first of %d parameter points)" % (values, np.prod([len(f["sweep/" + n]) for n in names]))
+
+    def __contains__(self, path):
+        return path in self.f
+
+    def __getitem__(self, path):
+        per_point = path.startswith(("results/", "solver/", "accuracy/")) or path in ("done", "fields/harmonics") \
+            or path.endswith(("/E", "/abs_E"))
+        return self.f[path][self.index] if per_point else self.f[path]
 
 
 def wrap(text, fig, fontsize=10, fraction=0.9):
@@ -216,7 +238,7 @@ def plot_field_maps(f, stem):
         plane = group.attrs["plane"]
         position = float(group.attrs["position"])
         first, second = group["first"][()], group["second"][()]
-        magnitude = group["abs_E"][0, 0, 0]  # first sweep point: [P, N1, N2]
+        magnitude = f["fields/" + key + "/abs_E"][0, 0, 0]  # first sweep point: [P, N1, N2]
         # Height from the plane's aspect ratio, plus room for the titles.
         aspect = (second[-1] - second[0]) / max(first[-1] - first[0], 1e-300) if len(second) > 1 else 0.5
         height = min(max(5.2 * aspect + 1.6, 3.0), 9.0)
@@ -250,10 +272,12 @@ def main(argv):
     os.makedirs(directory, exist_ok=True)
     stem = os.path.join(directory, os.path.splitext(os.path.basename(args.result))[0])
     with h5py.File(args.result, "r") as f:
-        if f.attrs.get("schema") != "gratingsim.result" or int(f.attrs["schema_version"]) != 1:
-            sys.exit("plot_results.py: %s is not a gratingsim result file of schema version 1" % args.result)
+        if f.attrs.get("schema") != "gratingsim.result" or int(f.attrs["schema_version"]) not in (1, 2):
+            sys.exit("plot_results.py: %s is not a gratingsim result file of schema version 1 or 2" % args.result)
         if not np.all(f["done"][()] == 1):
             sys.exit("plot_results.py: %s is incomplete (a partial file?)" % args.result)
+        if int(f.attrs["schema_version"]) == 2:
+            f = AtParameterPoint(f, [0] * (len(f["sweep"].attrs["axes"].split(", ")) - 3))
         written = [plot_efficiencies(f, stem + "_efficiencies.png"), plot_ellipsometry(f, stem + "_ellipsometry.png")]
         written += plot_field_maps(f, stem)
     for path in written:

@@ -166,8 +166,8 @@ constexpr int workers_per_device_small = 4;
 
 /// The local workers of one process: for a GPU backend, one per visible CUDA device, or
 /// workers_per_device_small per device (sharing it, each worker on its own stream) when batches are
-/// small and there are more wavelengths than devices; else one. `asked` (--workers) workers instead,
-/// sharing the devices in turn. `parallel`: the workers the sweep's wavelengths are split for
+/// small and there are more batches (wavelengths, or parameter points × wavelengths) than devices;
+/// else one. `asked` (--workers) workers instead, sharing the devices in turn. `parallel`: the workers the sweep's wavelengths are split for
 /// (plan_units): the devices where workers only share them, so that sharing never splits a batch.
 std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked, const io::Problem& problem,
                                          int& parallel) {
@@ -175,7 +175,7 @@ std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<in
   int count = std::max(devices, 1);
   parallel = count;
   if (devices > 0 && batch_unknowns(problem) <= concurrent_batch_unknowns)
-    count = int(std::clamp<std::size_t>(problem.layout.wavelength_nm.size(), std::size_t(devices),
+    count = int(std::clamp<std::size_t>(problem.layout.batches(), std::size_t(devices),
                                         std::size_t(devices * workers_per_device_small)));
   if (asked) parallel = count = *asked;
   std::vector<WorkerOptions> workers(static_cast<std::size_t>(count));

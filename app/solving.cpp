@@ -1,5 +1,6 @@
 #include "app/solving.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <limits>
@@ -67,9 +68,16 @@ std::string apply_precision(physics::SolverOptions& solver, std::optional<Precis
 conv::Problem convolution_geometry(const io::Problem& problem) {
   // The problem the solver will run (physics::convolution_problem), at the largest slice count of a
   // solve: the automatic choice must time, and check, that problem.
+  // With parameters: the most slices of any parameter point.
   const io::Case& c = problem.source;
+  int slices = c.total_slices();
+  for (const physics::Structure& s : problem.structures) {
+    int n = 0;
+    for (const physics::Layer& layer : s.layers) n += layer.slices;
+    slices = std::max(slices, n);
+  }
   return physics::convolution_problem(problem.solver.formulation, problem.structure().lattice, problem.solver.m1,
-                                      problem.solver.m2, c.total_slices() * (c.numerics.richardson ? 2 : 1),
+                                      problem.solver.m2, slices * (c.numerics.richardson ? 2 : 1),
                                       c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
 }
 
@@ -91,7 +99,10 @@ BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t>
   std::vector<physics::Incidence> incidences;
   for (std::size_t point : points) incidences.push_back(io::incidence_of(problem, point));
   const auto start = std::chrono::steady_clock::now();
-  batch.result = physics::solve(problem.structure(), incidences, problem.solver);
+  // A unit's points share their batch (ResultLayout::batch_of): one structure, one wavelength.
+  GS_EXPECTS(!points.empty() && problem.layout.batch_of(points.front()) == problem.layout.batch_of(points.back()),
+             "a solve takes the points of one batch");
+  batch.result = physics::solve(problem.structure_of(points.front()), incidences, problem.solver);
   batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return batch;
 }

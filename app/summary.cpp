@@ -67,7 +67,7 @@ void add_point_rows(const io::ResultLayout& l, const PointSummary& p, bool absor
                     std::vector<std::vector<std::string>>& rows) {
   const std::size_t np = std::size_t(l.polarizations()), no = l.orders_count();
   const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
-  const double wavelength = l.wavelength_nm[p.point / (ntheta * nphi)];
+  const double wavelength = l.wavelength_nm[l.wavelength_index_of(p.point)];
   const double theta = l.theta_deg[(p.point / nphi) % ntheta], phi = l.phi_deg[p.point % nphi];
   const auto zeroth = std::find(l.orders.begin(), l.orders.end(), std::array<int, 2>{0, 0});
   std::size_t propagating = 0;
@@ -194,6 +194,12 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
 
   std::printf("gratingsim run: %s → %s\n", case_path.c_str(), output.c_str());
   if (!problem.source.description.empty()) std::printf("  %s\n", problem.source.description.c_str());
+  if (!l.parameters.empty()) {  // the first axes of the sweep (the table's rows give λ, θ, φ only)
+    std::string axes;
+    for (const auto& p : l.parameters) axes += (axes.empty() ? "" : ", ") + p.name + " " + describe_axis(p.values, "");
+    std::printf("  parameters: %s; %zu parameter point(s), rows in their order (the first slowest)\n", axes.c_str(),
+                l.parameter_points());
+  }
   std::printf("  sweep: λ %s, θ %s, φ %s; %zu point(s), polarisation %s; %zu orders stored\n",
               describe_axis(l.wavelength_nm, " nm").c_str(), describe_axis(l.theta_deg, "°").c_str(),
               describe_axis(l.phi_deg, "°").c_str(), l.points(), std::string(io::to_string(l.polarization)).c_str(),
@@ -221,7 +227,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   std::vector<std::vector<std::string>> rows;
   for (const PointSummary& p : points)
     if (p.point % stride == 0 || p.point + 1 == points.size() || !p.converged)
-      add_point_rows(l, p, substrate_absorbs(problem.source, l.wavelength_nm[p.point / (l.theta_deg.size() * l.phi_deg.size())]),
+      add_point_rows(l, p, substrate_absorbs(problem.source, l.wavelength_nm[l.wavelength_index_of(p.point)]),
                      rows);
   std::vector<Column> columns = summary_columns(l.accuracy.has_value());
   widen(columns, rows);

@@ -116,9 +116,9 @@ void UnitQueue::close() {
 }
 
 std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int workers) {
-  std::vector<Unit> wavelengths;
-  for (std::size_t iw = 0; iw < problem.layout.wavelength_nm.size(); ++iw) {
-    Unit points = io::points_at_wavelength(problem, iw);
+  std::vector<Unit> wavelengths;  // one per batch: a parameter point at a wavelength
+  for (std::size_t batch = 0; batch < problem.layout.batches(); ++batch) {
+    Unit points = io::points_of_batch(problem, batch);
     std::erase_if(points, [&](std::size_t p) { return writer.done(p); });
     if (!points.empty()) wavelengths.push_back(std::move(points));
   }

@@ -107,8 +107,8 @@ Solve solve_case(io::Problem problem, Backend backend, Precision precision) {
   problem.solver.max_iterations = std::max(problem.solver.max_iterations, minimum_iterations_allowed);
   problem.solver.keep_fields = false;
   Solve s{backend, precision, {}, 0, 0, true};
-  for (std::size_t iw = 0; iw < problem.layout.wavelength_nm.size(); ++iw) {
-    const std::vector<std::size_t> points = io::points_at_wavelength(problem, iw);
+  for (std::size_t b = 0; b < problem.layout.batches(); ++b) {
+    const std::vector<std::size_t> points = io::points_of_batch(problem, b);
     BatchSolve batch = solve_points(problem, points);
     s.seconds += batch.seconds;
     for (auto& incidence : batch.result.incidences) {

@@ -128,7 +128,7 @@ class Ladder {
       climb(all, first, more_harmonics, tolerance, &Climb::harmonics_changes);
     }
     if (a.slices) {
-      const long long slices = problem_.source.total_slices();
+      const long long slices = base_slices();
       const auto more_slices = [&](const Rung& r) -> std::optional<Rung> {
         if (2 * r.slice_factor * slices > a.max_slices) return std::nullopt;
         return Rung{r.m1, r.m2, 2 * r.slice_factor};
@@ -157,7 +157,7 @@ class Ladder {
       r.phase_seconds = phases_.seconds;  // every rung's batches; writing: recorded by the writer
       r.phase_seconds[std::size_t(physics::Phase::writing)] = std::numeric_limits<double>::quiet_NaN();
       r.used_harmonics = {c.rung.m1, c.rung.m2};
-      r.used_slices = std::int32_t(problem_.source.total_slices() * c.rung.slice_factor);
+      r.used_slices = std::int32_t(base_slices() * c.rung.slice_factor);
       // Each ladder climbed adds the larger of its last two changes (a point whose harmonics did not
       // agree skips the slices: its estimate is the harmonics' alone); NaN when no ladder had a
       // second rung.
@@ -183,12 +183,19 @@ class Ladder {
   }
 
  private:
-  /// The case's structure with every layer's slices × factor (built once per factor).
+  /// The slices in all of the points' structure (one batch: one parameter point), before any doubling.
+  long long base_slices() const {
+    long long n = 0;
+    for (const physics::Layer& layer : problem_.structure_of(points_.front()).layers) n += layer.slices;
+    return n;
+  }
+
+  /// The points' structure with every layer's slices × factor (built once per factor).
   const physics::Structure& structure(int factor) {
-    if (factor == 1) return problem_.structure();
+    if (factor == 1) return problem_.structure_of(points_.front());
     auto it = structures_.find(factor);
     if (it == structures_.end()) {
-      physics::Structure finer = problem_.structure();
+      physics::Structure finer = problem_.structure_of(points_.front());
       for (physics::Layer& layer : finer.layers) layer.slices *= factor;  // a tapered layer's steps too
       it = structures_.emplace(factor, std::move(finer)).first;
     }

@@ -1,6 +1,8 @@
 // Reading a case file: YAML → Case, strictly, with every error located (see io/SCHEMA.md).
 #include "io/case.hpp"
 
+#include "io/dimension_scales.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/expression.hpp"
 #include "io/index_table.hpp"
 #include "io/strict_yaml.hpp"
 #include "physics/discretisation.hpp"
@@ -63,7 +66,24 @@ double nanometres_per(LengthUnit unit) {
 }
 
 std::size_t Case::points() const {
-  return wavelength_nm.size() * incidence.theta_deg.size() * incidence.phi_deg.size();
+  return parameter_points() * wavelength_nm.size() * incidence.theta_deg.size() * incidence.phi_deg.size();
+}
+
+std::size_t Case::parameter_points() const {
+  std::size_t n = 1;
+  for (const auto& axis : parameters) n *= axis.values.size();
+  return n;
+}
+
+std::vector<double> Case::parameter_point(std::size_t index) const {
+  GS_EXPECTS(index < parameter_points(), "parameter point " + std::to_string(index) + " out of range");
+  std::vector<double> values(parameters.size());
+  for (std::size_t k = parameters.size(); k-- > 0;) {
+    const std::size_t n = parameters[k].values.size();
+    values[k] = parameters[k].values[index % n];
+    index /= n;
+  }
+  return values;
 }
 
 double Case::total_thickness_nm() const {
@@ -140,9 +160,12 @@ double physical_memory_bytes() {
 /// Reads one case file; holds what later checks need (where each material was defined and used).
 class CaseReader {
  public:
-  CaseReader(std::string_view text, const std::string& name, const std::string& base_directory)
-      : file_(name), base_(base_directory) {
+  /// `point`: the values of the parameter axes to read the case at (null: the first of each axis).
+  CaseReader(std::string_view text, const std::string& name, const std::string& base_directory,
+             const std::vector<double>* point = nullptr)
+      : file_(name), base_(base_directory), point_(point) {
     c_.path = name;
+    c_.base_directory = base_directory;
     c_.yaml = std::string(text);
     // YAML counts a lone CR (old Mac line endings) as a line break; yaml-cpp 0.7 does not (the whole
     // file becomes one line, often one comment). The text is read with each lone CR made LF, byte for
@@ -155,22 +178,54 @@ class CaseReader {
   Case read() {
     refuse_non_utf8();
     refuse_stray_commas();
-    const Node root(yaml::parse(text_, file_), "", file_, YAML::Mark());
+    substitution_.text = text_;
+    substitution_.values = &c_.parameter_values;
+    const Node root(yaml::parse(text_, file_), "", file_, YAML::Mark(), &substitution_);
     if (root.is_null())
       root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
-    const Map top(root, {"description", "units", "wavelength", "incidence", "lattice", "superstrate", "substrate",
-                         "materials", "layers", "numerics", "output"});
+    const Map top(root, {"description", "units", "parameters", "wavelength", "incidence", "lattice", "superstrate",
+                         "substrate", "materials", "layers", "numerics", "output"});
     if (const auto d = top.optional("description")) c_.description = d->string();
     if (const auto u = top.optional("units")) c_.input_units = length_unit(*u);
     scale_ = nanometres_per(c_.input_units);
+    substitution_.refusal = "parameter expressions (${...}) may be used in lattice, materials and layers only";
+    if (const auto p = top.optional("parameters")) read_parameters(*p);
+    if (c_.parameters.empty() && c_.derived_parameters.empty()) return read_at_point(top);
+    // Errors that depend on the parameters' values name them (the same file line may be valid at
+    // another point of the sweep).
+    try {
+      return read_at_point(top);
+    } catch (const yaml::ExpressionTextError&) {
+      throw;  // the same at every point
+    } catch (const CaseError& e) {
+      std::ostringstream os;
+      os << "at the parameter point ";
+      bool first = true;
+      for (const auto& axis : c_.parameters) {
+        os << (first ? "" : ", ") << axis.name << " = " << c_.parameter_values.at(axis.name);
+        first = false;
+      }
+      for (const auto& derived : c_.derived_parameters)
+        os << (first ? "" : ", ") << derived.name << " = " << c_.parameter_values.at(derived.name), first = false;
+      throw CaseError(e.file(), e.line(), e.column(), os.str() + ": " + e.message());
+    }
+  }
 
-    if (const auto m = top.optional("materials")) read_materials(*m);
+ private:
+  /// The case with c_.parameter_values set: everything but the description, units and parameters.
+  Case read_at_point(const Map& top) {
+    const auto with_parameters = [&](auto read) {  // expressions are numbers in these sections only
+      substitution_.enabled = true;
+      read();
+      substitution_.enabled = false;
+    };
+    if (const auto m = top.optional("materials")) with_parameters([&] { read_materials(*m); });
     c_.wavelength_nm = sweep(top.required("wavelength"), "wavelength",
                              [](double w) { return w > 0 ? "" : "wavelengths must be > 0"; });
     for (double& w : c_.wavelength_nm) w *= scale_;
     if (const auto i = top.optional("incidence")) read_incidence(*i);
     check_points(top.optional("incidence").value_or(top.required("wavelength")));
-    read_lattice(top.required("lattice"));
+    with_parameters([&] { read_lattice(top.required("lattice")); });
 
     if (const auto s = top.optional("superstrate")) {
       superstrate_ = reference(*s);
@@ -182,7 +237,7 @@ class CaseReader {
     c_.structure.superstrate = c_.materials.at(superstrate_);
     c_.structure.substrate = material(top.required("substrate"));
     c_.structure_source.substrate = source_of(top.required("substrate"));
-    read_layers(top.required("layers"));
+    with_parameters([&] { read_layers(top.required("layers")); });
     read_numerics(top.required("numerics"));
     read_output(top.optional("output"));
 
@@ -194,7 +249,86 @@ class CaseReader {
     return std::move(c_);
   }
 
- private:
+  // --- parameters (io/SCHEMA.md §1.11) -----------------------------------------------------------
+  /// The axes (each a sweep of numbers) and the computed parameters (one expression each, over any
+  /// other parameters, without cycles); then c_.parameter_values at point_ (or the axes' first values).
+  void read_parameters(const Node& n) {
+    const Map all = Map::any_keys(n);
+    if (all.entries().empty()) n.fail("no parameters given: omit 'parameters' or give {name: values, ...}");
+    const std::string refusal = substitution_.refusal;
+    substitution_.refusal =
+        "a parameter's values are numbers: a sweep as for wavelength, or, for one computed from others, a single "
+        "expression";
+    std::map<std::string, Node> nodes;  // the value node of each parameter
+    for (const auto& [key, spec] : all.entries()) {
+      const std::string name = key.string();
+      if (!is_parameter_name(name))
+        key.fail("'" + name + "' is not a parameter name (letters, digits and '_', not starting with a digit)");
+      if (name == "pi" || root_name_taken(name))
+        key.fail("'" + name + "' is reserved (" +
+                 (name == "pi" ? std::string("the constant π in expressions") : "a name in the result file's root group") +
+                 "); choose another name");
+      nodes.emplace(name, spec);
+      if (spec.is_expression())
+        c_.derived_parameters.push_back({name, spec.string(), source_of(spec)});
+      else
+        c_.parameters.push_back({name, sweep(spec, "parameter '" + name + "'", [](double) { return ""; }), source_of(spec)});
+    }
+    substitution_.refusal = refusal;
+
+    if (point_) {
+      GS_EXPECTS(point_->size() == c_.parameters.size(),
+                 "a parameter point needs " + std::to_string(c_.parameters.size()) + " values, one per axis; got " +
+                     std::to_string(point_->size()));
+      for (std::size_t k = 0; k < c_.parameters.size(); ++k)
+        GS_EXPECTS(std::isfinite((*point_)[k]), "parameter '" + c_.parameters[k].name + "' must be finite");
+    }
+    for (std::size_t k = 0; k < c_.parameters.size(); ++k)
+      c_.parameter_values[c_.parameters[k].name] = point_ ? (*point_)[k] : c_.parameters[k].values.front();
+
+    // The computed parameters: references checked, then evaluated depth first (a cycle is refused at
+    // the parameter where it closes).
+    std::vector<std::string> names;
+    for (const auto& [name, node] : nodes) names.push_back(name);
+    std::map<std::string, Expression> expressions;
+    for (const auto& d : c_.derived_parameters) {
+      const Node& at = nodes.at(d.name);
+      try {
+        const Expression e = Expression::parse(d.expression);
+        for (const auto& ref : e.references())
+          if (nodes.count(ref.name) == 0)
+            yaml::fail(at.location_at(ref.offset), at.path() + ": unknown parameter '" + ref.name + "'" +
+                                                       yaml::suggestion(ref.name, names));
+        expressions.emplace(d.name, e);
+      } catch (const ExpressionError& e) {
+        yaml::fail(at.location_at(e.offset()), at.path() + ": " + e.message());
+      }
+    }
+    std::map<std::string, int> state;  // 1: being evaluated, 2: done
+    std::vector<std::string> chain;
+    const std::function<void(const std::string&)> evaluate = [&](const std::string& name) {
+      const auto e = expressions.find(name);
+      if (e == expressions.end() || state[name] == 2) return;
+      const Node& at = nodes.at(name);
+      if (state[name] == 1) {
+        std::string cycle;
+        for (auto it = std::find(chain.begin(), chain.end(), name); it != chain.end(); ++it) cycle += *it + " → ";
+        at.fail("the parameters are defined in a cycle: " + cycle + name);
+      }
+      state[name] = 1;
+      chain.push_back(name);
+      for (const auto& ref : e->second.references()) evaluate(ref.name);
+      chain.pop_back();
+      try {
+        c_.parameter_values[name] = e->second.evaluate(c_.parameter_values);
+      } catch (const ExpressionError& error) {
+        yaml::fail(at.location_at(error.offset()), at.path() + ": " + error.message());
+      }
+      state[name] = 2;
+    };
+    for (const auto& d : c_.derived_parameters) evaluate(d.name);
+  }
+
   // --- locations ------------------------------------------------------------------------------
   static SourceLocation source_of(const Node& n) {
     const yaml::Location at = n.location();
@@ -452,11 +586,15 @@ class CaseReader {
 
   /// The number of sweep points, in double (three axes of up to 10⁷ values each overflow 64 bits).
   void check_points(const Node& where) const {
-    const double points = double(c_.wavelength_nm.size()) * double(c_.incidence.theta_deg.size()) *
-                          double(c_.incidence.phi_deg.size());
+    double parameter_points = 1;
+    for (const auto& axis : c_.parameters) parameter_points *= double(axis.values.size());
+    const double points = parameter_points * double(c_.wavelength_nm.size()) *
+                          double(c_.incidence.theta_deg.size()) * double(c_.incidence.phi_deg.size());
     if (points > max_points) {
       std::ostringstream os;
-      os << "the sweep has " << points << " points (" << c_.wavelength_nm.size() << " wavelengths × "
+      os << "the sweep has " << points << " points (";
+      if (!c_.parameters.empty()) os << parameter_points << " parameter points × ";
+      os << c_.wavelength_nm.size() << " wavelengths × "
          << c_.incidence.theta_deg.size() << " θ × " << c_.incidence.phi_deg.size() << " φ), more than the limit of "
          << max_points;
       where.fail(os.str());
@@ -901,6 +1039,9 @@ class CaseReader {
     if (n) {
       const Map m(*n, {"fields", "planes"});
       if (const auto f = m.optional("fields")) c_.output.fields = f->boolean(), fields_node_ = f;
+      if (c_.output.fields && c_.parameter_points() > 1)
+        fields_node_->fail("fields with a parameter sweep are not stored (their shape depends on the slices, which "
+                           "the parameters may change): give fields: false, or one value per parameter");
       if (c_.output.fields && c_.numerics.accuracy)
         fields_node_->fail("fields need fixed harmonics and slices (their shape depends on both, which "
                            "harmonics: auto and slices: auto choose per point): give fields: false, or numbers "
@@ -1096,6 +1237,8 @@ class CaseReader {
   }
 
   std::string file_, base_;
+  const std::vector<double>* point_;  // the parameter axes' values to read at (null: their first)
+  yaml::Substitution substitution_;
   Case c_;
   std::string text_;  // c_.yaml as parsed: lone CRs made LF
   double scale_ = 1;
@@ -1110,7 +1253,26 @@ class CaseReader {
 }  // namespace
 
 Case parse_case(std::string_view yaml, const std::string& name, const std::string& base_directory) {
-  return CaseReader(yaml, name, base_directory).read();
+  Case c = CaseReader(yaml, name, base_directory).read();
+  // Every other point of the parameter sweep read and checked too, before anything is solved.
+  for (std::size_t index = 1; index < c.parameter_points(); ++index) (void)case_at(c, c.parameter_point(index));
+  return c;
+}
+
+Case case_at(const Case& c, std::span<const double> values) {
+  GS_EXPECTS(values.size() == c.parameters.size(), "a parameter point needs " + std::to_string(c.parameters.size()) +
+                                                      " values, one per axis; got " + std::to_string(values.size()));
+  const std::vector<double> point(values.begin(), values.end());
+  Case at = CaseReader(c.yaml, c.path, c.base_directory, &point).read();
+  at.inputs = c.inputs;  // load_case's list: the case file first
+  return at;
+}
+
+std::vector<physics::Structure> structures_at(const Case& c, const std::vector<std::vector<double>>& values) {
+  std::vector<physics::Structure> structures;
+  structures.reserve(values.size());
+  for (const auto& v : values) structures.push_back(case_at(c, v).structure);
+  return structures;
 }
 
 Case load_case(const std::string& path) {

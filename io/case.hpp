@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -124,8 +125,24 @@ struct OutputOptions {
   std::vector<FieldPlane> planes;  ///< empty when fields is false
 };
 
+// --- Parameters ------------------------------------------------------------------------------
+/// A parameter swept over its own values (`parameters: {cd: [80, 90, 100]}`, io/SCHEMA.md §1.11): an
+/// axis of the run's sweep, before the wavelength.
+struct ParameterAxis {
+  std::string name;
+  std::vector<double> values;  ///< as written (parameters carry no unit: the expressions using them do)
+  SourceLocation at;           ///< the parameter's values in the file
+};
+/// A parameter computed from others (`parameters: {half: "${cd}/2"}`): not an axis.
+struct DerivedParameter {
+  std::string name;
+  std::string expression;  ///< io/expression.hpp
+  SourceLocation at;
+};
+
 struct Case {
   std::string path;  ///< the case file as given ("<string>" or a chosen name for parse_case)
+  std::string base_directory;  ///< where relative table paths are found (case_at reads them again)
   std::string yaml;  ///< the file's text, verbatim (stored in the output)
   LengthUnit input_units = LengthUnit::nm;
   std::string description;
@@ -146,8 +163,19 @@ struct Case {
   /// opened. A run refuses to write its result over any of them.
   std::vector<std::string> inputs;
 
-  /// Sweep points: wavelengths × θ × φ.
+  /// The parameter axes, in file order (empty: a case without parameters), and the computed ones.
+  std::vector<ParameterAxis> parameters;
+  std::vector<DerivedParameter> derived_parameters;
+  /// The values of every parameter (axes and computed) this Case's structure and materials were
+  /// built with: by load_case, the first value of each axis (case_at: any).
+  std::map<std::string, double, std::less<>> parameter_values;
+
+  /// Sweep points: parameter points × wavelengths × θ × φ.
   [[nodiscard]] std::size_t points() const;
+  /// Points of the parameter sweep: the product of the axes' lengths (1 without parameters).
+  [[nodiscard]] std::size_t parameter_points() const;
+  /// The axes' values at parameter point `index` (row-major over `parameters`, the first axis slowest).
+  [[nodiscard]] std::vector<double> parameter_point(std::size_t index) const;
   /// Incident polarisations solved per point: 1 or 2.
   [[nodiscard]] int polarizations() const { return incidence.polarization == Polarization::both ? 2 : 1; }
   [[nodiscard]] double total_thickness_nm() const;
@@ -162,6 +190,21 @@ Case load_case(const std::string& path);
 /// The same for YAML text already in memory; `name` is used in messages, relative table paths are
 /// resolved against `base_directory`.
 Case parse_case(std::string_view yaml, const std::string& name, const std::string& base_directory = ".");
+
+/// The case at one point of its parameters, for the sweep (io::make_problem) and for fitting:
+/// `values` holds one number per axis of c.parameters, in order (any values, not only the sweep's).
+/// The case's text is read again with those values (its tables too, from c.base_directory), through
+/// every check load_case applies, so the result is exactly the Case a literal file with those numbers
+/// would give (parameters aside). An invalid geometry there throws CaseError located at the offending
+/// value, its message starting "at the parameter point NAME = VALUE, ...: ". InvalidArgument when
+/// `values` does not have one value per axis. The result keeps c's parameter axes (it is one point of
+/// them; parameter_values says which): solve its structure with the solver options of
+/// make_problem(c) (io/problem.hpp), e.g. physics::solve(case_at(c, v).structure, incidences,
+/// problem.solver), rather than make_problem(case_at(c, v)), which would build every point again.
+Case case_at(const Case& c, std::span<const double> values);
+/// The gratings (what physics::solve takes) at several parameter vectors: case_at(c, v).structure for
+/// each v, in order; the first invalid one throws as case_at.
+std::vector<physics::Structure> structures_at(const Case& c, const std::vector<std::vector<double>>& values);
 
 /// Memory (bytes) the physics solver needs for one wavelength of the case: physics::estimate_bytes
 /// for all (θ, φ) of a wavelength batched together, at the finest slicing (twice the slices with

@@ -14,8 +14,11 @@
 
 namespace gratingsim::io {
 
-std::vector<PointAxis> point_axes(const ResultLayout&) {
-  return {{"wavelength", "sweep/wavelength"}, {"theta", "sweep/theta"}, {"phi", "sweep/phi"}};
+std::vector<PointAxis> point_axes(const ResultLayout& l) {
+  std::vector<PointAxis> axes;
+  for (const auto& p : l.parameters) axes.push_back({p.name, "sweep/" + p.name});
+  for (const char* name : {"wavelength", "theta", "phi"}) axes.push_back({name, std::string("sweep/") + name});
+  return axes;
 }
 
 namespace {
@@ -105,6 +108,15 @@ void attach(hid_t file, const std::string& dataset, const std::vector<std::strin
 }
 
 }  // namespace
+
+bool root_name_taken(std::string_view name) {
+  for (const char* member : {"accuracy", "done", "fields", "input", "orders", "results", "solver", "sweep",
+                             "wavelength", "theta", "phi"})
+    if (name == member) return true;
+  for (const LabelScale& scale : label_scales(ResultLayout{}))
+    if (name == scale.path) return true;
+  return false;
+}
 
 void write_dimension_scales(hid_t file, const ResultLayout& l) {
   const std::vector<PointAxis> axes = point_axes(l);

@@ -3,6 +3,7 @@
 // a dimension scale (HDF5's high-level H5DS API, the netCDF-4 convention), so that h5py's `dims`,
 // netCDF readers and xarray (engine="h5netcdf") see labelled axes with coordinates. Internal to io/.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/hdf5_handles.hpp"
@@ -16,9 +17,14 @@ struct PointAxis {
   std::string values_path;  ///< where the values are stored (the schema's path)
 };
 
-/// The leading dimensions of the per-point datasets, slowest first: the sweep (wavelength, θ, φ).
-/// Axes added in front of the sweep (parameter axes) belong here, and nowhere else in this file.
+/// The leading dimensions of the per-point datasets, slowest first: the parameter axes (schema
+/// version 2, their scales linked into the root group under the parameter's name), then the sweep
+/// (wavelength, θ, φ).
 std::vector<PointAxis> point_axes(const ResultLayout& layout);
+
+/// Whether `name` is a member of a result file's root group (its groups, `orders`, `done`, the shared
+/// dimension scales): a parameter may not take it, as its axis is linked into the root under its name.
+bool root_name_taken(std::string_view name);
 
 /// Writes the label scales, makes every axis a dimension scale and attaches the scales to every
 /// dimension of every dataset of a new file (whose datasets exist).

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <fstream>
 #include <numbers>
+#include <set>
 
 #include "physics/discretisation.hpp"
 #include "physics/floquet.hpp"
@@ -51,6 +52,7 @@ Problem make_problem(Case c) {
   o.memory_limit_bytes = physical_memory_bytes();
 
   ResultLayout& l = p.layout;
+  for (const auto& axis : c.parameters) l.parameters.push_back({axis.name, axis.values});
   l.wavelength_nm = c.wavelength_nm;
   l.theta_deg = c.incidence.theta_deg;
   l.phi_deg = c.incidence.phi_deg;
@@ -82,12 +84,23 @@ Problem make_problem(Case c) {
     }
   }
   l.accuracy = c.numerics.accuracy;
+  p.structures.push_back(c.structure);
+  for (std::size_t index = 1; index < c.parameter_points(); ++index)
+    p.structures.push_back(case_at(c, c.parameter_point(index)).structure);
   p.source = std::move(c);
   // With harmonics: auto the case's harmonics are the ladder's most (AccuracyTarget::max_harmonics):
   // the orders stored are those propagating at any point at any rung. The file's shape is fixed
   // before the first solve, so they are found from the sweep, not from the solves.
-  l.orders = physics::propagating_orders(p.structure(), l.wavelength_nm, l.theta_deg, l.phi_deg, o.m1, o.m2,
-                                         o.rayleigh_tolerance);
+  // With parameters (which may change the period or the media), those of every parameter point.
+  std::set<std::array<int, 2>> orders;
+  for (const auto& structure : p.structures)
+    for (const auto& order : physics::propagating_orders(structure, l.wavelength_nm, l.theta_deg, l.phi_deg, o.m1,
+                                                         o.m2, o.rayleigh_tolerance))
+      orders.insert(order);
+  l.orders = p.structures.size() == 1
+                 ? physics::propagating_orders(p.structure(), l.wavelength_nm, l.theta_deg, l.phi_deg, o.m1, o.m2,
+                                               o.rayleigh_tolerance)
+                 : std::vector<std::array<int, 2>>(orders.begin(), orders.end());
   if (l.orders.empty()) l.orders = {{0, 0}};  // order 0 always reflects into the lossless superstrate
   if (l.accuracy && l.accuracy->harmonics) {
     // The ladder's first rung: every propagating order of the sweep inside [−M_i, M_i], and at least
@@ -106,15 +119,15 @@ physics::Incidence incidence_of(const Problem& problem, std::size_t point) {
   const ResultLayout& l = problem.layout;
   GS_EXPECTS(point < l.points(), "point index out of range");
   const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
-  return {l.wavelength_nm[point / (ntheta * nphi)], l.theta_deg[(point / nphi) % ntheta], l.phi_deg[point % nphi]};
+  return {l.wavelength_nm[l.wavelength_index_of(point)], l.theta_deg[(point / nphi) % ntheta], l.phi_deg[point % nphi]};
 }
 
-std::vector<std::size_t> points_at_wavelength(const Problem& problem, std::size_t wavelength_index) {
+std::vector<std::size_t> points_of_batch(const Problem& problem, std::size_t batch) {
   const ResultLayout& l = problem.layout;
-  GS_EXPECTS(wavelength_index < l.wavelength_nm.size(), "wavelength index out of range");
+  GS_EXPECTS(batch < l.batches(), "batch index out of range");
   const std::size_t per = l.theta_deg.size() * l.phi_deg.size();
   std::vector<std::size_t> points(per);
-  for (std::size_t j = 0; j < per; ++j) points[j] = wavelength_index * per + j;
+  for (std::size_t j = 0; j < per; ++j) points[j] = batch * per + j;
   return points;
 }
 

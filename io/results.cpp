@@ -215,8 +215,25 @@ std::vector<Spec> point_specs(const ResultLayout& l) {
   return specs;
 }
 
+/// The sweep axes in the order of the per-point datasets' leading dimensions: the parameters (schema
+/// version 2), then wavelength, θ, φ; each a dataset sweep/NAME with a `units` attribute.
+struct SweepAxis {
+  std::string name;
+  const std::vector<double>* values;
+  std::string units;
+};
+std::vector<SweepAxis> sweep_axes(const ResultLayout& l) {
+  std::vector<SweepAxis> axes;
+  for (const auto& p : l.parameters) axes.push_back({p.name, &p.values, "as written in input/case"});
+  axes.push_back({"wavelength", &l.wavelength_nm, "nm"});
+  axes.push_back({"theta", &l.theta_deg, "deg"});
+  axes.push_back({"phi", &l.phi_deg, "deg"});
+  return axes;
+}
+
 std::vector<hsize_t> full_dims(const ResultLayout& l, const Spec& s) {
-  std::vector<hsize_t> dims = {l.wavelength_nm.size(), l.theta_deg.size(), l.phi_deg.size()};
+  std::vector<hsize_t> dims;
+  for (const auto& axis : sweep_axes(l)) dims.push_back(axis.values->size());
   dims.insert(dims.end(), s.tail.begin(), s.tail.end());
   return dims;
 }
@@ -236,7 +253,7 @@ void create_point_dataset(hid_t file, const ResultLayout& l, const Spec& s) {
   if (s.compressed) {
     // One point per chunk: each point is written once, and a reader of one point inflates one chunk.
     std::vector<hsize_t> chunk = dims;
-    chunk[0] = chunk[1] = chunk[2] = 1;
+    std::fill_n(chunk.begin(), l.parameters.size() + 3, hsize_t(1));
     h5::check(H5Pset_chunk(create, int(chunk.size()), chunk.data()), "set the chunking of " + s.path);
     h5::check(H5Pset_shuffle(create), "enable shuffling for " + s.path);
     h5::check(H5Pset_deflate(create, 4), "enable gzip for " + s.path);
@@ -258,13 +275,11 @@ void create_point_dataset(hid_t file, const ResultLayout& l, const Spec& s) {
 /// Reads or writes one point's block of a per-point dataset.
 /// Writes from `data`, or reads into it (then it points to a non-const object).
 void transfer_point(hid_t set, const ResultLayout& l, const Spec& s, std::size_t point, const void* data, bool write) {
-  const std::size_t nphi = l.phi_deg.size(), ntheta = l.theta_deg.size();
   const auto dims = full_dims(l, s);
   std::vector<hsize_t> start(dims.size(), 0), count = dims;
-  start[0] = point / (ntheta * nphi);
-  start[1] = (point / nphi) % ntheta;
-  start[2] = point % nphi;
-  count[0] = count[1] = count[2] = 1;
+  const std::vector<std::size_t> index = l.sweep_indices(point);
+  std::copy(index.begin(), index.end(), start.begin());
+  std::fill_n(count.begin(), index.size(), hsize_t(1));
   const Handle file_space = h5::dataspace(H5Dget_space(set), "get the dataspace of " + s.path);
   h5::check(H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
             "select point " + std::to_string(point) + " of " + s.path);
@@ -349,9 +364,15 @@ PointBuffers buffers(const ResultLayout& l, const std::vector<Spec>& specs, R& r
 // -- layout and info as stored --
 void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
   write_string_attribute(file, "schema", schema_name);
-  write_scalar_attribute<std::int32_t>(file, "schema_version", result_schema_version);
+  write_scalar_attribute<std::int32_t>(file, "schema_version", l.schema_version());
   write_string_attribute(file, "gratingsim_version", GRATINGSIM_VERSION);
-  for (const auto& [name, value] : conventions) write_string_attribute(file, name, value);
+  std::string axis_names;  // "cd, height, wavelength, theta, phi"
+  for (const auto& axis : sweep_axes(l)) axis_names += (axis_names.empty() ? "" : ", ") + axis.name;
+  for (const auto& [name, value] : conventions)
+    write_string_attribute(file, name,
+                           std::string(name) == "point_order" && !l.parameters.empty()
+                               ? "result datasets start with the sweep dimensions [" + axis_names + "]"
+                               : std::string(value));
   write_string_attribute(file, "input_units", info.input_units);
   write_string_attribute(file, "backend", info.backend);
   write_string_attribute(file, "precision", info.precision);
@@ -374,12 +395,12 @@ void write_metadata(hid_t file, const ResultLayout& l, const RunInfo& info) {
 
   const Handle sweep =
       h5::group(H5Gcreate2(file, "sweep", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create group sweep");
-  const std::pair<const char*, const std::vector<double>*> axes[] = {
-      {"wavelength", &l.wavelength_nm}, {"theta", &l.theta_deg}, {"phi", &l.phi_deg}};
-  for (const auto& [name, values] : axes) {
-    write_array(sweep, name, {values->size()}, values->data());
-    const Handle set = h5::dataset(H5Dopen2(sweep, name, H5P_DEFAULT), std::string("open sweep/") + name);
-    write_string_attribute(set, "units", std::string(name) == "wavelength" ? "nm" : "deg");
+  // Version 2: the axes' order (HDF5 lists a group's members by name).
+  if (!l.parameters.empty()) write_string_attribute(sweep, "axes", axis_names);
+  for (const auto& axis : sweep_axes(l)) {
+    write_array(sweep, axis.name.c_str(), {axis.values->size()}, axis.values->data());
+    const Handle set = h5::dataset(H5Dopen2(sweep, axis.name.c_str(), H5P_DEFAULT), "open sweep/" + axis.name);
+    write_string_attribute(set, "units", axis.units);
   }
   std::vector<std::int32_t> orders;
   for (const auto& o : l.orders) orders.insert(orders.end(), {o[0], o[1]});
@@ -443,10 +464,22 @@ ResultLayout read_layout(hid_t file, const std::string& path) {
   if (H5Aexists(file, "schema") <= 0 || read_string_attribute(file, "schema") != schema_name)
     throw OutputError(path + ": not a gratingsim result file (no 'schema' attribute \"" + schema_name + "\")");
   const int version = read_scalar_attribute<std::int32_t>(file, "schema_version");
-  if (version != result_schema_version)
-    throw OutputError(path + ": result schema version " + std::to_string(version) + ", this build reads version " +
+  if (version < 1 || version > result_schema_version)
+    throw OutputError(path + ": result schema version " + std::to_string(version) + ", this build reads versions 1 to " +
                       std::to_string(result_schema_version));
   ResultLayout l;
+  if (version >= 2) {
+    const Handle sweep = h5::group(H5Gopen2(file, "sweep", H5P_DEFAULT), "open group sweep");
+    const std::string axes = read_string_attribute(sweep, "axes");
+    for (std::size_t start = 0; start < axes.size();) {
+      std::size_t end = axes.find(", ", start);
+      if (end == std::string::npos) end = axes.size();
+      const std::string name = axes.substr(start, end - start);
+      start = end + 2;
+      if (name == "wavelength" || name == "theta" || name == "phi") continue;
+      l.parameters.push_back({name, read_array<double>(file, "sweep/" + name)});
+    }
+  }
   l.wavelength_nm = read_array<double>(file, "sweep/wavelength");
   l.theta_deg = read_array<double>(file, "sweep/theta");
   l.phi_deg = read_array<double>(file, "sweep/phi");
@@ -488,6 +521,7 @@ ResultLayout read_layout(hid_t file, const std::string& path) {
 /// The first difference between what a partial file holds and what a resumed run would write.
 std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLayout& b, const RunInfo& bi) {
   if (ai.case_yaml != bi.case_yaml) return "the input case text";
+  if (a.parameters != b.parameters) return "the parameter axes";
   if (a.wavelength_nm != b.wavelength_nm) return "the wavelength axis";
   if (a.theta_deg != b.theta_deg) return "the theta axis";
   if (a.phi_deg != b.phi_deg) return "the phi axis";
@@ -510,6 +544,13 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
 
 void check_layout(const ResultLayout& l) {
   GS_EXPECTS(!l.wavelength_nm.empty() && !l.theta_deg.empty() && !l.phi_deg.empty(), "every sweep axis needs a value");
+  for (const auto& p : l.parameters) {
+    GS_EXPECTS(!p.values.empty(), "every sweep axis needs a value");
+    GS_EXPECTS(!p.name.empty() && p.name != "wavelength" && p.name != "theta" && p.name != "phi" &&
+                   p.name.find_first_of(", /") == std::string::npos,
+               "parameter axis '" + p.name + "': not a name a result file can hold");
+  }
+  GS_EXPECTS(l.parameter_points() == 1 || !l.fields, "field output is not stored with a parameter sweep");
   GS_EXPECTS(!l.orders.empty(), "a result file stores at least one diffraction order");
   if (l.fields) {
     GS_EXPECTS(!l.slice_center_nm.empty(), "field output needs the slice positions");

@@ -28,8 +28,17 @@ class OutputError : public Error {
   using Error::Error;
 };
 
-/// Version of the result schema; readers check it (io/SCHEMA.md lists the changes).
-inline constexpr int result_schema_version = 1;
+/// The newest version of the result schema; readers check it (io/SCHEMA.md lists the changes). A file
+/// is written with the oldest version that holds its layout (ResultLayout::schema_version): 1 without
+/// parameter axes (byte for byte what earlier builds wrote), 2 with them; both are read.
+inline constexpr int result_schema_version = 2;
+
+/// A parameter axis of the sweep (schema version 2): the case's parameter (io/case.hpp ParameterAxis).
+struct SweepParameter {
+  std::string name;
+  std::vector<double> values;
+  bool operator==(const SweepParameter&) const = default;
+};
 
 /// A real-space field map: the plane, its position and the coordinates of its grid (nm).
 struct MapLayout {
@@ -40,8 +49,12 @@ struct MapLayout {
 };
 
 /// Everything about a result file's shape, fixed before the first point.
-/// Sweep points are indexed (wavelength, θ, φ), flat index (iw·Nθ + iθ)·Nφ + iφ.
+/// Sweep points are indexed (parameter point, wavelength, θ, φ), flat index
+/// ((ip·Nλ + iw)·Nθ + iθ)·Nφ + iφ, where ip is the row-major index over the parameter axes (the first
+/// slowest; 0 without parameters). A batch is one parameter point at one wavelength: one structure
+/// solved for its incidences, points batch·Nθ·Nφ … (batch + 1)·Nθ·Nφ − 1.
 struct ResultLayout {
+  std::vector<SweepParameter> parameters;  ///< the first sweep axes, in order (none: schema version 1)
   std::vector<double> wavelength_nm, theta_deg, phi_deg;
   Polarization polarization = Polarization::both;  ///< incident polarisations: s, p or both (s then p)
   std::vector<std::array<int, 2>> orders;          ///< (m1, m2) of the diffraction orders stored
@@ -53,10 +66,35 @@ struct ResultLayout {
   /// Accuracy on demand (the case's numerics.accuracy): the `accuracy` group, what each point used.
   std::optional<AccuracyTarget> accuracy;
 
-  [[nodiscard]] std::size_t points() const { return wavelength_nm.size() * theta_deg.size() * phi_deg.size(); }
-  [[nodiscard]] std::size_t point_index(std::size_t iw, std::size_t itheta, std::size_t iphi) const {
-    return (iw * theta_deg.size() + itheta) * phi_deg.size() + iphi;
+  [[nodiscard]] std::size_t parameter_points() const {
+    std::size_t n = 1;
+    for (const auto& p : parameters) n *= p.values.size();
+    return n;
   }
+  [[nodiscard]] std::size_t points() const {
+    return parameter_points() * wavelength_nm.size() * theta_deg.size() * phi_deg.size();
+  }
+  [[nodiscard]] std::size_t point_index(std::size_t iw, std::size_t itheta, std::size_t iphi,
+                                        std::size_t iparameters = 0) const {
+    return ((iparameters * wavelength_nm.size() + iw) * theta_deg.size() + itheta) * phi_deg.size() + iphi;
+  }
+  /// Batches: parameter points × wavelengths; the batch of a point, its parameter point, its wavelength.
+  [[nodiscard]] std::size_t batches() const { return parameter_points() * wavelength_nm.size(); }
+  [[nodiscard]] std::size_t batch_of(std::size_t point) const { return point / (theta_deg.size() * phi_deg.size()); }
+  [[nodiscard]] std::size_t parameter_point_of(std::size_t point) const { return batch_of(point) / wavelength_nm.size(); }
+  [[nodiscard]] std::size_t wavelength_index_of(std::size_t point) const { return batch_of(point) % wavelength_nm.size(); }
+  /// The sweep indices of a point: one per parameter axis, then wavelength, θ, φ.
+  [[nodiscard]] std::vector<std::size_t> sweep_indices(std::size_t point) const {
+    std::vector<std::size_t> index(parameters.size() + 3);
+    const std::size_t sizes[3] = {wavelength_nm.size(), theta_deg.size(), phi_deg.size()};
+    for (std::size_t k = index.size(); k-- > 0;) {
+      const std::size_t n = k >= parameters.size() ? sizes[k - parameters.size()] : parameters[k].values.size();
+      index[k] = point % n;
+      point /= n;
+    }
+    return index;
+  }
+  [[nodiscard]] int schema_version() const { return parameters.empty() ? 1 : 2; }
   [[nodiscard]] int polarizations() const { return polarization == Polarization::both ? 2 : 1; }
   [[nodiscard]] std::size_t orders_count() const { return orders.size(); }
   [[nodiscard]] std::size_t harmonics_count() const {

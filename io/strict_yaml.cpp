@@ -8,12 +8,17 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <sstream>
 #include <system_error>
 
 namespace gratingsim::io::yaml {
 
 void fail(const Location& where, const std::string& message) {
   throw CaseError(where.file, where.line, where.column, message);
+}
+
+void fail_expression_text(const Location& where, const std::string& message) {
+  throw ExpressionTextError(where.file, where.line, where.column, message);
 }
 
 namespace {
@@ -128,13 +133,64 @@ YAML::Node parse(std::string_view text, const std::string& file) {
 
 // --- Node ------------------------------------------------------------------------------------
 
-Node::Node(YAML::Node node, std::string path, std::string file, const YAML::Mark& fallback)
-    : node_(std::move(node)), path_(std::move(path)), file_(std::move(file)), fallback_(fallback) {}
+Node::Node(YAML::Node node, std::string path, std::string file, const YAML::Mark& fallback,
+           const Substitution* substitution)
+    : node_(std::move(node)),
+      path_(std::move(path)),
+      file_(std::move(file)),
+      fallback_(fallback),
+      substitution_(substitution) {}
 
 Location Node::location() const {
   const YAML::Mark mark = node_.Mark();
   if (node_.IsNull() || mark.is_null()) return location_of(fallback_, file_);
   return location_of(mark, file_);
+}
+
+Location Node::location_at(std::size_t offset) const {
+  Location at = location();
+  if (!node_.IsScalar() || !substitution_ || node_.Mark().pos < 0) return at;
+  const std::string_view text = substitution_->text;
+  std::size_t start = std::size_t(node_.Mark().pos);
+  if (start < text.size() && (text[start] == '"' || text[start] == '\'')) ++start;
+  const std::string& scalar = node_.Scalar();
+  // Columns inside the scalar only where the file holds its text verbatim on one line.
+  if (text.substr(start, scalar.size()) != scalar || scalar.find('\n') != std::string::npos) return at;
+  at.column += int(start - std::size_t(node_.Mark().pos) + std::min(offset, scalar.size()));
+  return at;
+}
+
+bool Node::is_expression() const { return node_.IsScalar() && io::is_expression(node_.Scalar()); }
+
+double Node::evaluated() const {
+  const std::string prefix = path_.empty() ? "" : path_ + ": ";
+  if (!substitution_ || !substitution_->enabled)
+    fail_expression_text(location(), prefix + (substitution_ && !substitution_->refusal.empty()
+                                                   ? substitution_->refusal
+                                                   : "parameter expressions (${...}) may be used in lattice, "
+                                                     "materials and layers only"));
+  Expression e;
+  try {
+    e = Expression::parse(node_.Scalar());
+  } catch (const ExpressionError& error) {
+    fail_expression_text(location_at(error.offset()), prefix + error.message());
+  }
+  try {
+    const ParameterValues& values = *substitution_->values;
+    for (const auto& ref : e.references()) {
+      if (values.count(ref.name)) continue;
+      std::vector<std::string> names;
+      for (const auto& [name, value] : values) names.push_back(name);
+      fail_expression_text(location_at(ref.offset),
+                 prefix + "unknown parameter '" + ref.name + "'" +
+                     (names.empty() ? "; the case declares no parameters (give them under the top-level key "
+                                      "'parameters', e.g. parameters: {" + ref.name + ": 90})"
+                                    : suggestion(ref.name, names)));
+    }
+    return e.evaluate(values);
+  } catch (const ExpressionError& error) {  // a value the operations refuse (x / 0, sqrt(−1), ...)
+    yaml::fail(location_at(error.offset()), prefix + error.message());
+  }
 }
 
 void Node::fail(const std::string& message) const {
@@ -161,6 +217,15 @@ std::string Node::describe() const {
   if (node_.IsMap()) return "a mapping";
   if (node_.IsSequence()) return "a list";
   const std::string& tag = node_.Tag();
+  if (is_expression() && substitution_ && substitution_->enabled) {
+    try {
+      std::ostringstream os;
+      os << "'" << node_.Scalar() << "' (= " << Expression::parse(node_.Scalar()).evaluate(*substitution_->values) << ")";
+      return os.str();
+    } catch (const ExpressionError&) {
+      return "'" + node_.Scalar() + "'";
+    }
+  }
   if (tag == "!") return "the quoted text \"" + node_.Scalar() + "\"";
   if (tag != "?")
     return "'" + node_.Scalar() + "' tagged " +
@@ -169,6 +234,7 @@ std::string Node::describe() const {
 }
 
 double Node::number() const {
+  if (is_expression()) return evaluated();
   if (!plain_or_tagged(node_, {"float", "int"})) fail("expected a number, got " + describe());
   std::string_view text = node_.Scalar();
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
@@ -180,6 +246,12 @@ double Node::number() const {
 }
 
 long long Node::integer() const {
+  if (is_expression()) {
+    const double v = evaluated();
+    // Integral and well inside long long (2^62), so that the conversion is exact.
+    if (v != std::nearbyint(v) || std::abs(v) > 4.6e18) fail("expected an integer, got " + describe());
+    return static_cast<long long>(v);
+  }
   if (!plain_or_tagged(node_, {"int"})) fail("expected an integer, got " + describe());
   std::string_view text = node_.Scalar();
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
@@ -208,7 +280,7 @@ std::vector<Node> Node::items() const {
   std::vector<Node> out;
   const YAML::Mark own = node_.Mark();
   for (std::size_t i = 0; i < node_.size(); ++i)
-    out.emplace_back(node_[i], path_ + "[" + std::to_string(i) + "]", file_, own);
+    out.emplace_back(node_[i], path_ + "[" + std::to_string(i) + "]", file_, own, substitution_);
   return out;
 }
 
@@ -235,7 +307,8 @@ Map::Map(const Node& node, const std::vector<std::string>* allowed) : node_(node
     if (allowed && std::find(allowed->begin(), allowed->end(), name) == allowed->end())
       key_node.fail("unknown key '" + name + "'" + suggestion(name, *allowed));
     first_line[name] = key.Mark().line + 1;
-    entries_.emplace_back(Node(key, path, node.file_, key.Mark()), Node(it->second, path, node.file_, key.Mark()));
+    entries_.emplace_back(Node(key, path, node.file_, key.Mark()),
+                          Node(it->second, path, node.file_, key.Mark(), node.substitution_));
   }
 }
 

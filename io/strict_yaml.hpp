@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "io/case.hpp"
+#include "io/expression.hpp"
 
 namespace gratingsim::io::yaml {
 
@@ -26,6 +27,14 @@ struct Location {
 };
 
 [[noreturn]] void fail(const Location& where, const std::string& message);
+
+/// An error in the text of a parameter expression (malformed, an unknown name, or one where
+/// expressions are not allowed): the same at every parameter point, so not annotated with one.
+class ExpressionTextError : public CaseError {
+ public:
+  using CaseError::CaseError;
+};
+[[noreturn]] void fail_expression_text(const Location& where, const std::string& message);
 /// The closest candidate to `word` (case-insensitive optimal string alignment distance ≤ 2 and less
 /// than half the candidate's length), or empty.
 std::string closest(std::string_view word, const std::vector<std::string>& candidates);
@@ -35,14 +44,32 @@ std::string suggestion(std::string_view word, const std::vector<std::string>& ca
 /// Parses YAML text; a syntax error becomes a located CaseError.
 YAML::Node parse(std::string_view text, const std::string& file);
 
+/// Parameter expressions in numeric values (io/expression.hpp, io/SCHEMA.md §1.11): a scalar holding "${"
+/// is evaluated by Node::number() and Node::integer() with `values` while `enabled`, and refused with
+/// `refusal` (why expressions do not belong there) otherwise. Shared by every Node of one reading
+/// (they hold a pointer to it); the reader switches `enabled` per section.
+struct Substitution {
+  std::string_view text;  ///< the text parsed, for the columns of characters inside a scalar
+  const ParameterValues* values = nullptr;
+  bool enabled = false;
+  std::string refusal;
+};
+
 class Node {
  public:
   /// `fallback` locates null values, which yaml-cpp marks at the next token (their key's position).
-  Node(YAML::Node node, std::string path, std::string file, const YAML::Mark& fallback);
+  /// `substitution`: how expressions are read (null: nowhere; the nodes made from this one share it).
+  Node(YAML::Node node, std::string path, std::string file, const YAML::Mark& fallback,
+       const Substitution* substitution = nullptr);
 
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] Location location() const;
+  /// Where the character at `offset` of this scalar's text is (its own location where the text in the
+  /// file is not the scalar verbatim: escapes, folded lines).
+  [[nodiscard]] Location location_at(std::size_t offset) const;
   [[noreturn]] void fail(const std::string& message) const;
+  /// A scalar holding a parameter expression ("${").
+  [[nodiscard]] bool is_expression() const;
 
   [[nodiscard]] bool is_null() const { return node_.IsNull(); }
   [[nodiscard]] bool is_map() const { return node_.IsMap(); }
@@ -51,8 +78,10 @@ class Node {
   /// How the value looks, for messages: "a mapping", "a list", "nothing (null)", "'text'".
   [[nodiscard]] std::string describe() const;
 
-  [[nodiscard]] double number() const;       ///< a finite plain number
-  [[nodiscard]] long long integer() const;   ///< a plain integer
+  /// A finite plain number, or an expression's value where expressions are enabled (Substitution).
+  [[nodiscard]] double number() const;
+  /// A plain integer, or an expression's value if integral, where expressions are enabled.
+  [[nodiscard]] long long integer() const;
   [[nodiscard]] bool boolean() const;        ///< true or false
   [[nodiscard]] std::string string() const;  ///< a non-empty scalar (quoted or not)
   /// One of the named choices (with a did-you-mean for typos).
@@ -75,6 +104,9 @@ class Node {
   std::string path_;
   std::string file_;
   YAML::Mark fallback_;
+  const Substitution* substitution_ = nullptr;
+  /// The value of this expression scalar (errors located inside it).
+  [[nodiscard]] double evaluated() const;
 };
 
 /// A mapping with a fixed set of allowed keys, checked when constructed.

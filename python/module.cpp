@@ -69,8 +69,8 @@ Solution solve_case(io::Case source, std::optional<std::string> backend, std::op
 
   const auto start = std::chrono::steady_clock::now();
   s.points.resize(s.problem.layout.points());
-  for (std::size_t iw = 0; iw < s.problem.layout.wavelength_nm.size(); ++iw) {
-    const std::vector<std::size_t> points = io::points_at_wavelength(s.problem, iw);
+  for (std::size_t batch = 0; batch < s.problem.layout.batches(); ++batch) {
+    const std::vector<std::size_t> points = io::points_of_batch(s.problem, batch);
     io::SolvedPoints solved = app::solve_for_file(s.problem, points);
     for (std::size_t j = 0; j < points.size(); ++j) s.points[points[j]] = std::move(solved.results[j]);
     for (std::string& w : solved.warnings)
@@ -88,8 +88,8 @@ void write_solution(const Solution& s, const std::string& path, bool overwrite) 
   io::ResultWriter writer = io::ResultWriter::create(
       path, s.problem.layout,
       io::run_info(s.problem, s.backend, std::string(to_string(s.problem.solver.precision)), s.device));
-  for (std::size_t iw = 0; iw < s.problem.layout.wavelength_nm.size(); ++iw) {
-    const std::vector<std::size_t> points = io::points_at_wavelength(s.problem, iw);
+  for (std::size_t batch = 0; batch < s.problem.layout.batches(); ++batch) {
+    const std::vector<std::size_t> points = io::points_of_batch(s.problem, batch);
     const auto start = std::chrono::steady_clock::now();
     for (std::size_t point : points) writer.write(point, s.points[point]);
     writer.record_writing(points, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
@@ -129,15 +129,17 @@ auto values_of(const M& member, std::size_t map) {
 }
 
 /// Every per-point dataset of the solution's result file (io::result_datasets, `done` aside), by its
-/// path in the file, shaped [Nw][Nθ][Nφ] + its own dimensions; complex values as complex128 (the file
+/// path in the file, shaped [N_1]…[N_K][Nw][Nθ][Nφ] (the parameter axes first) + its own dimensions; complex values as complex128 (the file
 /// stores them with a trailing dimension of 2 instead). Then the axes: sweep/*, orders, and with
 /// fields fields/slice_z, fields/harmonic_index and each map's first and second coordinates.
 py::dict make_result_arrays(const Solution& s) {
   const io::ResultLayout& layout = s.problem.layout;
   py::dict arrays;
   for (const io::ResultDataset& d : io::result_datasets(layout)) {
-    std::vector<py::ssize_t> shape{py::ssize_t(layout.wavelength_nm.size()), py::ssize_t(layout.theta_deg.size()),
-                                   py::ssize_t(layout.phi_deg.size())};
+    std::vector<py::ssize_t> shape;
+    for (const auto& p : layout.parameters) shape.push_back(py::ssize_t(p.values.size()));
+    shape.insert(shape.end(), {py::ssize_t(layout.wavelength_nm.size()), py::ssize_t(layout.theta_deg.size()),
+                               py::ssize_t(layout.phi_deg.size())});
     for (std::size_t n : d.tail) shape.push_back(py::ssize_t(n));
     if (d.field->kind == io::ElementKind::c128) shape.pop_back();  // (re, im): one complex128
     const std::size_t n = d.values();
@@ -177,6 +179,8 @@ py::dict make_result_arrays(const Solution& s) {
         },
         d.field->source);
   }
+  for (const auto& p : layout.parameters)
+    arrays[py::str("sweep/" + p.name)] = py::array_t<double>(py::ssize_t(p.values.size()), p.values.data());
   arrays["sweep/wavelength"] = py::array_t<double>(py::ssize_t(layout.wavelength_nm.size()), layout.wavelength_nm.data());
   arrays["sweep/theta"] = py::array_t<double>(py::ssize_t(layout.theta_deg.size()), layout.theta_deg.data());
   arrays["sweep/phi"] = py::array_t<double>(py::ssize_t(layout.phi_deg.size()), layout.phi_deg.data());

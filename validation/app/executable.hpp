@@ -100,6 +100,20 @@ layers:
 numerics: {harmonics: 4}
 )";
 
+/// sweep_case's grating with its lines' width and height as parameters (io/SCHEMA.md §1.11), their top
+/// width computed from them: 2 × 2 parameter points × 3 wavelengths × 2 angles, 24 points, 2 per batch.
+inline constexpr const char* parameter_case = R"case(# sweep_case's lines, their width and height swept (4 parameter points, 24 points)
+parameters: {width: [200, 250], height: [150, 120], top: "${width} - 2*${height}/tand(80)"}
+wavelength: [500, 650, 750]
+incidence: {theta_deg: [0, 30]}
+lattice: {period_x: 600}
+substrate: SiO2
+layers:
+  - {name: lines, thickness: "${height}", slices: 3,
+     shapes: [{type: trapezoid, material: Si3N4, bottom_width: "${width}", top_width: "${top}"}]}
+numerics: {harmonics: 4}
+)case";
+
 /// The same sweep with harmonics: auto (io/SCHEMA.md §1.7.1): the two angles of a wavelength stop
 /// at different rungs (at 500 nm M = 6 at 0°, 9 at 30°), so a batch holds points of several M.
 /// sweep_case with its numerics line replaced, at compile time.

@@ -111,7 +111,8 @@ TEST_CASE("mpirun -n 2 writes the file one process writes, bit for bit", "[app][
   std::vector<std::string> backends{"cpu-fftw"};
   if (!conv::cuda_report().devices.empty()) backends.push_back("gpu-fused");  // GPU ranks too, where there are GPUs
   for (const auto& [name, text] :
-       {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}, std::pair{"auto", test::auto_sweep_case}})
+       {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}, std::pair{"auto", test::auto_sweep_case},
+        std::pair{"parameters", test::parameter_case}})
     for (const std::string& backend : backends)
       for (const char* precision : {"double", "single"}) {
         const std::string tag = std::string(name) + "_" + backend + "_" + precision;
@@ -346,7 +347,8 @@ TEST_CASE("two local workers write the file one worker writes, bit for bit", "[a
   if (gpus == 1) setups.push_back({"gpu-fused", "", ""});
   for (const auto& [backend, several, device] : setups)
     for (const auto& [name, text] :
-         {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}, std::pair{"auto", test::auto_sweep_case}})
+         {std::pair{"sweep", sweep_case}, std::pair{"fields", fields_case}, std::pair{"auto", test::auto_sweep_case},
+        std::pair{"parameters", test::parameter_case}})
       for (const char* precision : {"double", "single"}) {
         const std::string tag = std::string(name) + "_" + backend + "_" + precision;
         INFO(tag);

@@ -130,7 +130,7 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
     const std::string text = reduced(test::read_text(config));
     std::ofstream(small) << text;
     io::Problem problem = io::load_problem(small.string());
-    REQUIRE(problem.layout.points() <= 8);
+    REQUIRE(problem.layout.points() <= (problem.layout.parameters.empty() ? 8 : 16));  // the library: 8 × 2 λ
     REQUIRE(problem.solver.m1 <= 4);
     REQUIRE(problem.source.total_slices() <= 3 * int(problem.source.structure.layers.size()));
 
@@ -150,11 +150,11 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
     CHECK(reader.info().case_path == small.string());
 
     problem.solver.backend = conv::Backend::cpu_fftw;
-    for (std::size_t iw = 0; iw < problem.layout.wavelength_nm.size(); ++iw) {
-      const auto points = io::points_at_wavelength(problem, iw);
+    for (std::size_t batch = 0; batch < problem.layout.batches(); ++batch) {
+      const auto points = io::points_of_batch(problem, batch);
       std::vector<physics::Incidence> incidences;
       for (std::size_t p : points) incidences.push_back(io::incidence_of(problem, p));
-      const physics::SolveResult solved = physics::solve(problem.structure(), incidences, problem.solver);
+      const physics::SolveResult solved = physics::solve(problem.structure_of(points[0]), incidences, problem.solver);
       for (std::size_t j = 0; j < points.size(); ++j) {
         INFO("point " << points[j]);
         REQUIRE(reader.done(points[j]));
@@ -164,7 +164,8 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
       }
     }
 
-    if (!python.empty() && (name == "default" || name == "field_map" || name == "conical")) {
+    if (!python.empty() &&
+        (name == "default" || name == "field_map" || name == "conical" || name == "si_lines_library")) {
       const fs::path figures = dir / (name + "_figures");
       const std::string command = python + " " + quoted(test::repository_root() / "app" / "plot_results.py") + " " +
                                   quoted(out) + " -o " + quoted(figures) + " >/dev/null 2>&1";

@@ -384,3 +384,84 @@ numerics: {harmonics: auto, target_error: 1e-3}
                        "crossed_default.yaml")
             .numerics.accuracy->max_harmonics == 20);  // the 2D default
 }
+
+namespace {
+/// A library case of 2D rectangles: every numeric kind (lengths, a material's n, a slice count) from
+/// parameters, one computed from the others.
+const std::string parameter_text = R"case(parameters:
+  wx: [120, 150, 180]
+  wy: {start: 100, stop: 140, count: 2}
+  h: 80
+  n_film: [1.45, 1.5]
+  area: "${wx} * ${wy}"
+wavelength: [500, 600]
+lattice: {period_x: 400, period_y: 300}
+substrate: Si
+materials: {film: {n: "${n_film}", k: 0}}
+layers:
+  - {thickness: "${h}", slices: "max(2, ${h}/20)", shapes: [{type: rectangle, material: Si3N4, width_x: "${wx}", width_y: "${area}/${wx}"}]}
+  - {thickness: "${h}/2", material: film}
+numerics: {harmonics: 2}
+)case";
+}  // namespace
+
+TEST_CASE("parameters: axes, computed values, case_at and structures_at give the literal case's structure", "[io][case][parameters]") {
+  const io::Case c = io::parse_case(parameter_text, "library.yaml");
+  REQUIRE(c.parameters.size() == 4);
+  CHECK(c.parameters[0].name == "wx");
+  CHECK(c.parameters[1].values == std::vector<double>{100, 140});
+  CHECK(c.parameters[2].values == std::vector<double>{80});
+  REQUIRE(c.derived_parameters.size() == 1);
+  CHECK(c.derived_parameters[0].name == "area");
+  CHECK(c.parameter_points() == 3 * 2 * 1 * 2);
+  CHECK(c.points() == 12 * 2);
+  // Row-major, the first axis slowest.
+  CHECK(c.parameter_point(0) == std::vector<double>{120, 100, 80, 1.45});
+  CHECK(c.parameter_point(7) == std::vector<double>{150, 140, 80, 1.5});
+  CHECK(c.parameter_values.at("area") == 120 * 100);
+
+  // Any values, not only the sweep's: the Case a literal file with those numbers gives.
+  const std::vector<double> values{137.5, 111.25, 60, 1.7};
+  const io::Case at = io::case_at(c, values);
+  const std::string literal_text = R"(wavelength: [500, 600]
+lattice: {period_x: 400, period_y: 300}
+substrate: Si
+materials: {film: {n: 1.7, k: 0}}
+layers:
+  - {thickness: 60, slices: 3, shapes: [{type: rectangle, material: Si3N4, width_x: 137.5, width_y: 111.25}]}
+  - {thickness: 30, material: film}
+numerics: {harmonics: 2}
+)";
+  const io::Case literal = io::parse_case(literal_text, "literal.yaml");
+  REQUIRE(at.structure.layers.size() == 2);
+  CHECK(at.parameter_values.at("area") == 137.5 * 111.25);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(at.structure.layers[i].thickness == literal.structure.layers[i].thickness);
+    CHECK(at.structure.layers[i].slices == literal.structure.layers[i].slices);
+  }
+  const auto& r = std::get<physics::Rectangle>(at.structure.layers[0].shapes.at(0));
+  const auto& expected = std::get<physics::Rectangle>(literal.structure.layers[0].shapes.at(0));
+  CHECK(r.width_x == expected.width_x);
+  CHECK(r.width_y == 137.5 * 111.25 / 137.5);
+  CHECK(at.structure.layers[1].background.index(550.0) == literal.structure.layers[1].background.index(550.0));
+  // Both read through the same code: the same discretisation, slice by slice.
+  CHECK(physics::slice_grid(at.structure, 1).z == physics::slice_grid(literal.structure, 1).z);
+
+  const auto structures = io::structures_at(c, {c.parameter_point(0), values});
+  REQUIRE(structures.size() == 2);
+  CHECK(std::get<physics::Rectangle>(structures[0].layers[0].shapes.at(0)).width_x == 120);
+  CHECK(structures[1].layers[0].thickness == 60);
+  CHECK(structures[1].layers[0].slices == 3);
+
+  // A vector of the wrong length is a programming error; invalid values are located case errors.
+  CHECK_THROWS_AS(io::case_at(c, std::vector<double>{1, 2}), InvalidArgument);
+  try {
+    (void)io::case_at(c, std::vector<double>{450, 100, 80, 1.5});
+    FAIL("a rectangle wider than the period was accepted");
+  } catch (const io::CaseError& e) {
+    INFO(e.what());
+    CHECK(e.line() == 12);
+    CHECK(e.column() == 105);
+    CHECK(e.message().rfind("at the parameter point wx = 450, wy = 100, h = 80, n_film = 1.5, area = 45000: ", 0) == 0);
+  }
+}

@@ -67,7 +67,7 @@ numerics: {harmonics: 6, solver: {method: bicgstab, tolerance: 1e-9, max_iterati
   // Fields: not a single point, so off by default.
   CHECK_FALSE(p.layout.fields);
   CHECK_FALSE(p.solver.keep_fields);
-  CHECK(io::points_at_wavelength(p, 0) == std::vector<std::size_t>{0, 1});
+  CHECK(io::points_of_batch(p, 0) == std::vector<std::size_t>{0, 1});
   const auto incidence = io::incidence_of(p, 1);
   CHECK(incidence.wavelength == 450.0);
   CHECK(incidence.theta_deg == 20.0);
@@ -196,7 +196,7 @@ std::size_t run_sweep(const io::Problem& p, io::ResultWriter& writer, std::size_
   for (std::size_t iw = 0; iw < p.layout.wavelength_nm.size(); ++iw) {
     std::vector<std::size_t> points;
     std::vector<physics::Incidence> incidences;
-    for (const auto point : io::points_at_wavelength(p, iw))
+    for (const auto point : io::points_of_batch(p, iw))
       if (!writer.done(point)) {
         points.push_back(point);
         incidences.push_back(io::incidence_of(p, point));

@@ -110,7 +110,7 @@ TEST_CASE("results round-trip: the C API reads back every value and attribute", 
     int version = 0;
     REQUIRE(H5Aread(a, H5T_NATIVE_INT, &version) >= 0);
     H5Aclose(a);
-    CHECK(version == io::result_schema_version);
+    CHECK(version == 1);  // a layout without parameter axes: version 1, as before they existed
   }
   CHECK_FALSE(string_attribute(file, "gratingsim_version").empty());
   CHECK(string_attribute(file, "time_dependence") == "exp(-i*omega*t)");
@@ -537,5 +537,70 @@ TEST_CASE("phase times: stored per point, the writing phase recorded per batch, 
     for (const double s : read.phase_seconds) CHECK(std::isnan(s));
     read.phase_seconds = points[p].phase_seconds;
     CHECK(read == points[p]);
+  }
+}
+
+TEST_CASE("parameter axes: schema version 2, the axes first in every point dataset, read back and resumed", "[io][results]") {
+  const TempDir dir("parameters");
+  io::ResultLayout l = test::full_layout();
+  l.fields = false;
+  l.maps.clear();
+  l.slice_center_nm.clear();
+  l.harmonics_x = l.harmonics_y = 0;
+  l.parameters = {{"cd", {80, 90.5}}, {"height", {100, 120, 140}}};
+  REQUIRE(l.points() == 2 * 3 * 3 * 2 * 2);
+  const auto points = random_points(l);
+  const std::string path = dir.file("lib.h5");
+  write_all(path, l, points);
+
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  REQUIRE(file >= 0);
+  {
+    const hid_t a = H5Aopen(file, "schema_version", H5P_DEFAULT);
+    int version = 0;
+    REQUIRE(H5Aread(a, H5T_NATIVE_INT, &version) >= 0);
+    H5Aclose(a);
+    CHECK(version == 2);
+  }
+  CHECK(string_attribute(file, "point_order") ==
+        "result datasets start with the sweep dimensions [cd, height, wavelength, theta, phi]");
+  std::vector<hsize_t> dims;
+  CHECK(read_doubles(file, "sweep/cd", dims) == std::vector<double>{80, 90.5});
+  CHECK(read_doubles(file, "sweep/height", dims) == std::vector<double>{100, 120, 140});
+  // R[cd, height, λ, θ, φ, polarisation, order]: point (1, 2, 1, 0, 1) at its place, through the C API.
+  const std::vector<double> r = read_doubles(file, "results/R", dims);
+  CHECK(dims == std::vector<hsize_t>{2, 3, 3, 2, 2, 2, 5});
+  const std::size_t point = l.point_index(1, 0, 1, 1 * 3 + 2);
+  CHECK(l.sweep_indices(point) == std::vector<std::size_t>{1, 2, 1, 0, 1});
+  CHECK(l.parameter_point_of(point) == 5);
+  CHECK(l.wavelength_index_of(point) == 1);
+  for (std::size_t k = 0; k < 10; ++k) CHECK(same_bits(r[point * 10 + k], points[point].reflectance[k]));
+  H5Fclose(file);
+
+  const io::ResultReader reader(path);
+  CHECK(reader.layout() == l);
+  for (std::size_t i = 0; i < l.points(); ++i) CHECK(reader.read(i) == points[i]);
+
+  // A partial file of a parameter sweep resumes, and refuses other parameter axes.
+  const std::string partial = dir.file("partial.h5");
+  {
+    auto writer = io::ResultWriter::create(partial, l, test::run_info());
+    for (std::size_t i = 0; i < l.points(); i += 3) writer.write(i, points[i]);
+  }
+  io::ResultLayout other = l;
+  other.parameters[1].values[2] = 150;
+  CHECK_THROWS_WITH(io::ResultWriter::resume(partial, other, test::run_info()),
+                    Catch::Contains("the parameter axes"));
+  auto writer = io::ResultWriter::resume(partial, l, test::run_info());
+  CHECK(writer.points_done() == (l.points() + 2) / 3);
+  for (std::size_t i = 0; i < l.points(); ++i)
+    if (!writer.done(i)) writer.write(i, points[i]);
+  writer.finish();
+  const auto expected = test::dump_file(path), resumed = test::dump_file(partial);
+  CHECK(resumed.size() == expected.size());
+  for (const auto& [name, bytes] : expected) {
+    INFO(name);
+    REQUIRE(resumed.count(name) == 1);
+    CHECK(resumed.at(name) == bytes);
   }
 }
