@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"  // GRATINGSIM_SOURCE_DIR
 #include "io/fit_results.hpp"
 #include "io/results.hpp"
 #include "validation/support/catch.hpp"
@@ -267,4 +270,66 @@ TEST_CASE("a fit file replaces an existing file only when asked, and leaves noth
   short_fit.model.conservativeResize(short_fit.model.size() - 1);
   CHECK_THROWS_AS(io::write_fit_results(dir.file("short.h5"), short_fit, f.measured, f.info), InvalidArgument);
   CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);  // fit.h5, taken.h5
+}
+
+namespace {
+
+/// A Python 3 with h5py and matplotlib (GRATINGSIM_TEST_PYTHON first), or "".
+std::string python_for_plots() {
+  const char* chosen = std::getenv("GRATINGSIM_TEST_PYTHON");
+  for (const char* python : {chosen ? chosen : "/usr/bin/python3", "python3"})
+    if (std::system((std::string(python) + " -c 'import h5py, matplotlib' >/dev/null 2>&1").c_str()) == 0) return python;
+  return "";
+}
+
+std::string quoted(const std::string& s) { return "'" + s + "'"; }
+
+}  // namespace
+
+TEST_CASE("plot_results.py draws a fit file: measured and fitted spectra, residuals, parameters in the title") {
+  const std::string python = python_for_plots();
+  if (python.empty()) {
+    WARN("not run: no Python 3 with h5py and matplotlib");
+    return;
+  }
+  TempDir dir("fit_plot");
+  // Ψ/Δ at 2 angles × 15 wavelengths, Δ passing through ±180° (the plot keeps it in range), fitted = measured
+  // plus a little noise.
+  Fixture f = random_fixture();
+  f.measured.points.clear();
+  f.measured.values.clear();
+  f.measured.sigmas.clear();
+  const double wrap_at = uniform(150, 170);
+  for (const double theta : {65.0, 70.0})
+    for (int i = 0; i < 15; ++i) {
+      f.measured.points.push_back({400 + 20.0 * i, theta, 0});
+      const double delta = wrap_at + 4.0 * i + theta - 65;
+      f.measured.values.insert(f.measured.values.end(), {uniform(10, 40), delta > 180 ? delta - 360 : delta});
+      f.measured.sigmas.insert(f.measured.sigmas.end(), {0.05, 0.1});
+    }
+  const auto m = Eigen::Index(f.measured.values.size());
+  f.fit.model.resize(m);
+  f.fit.residuals.resize(m);
+  for (Eigen::Index i = 0; i < m; ++i) {
+    double fitted = f.measured.values[std::size_t(i)] + uniform(-0.2, 0.2);
+    if (fitted > 180) fitted -= 360;
+    f.fit.model[i] = fitted;
+    f.fit.residuals[i] = (fitted - f.measured.values[std::size_t(i)]) / f.measured.sigmas[std::size_t(i)];
+  }
+  f.fit.converged = uniform(0, 1) < 0.5;
+  const std::string path = dir.file("fit.h5");
+  io::write_fit_results(path, f.fit, f.measured, f.info);
+  const std::string command = python + " " + quoted(std::string(GRATINGSIM_SOURCE_DIR) + "/validation/app/check_plot_results.py") +
+                              " --fit " + quoted(path) + " " + quoted(dir.path.string()) + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::string report;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) report.append(buffer, n);
+  INFO(report);
+  CHECK(pclose(pipe) == 0);
+  // And the script's command line writes NAME_fit.png.
+  CHECK(std::system((python + " " + quoted(std::string(GRATINGSIM_SOURCE_DIR) + "/app/plot_results.py") + " " + quoted(path) +
+                     " -o " + quoted(dir.path.string()) + " >/dev/null 2>&1").c_str()) == 0);
+  CHECK(fs::exists(dir.path / "fit_fit.png"));
 }
