@@ -2,6 +2,7 @@
 // Eigen's QR solution and covariance, Rosenbrock's residuals, a box whose optimum sits on a bound, a
 // periodic residual; the batching of the model calls; non-convergence and bad input reported.
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -209,4 +210,54 @@ TEST_CASE("bad input is refused before the model is called") {
   crossed[1].lower = 1, crossed[1].upper = 0;
   CHECK_THROWS_AS(fit(lp.model, crossed, lp.measurement), InvalidArgument);
   CHECK(lp.model.calls.empty());
+}
+
+namespace {
+
+/// f(p) = A p + b, except that the model fails (NaN) wherever p0 > limit: a solver that breaks down there.
+struct FailingModel : LinearModel {
+  double limit = 0;
+  Eigen::MatrixXd evaluate(const std::vector<Eigen::VectorXd>& points) override {
+    Eigen::MatrixXd out = LinearModel::evaluate(points);
+    for (std::size_t k = 0; k < points.size(); ++k)
+      if (points[k][0] > limit) out.col(Eigen::Index(k)).setConstant(std::numeric_limits<double>::quiet_NaN());
+    return out;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("model failures: a failed trial step is rejected, a failed Jacobian stops the fit and says so") {
+  LinearProblem lp = linear_problem(20, 2);
+  const Eigen::VectorXd optimum = lp.WA.colPivHouseholderQr().solve(lp.Wy);
+  FailingModel model;
+  model.A = lp.model.A;
+  model.b = lp.model.b;
+  // Failures far beyond the optimum: the first long trial steps may fail, the fit still converges.
+  model.limit = optimum[0] + 0.5;
+  lp.parameters[0].start = optimum[0] - 20;
+  const FitResult rejected = fit(model, lp.parameters, lp.measurement);
+  INFO(rejected.reason);
+  CHECK(rejected.converged);
+  CHECK((rejected.parameters - optimum).cwiseAbs().maxCoeff() < 1e-6 * optimum.cwiseAbs().maxCoeff() + 1e-9);
+  // Failures right at the optimum's perturbed points: not converged, reported, the best point kept.
+  model.limit = optimum[0] + 1e-7;
+  lp.parameters[0].start = optimum[0] - 1;
+  const FitResult failed = fit(model, lp.parameters, lp.measurement, {.difference = Difference::central});
+  CHECK_FALSE(failed.converged);
+  CHECK(failed.reason.find("non-finite") != std::string::npos);
+  CHECK(failed.chi2 < failed.history.front().chi2);
+  CHECK(failed.covariance.array().isNaN().all());
+}
+
+TEST_CASE("parameters the data cannot separate: the covariance is undetermined and the reason says so") {
+  // f depends on p0 + p1 only: JᵀJ is singular.
+  LinearProblem lp = linear_problem(15, 2);
+  lp.model.A.col(1) = lp.model.A.col(0);
+  const FitResult result = fit(lp.model, lp.parameters, lp.measurement);
+  CHECK(result.reason.find("rank-deficient") != std::string::npos);
+  CHECK(result.standard_errors.array().isNaN().all());
+  // The sum is still fitted: its value is the one-column least-squares solution.
+  const Eigen::VectorXd sum = lp.WA.col(0).colPivHouseholderQr().solve(lp.Wy);
+  CHECK(result.parameters.sum() == Approx(sum[0]).epsilon(1e-6));
 }
