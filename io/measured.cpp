@@ -60,7 +60,7 @@ const std::vector<std::string>& mueller_names() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> n;
     for (int i = 1; i <= 4; ++i)
-      for (int j = 1; j <= 4; ++j) n.push_back("m" + std::to_string(i) + std::to_string(j));
+      for (int j = 1; j <= 4; ++j) n.push_back({'m', char('0' + i), char('0' + j)});
     return n;
   }();
   return names;
@@ -99,6 +99,8 @@ MeasuredData assemble(const Source& source, const std::vector<Column>& columns, 
 
   MeasuredData data;
   data.path = source.path;
+  data.csv = source.csv;
+  for (const Column& column : columns) data.columns.push_back(column.name);
   const bool ellipsometry = find("psi_deg") != nullptr || find("delta_deg") != nullptr;
   for (const auto& m : mueller_names())
     if (find(m) != nullptr) {
@@ -137,6 +139,9 @@ MeasuredData assemble(const Source& source, const std::vector<Column>& columns, 
     data.points.push_back({wavelength.values[row], theta.values[row], phi == nullptr ? 0.0 : phi->values[row]});
   }
 
+  if (source.csv)
+    for (std::size_t row = 0; row < rows; ++row)
+      for (const Column& column : columns) data.cells.push_back(column.positions[row]);
   const std::size_t q = data.quantities.size();
   data.values.resize(rows * q);
   data.sigmas.resize(rows * q);
@@ -293,6 +298,15 @@ MeasuredData read_measured(const std::string& path, const MeasuredDefaults& defa
   h5::silence_errors();
   if (H5Fis_hdf5(path.c_str()) > 0) return read_hdf5(path, defaults);
   return read_csv(path, text.str(), defaults);
+}
+
+void refuse_value(const MeasuredData& data, std::size_t row, const std::string& column, const std::string& message) {
+  const auto at = std::find(data.columns.begin(), data.columns.end(), column);
+  GS_EXPECTS(at != data.columns.end() && row < data.rows(), "refuse_value: no column '" + column + "' or row " + std::to_string(row));
+  const auto c = std::size_t(at - data.columns.begin());
+  if (!data.csv) throw MeasuredDataError(data.path, 0, 0, column, "value [" + std::to_string(row) + "]: " + message);
+  const auto [line, position] = data.cells[row * data.columns.size() + c];
+  throw MeasuredDataError(data.path, line, position, "", message);
 }
 
 fitting::Measurement to_measurement(const MeasuredData& data) {

@@ -4,6 +4,7 @@
 // header: HDF5 stays in measured.cpp.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.hpp"
@@ -56,12 +57,22 @@ struct MeasuredData {
   std::vector<std::string> quantities;
   std::vector<double> values, sigmas;
   std::vector<bool> sigma_defaulted;  ///< per quantity: σ from MeasuredDefaults, not from the file
+  /// Where each value stood, so that a later check can refuse a row located (refuse_value): the file's
+  /// column names in file order, and per row and column [row][column] the CSV line and column (1-based;
+  /// empty for an HDF5 table, whose values are located by dataset and index).
+  std::vector<std::string> columns;
+  std::vector<std::pair<int, int>> cells;
+  bool csv = true;
   [[nodiscard]] std::size_t rows() const { return points.size(); }
 };
 
 /// Reads `path`: an HDF5 file (recognised by its signature) or else a CSV file. Throws
 /// MeasuredDataError, located, for anything it refuses (io/SCHEMA.md §4 lists the rules).
 MeasuredData read_measured(const std::string& path, const MeasuredDefaults& defaults = {});
+
+/// Throws MeasuredDataError located at the value of `column` (a name of data.columns) in `row`: for
+/// checks made after reading, e.g. a wavelength outside a material's table.
+[[noreturn]] void refuse_value(const MeasuredData& data, std::size_t row, const std::string& column, const std::string& message);
 
 /// The measurement a fit compares the model with: the values and sigmas in MeasuredData's order
 /// ([row][quantity]), Δ marked periodic (360°) so that its residuals wrap. The model's outputs must

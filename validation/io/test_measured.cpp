@@ -141,6 +141,16 @@ TEST_CASE("a CSV table of Psi and Delta reads back exactly, Delta normalised int
     CHECK(data.sigmas[2 * r] == row[t.index("sigma_psi")]);
     CHECK(data.sigmas[2 * r + 1] == row[t.index("sigma_delta")]);
   }
+  // A later check refuses a row at its value: e.g. a wavelength outside a material's table.
+  const std::size_t late = std::size_t(uniform(0, double(t.rows.size())));
+  try {
+    io::refuse_value(data, late, "wavelength", "outside the table of material Si");
+    FAIL("refuse_value returned");
+  } catch (const io::MeasuredDataError& e) {
+    CHECK(e.line() == 5 + int(late));
+    CHECK(e.column() == t.column_of(int(late), t.index("wavelength")));
+    CHECK(std::string(e.what()).ends_with(": error: outside the table of material Si"));
+  }
   // The fit's measurement: the same order, Δ periodic.
   const fitting::Measurement m = io::to_measurement(data);
   CHECK(m.values.size() == Eigen::Index(2 * t.rows.size()));
@@ -292,6 +302,13 @@ TEST_CASE("an HDF5 table reads back exactly; its refusals name the dataset") {
     CHECK(data.points[r].wavelength_nm == t.rows[r][t.index("wavelength")]);
     CHECK(data.values[2 * r + 1] == t.rows[r][t.index("delta_deg")]);
     CHECK(data.sigmas[2 * r] == t.rows[r][t.index("sigma_psi")]);
+  }
+  try {
+    io::refuse_value(data, 1, "theta_deg", "no such angle");
+    FAIL("refuse_value returned");
+  } catch (const io::MeasuredDataError& e) {
+    CHECK(e.dataset() == "theta_deg");
+    CHECK(e.message() == "value [1]: no such angle");
   }
   const auto check = [&](const std::string& dataset, const std::string& message) {
     const io::MeasuredDataError e = refusal(path);
