@@ -114,7 +114,7 @@ io::MeasuredDataError refusal(const std::string& path, const io::MeasuredDefault
 
 }  // namespace
 
-TEST_CASE("a CSV table of Psi and Delta reads back exactly, Delta normalised into (-180, 180]") {
+TEST_CASE("a CSV table of Psi and Delta reads back exactly, Delta normalised into -180 exclusive to 180 inclusive") {
   TempDir dir("measured_csv");
   Table t = ellipsometry_table(std::size_t(uniform(4, 12)));
   // One Δ given in [180, 360) (ellipsometers that report 0..360): read as Δ − 360.
@@ -291,7 +291,7 @@ void write_hdf5(const std::string& path, const Table& t, Extra extra) {
 
 }  // namespace
 
-TEST_CASE("an HDF5 table reads back exactly; its refusals name the dataset") {
+TEST_CASE("an HDF5 table reads back exactly, its refusals name the dataset") {
   TempDir dir("measured_hdf5");
   const std::string path = dir.file("m.h5");
   const Table t = ellipsometry_table(std::size_t(uniform(3, 10)));
