@@ -2,7 +2,7 @@
 // Bounded Levenberg–Marquardt on weighted residuals r_i = wrap(model_i(p) − y_i) / σ_i, minimising
 // χ²(p) = Σ r_i² over a box lower ≤ p ≤ upper (docs/fitting.md §2 states the algorithm).
 //
-// Why an own implementation (≈300 lines on Eigen dense algebra) and not a library:
+// Why an own implementation (≈350 lines on Eigen dense algebra) and not a library:
 //  - Eigen 3.4's unsupported LevenbergMarquardt has no bounds, and its NumericalDiff evaluates the
 //    functor once per parameter: the perturbed points could not reach the solver as one batch.
 //  - Ceres Solver has bounds (projection in its trust region), but its numeric differentiation is per
