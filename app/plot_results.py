@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Figures of a gratingsim result file (io/SCHEMA.md, schema version 1 or 2) as PNG files.
+"""Figures of a gratingsim result file (io/SCHEMA.md §2, schema version 1 or 2) or fit file (io/SCHEMA.md §3)
+as PNG files.
 
 usage: python3 app/plot_results.py OUT.h5 [-o DIR]
 
@@ -14,6 +15,11 @@ Titles are wrapped to the figure's width. A file with parameter axes (schema ver
 drawn at its first parameter point, which the titles name.
   NAME_field_K.png       |E| of field map K of the first sweep point, per incident polarisation
                          (files that store fields)
+For a fit file (schema gratingsim.fit):
+  NAME_fit.png           measured (dots) and fitted (lines) Ψ and Δ, or Mueller elements, against
+                         wavelength (or θ where one wavelength was measured), one curve per (θ, φ);
+                         below, the weighted residuals (fitted − measured)/σ; the title gives the
+                         best-fit parameters ± standard errors, the reduced χ² and whether it converged
 Needs Python 3 with h5py and matplotlib (Debian: python3-h5py python3-matplotlib); reads the file
 with h5py alone, no gratingsim code."""
 import argparse
@@ -263,15 +269,87 @@ def plot_field_maps(f, stem):
     return outputs
 
 
+QUANTITY_LABELS = {"psi_deg": "Ψ (°)", "delta_deg": "Δ (°)"}
+
+
+def plot_fit(f, out):
+    """Measured vs fitted spectra of a fit file and the weighted residuals (io/SCHEMA.md §3)."""
+    s = f["spectra"]
+    wavelength, theta, phi = s["wavelength"][()], s["theta"][()], s["phi"][()]
+    quantities = [q.decode() if isinstance(q, bytes) else q for q in s["quantities"][()]]
+    measured, fitted, residual = s["measured"][()], s["fitted"][()], s["residual"][()]  # [row, quantity]
+    if len(np.unique(wavelength)) > 1:
+        x, xlabel = wavelength, AXES[0][1]
+    elif len(np.unique(theta)) > 1:
+        x, xlabel = theta, AXES[1][1]
+    else:
+        x, xlabel = np.arange(len(wavelength)), "measured row"
+    # One curve per (θ, φ) (per φ where x is θ), rows sorted along x.
+    keys = list(zip(theta, phi)) if x is not theta else [(None, p) for p in phi]
+    combos = list(dict.fromkeys(keys))
+    shown, total = combos[:MAX_CURVES], len(combos)
+    q = len(quantities)
+    columns = 1 if q <= 2 else min(q, 4)
+    value_rows = -(-q // columns)
+    fig = plt.figure(figsize=(7 if columns == 1 else 3.2 * columns, 2.6 * (value_rows + 1)))
+    grid = fig.add_gridspec(value_rows + 1, columns)
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    value_axes = []
+    for k, name in enumerate(quantities):
+        ax = fig.add_subplot(grid[k // columns, k % columns])
+        value_axes.append(ax)
+        for c, combo in enumerate(shown):
+            rows = np.array([i for i, key in enumerate(keys) if key == combo])
+            rows = rows[np.argsort(x[rows])]
+            label = ", ".join(part for part in (
+                "θ = %g°" % combo[0] if combo[0] is not None else "", "φ = %g°" % combo[1] if len(np.unique(phi)) > 1 else "") if part)
+            curve = fitted[rows, k]
+            if name == "delta_deg":  # in (−180°, 180°], broken where it wraps (as plot_ellipsometry)
+                curve = in_range_deg(curve, 0)
+            ax.plot(x[rows], measured[rows, k], ".", color=colours[c % len(colours)], markersize=4,
+                    label=(label + " measured").strip())
+            ax.plot(x[rows], curve, "-", color=colours[c % len(colours)], label=(label + " fitted").strip())
+        ax.set_ylabel(QUANTITY_LABELS.get(name, name))
+        ax.grid(alpha=0.3)
+    value_axes[0].legend(fontsize=7)
+    bottom = fig.add_subplot(grid[value_rows, :])
+    for k, name in enumerate(quantities):
+        bottom.plot(x, residual[:, k], ".", markersize=3, label=QUANTITY_LABELS.get(name, name))
+    bottom.axhline(0, color="black", linewidth=0.5)
+    bottom.set_ylabel("(fitted − measured)/σ")
+    bottom.set_xlabel(xlabel)
+    bottom.grid(alpha=0.3)
+    bottom.legend(fontsize=7, ncol=min(q, 8))
+    p = f["parameters"]
+    names = [n.decode() if isinstance(n, bytes) else n for n in p["names"][()]]
+    units = [u.decode() if isinstance(u, bytes) else u for u in p["units"][()]]
+    parts = [("%s = %.6g%s at a bound" if b else "%s = %.6g ± %.2g%s") % ((n, v, (" " + u) if u else "") if b else (n, v, e, (" " + u) if u else ""))
+             for n, v, e, u, b in zip(names, p["value"][()], p["standard_error"][()], units, p["at_bound"][()])]
+    status = "converged" if int(f.attrs["converged"]) else "NOT CONVERGED: " + str(f.attrs["reason"])
+    title = "fit: %s; reduced χ² = %.3g; %s" % (", ".join(parts), float(f.attrs["reduced_chi2"]), status)
+    if total > len(shown):
+        title += " (first %d of %d curves)" % (len(shown), total)
+    fig.suptitle(wrap(title, fig), fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=DPI)
+    plt.close(fig)
+    return out
+
+
 def main(argv):
     parser = argparse.ArgumentParser(description="PNG figures of a gratingsim result file.")
-    parser.add_argument("result", help="a result file written by 'gratingsim run'")
+    parser.add_argument("result", help="a result file written by 'gratingsim run' (or a fit file)")
     parser.add_argument("-o", "--output", help="directory for the figures (default: the result file's)")
     args = parser.parse_args(argv)
     directory = args.output or os.path.dirname(os.path.abspath(args.result))
     os.makedirs(directory, exist_ok=True)
     stem = os.path.join(directory, os.path.splitext(os.path.basename(args.result))[0])
     with h5py.File(args.result, "r") as f:
+        if f.attrs.get("schema") == "gratingsim.fit":
+            if int(f.attrs["schema_version"]) != 1:
+                sys.exit("plot_results.py: %s is a fit file of an unknown schema version" % args.result)
+            print(plot_fit(f, stem + "_fit.png"))
+            return
         if f.attrs.get("schema") != "gratingsim.result" or int(f.attrs["schema_version"]) not in (1, 2):
             sys.exit("plot_results.py: %s is not a gratingsim result file of schema version 1 or 2" % args.result)
         if not np.all(f["done"][()] == 1):

@@ -5,7 +5,7 @@
 # validation/package/ installs a build and builds a consumer project against it.
 include(CMakePackageConfigHelpers)
 
-set(gratingsim_library_targets gratingsim_core gratingsim_convolution gratingsim_physics gratingsim_io)
+set(gratingsim_library_targets gratingsim_core gratingsim_convolution gratingsim_physics gratingsim_fitting gratingsim_io)
 foreach(target IN LISTS gratingsim_library_targets)
   string(REGEX REPLACE "^gratingsim_" "" name ${target})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})  # gratingsim::physics, ...
@@ -24,8 +24,10 @@ install(TARGETS ${gratingsim_library_targets} EXPORT gratingsimTargets
 # Every header at the top of a library's folder is public (subfolders hold kernel internals), except
 # the seams that include a vendor header (CUDA; io's HDF5 and yaml-cpp): those stay in the source tree,
 # and validation/package/ checks that no installed header names a vendor header.
+# The fitting interface (fitting/, and io's measured data, fit settings and fit files that use it) is
+# written in Eigen types: not installed yet.
 set(gratingsim_private_headers core/cuda_check.hpp core/device_buffer.hpp io/hdf5_handles.hpp io/strict_yaml.hpp
-  io/dimension_scales.hpp)
+  io/dimension_scales.hpp io/measured.hpp io/fit_settings.hpp io/fit_results.hpp)
 foreach(folder IN ITEMS core convolution physics io)
   file(GLOB headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.hpp)
   list(REMOVE_ITEM headers ${gratingsim_private_headers})

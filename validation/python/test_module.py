@@ -28,18 +28,35 @@ def run_cli(case, output, *args):
     subprocess.run([CLI, "run", str(case), "-o", str(output), "--quiet", "--overwrite", *args], check=True)
 
 
+# Dimension-scale bookkeeping (io/SCHEMA.md §2.4): object references, which differ between two files by
+# construction; io.dimension_scales checks the scales themselves.
+SCALE_ATTRIBUTES = {"CLASS", "NAME", "REFERENCE_LIST", "DIMENSION_LIST", "DIMENSION_LABELS"}
+
+
 def file_datasets(path):
-    """Every dataset of an HDF5 file: path → (array, attributes)."""
+    """Every dataset of an HDF5 file: path → (array, attributes), the dimension scales' attributes, the
+    label scales and the root-group links to the sweep axes (one object, named by its sweep/ path) aside."""
     found = {}
     with h5py.File(path, "r") as f:
-        def visit(name, item):
-            if isinstance(item, h5py.Dataset):
-                found[name] = (item[()], dict(item.attrs))
-        f.visititems(visit)
-        found["/"] = (None, dict(f.attrs))
+        def attributes(item):
+            return {k: v for k, v in item.attrs.items() if k not in SCALE_ATTRIBUTES}
+
+        def walk(group, prefix):
+            for key, item in group.items():
+                name = prefix + key
+                if isinstance(item, h5py.Group):
+                    walk(item, name + "/")
+                    continue
+                if item.attrs.get("CLASS") == b"DIMENSION_SCALE" and item.dtype.kind == "O":
+                    continue  # a label scale (text coordinates)
+                if not prefix and "sweep" in f and key in f["sweep"] and f["sweep"][key] == item:
+                    continue  # the sweep axis, linked into the root group
+                found[name] = (item[()], attributes(item))
+        walk(f, "")
+        found["/"] = (None, attributes(f))
         for group in f.values():
             if isinstance(group, h5py.Group):
-                found[group.name.lstrip("/") + "/"] = (None, dict(group.attrs))
+                found[group.name.lstrip("/") + "/"] = (None, attributes(group))
     return found
 
 
