@@ -216,7 +216,8 @@ class DeviceZOperator final : public ZOperator<Real> {
         kz_(per_order_), rs_(per_order_), rp_(per_order_),
         tx_(per_order_), ty_(per_order_), krho_(per_order_),
         step_(per_slice_), weight_(per_slice_), self_(per_slice_), depth_(per_slice_),
-        rhs_incidence_(rhs_incidence.size()) {
+        rhs_incidence_(rhs_incidence.size()),
+        far_field_sums_(rhs_incidence.size() * std::size_t(g.orders) * 4) {
     GS_EXPECTS(nr_ >= 1, "z-operator: no right-hand side");
     GS_EXPECTS(sc_ >= 3 && sc_ <= 5, "z-operator: the source has 3, 4 or 5 components per block");
     for (int a : rhs_incidence) GS_EXPECTS(a >= 0 && a < g.incidences, "z-operator: rhs names an unknown incidence");
@@ -269,11 +270,10 @@ class DeviceZOperator final : public ZOperator<Real> {
     const Coefficients g{kz_.data(),   rs_.data(),     rp_.data(),   tx_.data(),   ty_.data(),
                          krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
     const int pairs = nr_ * nm_;
-    DeviceBuffer<double2> out(std::size_t(pairs) * 4);
     far_field_sums_kernel<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
-        reinterpret_cast<const V*>(c), g, rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_, out.data());
+        reinterpret_cast<const V*>(c), g, rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_, far_field_sums_.data());
     GS_CUDA_CHECK_LAUNCH();
-    GS_CUDA_TRY(cudaMemcpyAsync(sums, out.data(), out.bytes(), cudaMemcpyDeviceToHost, stream));
+    GS_CUDA_TRY(cudaMemcpyAsync(sums, far_field_sums_.data(), far_field_sums_.bytes(), cudaMemcpyDeviceToHost, stream));
     GS_CUDA_TRY(cudaStreamSynchronize(stream));
   }
 
@@ -286,6 +286,7 @@ class DeviceZOperator final : public ZOperator<Real> {
   DeviceBuffer<double> tx_, ty_, krho_;
   DeviceBuffer<double2> step_, weight_, self_, depth_;
   DeviceBuffer<int> rhs_incidence_;
+  DeviceBuffer<double2> far_field_sums_;  // far_field_sums' output, 4 per (rhs, order)
 };
 
 }  // namespace
