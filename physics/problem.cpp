@@ -105,7 +105,9 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
 
   std::vector<int> rhs_incidence;
   for (std::size_t a = 0; a < incidences.size(); ++a) rhs_incidence.insert(rhs_incidence.end(), {int(a), int(a)});
-  GreenCoefficients green = green_coefficients(d.grid, orders_);
+  // A device z-operator computes its per-slice tables itself.
+  GreenCoefficients green = green_coefficients(
+      d.grid, orders_, convolution_->memory() == Memory::device ? SliceTables::none : SliceTables::host);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
   background_.assign(layout_.size(), Complex(0));

@@ -29,7 +29,8 @@ Complex expm1(Complex u) {
 // entry is the same expression of the same inputs as a direct per-entry evaluation, so the tables
 // equal it bit for bit, whatever the thread count (issue #15: this was 0.22 s of problem case 3 on
 // the GPU path, serial).
-GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences) {
+GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences,
+                                     SliceTables tables) {
   GS_EXPECTS(!incidences.empty(), "green_coefficients: no incidence");
   GS_EXPECTS(grid.slices() >= 1, "green_coefficients: no slices");
   GreenCoefficients g;
@@ -37,6 +38,7 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
   g.orders = int(incidences[0].orders.size());
   g.slices = grid.slices();
   g.k1 = incidences[0].k1;
+  g.grid = grid;
   const std::size_t n_io = std::size_t(g.incidences) * g.orders, n = n_io * g.slices, nz = std::size_t(g.slices);
   g.kz.resize(n_io);
   g.rs.resize(n_io);
@@ -44,10 +46,6 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
   g.tx.resize(n_io);
   g.ty.resize(n_io);
   g.krho.resize(n_io);
-  g.step.resize(n);
-  g.weight.resize(n);
-  g.self.resize(n);
-  g.depth.resize(n);
   for (int a = 0; a < g.incidences; ++a) {
     GS_EXPECTS(int(incidences[a].orders.size()) == g.orders && incidences[a].k1 == g.k1,
             "green_coefficients: incidences of one batch must share the wavelength and the orders");
@@ -62,6 +60,11 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
       g.krho[io] = o.krho;
     }
   }
+  if (tables == SliceTables::none) return g;
+  g.step.resize(n);
+  g.weight.resize(n);
+  g.self.resize(n);
+  g.depth.resize(n);
   // One row of tables per distinct kz (the first (incidence, order) that has it), then copies. Within a
   // row, weight and self depend on Δ_p only and step on z_{p−1} − z_p only: an equal argument (a layer's
   // uniform slices) reuses the previous slice's value, which is what the expression would give again.

@@ -35,15 +35,21 @@ struct ZGrid {
 struct GreenCoefficients {
   int incidences = 0, orders = 0, slices = 0;
   double k1 = 0;
+  ZGrid grid;                                  ///< the slices the tables are for
   std::vector<Complex> kz, rs, rp;             ///< [incidence·orders + m]
   std::vector<double> tx, ty, krho;            ///< [incidence·orders + m]
   std::vector<Complex> step, weight, self;     ///< [(incidence·orders + m)·slices + p]:
                                                ///< step = e^{ikz(z_{p−1} − z_p)} (p ≥ 1; 0 at p = 0),
-                                               ///< weight = w_p, self = c_p
+                                               ///< weight = w_p = Δ_p sinc(kzΔ_p/2), self = c_p = (e^{ikzΔ_p/2} − 1)/kz²
   std::vector<Complex> depth;                  ///< same index: e^{ikz z_p}
 };
 
-GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences);
+/// Which tables green_coefficients fills: the per-slice ones too (host z-operator, preconditioners),
+/// or only the per-order ones (a device z-operator computes its per-slice tables on the device).
+enum class SliceTables { host, none };
+
+GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences,
+                                     SliceTables tables = SliceTables::host);
 
 template <class Real>
 class ZOperator {
