@@ -92,6 +92,23 @@ inline std::pair<physics::AveragedMatrices, physics::LocalMatrices> random_parts
   return {std::move(averaged), std::move(local)};
 }
 
+/// The largest 2-norm condition number of the matrices the averaged preconditioner inverts (every Ā
+/// and L_p): random dense matrices are now and then ill-conditioned, and their inverses then agree
+/// between two correct factorisations only to about κ·ε.
+inline double largest_condition(const physics::AveragedMatrices& averaged, const physics::LocalMatrices& local) {
+  double worst = 1;
+  const auto scan = [&](const std::vector<std::complex<double>>& matrices, std::size_t n) {
+    for (std::size_t k = 0; k * n * n < matrices.size(); ++k) {
+      const Eigen::Map<const Eigen::MatrixXcd> a(matrices.data() + k * n * n, Eigen::Index(n), Eigen::Index(n));
+      const Eigen::VectorXd sigma = Eigen::JacobiSVD<Eigen::MatrixXcd>(a).singularValues();
+      worst = std::max(worst, sigma(0) / sigma(sigma.size() - 1));
+    }
+  };
+  scan(averaged.matrices, averaged.n());
+  scan(local.matrices, local.n());
+  return worst;
+}
+
 /// A singular Ā (a zero column), a singular slice block L_p (a row of 1e-15) and a NaN entry are refused,
 /// the first two naming the matrix, and the random parts themselves are accepted. `make(Real{}, averaged,
 /// local, rhs_incidence)` builds a preconditioner of precision Real (host or device).

@@ -41,8 +41,12 @@ TEST_CASE("the cuBLAS inverses on the device apply as the host LU factors and de
       const auto on_device = device_apply(*device, layout, x);
       std::vector<std::complex<double>> on_host(x.size());
       make_host_preconditioner<double>(averaged, local, rhs)->apply(x.data(), on_host.data(), nullptr);
-      CHECK(test::relative_difference(on_device, on_host) < 1e-12);
-      CHECK(test::relative_difference(on_device, test::dense_apply(averaged, local, rhs, x)) < 1e-12);
+      // Two correct inversions agree to about κ·ε: 1e-12, or more for an ill-conditioned draw.
+      const double tol = std::max(1e-12, 100 * std::numeric_limits<double>::epsilon() *
+                                             test::largest_condition(averaged, local));
+      INFO("tolerance " << tol);
+      CHECK(test::relative_difference(on_device, on_host) < tol);
+      CHECK(test::relative_difference(on_device, test::dense_apply(averaged, local, rhs, x)) < tol);
     }
 }
 
