@@ -649,7 +649,7 @@ class CaseReader {
         else
           layer.background = c_.structure.superstrate;
         for (const auto& s : shape_items) {
-          layer.shapes.push_back(read_shape(s, layer.thickness));
+          layer.shapes.push_back(read_shape(s, layer.thickness, layer.background));
           source.shapes.push_back(source_of(s));
         }
         refuse_slope_with_taper(shape_items, layer.shapes);
@@ -695,8 +695,9 @@ class CaseReader {
              format_length(period_nm));
   }
 
-  /// A shape as the physics library takes it, in nm (Case::structure says which kind each becomes).
-  physics::Shape read_shape(const Node& n, double thickness_nm) {
+  /// A shape as the physics library takes it, in nm (Case::structure says which kind each becomes);
+  /// `background`: the layer's, mixed into a raster mask's partly filled pixels.
+  physics::Shape read_shape(const Node& n, double thickness_nm, const physics::Material& background) {
     const Node type_node = Map::any_keys(n).required("type");
     enum class Type { line, trapezoid, rectangle, circle, ellipse, polygon, raster };
     const Type type = type_node.choice<Type>({{"line", Type::line},
@@ -823,7 +824,7 @@ class CaseReader {
         return physics::SlopedPolygon{std::move(polygon), angle};
       }
       case Type::raster:
-        return read_raster(n);
+        return read_raster(n, background);
     }
     GS_EXPECTS(false, "unknown shape type");
     return physics::Rectangle{};
@@ -832,8 +833,9 @@ class CaseReader {
   /// A raster from a .npy file (io/SCHEMA.md §1.6): array element [row, column] is pixel (ix = column,
   /// iy = row) of physics::Raster, centred at x = −Λx/2 + (column + ½)Λx/columns, y = −Λy/2 + (row + ½)Λy/rows
   /// (row 0 at the cell's bottom edge, y = −Λy/2). `mask` + `material`: 0 is the layer's background, 1
-  /// the material; `epsilon`: ε per pixel (float64 or complex128), one constant material per distinct value.
-  physics::Raster read_raster(const Node& n) {
+  /// the material, f in (0, 1) their mixture ε = (1 − f)·ε_background + f·ε_material (one per distinct f);
+  /// `epsilon`: ε per pixel (float64 or complex128), one constant material per distinct value.
+  physics::Raster read_raster(const Node& n, const physics::Material& background) {
     const Map m(n, {"type", "mask", "material", "epsilon"});
     const auto mask = m.optional("mask"), epsilon = m.optional("epsilon");
     if (mask.has_value() == epsilon.has_value())
@@ -878,15 +880,24 @@ class CaseReader {
     if (mask) {
       if (!m.has("material")) n.fail("a raster mask needs 'material' (the material where the mask is 1)");
       if (a.is_complex()) file_node.fail("a mask is real (0 or 1); '" + file.string() + "' holds complex128");
-      r.materials.push_back(material(m.required("material")));
+      const Node material_node = m.required("material");
+      const physics::Material filled = material(material_node);
+      r.materials.push_back(filled);
+      std::map<double, int> index_of{{1.0, 0}};  // fill fraction → material (1: the material itself)
       for (std::size_t i = 0; i < a.values.size(); ++i) {
-        const double v = a.values[i].real();
-        if (v < 0 || v > 1)
-          file_node.fail("mask element " + where(i) + " is " + show(v) + ", outside [0, 1] (0: background, 1: material)");
-        if (v != 0 && v != 1)
-          file_node.fail("mask element " + where(i) + " is " + show(v) +
-                         ": fractional fill is not supported; give 0 or 1, or an epsilon map with the mixed ε");
-        r.pixels[i] = v == 1 ? 0 : -1;
+        const double f = a.values[i].real();
+        if (f < 0 || f > 1)
+          file_node.fail("mask element " + where(i) + " is " + show(f) +
+                         ", outside [0, 1] (0: background, 1: material, between: the fraction filled)");
+        if (f == 0) {
+          r.pixels[i] = -1;
+          continue;
+        }
+        const auto [it, added] = index_of.try_emplace(f, int(r.materials.size()));
+        if (added)
+          r.materials.push_back(physics::Material::mixture(background, filled, f,
+                                                           material_node.string() + " filling " + show(f)));
+        r.pixels[i] = it->second;
       }
     } else {
       if (!a.is_complex() && !a.is_real_float())

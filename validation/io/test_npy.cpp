@@ -87,11 +87,12 @@ std::string case_with(const std::string& shape, bool one_dimensional = false) {
          "layers:\n"
          "  - thickness: 120\n"
          "    slices: 3\n"
+         "    background: glass\n"
          "    shapes:\n"
          "      - " + shape + "\n" +
          "numerics: {harmonics: 3}\n";
 }
-constexpr int shape_line = 9;
+constexpr int shape_line = 10;
 
 }  // namespace
 
@@ -234,6 +235,25 @@ TEST_CASE("a raster mask and an epsilon map from .npy files are the structure's 
   for (std::size_t i = 0; i < n; ++i) CHECK(r.pixels[i] == (mask[i] == 1 ? 0 : -1));
   CHECK(std::count(masked.inputs.begin(), masked.inputs.end(), (dir / "mask.npy").string()) == 1);
 
+  // A float mask with fill fractions: 0 the background (glass), 1 the material, f between their mixture.
+  std::vector<double> fill(n);
+  const std::vector<double> shared_fill{0.0, 1.0, uniform(rng()) / 12};
+  for (std::size_t i = 0; i < n; ++i) fill[i] = draw() % 2 ? shared_fill[draw() % 3] : uniform(rng()) / 12;
+  write_npy(dir / "fill.npy", "<f8", shape_text(rows, columns), raw(fill));
+  const io::Case filled = io::parse_case(case_with("{type: raster, mask: fill.npy, material: high}"), "f.yaml", dir.string());
+  const auto& fr = std::get<physics::Raster>(filled.structure.layers.at(0).shapes.at(0));
+  REQUIRE(fr.pixels.size() == n);
+  const Complex glass = 1.5 * 1.5, high = Complex(2.5, 0.1) * Complex(2.5, 0.1);
+  for (std::size_t i = 0; i < n; ++i) {
+    INFO("f = " << fill[i]);
+    if (fill[i] == 0) {
+      CHECK(fr.pixels[i] == -1);
+      continue;
+    }
+    REQUIRE(fr.pixels[i] >= 0);
+    CHECK(fr.materials.at(std::size_t(fr.pixels[i])).permittivity(633) == (1 - fill[i]) * glass + fill[i] * high);
+  }
+
   const io::Case mapped = io::parse_case(case_with("{type: raster, epsilon: eps.npy}"), "e.yaml", dir.string());
   const auto& e = std::get<physics::Raster>(mapped.structure.layers.at(0).shapes.at(0));
   REQUIRE(e.nx == columns);
@@ -317,7 +337,6 @@ TEST_CASE("every raster refusal is located at its YAML node", "[io][npy][case]")
   write_npy(dir / "inf.npy", "<c16", "(1, 1)", raw(std::vector<Complex>{{2, std::numeric_limits<double>::infinity()}}));
   write_npy(dir / "two.npy", "<i4", "(1, 2)", raw(std::vector<std::int32_t>{0, 2}));
   write_npy(dir / "negative.npy", "<f8", "(2, 1)", raw(std::vector<double>{0, -0.5}));
-  write_npy(dir / "half.npy", "<f8", "(1, 2)", raw(std::vector<double>{1, 0.5}));
   write_npy(dir / "gain.npy", "<c16", "(1, 1)", raw(std::vector<Complex>{{2, -0.1}}));
   write_npy(dir / "zero.npy", "<f8", "(1, 1)", raw(std::vector<double>{0}));
   struct Refusal {
@@ -336,7 +355,6 @@ TEST_CASE("every raster refusal is located at its YAML node", "[io][npy][case]")
       {"{type: raster, epsilon: inf.npy}", false, "inf.npy", "every element must be finite"},
       {"{type: raster, mask: two.npy, material: high}", false, "two.npy", "element [0, 1] is 2, outside [0, 1]"},
       {"{type: raster, mask: negative.npy, material: high}", false, "negative.npy", "element [1, 0] is -0.5, outside"},
-      {"{type: raster, mask: half.npy, material: high}", false, "half.npy", "fractional fill is not supported"},
       {"{type: raster, mask: inf.npy, material: high}", false, "inf.npy", "every element must be finite"},
       {"{type: raster, epsilon: gain.npy}", false, "gain.npy", "Im ε must be ≥ 0"},
       {"{type: raster, epsilon: zero.npy}", false, "zero.npy", "is 0, which is not a material"},
