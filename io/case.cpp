@@ -9,10 +9,10 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
-#include <map>
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numbers>
 #include <set>
 #include <sstream>
@@ -839,7 +839,7 @@ class CaseReader {
     const Map m(n, {"type", "mask", "material", "epsilon"});
     const auto mask = m.optional("mask"), epsilon = m.optional("epsilon");
     if (mask.has_value() == epsilon.has_value())
-      n.fail("a raster takes exactly one of: mask (a .npy array of 0 and 1, with material), epsilon (a .npy array of ε)");
+      n.fail("a raster takes exactly one of: mask (a .npy array of fill fractions 0 to 1, with material), epsilon (a .npy array of ε)");
     if (epsilon && m.has("material"))
       m.required("material").fail("material belongs with mask; an epsilon map gives ε per pixel");
     const Node file_node = mask ? *mask : *epsilon;
@@ -879,7 +879,7 @@ class CaseReader {
     r.pixels.resize(a.values.size());
     if (mask) {
       if (!m.has("material")) n.fail("a raster mask needs 'material' (the material where the mask is 1)");
-      if (a.is_complex()) file_node.fail("a mask is real (0 or 1); '" + file.string() + "' holds complex128");
+      if (a.is_complex()) file_node.fail("a mask is real (fill fractions 0 to 1); '" + file.string() + "' holds complex128");
       const Node material_node = m.required("material");
       const physics::Material filled = material(material_node);
       r.materials.push_back(filled);
@@ -905,14 +905,14 @@ class CaseReader {
                        a.descr + "'");
       // One constant material per distinct ε, in order of first appearance.
       std::map<std::pair<double, double>, int> index_of;
-      const std::string stem = file.filename().string();
+      const std::string file_name = file.filename().string();
       for (std::size_t i = 0; i < a.values.size(); ++i) {
         const std::complex<double> eps = a.values[i];
         if (eps.imag() < 0)
           file_node.fail("ε element " + where(i) + " is " + show(eps) + "; Im ε must be ≥ 0 (loss is Im ε > 0 with exp(-iωt))");
         if (eps == 0.0) file_node.fail("ε element " + where(i) + " is 0, which is not a material");
         const auto [it, added] = index_of.try_emplace({eps.real(), eps.imag()}, int(r.materials.size()));
-        if (added) r.materials.push_back(physics::Material::constant_permittivity(eps, stem + " ε = " + show(eps)));
+        if (added) r.materials.push_back(physics::Material::constant_permittivity(eps, file_name + " ε = " + show(eps)));
         r.pixels[i] = it->second;
       }
     }
