@@ -203,7 +203,7 @@ TEST_CASE("read_npy refuses what it does not read, naming what it found", "[io][
       (void)io::read_npy((dir / file).string(), 15);
       FAIL("accepted");
     } catch (const io::NpyError& e) {
-      CHECK_THAT(e.what(), Catch::Matchers::Contains(fragment));
+      CHECK_THAT(e.what(), Catch::Contains(fragment));
     }
   }
   fs::remove_all(dir);
@@ -372,7 +372,7 @@ TEST_CASE("every raster refusal is located at its YAML node", "[io][npy][case]")
     const std::size_t at = refusal.at.empty() ? 0 : refusal.shape.find(refusal.at);
     CHECK(e.line() == shape_line);
     CHECK(e.column() == int(std::string("      - ").size() + at + 1));
-    CHECK_THAT(e.message(), Catch::Matchers::Contains(refusal.fragment));
+    CHECK_THAT(e.message(), Catch::Contains(refusal.fragment));
   }
   // A raster and another shape in one layer: refused at the raster.
   std::string two = case_with("{type: rectangle, material: high, width_x: 10, width_y: 10}");
@@ -380,6 +380,6 @@ TEST_CASE("every raster refusal is located at its YAML node", "[io][npy][case]")
   const io::CaseError e = error_of(two, dir);
   CHECK(e.line() == shape_line + 1);
   CHECK(e.column() == 9);
-  CHECK_THAT(e.message(), Catch::Matchers::Contains("must be the only shape of its layer"));
+  CHECK_THAT(e.message(), Catch::Contains("must be the only shape of its layer"));
   fs::remove_all(dir);
 }
