@@ -12,12 +12,14 @@
 #include <fstream>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numbers>
 #include <set>
 #include <sstream>
 
 #include "io/expression.hpp"
 #include "io/index_table.hpp"
+#include "io/npy.hpp"
 #include "io/strict_yaml.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
@@ -130,6 +132,8 @@ using yaml::Node;
 /// the total, slice indices) fits in an int.
 constexpr long long max_layer_slices = 100'000;
 constexpr long long max_total_slices = 1'000'000;
+/// Pixels of a raster array (16 Mi: 256 MiB as complex doubles, a 4096 × 4096 image).
+constexpr std::size_t max_raster_pixels = std::size_t(1) << 24;
 /// Largest number of sweep points (wavelengths × θ × φ), as for the points of one sweep axis.
 constexpr double max_points = 10'000'000;
 
@@ -338,18 +342,19 @@ class CaseReader {
   [[noreturn]] static void fail_at(const SourceLocation& at, const std::string& message) {
     yaml::fail({at.file, at.line, at.column}, (at.path.empty() ? "" : at.path + ": ") + message);
   }
-  /// The material of a shape as the reader builds it (one per shape).
-  static const physics::Material& material_of(const physics::Shape& shape) {
+  /// The materials of a shape as the reader builds it (one per shape, a raster's list for a raster).
+  static std::vector<const physics::Material*> materials_of(const physics::Shape& shape) {
     return std::visit(
-        [](const auto& s) -> const physics::Material& {
+        [](const auto& s) -> std::vector<const physics::Material*> {
           using T = std::decay_t<decltype(s)>;
           if constexpr (std::is_same_v<T, physics::SlopedPolygon>) {
-            return s.bottom.material;
+            return {&s.bottom.material};
           } else if constexpr (std::is_same_v<T, physics::Raster>) {
-            GS_EXPECTS(false, "the case reader makes no rasters");
-            return s.materials.front();
+            std::vector<const physics::Material*> all;
+            for (const auto& m : s.materials) all.push_back(&m);
+            return all;
           } else {
-            return s.material;
+            return {&s.material};
           }
         },
         shape);
@@ -644,10 +649,14 @@ class CaseReader {
         else
           layer.background = c_.structure.superstrate;
         for (const auto& s : shape_items) {
-          layer.shapes.push_back(read_shape(s, layer.thickness));
+          layer.shapes.push_back(read_shape(s, layer.thickness, layer.background));
           source.shapes.push_back(source_of(s));
         }
         refuse_slope_with_taper(shape_items, layer.shapes);
+        for (std::size_t k = 0; k < layer.shapes.size(); ++k)
+          if (std::holds_alternative<physics::Raster>(layer.shapes[k]) && layer.shapes.size() > 1)
+            shape_items[k].fail("a raster covers the whole cell and must be the only shape of its layer (this layer "
+                                "has " + std::to_string(layer.shapes.size()) + ")");
       }
       c_.structure.layers.push_back(std::move(layer));
       c_.structure_source.layers.push_back(std::move(source));
@@ -686,20 +695,22 @@ class CaseReader {
              format_length(period_nm));
   }
 
-  /// A shape as the physics library takes it, in nm (Case::structure says which kind each becomes).
-  physics::Shape read_shape(const Node& n, double thickness_nm) {
+  /// A shape as the physics library takes it, in nm (Case::structure says which kind each becomes);
+  /// `background`: the layer's, mixed into a raster mask's partly filled pixels.
+  physics::Shape read_shape(const Node& n, double thickness_nm, const physics::Material& background) {
     const Node type_node = Map::any_keys(n).required("type");
-    enum class Type { line, trapezoid, rectangle, circle, ellipse, polygon };
+    enum class Type { line, trapezoid, rectangle, circle, ellipse, polygon, raster };
     const Type type = type_node.choice<Type>({{"line", Type::line},
                                               {"trapezoid", Type::trapezoid},
                                               {"rectangle", Type::rectangle},
                                               {"circle", Type::circle},
                                               {"ellipse", Type::ellipse},
-                                              {"polygon", Type::polygon}});
+                                              {"polygon", Type::polygon},
+                                              {"raster", Type::raster}});
     const bool one_d = c_.structure.lattice.one_dimensional();
-    if (one_d && type != Type::line && type != Type::trapezoid)
+    if (one_d && type != Type::line && type != Type::trapezoid && type != Type::raster)
       type_node.fail("'" + type_node.string() +
-                     "' needs a 2D lattice (lattice.period_y); a 1D grating takes line and trapezoid shapes");
+                     "' needs a 2D lattice (lattice.period_y); a 1D grating takes line, trapezoid and raster shapes");
     const double px = c_.structure.lattice.period_x, py = c_.structure.lattice.period_y;
     const auto center_2d = [&](const Map& m, double& x, double& y) {
       if (const auto c = m.optional("center")) {
@@ -812,9 +823,100 @@ class CaseReader {
         if (angle == 90) return polygon;
         return physics::SlopedPolygon{std::move(polygon), angle};
       }
+      case Type::raster:
+        return read_raster(n, background);
     }
     GS_EXPECTS(false, "unknown shape type");
     return physics::Rectangle{};
+  }
+
+  /// A raster from a .npy file (io/SCHEMA.md §1.6): array element [row, column] is pixel (ix = column,
+  /// iy = row) of physics::Raster, centred at x = −Λx/2 + (column + ½)Λx/columns, y = −Λy/2 + (row + ½)Λy/rows
+  /// (row 0 at the cell's bottom edge, y = −Λy/2). `mask` + `material`: 0 is the layer's background, 1
+  /// the material, f in (0, 1) their mixture ε = (1 − f)·ε_background + f·ε_material (one per distinct f);
+  /// `epsilon`: ε per pixel (float64 or complex128), one constant material per distinct value.
+  physics::Raster read_raster(const Node& n, const physics::Material& background) {
+    const Map m(n, {"type", "mask", "material", "epsilon"});
+    const auto mask = m.optional("mask"), epsilon = m.optional("epsilon");
+    if (mask.has_value() == epsilon.has_value())
+      n.fail("a raster takes exactly one of: mask (a .npy array of fill fractions 0 to 1, with material), epsilon (a .npy array of ε)");
+    if (epsilon && m.has("material"))
+      m.required("material").fail("material belongs with mask; an epsilon map gives ε per pixel");
+    const Node file_node = mask ? *mask : *epsilon;
+    const std::filesystem::path file = std::filesystem::path(base_) / file_node.string();
+    std::error_code error;
+    const std::filesystem::file_status status = std::filesystem::status(file, error);
+    if (!std::filesystem::exists(status)) file_node.fail("raster array '" + file.string() + "' not found");
+    if (!std::filesystem::is_regular_file(status))
+      file_node.fail("raster array '" + file.string() + "' is not a regular file (a directory, device, FIFO or socket)");
+    NpyArray a;
+    try {
+      a = read_npy(file.string(), max_raster_pixels);
+    } catch (const NpyError& e) {
+      file_node.fail("raster array '" + file.string() + "': " + e.what());
+    }
+    c_.inputs.push_back(file.string());
+    if (c_.structure.lattice.one_dimensional() && a.rows != 1)
+      file_node.fail("the array has " + std::to_string(a.rows) + " rows; a 1D lattice (no period_y) takes one row " +
+                     "(shape (1, columns))");
+    const auto where = [&](std::size_t i) {
+      return "[" + std::to_string(i / a.columns) + ", " + std::to_string(i % a.columns) + "]";
+    };
+    const auto show = [](std::complex<double> v) {
+      std::ostringstream os;
+      os.precision(17);
+      os << v.real();
+      if (v.imag() != 0) os << (v.imag() < 0 ? " - " : " + ") << std::abs(v.imag()) << "i";
+      return os.str();
+    };
+    for (std::size_t i = 0; i < a.values.size(); ++i)
+      if (!std::isfinite(a.values[i].real()) || !std::isfinite(a.values[i].imag()))
+        file_node.fail("element " + where(i) + " of '" + file.string() + "' is " + show(a.values[i]) +
+                       "; every element must be finite");
+    physics::Raster r;
+    r.nx = int(a.columns);
+    r.ny = int(a.rows);
+    r.pixels.resize(a.values.size());
+    if (mask) {
+      if (!m.has("material")) n.fail("a raster mask needs 'material' (the material where the mask is 1)");
+      if (a.is_complex()) file_node.fail("a mask is real (fill fractions 0 to 1); '" + file.string() + "' holds complex128");
+      const Node material_node = m.required("material");
+      const physics::Material filled = material(material_node);
+      r.materials.push_back(filled);
+      std::map<double, int> index_of{{1.0, 0}};  // fill fraction → material (1: the material itself)
+      for (std::size_t i = 0; i < a.values.size(); ++i) {
+        const double f = a.values[i].real();
+        if (f < 0 || f > 1)
+          file_node.fail("mask element " + where(i) + " is " + show(f) +
+                         ", outside [0, 1] (0: background, 1: material, between: the fraction filled)");
+        if (f == 0) {
+          r.pixels[i] = -1;
+          continue;
+        }
+        const auto [it, added] = index_of.try_emplace(f, int(r.materials.size()));
+        if (added)
+          r.materials.push_back(physics::Material::mixture(background, filled, f,
+                                                           material_node.string() + " filling " + show(f)));
+        r.pixels[i] = it->second;
+      }
+    } else {
+      if (!a.is_complex() && !a.is_real_float())
+        file_node.fail("an epsilon map is float64 ('<f8') or complex128 ('<c16'); '" + file.string() + "' holds '" +
+                       a.descr + "'");
+      // One constant material per distinct ε, in order of first appearance.
+      std::map<std::pair<double, double>, int> index_of;
+      const std::string file_name = file.filename().string();
+      for (std::size_t i = 0; i < a.values.size(); ++i) {
+        const std::complex<double> eps = a.values[i];
+        if (eps.imag() < 0)
+          file_node.fail("ε element " + where(i) + " is " + show(eps) + "; Im ε must be ≥ 0 (loss is Im ε > 0 with exp(-iωt))");
+        if (eps == 0.0) file_node.fail("ε element " + where(i) + " is 0, which is not a material");
+        const auto [it, added] = index_of.try_emplace({eps.real(), eps.imag()}, int(r.materials.size()));
+        if (added) r.materials.push_back(physics::Material::constant_permittivity(eps, file_name + " ε = " + show(eps)));
+        r.pixels[i] = it->second;
+      }
+    }
+    return r;
   }
 
   static bool segments_cross(const std::array<double, 2>& a, const std::array<double, 2>& b,
@@ -876,7 +978,8 @@ class CaseReader {
       double densest = 0, densest_index = 0, densest_wavelength = 0;  // max over wavelengths of |n| / λ, per nm
       for (const double w : c_.wavelength_nm) {
         double n = std::abs(layer.background.index(w));
-        for (const auto& s : layer.shapes) n = std::max(n, std::abs(material_of(s).index(w)));
+        for (const auto& s : layer.shapes)
+          for (const physics::Material* m : materials_of(s)) n = std::max(n, std::abs(m->index(w)));
         if (n / w > densest) densest = n / w, densest_index = n, densest_wavelength = w;
       }
       const double slices = std::max(1.0, std::ceil(40.0 * layer.thickness * densest - 1e-9));

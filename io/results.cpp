@@ -538,7 +538,7 @@ std::string difference(const ResultLayout& a, const RunInfo& ai, const ResultLay
   if (ai.input_units != bi.input_units) return "the input units";
   // The case is identified by its content and that of the files it reads, not by the spelling of
   // its path (./w.yaml, /abs/w.yaml and another working directory are the same case).
-  if (ai.inputs_digest != bi.inputs_digest) return "the content of a file the case reads (a material table)";
+  if (ai.inputs_digest != bi.inputs_digest) return "the content of a file the case reads (a material table or raster array)";
   return "";
 }
 

@@ -87,6 +87,15 @@ Material Material::constant_permittivity(Complex permittivity, std::string name)
   return m;
 }
 
+Material Material::mixture(const Material& a, const Material& b, double fraction_b, std::string name) {
+  GS_EXPECTS(fraction_b >= 0 && fraction_b <= 1,
+             describe(name) + ": a mixture's fraction must lie in [0, 1], got " + std::to_string(fraction_b));
+  Material m;
+  m.name_ = std::move(name);
+  m.model_ = Mixture{std::make_shared<const Material>(a), std::make_shared<const Material>(b), fraction_b};
+  return m;
+}
+
 Material Material::tabulated(std::string name, std::vector<double> wavelengths, std::vector<double> n,
                              std::vector<double> kappa) {
   GS_EXPECTS(wavelengths.size() >= 2, describe(name) + ": a table needs at least two wavelengths");
@@ -151,6 +160,9 @@ Complex Material::permittivity(double wavelength) const {
       double n2 = 1;
       for (std::size_t i = 0; i < s.b.size(); ++i) n2 += s.b[i] * wl * wl / (wl * wl - s.resonance[i] * s.resonance[i]);
       return n2;
+    }
+    Complex operator()(const Mixture& m) const {
+      return (1 - m.fraction_b) * m.a->permittivity(wl) + m.fraction_b * m.b->permittivity(wl);
     }
     Complex operator()(const LorentzDrude& d) const {
       check_in_range(name, wl, d.min, d.max);

@@ -3,6 +3,7 @@
 // (time dependence exp(−iωt), docs/formulation.md §1). Wavelengths are in the model's length unit, the
 // same unit as every length of the structure (the library converts its data with `unit_nm`).
 #include <complex>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -35,6 +36,10 @@ class Material {
                                 std::vector<double> f, std::vector<double> omega_ev, std::vector<double> gamma_ev,
                                 double nm_per_unit, double min_wavelength, double max_wavelength);
 
+  /// The area-weighted mean of two materials, ε = (1 − f)·ε_a + f·ε_b with 0 ≤ f ≤ 1 (a pixel filled to the
+  /// fraction f by b: its mean permittivity, the zeroth Fourier coefficient). Valid where both are.
+  static Material mixture(const Material& a, const Material& b, double fraction_b, std::string name = "");
+
   /// ε at `wavelength` (model units, > 0). Throws InvalidArgument outside the material's data range.
   [[nodiscard]] Complex permittivity(double wavelength) const;
   /// n + iκ = sqrt(ε) on the branch Im ≥ 0.
@@ -57,8 +62,12 @@ class Material {
     std::vector<double> f, omega, gamma;
     double nm_per_unit, min, max;
   };
+  struct Mixture {
+    std::shared_ptr<const Material> a, b;  // shared: a raster's many fractions hold the same two
+    double fraction_b;
+  };
   std::string name_ = "air";
-  std::variant<Constant, Table, SellmeierTerms, LorentzDrude> model_ = Constant{};
+  std::variant<Constant, Table, SellmeierTerms, LorentzDrude, Mixture> model_ = Constant{};
 };
 
 /// The built-in library (names are case-sensitive): "air", "SiO2", "Si", "Si3N4", "Al", "Au", "PMMA"

@@ -551,3 +551,40 @@ TEST_CASE("plot_results.py: −180° < Δ ≤ 180° where it wraps along the swe
   INFO(report);
   CHECK(pclose(pipe) == 0);
 }
+
+TEST_CASE("run refuses an output that is a raster array the case reads, and records the array in the inputs digest",
+          "[app][run][safety]") {
+  using namespace gratingsim::test;
+  const ScratchDirectory dir("raster_input");
+  // A 2 × 4 bool mask, written as numpy.save does (format 1.0, header padded to 64 bytes).
+  const auto write_mask = [&](const std::string& pixels) {
+    std::string header = "{'descr': '|b1', 'fortran_order': False, 'shape': (2, 4), }";
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::ofstream(dir / "mask.npy", std::ios::binary)
+        << std::string("\x93NUMPY\x01\x00", 8) << char(header.size() & 0xff) << char(header.size() >> 8) << header
+        << pixels;
+  };
+  write_mask(std::string("\1\1\0\0\0\1\1\0", 8));
+  std::ofstream(dir / "case.yaml")
+      << "wavelength: 500\nlattice: {period_x: 400, period_y: 200}\nsubstrate: SiO2\n"
+         "layers: [{thickness: 50, slices: 2, shapes: [{type: raster, mask: mask.npy, material: Si}]}]\n"
+         "numerics: {harmonics: 2, backend: cpu-direct}\n";
+  const std::string array = read_text(dir / "mask.npy");
+  const Execution refused = run_gratingsim("run " + quoted(dir / "case.yaml") + " -o " + quoted(dir / "mask.npy") + " --quiet");
+  CHECK(refused.status == 1);
+  CHECK(contains(refused.output, "a file the case reads"));
+  CHECK(read_text(dir / "mask.npy") == array);
+  // The digest follows the array's content: another mask, another digest.
+  const auto digest = [&](const std::string& out) {
+    const Execution r = run_gratingsim("run " + quoted(dir / "case.yaml") + " -o " + quoted(dir / out) + " --quiet");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    return io::ResultReader((dir / out).string()).info().inputs_digest;
+  };
+  const std::string first = digest("first.h5");
+  write_mask(std::string("\0\1\0\0\0\1\1\1", 8));
+  const std::string second = digest("second.h5");
+  CHECK(first.rfind("fnv1a64:", 0) == 0);
+  CHECK(first != second);
+}

@@ -212,3 +212,25 @@ TEST_CASE("every built-in material: Im ε ≥ 0 and index² = ε across its rang
   CHECK_THROWS_WITH(library_material("si", 1), Catch::Contains("unknown library material 'si'"));  // case-sensitive
   CHECK_THROWS_AS(library_material("Si", 0), InvalidArgument);
 }
+
+TEST_CASE("mixtures: ε = (1 − f) ε_a + f ε_b at every wavelength, valid where both parts are", "[physics][materials]") {
+  // A dispersive table and a constant metal-like ε: the mixture follows both, by hand.
+  const double lo = uniform(300, 400), hi = lo + uniform(100, 300);
+  const Material table = Material::tabulated("table", {lo, hi}, {uniform(1.2, 3), uniform(1.2, 3)}, {0, uniform(0, 1)});
+  const Material metal = Material::constant_permittivity({-uniform(5, 20), uniform(0.1, 2)}, "metal");
+  for (const double f : {0.0, uniform(0, 1), 1.0}) {
+    const Material m = Material::mixture(table, metal, f, "mix");
+    CHECK(m.name() == "mix");
+    for (int i = 0; i < 4; ++i) {
+      const double lambda = lo + uniform(0, 1) * (hi - lo);
+      const C expected = (1 - f) * table.permittivity(lambda) + f * metal.permittivity(lambda);
+      INFO("f = " << f << ", λ = " << lambda);
+      CHECK(m.permittivity(lambda) == expected);
+    }
+    CHECK_THROWS_WITH(m.permittivity(hi * 1.01), Catch::Contains("outside its data range"));  // the table's range
+  }
+  CHECK(Material::mixture(table, metal, 0).permittivity(lo) == table.permittivity(lo));
+  CHECK(Material::mixture(table, metal, 1).permittivity(lo) == metal.permittivity(lo));
+  CHECK_THROWS_WITH(Material::mixture(table, metal, 1.5, "over"), Catch::Contains("must lie in [0, 1]"));
+  CHECK_THROWS_AS(Material::mixture(table, metal, -1e-12), InvalidArgument);
+}
