@@ -1,0 +1,249 @@
+// gratingsim fit end to end (issue #11): measured spectra synthesised by `gratingsim run` at known
+// parameters (the case's own values), with and without Gaussian noise, fitted back by `gratingsim
+// fit` from other start values; a fit stopped early (exit 3, the file says why); located refusals
+// (exit 1, no output file); the example pair configs/si_lines_fit.yaml + _measured.csv.
+#include <hdf5.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/results.hpp"
+#include "validation/app/executable.hpp"
+#include "validation/support/catch.hpp"
+
+namespace fs = std::filesystem;
+using namespace gratingsim;
+using test::contains;
+using test::quoted;
+using test::run_gratingsim;
+
+namespace {
+
+/// The lines' width and height are the parameters (true values 250 and 150 nm); Ψ/Δ at 4 wavelengths ×
+/// 2 angles, 16 measured values. Small numerics (±3 harmonics, 2 slices) so that a fit takes a second;
+/// a tight solver tolerance so that the finite differences (relative step 1e-4) see no solver noise.
+constexpr const char* lines_case = R"(# lines of width and height to be fitted
+parameters: {width: 250, height: 150}
+wavelength: [450, 550, 650, 750]
+incidence: {theta_deg: [50, 70], polarization: both}
+lattice: {period_x: 600}
+substrate: SiO2
+layers:
+  - {name: lines, thickness: "${height}", slices: 2, shapes: [{type: line, material: Si3N4, width: "${width}"}]}
+numerics: {harmonics: 3, backend: cpu-fftw, solver: {tolerance: 1e-12}}
+fit:
+  parameters:
+    width: {start: 235, lower: 150, upper: 350}
+    height: {start: 162, lower: 100, upper: 200}
+  sigma: {psi_deg: 0.05, delta_deg: 0.1}
+)";
+constexpr double true_width = 250, true_height = 150;
+
+struct Spectrum {
+  std::vector<double> wavelength, theta, psi, delta;
+};
+
+/// Ψ/Δ of `case_file` computed by `gratingsim run` (at the case's parameter values).
+Spectrum synthesise(const fs::path& case_file, const fs::path& out) {
+  const auto r = run_gratingsim("run " + quoted(case_file) + " -o " + quoted(out) + " --quiet --backend cpu-fftw");
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const io::ResultReader reader(out.string());
+  Spectrum s;
+  for (std::size_t point = 0; point < reader.layout().points(); ++point) {
+    const io::PointResult p = reader.read(point);
+    const io::ResultLayout& l = reader.layout();
+    s.wavelength.push_back(l.wavelength_nm[l.wavelength_index_of(point)]);
+    s.theta.push_back(l.theta_deg[point / l.phi_deg.size() % l.theta_deg.size()]);
+    s.psi.push_back(p.psi_deg);
+    s.delta.push_back(p.delta_deg);
+  }
+  REQUIRE(s.psi.size() == 8);
+  return s;
+}
+
+/// The measured CSV: the spectrum plus N(0, σ) noise (σ_Ψ, σ_Δ in degrees; 0: none), σ columns given.
+void write_measured(const fs::path& file, const Spectrum& s, double sigma_psi, double sigma_delta, unsigned seed) {
+  std::mt19937_64 random(seed);
+  std::normal_distribution<double> normal;
+  std::ofstream out(file);
+  out << "# synthetic: gratingsim run at width 250, height 150; noise sigma " << sigma_psi << ", " << sigma_delta
+      << "\nwavelength, theta_deg, psi_deg, delta_deg, sigma_psi, sigma_delta\n";
+  out.precision(17);
+  for (std::size_t i = 0; i < s.psi.size(); ++i)
+    out << s.wavelength[i] << ", " << s.theta[i] << ", " << s.psi[i] + sigma_psi * normal(random) << ", "
+        << s.delta[i] + sigma_delta * normal(random) << ", " << (sigma_psi > 0 ? sigma_psi : 0.05) << ", "
+        << (sigma_delta > 0 ? sigma_delta : 0.1) << "\n";
+}
+
+/// A float64 dataset of the fit file.
+std::vector<double> read_doubles(const fs::path& file, const char* name) {
+  const hid_t f = H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  REQUIRE(f >= 0);
+  const hid_t d = H5Dopen2(f, name, H5P_DEFAULT);
+  REQUIRE(d >= 0);
+  const hid_t space = H5Dget_space(d);
+  std::vector<double> values(std::size_t(H5Sget_simple_extent_npoints(space)));
+  REQUIRE(H5Dread(d, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()) >= 0);
+  H5Sclose(space);
+  H5Dclose(d);
+  H5Fclose(f);
+  return values;
+}
+
+int read_converged(const fs::path& file) {
+  const hid_t f = H5Fopen(file.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  REQUIRE(f >= 0);
+  const hid_t a = H5Aopen(f, "converged", H5P_DEFAULT);
+  REQUIRE(a >= 0);
+  int converged = -1;
+  REQUIRE(H5Aread(a, H5T_NATIVE_INT, &converged) >= 0);
+  H5Aclose(a);
+  H5Fclose(f);
+  return converged;
+}
+
+/// The case (with `edit` applied: a replacement of one text by another) and its synthetic measured table.
+struct Setup {
+  test::ScratchDirectory dir;
+  fs::path case_file, measured, fit;
+  Setup(const std::string& tag, double sigma_psi, double sigma_delta, unsigned seed, const std::string& from = "",
+        const std::string& to = "")
+      : dir("fit_" + tag), case_file(dir / "lines.yaml"), measured(dir / "measured.csv"), fit(dir / "fit.h5") {
+    std::string text = lines_case;
+    std::ofstream(case_file) << text;
+    write_measured(measured, synthesise(case_file, dir / "synthetic.h5"), sigma_psi, sigma_delta, seed);
+    if (!from.empty()) {
+      const auto at = text.find(from);
+      REQUIRE(at != std::string::npos);
+      text.replace(at, from.size(), to);
+      std::ofstream(case_file) << text;
+    }
+  }
+  [[nodiscard]] test::Execution fit_it(const std::string& extra = "") const {
+    return run_gratingsim("fit " + quoted(case_file) + " " + quoted(measured) + " -o " + quoted(fit) + " " + extra);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("fit recovers the parameters of noise-free spectra to 1e-4 relative", "[app][fit]") {
+  const Setup s("exact", 0, 0, 1);
+  const auto r = s.fit_it();
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "converged"));
+  CHECK(contains(r.output, "reduced χ²"));
+  const auto value = read_doubles(s.fit, "parameters/value");
+  REQUIRE(value.size() == 2);
+  CHECK(std::abs(value[0] - true_width) <= 1e-4 * true_width);
+  CHECK(std::abs(value[1] - true_height) <= 1e-4 * true_height);
+  CHECK(read_converged(s.fit) == 1);
+}
+
+TEST_CASE("fit recovers the parameters of noisy spectra within 3 standard errors", "[app][fit]") {
+  // Noise at the σ the file states: Ψ 0.05°, Δ 0.1° (fixed seed, so that a failure can be repeated).
+  const unsigned seed = 20261126;
+  INFO("seed " << seed);
+  const Setup s("noisy", 0.05, 0.1, seed);
+  const auto r = s.fit_it();
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  const auto value = read_doubles(s.fit, "parameters/value");
+  const auto error = read_doubles(s.fit, "parameters/standard_error");
+  REQUIRE(value.size() == 2);
+  REQUIRE(error.size() == 2);
+  const double truth[] = {true_width, true_height};
+  for (std::size_t j = 0; j < 2; ++j) {
+    INFO("parameter " << j << ": " << value[j] << " ± " << error[j]);
+    CHECK(std::isfinite(error[j]));
+    CHECK(error[j] > 0);
+    CHECK(std::abs(value[j] - truth[j]) <= 3 * error[j]);
+    CHECK(error[j] < 0.05 * truth[j]);  // the data do determine it
+  }
+  const auto residual = read_doubles(s.fit, "spectra/residual");
+  CHECK(residual.size() == 16);
+}
+
+TEST_CASE("a fit stopped by max_iterations exits with 3 and its file says why", "[app][fit]") {
+  const Setup s("unconverged", 0, 0, 1, "  sigma:", "  max_iterations: 1\n  sigma:");
+  const auto r = s.fit_it();
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(contains(r.output, "NOT converged"));
+  REQUIRE(fs::exists(s.fit));
+  CHECK(read_converged(s.fit) == 0);
+  // A second fit does not replace it without --overwrite.
+  const auto again = s.fit_it();
+  CHECK(again.status == 1);
+  CHECK(contains(again.output, "already exists"));
+  CHECK(s.fit_it("--overwrite").status == 3);
+}
+
+TEST_CASE("fit refuses bad input located, with status 1 and no output", "[app][fit]") {
+  SECTION("an unknown floating parameter") {
+    const Setup s("unknown", 0, 0, 1, "    height: {start", "    heigth: {start");
+    const auto r = s.fit_it();
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(contains(r.output, "lines.yaml:13:5: error: fit.parameters: 'heigth' is not a parameter of the case"));
+    CHECK_FALSE(fs::exists(s.fit));
+    // run checks the fit section too
+    const auto run = run_gratingsim("run " + quoted(s.case_file) + " -o " + quoted(s.dir / "run.h5"));
+    CHECK(run.status == 1);
+    CHECK(contains(run.output, "lines.yaml:13:5: error:"));
+  }
+  SECTION("a measured wavelength outside a material's data") {
+    const Setup s("range", 0, 0, 1);
+    std::ofstream(s.measured, std::ios::app) << "20000, 50, 30, 100, 0.05, 0.1\n";
+    const auto r = s.fit_it();
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(contains(r.output, "measured.csv:11:1: error:"));
+    CHECK(contains(r.output, "outside its data range"));
+    CHECK_FALSE(fs::exists(s.fit));
+  }
+  SECTION("a malformed measured table") {
+    const Setup s("malformed", 0, 0, 1);
+    std::ofstream(s.measured, std::ios::app) << "500, 50, thirty, 100, 0.05, 0.1\n";
+    const auto r = s.fit_it();
+    INFO(r.output);
+    CHECK(r.status == 1);
+    CHECK(contains(r.output, "measured.csv:11:"));
+    CHECK_FALSE(fs::exists(s.fit));
+  }
+  SECTION("a missing -o is a wrong command line") {
+    const Setup s("usage", 0, 0, 1);
+    const auto r = run_gratingsim("fit " + quoted(s.case_file) + " " + quoted(s.measured));
+    CHECK(r.status == 2);
+    CHECK(contains(r.output, "-o FIT.h5"));
+  }
+  SECTION("the output being the measured table") {
+    const Setup s("input", 0, 0, 1);
+    const auto r = run_gratingsim("fit " + quoted(s.case_file) + " " + quoted(s.measured) + " -o " + quoted(s.measured) +
+                                  " --overwrite");
+    CHECK(r.status == 1);
+    CHECK(contains(r.output, "an input of the fit"));
+  }
+}
+
+TEST_CASE("the example configs/si_lines_fit.yaml fits its measured table", "[app][fit]") {
+  const test::ScratchDirectory dir("fit_example");
+  const fs::path configs = test::repository_root() / "configs";
+  const auto r = run_gratingsim("fit " + quoted(configs / "si_lines_fit.yaml") + " " +
+                                quoted(configs / "si_lines_fit_measured.csv") + " -o " + quoted(dir / "fit.h5"));
+  INFO(r.output);
+  CHECK(r.status == 0);
+  const auto value = read_doubles(dir / "fit.h5", "parameters/value");
+  const auto error = read_doubles(dir / "fit.h5", "parameters/standard_error");
+  // The table was computed by `gratingsim run` at cd 90, height 120 (the case's values) with noise of
+  // the stated σ (configs/si_lines_fit_measured.csv's header).
+  REQUIRE(value.size() == 2);
+  CHECK(std::abs(value[0] - 90) <= 3 * error[0]);
+  CHECK(std::abs(value[1] - 120) <= 3 * error[1]);
+}
