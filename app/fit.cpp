@@ -4,6 +4,7 @@
 // summary and writes the fit file (§3). Steps: the command line, the case and its fit section, the
 // measured table and its wavelengths, the output's checks, the backend, then the fit.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <iomanip>
@@ -23,6 +24,8 @@
 #include "io/fit_settings.hpp"
 #include "io/measured.hpp"
 #include "io/problem.hpp"
+#include "io/results.hpp"
+#include "fitting/library_start.hpp"
 
 namespace gratingsim::app {
 namespace {
@@ -102,6 +105,98 @@ std::vector<fitting::Parameter> fit_parameters(const io::Case& c, const io::FitS
   return parameters;
 }
 
+/// The index of `x` in `axis` (equal within 1e-9 relative), or axis.size().
+std::size_t find_value(const std::vector<double>& axis, double x) {
+  for (std::size_t i = 0; i < axis.size(); ++i)
+    if (std::abs(axis[i] - x) <= 1e-9 * std::max(std::abs(x), 1.0)) return i;
+  return axis.size();
+}
+
+/// fit.library (io/SCHEMA.md §3.3): the start values from a result file of a parameter sweep (§2.6;
+/// its path relative to the case's directory), by fitting::library_start (the library point of lowest
+/// χ², interpolated between its neighbours, docs/fitting.md §3). The library's parameter axes must be
+/// the floating parameters (any order; an axis that does not float must hold one value), and it must
+/// hold every measured (λ, θ, φ). Sets the parameters' start values; returns what was done, in words.
+std::string start_from_library(const io::FitSettings& settings, const io::Case& c, const io::MeasuredData& measured,
+                               std::vector<fitting::Parameter>& parameters) {
+  namespace fs = std::filesystem;
+  const io::SourceLocation& at = settings.library_at;
+  const auto refuse = [&](const std::string& why) {
+    throw io::CaseError(at.file, at.line, at.column, "fit.library: " + why);
+  };
+  fs::path path = *settings.library;
+  if (path.is_relative()) path = fs::path(c.base_directory) / path;
+  std::optional<io::ResultReader> reader;
+  try {
+    reader.emplace(path.string());
+  } catch (const Error& e) {
+    refuse("cannot read the library " + path.string() + ": " + user_message(e));
+  }
+  const io::ResultLayout& l = reader->layout();
+  // Per fitted parameter, its library axis; the other axes must hold one value.
+  std::vector<std::size_t> axis_of(parameters.size(), l.parameters.size());
+  for (std::size_t a = 0; a < l.parameters.size(); ++a) {
+    const auto it = std::find_if(parameters.begin(), parameters.end(),
+                                 [&](const fitting::Parameter& p) { return p.name == l.parameters[a].name; });
+    if (it != parameters.end())
+      axis_of[std::size_t(it - parameters.begin())] = a;
+    else if (l.parameters[a].values.size() != 1)
+      refuse("the library sweeps '" + l.parameters[a].name + "', which does not float in this fit");
+  }
+  for (std::size_t j = 0; j < parameters.size(); ++j)
+    if (axis_of[j] == l.parameters.size()) refuse(path.string() + " has no parameter axis '" + parameters[j].name + "'");
+  // Per measured row, its (λ, θ, φ) in the library.
+  std::vector<std::array<std::size_t, 3>> index(measured.rows());
+  for (std::size_t row = 0; row < measured.rows(); ++row) {
+    const io::MeasuredPoint& m = measured.points[row];
+    index[row] = {find_value(l.wavelength_nm, m.wavelength_nm), find_value(l.theta_deg, m.theta_deg),
+                  find_value(l.phi_deg, m.phi_deg)};
+    if (index[row][0] == l.wavelength_nm.size() || index[row][1] == l.theta_deg.size() ||
+        index[row][2] == l.phi_deg.size())
+      io::refuse_value(measured, row, "wavelength",
+                       "the library " + path.string() + " (fit.library) has no point at this wavelength, θ and φ");
+  }
+  const std::size_t n = parameters.size(), q = measured.quantities.size(), points = l.parameter_points();
+  fitting::Library library{Eigen::MatrixXd(Eigen::Index(n), Eigen::Index(points)),
+                           Eigen::MatrixXd(Eigen::Index(measured.rows() * q), Eigen::Index(points))};
+  for (std::size_t ip = 0; ip < points; ++ip) {
+    // ip is row-major over the axes, the first slowest.
+    std::vector<std::size_t> axis_index(l.parameters.size());
+    for (std::size_t a = l.parameters.size(), rest = ip; a-- > 0;) {
+      axis_index[a] = rest % l.parameters[a].values.size();
+      rest /= l.parameters[a].values.size();
+    }
+    for (std::size_t j = 0; j < n; ++j)
+      library.points(Eigen::Index(j), Eigen::Index(ip)) = l.parameters[axis_of[j]].values[axis_index[axis_of[j]]];
+    for (std::size_t row = 0; row < measured.rows(); ++row) {
+      const std::size_t point = l.point_index(index[row][0], index[row][1], index[row][2], ip);
+      const io::PointResult r = reader->done(point) ? reader->read(point) : io::PointResult{};
+      for (std::size_t k = 0; k < q; ++k) {
+        const std::string& name = measured.quantities[k];
+        const double value = name == "psi_deg"     ? r.psi_deg
+                             : name == "delta_deg" ? r.delta_deg
+                                                   : r.mueller[std::size_t((name[1] - '1') * 4 + (name[2] - '1'))];
+        library.outputs(Eigen::Index(row * q + k), Eigen::Index(ip)) = value;
+      }
+    }
+  }
+  fitting::LibraryStart start;
+  try {
+    start = fitting::library_start(library, parameters, io::to_measurement(measured));
+  } catch (const InvalidArgument& e) {
+    refuse(user_message(e));
+  }
+  std::ostringstream os;
+  os << "start from the library " << path.string() << " (" << points << " points): nearest point "
+     << start.nearest << " (χ² = " << start.nearest_chi2 << ")"
+     << (start.interpolated ? ", interpolated" : ", not interpolated: " + start.note) << "; start";
+  for (std::size_t j = 0; j < n; ++j) {
+    parameters[j].start = start.start[Eigen::Index(j)];
+    os << ' ' << parameters[j].name << " = " << parameters[j].start;
+  }
+  return os.str();
+}
+
 void print_summary(const fitting::FitResult& fit, const std::vector<fitting::Parameter>& parameters,
                    const io::MeasuredData& measured, const GratingModel& model, const std::string& backend) {
   std::ostringstream os;
@@ -152,18 +247,15 @@ int run_fit(const Options& options) {
   const io::FitSettings settings = io::read_fit_settings(c.yaml, c.path);
   if (!settings.present)
     throw io::CaseError(c.path, 1, 1, "no 'fit' section: name the parameters to fit (io/SCHEMA.md §3.3)");
-  if (settings.library)
-    throw io::CaseError(settings.library_at.file, settings.library_at.line, settings.library_at.column,
-                        "fit.library: starting from a library is not supported by 'gratingsim fit' yet; remove it "
-                        "and give start values");
   if (c.numerics.accuracy)
     throw Unsupported("gratingsim fit needs fixed numerics.harmonics and slices (harmonics: auto / slices: auto "
                       "is not supported by fit yet)");
   std::vector<std::size_t> floating;
-  const std::vector<fitting::Parameter> parameters = fit_parameters(c, settings, floating);
+  std::vector<fitting::Parameter> parameters = fit_parameters(c, settings, floating);
 
   const io::MeasuredData measured = io::read_measured(s.measured_path, settings.sigma);
   check_measured_wavelengths(c, measured);
+  const std::string library_note = settings.library ? start_from_library(settings, c, measured, parameters) : "";
   std::vector<std::string> inputs = c.inputs;
   inputs.push_back(s.measured_path);
   check_output_path(s.output, {}, inputs, s.overwrite, "an input of the fit (the case, a table it reads, the measured data)");
@@ -174,6 +266,7 @@ int run_fit(const Options& options) {
   take_backend(s, problem);
   const std::string backend(conv::to_string(problem.solver.backend));
 
+  if (!library_note.empty()) std::cout << "gratingsim fit: " << library_note << "\n";
   GratingModel model(problem, floating, measured);
   const fitting::FitResult fit = fitting::fit(model, parameters, io::to_measurement(measured), settings.options);
   print_summary(fit, parameters, measured, model, backend);

@@ -247,3 +247,29 @@ TEST_CASE("the example configs/si_lines_fit.yaml fits its measured table", "[app
   CHECK(std::abs(value[0] - 90) <= 3 * error[0]);
   CHECK(std::abs(value[1] - 120) <= 3 * error[1]);
 }
+
+TEST_CASE("fit.library: the start from a library run, interpolated, and a library that cannot be read", "[app][fit]") {
+  // A 3 × 3 library around the truth (250, 150) that does not hold it: the start is interpolated.
+  const Setup s("library", 0, 0, 1, "  sigma:", "  library: library.h5\n  sigma:");
+  std::string library_case = lines_case;
+  const std::string parameters = "parameters: {width: 250, height: 150}";
+  library_case.replace(library_case.find(parameters), parameters.size(),
+                       "parameters: {width: [230, 260, 290], height: [130, 160, 190]}");
+  std::ofstream(s.dir / "library.yaml") << library_case;
+  REQUIRE(run_gratingsim("run " + quoted(s.dir / "library.yaml") + " -o " + quoted(s.dir / "library.h5") + " --quiet")
+              .status == 0);
+  const auto r = s.fit_it();
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "start from the library"));
+  CHECK(contains(r.output, "(9 points)"));
+  const auto value = read_doubles(s.fit, "parameters/value");
+  REQUIRE(value.size() == 2);
+  CHECK(std::abs(value[0] - true_width) <= 1e-6 * true_width);
+  CHECK(std::abs(value[1] - true_height) <= 1e-6 * true_height);
+
+  fs::remove(s.dir / "library.h5");
+  const auto missing = s.fit_it("--overwrite");
+  CHECK(missing.status == 1);
+  CHECK(contains(missing.output, "lines.yaml:14:12: error: fit.library: cannot read the library"));
+}
