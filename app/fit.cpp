@@ -268,7 +268,15 @@ int run_fit(const Options& options) {
 
   if (!library_note.empty()) std::cout << "gratingsim fit: " << library_note << "\n";
   GratingModel model(problem, floating, measured);
-  const fitting::FitResult fit = fitting::fit(model, parameters, io::to_measurement(measured), settings.options);
+  const fitting::FitResult fit = [&] {
+    try {
+      return fitting::fit(model, parameters, io::to_measurement(measured), settings.options);
+    } catch (const InvalidArgument& e) {  // e.g. no spectrum at the start: say which solves failed
+      std::string why;
+      for (const std::string& n : model.notes()) why += "\n  " + n;
+      throw Error(user_message(e) + (why.empty() ? "" : "; the model's failures:" + why));
+    }
+  }();
   print_summary(fit, parameters, measured, model, backend);
   io::FitInfo info;
   info.case_path = s.case_path;

@@ -4,6 +4,7 @@
 // (exit 1, no output file); the example pair configs/si_lines_fit.yaml + _measured.csv.
 #include <hdf5.h>
 
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -46,6 +47,7 @@ constexpr double true_width = 250, true_height = 150;
 
 struct Spectrum {
   std::vector<double> wavelength, theta, psi, delta;
+  std::vector<std::array<double, 16>> mueller;  ///< row-major, not normalised (as the solver gives it)
 };
 
 /// Ψ/Δ of `case_file` computed by `gratingsim run` (at the case's parameter values).
@@ -62,6 +64,7 @@ Spectrum synthesise(const fs::path& case_file, const fs::path& out) {
     s.theta.push_back(l.theta_deg[point / l.phi_deg.size() % l.theta_deg.size()]);
     s.psi.push_back(p.psi_deg);
     s.delta.push_back(p.delta_deg);
+    s.mueller.push_back(p.mueller);
   }
   REQUIRE(s.psi.size() == 8);
   return s;
@@ -272,4 +275,37 @@ TEST_CASE("fit.library: the start from a library run, interpolated, and a librar
   const auto missing = s.fit_it("--overwrite");
   CHECK(missing.status == 1);
   CHECK(contains(missing.output, "lines.yaml:14:12: error: fit.library: cannot read the library"));
+}
+
+TEST_CASE("fit recovers the parameters from Mueller elements", "[app][fit]") {
+  // Three elements of different rows and columns (m12, m33, m34: row-major indices 1, 10, 11), noise-free,
+  // σ 1e-3 stated in the file: a wrong element would not fit.
+  const Setup s("mueller", 0, 0, 1);
+  const Spectrum spectrum = synthesise(s.case_file, s.dir / "mueller.h5");
+  {
+    std::ofstream out(s.measured);
+    out.precision(17);
+    out << "wavelength, theta_deg, m12, m33, m34, sigma_m12, sigma_m33, sigma_m34\n";
+    for (std::size_t i = 0; i < spectrum.psi.size(); ++i)
+      out << spectrum.wavelength[i] << ", " << spectrum.theta[i] << ", " << spectrum.mueller[i][1] << ", "
+          << spectrum.mueller[i][10] << ", " << spectrum.mueller[i][11] << ", 1e-3, 1e-3, 1e-3\n";
+  }
+  const auto r = s.fit_it();
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(contains(r.output, "Mueller elements"));
+  const auto value = read_doubles(s.fit, "parameters/value");
+  REQUIRE(value.size() == 2);
+  CHECK(std::abs(value[0] - true_width) <= 1e-6 * true_width);
+  CHECK(std::abs(value[1] - true_height) <= 1e-6 * true_height);
+}
+
+TEST_CASE("fit says which solves failed when the model has no spectrum at the start", "[app][fit]") {
+  // One GMRES iteration cannot reach 1e-12: every solve is unconverged, its spectrum NaN.
+  const Setup s("unsolvable", 0, 0, 1, "solver: {tolerance: 1e-12}", "solver: {tolerance: 1e-12, max_iterations: 1}");
+  const auto r = s.fit_it();
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(contains(r.output, "did not reach the solver tolerance"));
+  CHECK_FALSE(fs::exists(s.fit));
 }
