@@ -112,6 +112,12 @@ std::size_t find_value(const std::vector<double>& axis, double x) {
   return axis.size();
 }
 
+/// The path of fit.library: relative to the case's directory, as its material tables.
+std::string library_path(const io::FitSettings& settings, const io::Case& c) {
+  const std::filesystem::path path = *settings.library;
+  return (path.is_relative() ? std::filesystem::path(c.base_directory) / path : path).string();
+}
+
 /// fit.library (io/SCHEMA.md §3.3): the start values from a result file of a parameter sweep (§2.6;
 /// its path relative to the case's directory), by fitting::library_start (the library point of lowest
 /// χ², interpolated between its neighbours, docs/fitting.md §3). The library's parameter axes must be
@@ -119,13 +125,11 @@ std::size_t find_value(const std::vector<double>& axis, double x) {
 /// hold every measured (λ, θ, φ). Sets the parameters' start values; returns what was done, in words.
 std::string start_from_library(const io::FitSettings& settings, const io::Case& c, const io::MeasuredData& measured,
                                std::vector<fitting::Parameter>& parameters) {
-  namespace fs = std::filesystem;
   const io::SourceLocation& at = settings.library_at;
   const auto refuse = [&](const std::string& why) {
     throw io::CaseError(at.file, at.line, at.column, "fit.library: " + why);
   };
-  fs::path path = *settings.library;
-  if (path.is_relative()) path = fs::path(c.base_directory) / path;
+  const std::filesystem::path path = library_path(settings, c);
   std::optional<io::ResultReader> reader;
   try {
     reader.emplace(path.string());
@@ -258,7 +262,9 @@ int run_fit(const Options& options) {
   const std::string library_note = settings.library ? start_from_library(settings, c, measured, parameters) : "";
   std::vector<std::string> inputs = c.inputs;
   inputs.push_back(s.measured_path);
-  check_output_path(s.output, {}, inputs, s.overwrite, "an input of the fit (the case, a table it reads, the measured data)");
+  if (settings.library) inputs.push_back(library_path(settings, c));
+  check_output_path(s.output, {}, inputs, s.overwrite,
+                    "an input of the fit (the case, a table it reads, the measured data, the library)");
 
   for (const std::string& warning : c.warnings) std::cerr << warning << '\n';
   const std::string warning = apply_precision(problem.solver, s.precision);
