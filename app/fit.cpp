@@ -54,20 +54,8 @@ Settings parse_settings(const Options& o) {
   if (!o.value("output") || o.value("output")->empty()) throw UsageError("missing the fit file: -o FIT.h5");
   s.output = std::string(*o.value("output"));
   s.backend = o.value("backend");
-  if (s.backend && *s.backend != "auto") {
-    try {
-      (void)conv::parse_backend(*s.backend);
-    } catch (const InvalidArgument&) {
-      throw UsageError("--backend: unknown backend '" + std::string(*s.backend) +
-                       "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct or "
-                       "auto)");
-    }
-  }
-  if (const auto p = o.value("precision")) {
-    if (*p != "single" && *p != "double")
-      throw UsageError("--precision expects single or double, got '" + std::string(*p) + "'");
-    s.precision = parse_precision(*p);
-  }
+  if (s.backend) check_backend_option(*s.backend);
+  if (const auto p = o.value("precision")) s.precision = parse_precision_option(*p);
   s.overwrite = o.flag("overwrite");
   return s;
 }

@@ -71,20 +71,8 @@ Settings parse_settings(const Options& o) {
       o.value("output") ? std::string(*o.value("output")) : fs::path(s.case_path).replace_extension(".h5").string();
   if (s.output.empty()) throw UsageError("--output expects a file name");
   s.backend = o.value("backend");
-  if (s.backend && *s.backend != "auto") {
-    try {
-      (void)conv::parse_backend(*s.backend);
-    } catch (const InvalidArgument&) {
-      throw UsageError("--backend: unknown backend '" + std::string(*s.backend) +
-                       "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct or "
-                       "auto)");
-    }
-  }
-  if (const auto p = o.value("precision")) {
-    if (*p != "single" && *p != "double")
-      throw UsageError("--precision expects single or double, got '" + std::string(*p) + "'");
-    s.precision = parse_precision(*p);
-  }
+  if (s.backend) check_backend_option(*s.backend);
+  if (const auto p = o.value("precision")) s.precision = parse_precision_option(*p);
   s.resume = o.flag("resume");
   s.quiet = o.flag("quiet");
   s.overwrite = o.flag("overwrite");
