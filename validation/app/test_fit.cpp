@@ -232,6 +232,10 @@ TEST_CASE("fit refuses bad input located, with status 1 and no output", "[app][f
     const auto r = run_gratingsim("fit " + quoted(s.case_file) + " " + quoted(s.measured));
     CHECK(r.status == 2);
     CHECK(contains(r.output, "-o FIT.h5"));
+    const auto precision = s.fit_it("--precision half");
+    CHECK(precision.status == 2);
+    CHECK(contains(precision.output, "--precision expects single or double, got 'half'"));
+    CHECK_FALSE(fs::exists(s.fit));
   }
   SECTION("the output being the measured table") {
     const Setup s("input", 0, 0, 1);
