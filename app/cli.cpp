@@ -144,6 +144,22 @@ std::vector<std::string_view> split_list(std::string_view option, std::string_vi
   }
 }
 
+void check_backend_option(std::string_view value) {
+  if (value == "auto") return;
+  try {
+    (void)conv::parse_backend(value);
+  } catch (const InvalidArgument&) {
+    throw UsageError("--backend: unknown backend '" + std::string(value) +
+                     "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct or auto)");
+  }
+}
+
+Precision parse_precision_option(std::string_view value) {
+  if (value != "single" && value != "double")
+    throw UsageError("--precision expects single or double, got '" + std::string(value) + "'");
+  return parse_precision(value);
+}
+
 std::vector<Precision> parse_precisions(std::string_view value) {
   std::vector<Precision> precisions;
   if (value == "single" || value == "both") precisions.push_back(Precision::single);

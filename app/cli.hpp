@@ -100,6 +100,11 @@ std::vector<const Case*> select_cases(std::optional<std::string_view> value, std
   return chosen;
 }
 
+/// "--backend NAME|auto" of run and fit: UsageError naming the backends when NAME is none of them.
+void check_backend_option(std::string_view value);
+/// "--precision single|double" of run and fit; UsageError otherwise.
+Precision parse_precision_option(std::string_view value);
+
 /// "--precision single|double|both" → the precisions, single first.
 std::vector<Precision> parse_precisions(std::string_view value);
 

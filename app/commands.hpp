@@ -5,6 +5,7 @@
 
 namespace gratingsim::app {
 
+extern const Command gratingsim_fit;          ///< gratingsim fit
 extern const Command gratingsim_info;         ///< gratingsim info
 extern const Command gratingsim_run;          ///< gratingsim run
 extern const Command gratingsim_validate;     ///< gratingsim validate

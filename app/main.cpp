@@ -12,6 +12,7 @@
 #include "core/config.hpp"
 #include "core/error.hpp"
 #include "io/case.hpp"
+#include "io/measured.hpp"
 
 namespace gratingsim::app {
 namespace {
@@ -22,7 +23,7 @@ constexpr Command bench{.name = "bench",
                         .description = "Benchmarks; every timed output is verified.",
                         .commands = bench_commands};
 
-constexpr const Command* commands[] = {&gratingsim_run, &gratingsim_validate, &gratingsim_info, &bench};
+constexpr const Command* commands[] = {&gratingsim_run, &gratingsim_fit, &gratingsim_validate, &gratingsim_info, &bench};
 constexpr Command program{
     .name = "gratingsim",
     .description = "Electromagnetic diffraction by periodic gratings. 'gratingsim --version' prints the version.",
@@ -40,6 +41,9 @@ int main(int argc, char* argv[]) {
     std::cerr << e.what() << '\n';
     return 2;
   } catch (const gratingsim::io::CaseError& e) {
+    std::cerr << e.what() << '\n';
+    return 1;
+  } catch (const gratingsim::io::MeasuredDataError& e) {  // located like a case error: "FILE:LINE:COLUMN: error: ..."
     std::cerr << e.what() << '\n';
     return 1;
   } catch (const gratingsim::Error& e) {

@@ -4,7 +4,6 @@
 // visible GPU) or, launched by mpirun, over the ranks (distributed_sweep.hpp); rank 0 writes the one
 // file. run_command's steps: the settings, the case and the output's lock, the backend,
 // the result file, then the sweep and what became of it.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -20,6 +19,7 @@
 #include "app/cli.hpp"
 #include "app/commands.hpp"
 #include "app/distributed_sweep.hpp"
+#include "app/output_safety.hpp"
 #include "app/progress.hpp"
 #include "app/ranks.hpp"
 #include "app/solving.hpp"
@@ -71,20 +71,8 @@ Settings parse_settings(const Options& o) {
       o.value("output") ? std::string(*o.value("output")) : fs::path(s.case_path).replace_extension(".h5").string();
   if (s.output.empty()) throw UsageError("--output expects a file name");
   s.backend = o.value("backend");
-  if (s.backend && *s.backend != "auto") {
-    try {
-      (void)conv::parse_backend(*s.backend);
-    } catch (const InvalidArgument&) {
-      throw UsageError("--backend: unknown backend '" + std::string(*s.backend) +
-                       "' (expected cpu-direct, cpu-fftw, gpu-cufft, gpu-cufft-callbacks, gpu-fused, gpu-direct or "
-                       "auto)");
-    }
-  }
-  if (const auto p = o.value("precision")) {
-    if (*p != "single" && *p != "double")
-      throw UsageError("--precision expects single or double, got '" + std::string(*p) + "'");
-    s.precision = parse_precision(*p);
-  }
+  if (s.backend) check_backend_option(*s.backend);
+  if (const auto p = o.value("precision")) s.precision = parse_precision_option(*p);
   s.resume = o.flag("resume");
   s.quiet = o.flag("quiet");
   s.overwrite = o.flag("overwrite");
@@ -92,32 +80,6 @@ Settings parse_settings(const Options& o) {
   if (const auto v = o.value("fail-on-rank")) s.fail_on_rank = parse_int("fail-on-rank", *v, 0, 1 << 24);
   if (const auto v = o.value("workers")) s.workers = parse_int("workers", *v, 1, 1 << 10);
   return s;
-}
-
-/// Refuses, before anything is solved or written, an output that would destroy a file: OUT.h5,
-/// OUT.h5.partial or OUT.h5.lock being a file the case reads (the case file, a material table;
-/// compared by device and inode, so any spelling or link is caught), a directory, or anything not a
-/// regular file (device, FIFO, socket); an existing OUT.h5 without --overwrite; a missing output
-/// directory.
-void check_output_path(const Settings& s, const std::vector<std::string>& inputs) {
-  const auto refuse = [&](const std::string& why) { throw Error("refusing output " + s.output + ": " + why); };
-  const std::string partial = io::partial_path(s.output);
-  for (const std::string& path : {s.output, partial, io::lock_path(s.output)}) {
-    struct stat target {};
-    if (::stat(path.c_str(), &target) != 0) continue;  // absent: fine
-    for (const std::string& input : inputs) {
-      struct stat in {};
-      if (::stat(input.c_str(), &in) == 0 && in.st_dev == target.st_dev && in.st_ino == target.st_ino)
-        refuse(path + " is " + input + ", a file the case reads; choose another -o");
-    }
-    if (S_ISDIR(target.st_mode)) refuse(path + " is a directory; give a file name, e.g. -o DIR/out.h5");
-    if (!S_ISREG(target.st_mode))
-      refuse(path + " is not a regular file (a device, FIFO or socket); it is left untouched");
-  }
-  if (fs::exists(s.output) && !s.overwrite)
-    refuse(s.output + " already exists (a finished result is never replaced silently); --overwrite replaces it");
-  const fs::path directory = fs::path(s.output).parent_path().empty() ? fs::path(".") : fs::path(s.output).parent_path();
-  if (!fs::is_directory(directory)) refuse("the directory " + directory.string() + " does not exist");
 }
 
 /// The backend named on the command line, else in the case; for `auto`, the one the partial file
@@ -226,9 +188,10 @@ void load_case(Run& run) {
   settle(run.all(), [&] { run.problem = io::load_problem(s.case_path); });
   settle(run.all(), [&] {
     if (!run.root()) return;
-    check_output_path(s, run.problem.source.inputs);
+    const std::vector<std::string> companions{io::partial_path(s.output), io::lock_path(s.output)};
+    check_output_path(s.output, companions, run.problem.source.inputs, s.overwrite);
     run.lock.emplace(s.output);
-    check_output_path(s, run.problem.source.inputs);
+    check_output_path(s.output, companions, run.problem.source.inputs, s.overwrite);
   });
   if (run.root())
     for (const std::string& warning : run.problem.source.warnings) std::cerr << warning << '\n';

@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "io/expression.hpp"
+#include "io/fit_settings.hpp"
 #include "io/index_table.hpp"
 #include "io/npy.hpp"
 #include "io/strict_yaml.hpp"
@@ -188,7 +189,7 @@ class CaseReader {
     if (root.is_null())
       root.fail("the case is empty; expected a mapping with at least wavelength, lattice, substrate, layers, numerics");
     const Map top(root, {"description", "units", "parameters", "wavelength", "incidence", "lattice", "superstrate",
-                         "substrate", "materials", "layers", "numerics", "output"});
+                         "substrate", "materials", "layers", "numerics", "output", "fit"});
     if (const auto d = top.optional("description")) c_.description = d->string();
     if (const auto u = top.optional("units")) c_.input_units = length_unit(*u);
     scale_ = nanometres_per(c_.input_units);
@@ -1353,10 +1354,33 @@ class CaseReader {
   std::map<std::string, Node> defined_, used_;  // first definition / first use of each material
 };
 
+/// The case's `fit` section (io/SCHEMA.md §3.3), read by io::read_fit_settings (which locates its own
+/// errors); every floating parameter must be one of the case's parameter axes: a computed parameter
+/// follows from the others and cannot float. `run` and `validate` check the section and ignore it.
+void check_fit_section(const Case& c) {
+  const FitSettings fit = read_fit_settings(c.yaml, c.path);
+  for (const FitParameterSetting& setting : fit.parameters) {
+    const std::string& name = setting.parameter.name;
+    if (std::any_of(c.parameters.begin(), c.parameters.end(), [&](const ParameterAxis& a) { return a.name == name; }))
+      continue;
+    std::string declared;
+    for (const ParameterAxis& a : c.parameters) declared += (declared.empty() ? "" : ", ") + a.name;
+    const bool derived = std::any_of(c.derived_parameters.begin(), c.derived_parameters.end(),
+                                     [&](const DerivedParameter& d) { return d.name == name; });
+    throw CaseError(setting.at.file, setting.at.line, setting.at.column,
+                    "fit.parameters: '" + name + "' " +
+                        (derived ? "is computed from other parameters and cannot float"
+                                 : "is not a parameter of the case") +
+                        (declared.empty() ? std::string(" (the case declares no parameters: add them under 'parameters')")
+                                          : " (the case's parameters: " + declared + ")"));
+  }
+}
+
 }  // namespace
 
 Case parse_case(std::string_view yaml, const std::string& name, const std::string& base_directory) {
   Case c = CaseReader(yaml, name, base_directory).read();
+  check_fit_section(c);
   // Every other point of the parameter sweep read and checked too, before anything is solved.
   for (std::size_t index = 1; index < c.parameter_points(); ++index) (void)case_at(c, c.parameter_point(index));
   return c;

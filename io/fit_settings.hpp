@@ -1,8 +1,8 @@
 #pragma once
 // The `fit` section of a case (io/SCHEMA.md §3.3): which parameters float, their start values, bounds
 // and finite-difference steps, the fit's options and the default uncertainties of measured tables.
-// Read strictly and located like every case error; the parameter names are checked against the case's
-// `parameters` by the caller (`gratingsim fit`), which also fills a start value not given here from it.
+// Read strictly and located like every case error; the case reader (io/case.cpp) checks the parameter
+// names against the case's `parameters`; `gratingsim fit` fills a start value not given here from the case.
 #include <optional>
 #include <string>
 #include <string_view>

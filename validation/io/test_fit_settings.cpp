@@ -103,3 +103,26 @@ TEST_CASE("fit section errors are located at line and column") {
     CHECK(e.message().find(bad.message) != std::string::npos);
   }
 }
+
+TEST_CASE("the case reader accepts a fit section and checks its parameters against the case's", "[io][fit]") {
+  const std::string grating =
+      "parameters: {cd: 90, height: " + text(uniform(100, 140)) + ", half: \"${cd}/2\"}\n"
+      "wavelength: 500\nlattice: {period_x: 400}\nsubstrate: Si\n"
+      "layers:\n  - {thickness: \"${height}\", shapes: [{type: line, material: SiO2, width: \"${cd}\"}]}\n"
+      "numerics: {harmonics: 2}\n";  // 7 lines
+  const io::Case ok = io::parse_case(grating + "fit:\n  parameters: {height: {lower: 50}, cd: {}}\n", "case.yaml");
+  CHECK(ok.parameters.size() == 2);
+  const auto refused = [&](const std::string& name, int column, const std::string& message) {
+    try {
+      (void)io::parse_case(grating + "fit:\n  parameters: {cd: {}, " + name + ": {}}\n", "case.yaml");
+      FAIL("accepted " << name);
+    } catch (const io::CaseError& e) {
+      INFO(e.what());
+      CHECK(e.line() == 9);
+      CHECK(e.column() == column);
+      CHECK(e.message().find(message) != std::string::npos);
+    }
+  };
+  refused("heigth", 24, "'heigth' is not a parameter of the case (the case's parameters: cd, height)");
+  refused("half", 24, "'half' is computed from other parameters and cannot float");
+}

@@ -1,0 +1,66 @@
+#pragma once
+// The grating as a fitting::BatchModel (fitting/model.hpp), for `gratingsim fit`: parameter vectors in
+// (the case's floating parameters), the measured table's Ψ/Δ or Mueller elements out, in its order
+// (io::to_measurement: [row][quantity]). UI-free, part of gratingsim_solving.
+//
+// One evaluate() call takes every parameter vector the fit sends at once (a Jacobian's perturbed points,
+// or an iteration's trial steps). Each vector's grating is built by io::case_at (the case's text read at
+// those values, through every check of a case file); then the measured rows of each wavelength are
+// solved as one batch (physics::solve with the run's solver options: the backend, precision and
+// tolerances `run` would use), i.e. one batched solve per (parameter vector, wavelength).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "fitting/model.hpp"
+#include "io/measured.hpp"
+#include "io/problem.hpp"
+
+namespace gratingsim::app {
+
+/// Refuses, located at the row's wavelength (io::refuse_value), a measured wavelength where a material
+/// of the case has no data (outside its table or model range), before anything is solved.
+void check_measured_wavelengths(const io::Case& c, const io::MeasuredData& measured);
+
+class GratingModel : public fitting::BatchModel {
+ public:
+  /// `problem`: the case's problem with its solver options final (backend, precision). `floating[j]`:
+  /// the index in problem.source.parameters of the fit's parameter j; the other axes keep the case's
+  /// value (problem.source.parameter_values). `measured` must outlive the model.
+  GratingModel(const io::Problem& problem, std::vector<std::size_t> floating, const io::MeasuredData& measured);
+
+  [[nodiscard]] std::size_t outputs() const override { return measured_.rows() * measured_.quantities.size(); }
+  /// Column k: the model at points[k]. NaN for the rows of a wavelength whose solve failed (an error, or
+  /// a solve that did not reach the case's tolerance), and for the whole column where the parameter
+  /// vector gives an invalid grating (each failure is kept in notes()).
+  Eigen::MatrixXd evaluate(const std::vector<Eigen::VectorXd>& points) override;
+
+  /// What failed so far, in words (at most a few of each kind; counts in failed_solves()).
+  [[nodiscard]] const std::vector<std::string>& notes() const { return notes_; }
+  [[nodiscard]] std::size_t failed_solves() const { return failed_solves_; }
+  /// Batched solves made (one per parameter vector and wavelength).
+  [[nodiscard]] std::size_t batches() const { return batches_; }
+
+ private:
+  /// The measured rows of one wavelength: their distinct (θ, φ) solved together.
+  struct WavelengthGroup {
+    double wavelength_nm = 0;
+    std::vector<physics::Incidence> incidences;
+    std::vector<std::size_t> rows, incidence_of_row;  ///< rows[i] is solved as incidences[incidence_of_row[i]]
+  };
+  /// Where quantity q of a row comes from: Ψ (-1), Δ (-2) or Mueller element row*4+col (0..15).
+  std::vector<int> sources_;
+
+  void note(const std::string& what);
+
+  const io::Problem& problem_;
+  std::vector<std::size_t> floating_;
+  const io::MeasuredData& measured_;
+  std::vector<WavelengthGroup> groups_;
+  std::vector<std::string> notes_;
+  std::size_t failed_solves_ = 0, batches_ = 0;
+};
+
+}  // namespace gratingsim::app
