@@ -112,10 +112,17 @@ void refuse_unclosed_quotes(const YAML::Node& node, std::string_view text, const
 
 }  // namespace
 
-YAML::Node parse(std::string_view text, const std::string& file) {
+YAML::Node parse(std::string_view verbatim, const std::string& file) {
+  // YAML counts a lone CR (old Mac line endings) as a line break; yaml-cpp does not always (0.8 on the GPU
+  // host fails on a case with lone CRs, io.case "line endings" test). Each lone CR
+  // is read as LF, byte for byte, so every position stays the text's own.
+  std::string normalised(verbatim);
+  for (std::size_t i = 0; i < normalised.size(); ++i)
+    if (normalised[i] == '\r' && (i + 1 == normalised.size() || normalised[i + 1] != '\n')) normalised[i] = '\n';
+  const std::string_view text = normalised;
   std::vector<YAML::Node> documents;
   try {
-    documents = YAML::LoadAll(std::string(text));
+    documents = YAML::LoadAll(normalised);
   } catch (const YAML::DeepRecursion& e) {
     fail(location_of(e.mark, file), "invalid YAML: lists and mappings nested " + std::to_string(e.depth()) +
                                         " deep here, beyond the YAML reader's limit (a case needs a few levels)");
