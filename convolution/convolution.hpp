@@ -104,8 +104,9 @@ class Convolution {
   virtual ~Convolution() = default;
 
   /// Replaces the kernels χ_{p,k} (layout above; always complex128 on the host, rounded to Real by
-  /// the backend) and recomputes their spectra. Allocates nothing; for GPU backends it copies to the
-  /// device and synchronises with the device before returning.
+  /// the backend) and recomputes their spectra. Allocates nothing; GPU backends copy and transform on
+  /// the calling thread's default stream and wait for it before returning. Executes still in flight
+  /// that read the old kernels must have been waited for by the caller (their streams are its own).
   virtual void set_kernels(std::span<const std::complex<double>> kernels) = 0;
 
   /// out ← the pattern's convolutions of in, for the whole batch. `in` holds problem().input_size()

@@ -198,23 +198,22 @@ class KernelSpectra {
         kernels_host_(g.kernels_total()),
         plan_(g.l1, g.l2, std::size_t(g.slices) * g.kernels, Cufft<Real>::type) {}
 
-  /// Synchronises with the whole device before and after: no execute still in flight on any stream
-  /// reads the spectra being replaced, and they are complete on return. Runs on the legacy stream.
+  /// Runs on the calling thread's default stream and waits for it: the spectra are complete on return.
+  /// Executes still in flight that read the spectra being replaced must have been waited for by the caller.
   void set(const Problem& g, Kernels kernels, Real scale) {
     check_kernels(g, kernels);
     for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = std::complex<Real>(kernels[i]);
-    GS_CUDA_TRY(cudaDeviceSynchronize());
     kernels_device_.upload(kernels_host_);
     const std::size_t count = std::size_t(g.slices) * g.kernels, spectrum_size = std::size_t(g.l1) * g.l2;
-    pad_kernel<<<grid_for(spectrum_size, count), threads_per_block>>>(
+    pad_kernel<<<grid_for(spectrum_size, count), threads_per_block, 0, cudaStreamPerThread>>>(
         reinterpret_cast<const DeviceComplex*>(kernels_device_.data()), spectra_.data(), g.n1 - 1, g.n2 - 1, g.l1,
         g.l2, count, scale);
     GS_CUDA_CHECK_LAUNCH();
     if (!plan_.empty()) {
-      GS_CUFFT_TRY(cufftSetStream(plan_.get(), nullptr));
+      GS_CUFFT_TRY(cufftSetStream(plan_.get(), cudaStreamPerThread));
       GS_CUFFT_TRY(Cufft<Real>::exec(plan_.get(), spectra_.data(), spectra_.data(), CUFFT_FORWARD));
     }
-    GS_CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
 
   [[nodiscard]] DeviceComplex* data() { return spectra_.data(); }

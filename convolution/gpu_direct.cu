@@ -308,9 +308,7 @@ class GpuDirect final : public Convolution<Real> {
   void set_kernels(Kernels kernels) override {
     check_kernels(this->problem_, kernels);
     for (std::size_t i = 0; i < kernels.size(); ++i) kernels_host_[i] = Complex(kernels[i]);
-    GS_CUDA_TRY(cudaDeviceSynchronize());
-    kernels_device_.upload(kernels_host_);
-    GS_CUDA_TRY(cudaDeviceSynchronize());
+    kernels_device_.upload(kernels_host_);  // waits for its copy (executes reading the old kernels: the caller's)
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {

@@ -280,19 +280,18 @@ class GpuFused final : public Convolution<Real> {
     set_kernels(kernels);
   }
 
-  /// Synchronises with the device before (no execute in flight still reads the old spectra) and after
-  /// (the new spectra are complete on return). Runs on the legacy default stream.
+  /// Runs on the calling thread's default stream and waits for it (the new spectra are complete on
+  /// return); executes in flight that read the old spectra must have been waited for by the caller.
   void set_kernels(Kernels kernels) override {
     const Problem& g = this->problem_;
     check_kernels(g, kernels);
-    GS_CUDA_TRY(cudaDeviceSynchronize());
     static_assert(sizeof(double2) == sizeof(std::complex<double>));
-    GS_CUDA_TRY(cudaMemcpy(chi_.data(), kernels.data(), chi_.bytes(), cudaMemcpyHostToDevice));
+    chi_.upload(std::span(reinterpret_cast<const double2*>(kernels.data()), kernels.size()));
     const SpectraParams p{g.n1,  g.n2, g.l1, g.l2, axis_shape<Real>(g.l1), axis_shape<Real>(g.l2),
                           spectrum_width<Real>(g.l1)};
-    spectra_kernel<Real><<<g.slices * g.kernels * g.l2, 128>>>(chi_.data(), spectra_.data(), p);
+    spectra_kernel<Real><<<g.slices * g.kernels * g.l2, 128, 0, cudaStreamPerThread>>>(chi_.data(), spectra_.data(), p);
     GS_CUDA_CHECK_LAUNCH();
-    GS_CUDA_TRY(cudaDeviceSynchronize());
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
 
   void execute(const Complex* in, Complex* out, Stream stream) override {

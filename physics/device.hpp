@@ -23,7 +23,7 @@
 namespace gratingsim::physics {
 
 /// A non-blocking CUDA stream owned for the lifetime of a problem (cudaStreamNonBlocking: it does not
-/// synchronise with the legacy default stream).
+/// synchronise with the legacy default stream). Its destructor waits for it first.
 class DeviceStream {
  public:
   DeviceStream();
@@ -109,8 +109,9 @@ std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients&
 
 /// The averaged preconditioner of preconditioner.hpp on the device: the host-assembled matrices are
 /// uploaded and inverted on the device in complex128 (cuBLAS batched LU, the host's singularity test:
-/// throws as expect_regular_* does), the inverses kept rounded to Real. Waits for the device before
-/// returning (the set-up runs on the legacy default stream). Device memory while building: beside the
+/// throws as expect_regular_* does), the inverses kept rounded to Real. The set-up runs on the calling
+/// thread's default stream (cudaStreamPerThread) and waits for it, not for other streams, before
+/// returning. Device memory while building: beside the
 /// inverses, one part's matrices twice in complex128. The rhs must be grouped by incidence, one or two
 /// per incidence (physics' s, p pairs).
 template <class Real>
@@ -121,8 +122,8 @@ std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedM
 /// The coarse preconditioner (preconditioner.hpp) on the device: `averaged` (Ā⁻¹ alone, from
 /// make_device_preconditioner with an empty `local`), then one launch replacing the coarse entries by
 /// A_c⁻¹ x_c, on the same stream. A_c is inverted by cuBLAS in complex128 (throws as
-/// expect_regular_coarse), the inverses kept rounded to Real (n² per incidence). Waits for the device
-/// before returning. `orders`: all orders of the batched layout.
+/// expect_regular_coarse), the inverses kept rounded to Real (n² per incidence). Waits for the calling
+/// thread's default stream before returning. `orders`: all orders of the batched layout.
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_device_coarse_preconditioner(std::unique_ptr<Preconditioner<Real>> averaged,
                                                                         const CoarseMatrices& coarse,

@@ -313,26 +313,6 @@ int blocks_per_rhs(const BatchLayout& l, int restart) {
   return int(std::clamp<std::size_t>(per_rhs, 1, std::min<std::size_t>(chunks, 65535)));
 }
 
-/// Pinned host memory (cudaMemcpyAsync to and from it is truly asynchronous).
-template <class T>
-class Pinned {
- public:
-  explicit Pinned(std::size_t count) : size_(count) {
-    GS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&data_), std::max<std::size_t>(count, 1) * sizeof(T)));
-  }
-  ~Pinned() {
-    if (data_) cudaFreeHost(data_);
-  }
-  Pinned(const Pinned&) = delete;
-  Pinned& operator=(const Pinned&) = delete;
-  [[nodiscard]] T* data() { return data_; }
-  [[nodiscard]] const T* data() const { return data_; }
-  [[nodiscard]] std::size_t size() const { return size_; }
-
- private:
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-};
 
 template <class Real>
 class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
@@ -499,8 +479,8 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
   DeviceBuffer<double2> rotation_s_, coefficient_, partial_, scale_;
   DeviceBuffer<double> b_norm_, beta_, norms_;
   DeviceBuffer<int> in_cycle_, budget_, dimension_, any_in_cycle_;
-  Pinned<double> beta_host_;
-  Pinned<int> budget_host_, dimension_host_, any_in_cycle_host_;
+  PinnedBuffer<double> beta_host_;
+  PinnedBuffer<int> budget_host_, dimension_host_, any_in_cycle_host_;
   cudaEvent_t events_[event_ring] = {};
 };
 

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <map>
 #include <string>
 #include <type_traits>
 
@@ -176,14 +177,28 @@ __global__ void round_to(const double2* in, V* out, std::size_t count) {
   if (i < count) out[i] = V{decltype(V::x)(in[i].x), decltype(V::y)(in[i].y)};
 }
 
-/// A cuBLAS handle for one set-up, on the legacy default stream (the set-up's copies are synchronous).
+/// This thread's cuBLAS handle for the current device, on the thread's default stream
+/// (cudaStreamPerThread), created on first use and kept until the thread ends: cublasCreate and
+/// cublasDestroy allocate and free device memory, which synchronises the whole device, so a handle per
+/// set-up stalled every worker sharing the GPU (app/run.cpp). Per thread because a handle must not be
+/// used by two threads at once.
 class CublasHandle {
  public:
-  CublasHandle() { GS_CUBLAS_TRY(cublasCreate(&handle_)); }
+  static cublasHandle_t get() {
+    thread_local std::map<int, CublasHandle> handles;
+    int device = 0;
+    GS_CUDA_TRY(cudaGetDevice(&device));
+    auto it = handles.find(device);
+    if (it == handles.end()) it = handles.try_emplace(device).first;
+    return it->second.handle_;
+  }
+  CublasHandle() {
+    GS_CUBLAS_TRY(cublasCreate(&handle_));
+    GS_CUBLAS_TRY(cublasSetStream(handle_, cudaStreamPerThread));
+  }
   ~CublasHandle() { cublasDestroy(handle_); }  // no throw from a destructor
   CublasHandle(const CublasHandle&) = delete;
   CublasHandle& operator=(const CublasHandle&) = delete;
-  [[nodiscard]] cublasHandle_t get() const { return handle_; }
 
  private:
   cublasHandle_t handle_ = nullptr;
@@ -191,13 +206,13 @@ class CublasHandle {
 
 /// The inverses of `count` n×n complex128 matrices (column-major, one after another), inverted on the
 /// device and returned rounded to Real (V). `expect_regular(largest, smallest_pivot)` checks them
-/// before the inversion, on the host. Everything runs on the legacy default stream and synchronises
-/// with the host: each copy (DeviceBuffer's cudaMemcpy from and to pageable memory) waits for the
-/// work before it (the download of the check arrays for the factorisation), and the buffers freed on
-/// return (cudaFree) wait for the inversion; the kernels and the two cuBLAS calls are asynchronous.
+/// before the inversion, on the host. Everything runs on the calling thread's default stream
+/// (cudaStreamPerThread): each copy (DeviceBuffer's) waits for the work before it on that stream (the
+/// download of the check arrays for the factorisation); the kernels and the two cuBLAS calls are
+/// asynchronous, and the caller waits for the stream before the inverses are used elsewhere.
 /// Device memory while it runs: the matrices twice in complex128 (factors, inverses), and the result.
 template <class V, class Check>
-DeviceBuffer<V> invert_on_device(const CublasHandle& cublas, const std::vector<std::complex<double>>& matrices,
+DeviceBuffer<V> invert_on_device(const std::vector<std::complex<double>>& matrices,
                                        std::size_t n, std::size_t count, Check expect_regular) {
   GS_EXPECTS(matrices.size() == n * n * count && count > 0, "invert_on_device: matrix sizes");
   GS_SUPPORTS(n * n <= std::size_t(std::numeric_limits<int>::max()) && count <= std::size_t(std::numeric_limits<int>::max()),
@@ -205,7 +220,7 @@ DeviceBuffer<V> invert_on_device(const CublasHandle& cublas, const std::vector<s
   DeviceBuffer<double2> factors(matrices.size());
   factors.upload(std::span(reinterpret_cast<const double2*>(matrices.data()), matrices.size()));
   DeviceBuffer<double> largest(count), smallest(count);
-  largest_elements<<<unsigned(count), threads>>>(factors.data(), n * n, largest.data());
+  largest_elements<<<unsigned(count), threads, 0, cudaStreamPerThread>>>(factors.data(), n * n, largest.data());
   GS_CUDA_CHECK_LAUNCH();
   // cuBLAS takes arrays of device pointers to the matrices.
   std::vector<cuDoubleComplex*> pointers(count);
@@ -214,9 +229,9 @@ DeviceBuffer<V> invert_on_device(const CublasHandle& cublas, const std::vector<s
   factor_pointers.upload(pointers);
   DeviceBuffer<int> pivots(n * count), info(count);
   // info[k] > 0 where a pivot is exactly zero: the smallest-pivot test below includes that case.
-  GS_CUBLAS_TRY(cublasZgetrfBatched(cublas.get(), int(n), factor_pointers.data(), int(n), pivots.data(), info.data(),
+  GS_CUBLAS_TRY(cublasZgetrfBatched(CublasHandle::get(), int(n), factor_pointers.data(), int(n), pivots.data(), info.data(),
                                  int(count)));
-  smallest_pivots<<<unsigned(count), threads>>>(factors.data(), int(n), smallest.data());
+  smallest_pivots<<<unsigned(count), threads, 0, cudaStreamPerThread>>>(factors.data(), int(n), smallest.data());
   GS_CUDA_CHECK_LAUNCH();
   std::vector<double> largest_host(count), smallest_host(count);
   largest.download(largest_host);  // waits for the factorisation
@@ -236,10 +251,10 @@ DeviceBuffer<V> invert_on_device(const CublasHandle& cublas, const std::vector<s
   for (std::size_t k = 0; k < count; ++k) pointers[k] = reinterpret_cast<cuDoubleComplex*>(inverses + k * n * n);
   DeviceBuffer<cuDoubleComplex*> inverse_pointers(count);
   inverse_pointers.upload(pointers);
-  GS_CUBLAS_TRY(cublasZgetriBatched(cublas.get(), int(n), factor_pointers.data(), int(n), pivots.data(),
+  GS_CUBLAS_TRY(cublasZgetriBatched(CublasHandle::get(), int(n), factor_pointers.data(), int(n), pivots.data(),
                                  inverse_pointers.data(), int(n), info.data(), int(count)));
   if constexpr (!std::is_same_v<V, double2>) {
-    round_to<V><<<unsigned((matrices.size() + 255) / 256), 256>>>(scratch.data(), result.data(), matrices.size());
+    round_to<V><<<unsigned((matrices.size() + 255) / 256), 256, 0, cudaStreamPerThread>>>(scratch.data(), result.data(), matrices.size());
     GS_CUDA_CHECK_LAUNCH();
   }
   return result;
@@ -268,12 +283,11 @@ class DevicePreconditioner final : public Preconditioner<Real> {
     GS_EXPECTS(averaged_only_ || local_shared_bytes_ <= 48 * 1024,
                "device preconditioner: " + std::to_string(nm_) +
                    " orders exceed the shared memory of one block; use preconditioner: none");
-    const CublasHandle cublas;
     const int orders = nm_, slices = nz_;
-    matrices_ = invert_on_device<V>(cublas, averaged.matrices, averaged.n(), averaged.count(),
+    matrices_ = invert_on_device<V>(averaged.matrices, averaged.n(), averaged.count(),
                                     [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
     if (!averaged_only_) {
-      local_ = invert_on_device<V>(cublas, local.matrices, local.n(), local.count(),
+      local_ = invert_on_device<V>(local.matrices, local.n(), local.count(),
                                    [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
       local_averaged_ = DeviceBuffer<double2>(local.averaged.size());
       local_averaged_.upload(std::span(reinterpret_cast<const double2*>(local.averaged.data()), local.averaged.size()));
@@ -281,7 +295,9 @@ class DevicePreconditioner final : public Preconditioner<Real> {
       t1_ = DeviceBuffer<V>(vector);
       t2_ = DeviceBuffer<V>(vector);
     }
-    GS_CUDA_TRY(cudaDeviceSynchronize());  // the inversions ran on the legacy default stream; apply uses the problem's
+    // The inversions ran on this thread's default stream; apply uses the problem's: wait for the former
+    // (alone: not for other workers sharing the device).
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
 
   [[nodiscard]] Memory memory() const override { return Memory::device; }
@@ -384,12 +400,11 @@ class DeviceCoarsePreconditioner final : public Preconditioner<Real> {
     for (std::size_t a = 0; a < std::size_t(coarse.incidences); ++a)
       for (std::size_t j = 0; j < n; ++j)
         for (std::size_t i = 0; i < n; ++i) transposed[(a * n + i) * n + j] = coarse.matrices[(a * n + j) * n + i];
-    const CublasHandle cublas;
-    inverses_ = invert_on_device<V>(cublas, transposed, n, std::size_t(coarse.incidences),
+    inverses_ = invert_on_device<V>(transposed, n, std::size_t(coarse.incidences),
                                     [](auto largest, auto pivots) { expect_regular_coarse(largest, pivots); });
     orders_ = DeviceBuffer<int>(coarse.orders.size());
     orders_.upload(coarse.orders);
-    GS_CUDA_TRY(cudaDeviceSynchronize());  // the inversion ran on the legacy default stream
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));  // the inversion ran on this thread's default stream
   }
 
   [[nodiscard]] Memory memory() const override { return Memory::device; }

@@ -22,7 +22,12 @@ DeviceStream::DeviceStream() {
   stream_ = s;
 }
 DeviceStream::~DeviceStream() {
-  if (stream_) cudaStreamDestroy(stream_);  // no throw from a destructor
+  // Waits first: buffers are freed in the order of their freeing thread's default stream only
+  // (core/device_buffer.hpp), so no work of this stream may still run on memory freed around it.
+  if (stream_) {
+    cudaStreamSynchronize(stream_);  // no throw from a destructor
+    cudaStreamDestroy(stream_);
+  }
 }
 void DeviceStream::synchronize() const { GS_CUDA_TRY(cudaStreamSynchronize(stream_)); }
 
@@ -132,22 +137,6 @@ __global__ void combine_rows(const Complex2<Real>* __restrict__ basis, Complex2<
   }
 }
 
-/// Pinned host memory for the partial sums (cudaMemcpyAsync into it is truly asynchronous).
-class PinnedPartials {
- public:
-  explicit PinnedPartials(std::size_t count) {
-    GS_CUDA_TRY(cudaMallocHost(reinterpret_cast<void**>(&data_), count * sizeof(double2)));
-  }
-  ~PinnedPartials() {
-    if (data_) cudaFreeHost(data_);
-  }
-  PinnedPartials(const PinnedPartials&) = delete;
-  PinnedPartials& operator=(const PinnedPartials&) = delete;
-  [[nodiscard]] double2* data() { return data_; }
-
- private:
-  double2* data_ = nullptr;
-};
 
 template <class Real>
 class DeviceVectorSpace final : public VectorSpace<Real> {
@@ -289,7 +278,7 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   int reduce_blocks_;
   DeviceBuffer<V> storage_;
   DeviceBuffer<double2> partial_device_;
-  PinnedPartials partial_host_;
+  PinnedBuffer<double2> partial_host_;
 };
 
 }  // namespace

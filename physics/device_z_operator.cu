@@ -280,14 +280,14 @@ class DeviceZOperator final : public ZOperator<Real> {
     z.upload(g.grid.z);
     thickness.upload(g.grid.thickness);
     constexpr int table_threads = 256;
-    green_tables<<<unsigned((per_slice_ + table_threads - 1) / table_threads), table_threads>>>(
+    green_tables<<<unsigned((per_slice_ + table_threads - 1) / table_threads), table_threads, 0, cudaStreamPerThread>>>(
         kz_.data(), z.data(), thickness.data(), g.incidences, nz_, nm_, step_.data(), weight_.data(), self_.data(),
         depth_.data());
     GS_CUDA_CHECK_LAUNCH();
     rhs_incidence_.upload(rhs_incidence);
-    // The tables' kernel runs on the legacy default stream, which the problem's (non-blocking) stream
-    // does not wait for: wait here, once.
-    GS_CUDA_TRY(cudaDeviceSynchronize());
+    // The tables' kernel runs on this thread's default stream, which the problem's (non-blocking)
+    // stream does not wait for: wait here, once (for that stream alone, not for other workers').
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
 
   [[nodiscard]] Memory memory() const override { return Memory::device; }

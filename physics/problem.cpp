@@ -237,6 +237,14 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
 }
 
 template <class Real>
+DiscreteProblem<Real>::~DiscreteProblem() {
+  try {
+    synchronize();
+  } catch (...) {  // no throw from a destructor; a failure here means a dead context
+  }
+}
+
+template <class Real>
 void DiscreteProblem<Real>::synchronize() const {
 #if GRATINGSIM_HAVE_CUDA
   if (device_stream_) device_stream_->synchronize();

@@ -59,6 +59,11 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// norm() and download() wait for it).
   DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences, const ProblemSettings& settings,
                   int slice_factor, std::vector<std::string>& warnings);
+  /// Waits for the problem's stream before its buffers go: they are freed in stream order of the
+  /// freeing thread's default stream only (core/device_buffer.hpp).
+  ~DiscreteProblem() override;
+  DiscreteProblem(const DiscreteProblem&) = delete;
+  DiscreteProblem& operator=(const DiscreteProblem&) = delete;
 
   [[nodiscard]] const BatchLayout& layout() const override { return layout_; }
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_space(int count) const override;
