@@ -120,11 +120,13 @@ double batch_unknowns(const io::Problem& problem) {
 
 /// A batch this small leaves a GPU mostly idle: its Krylov step is a few dozen launches of a few
 /// microseconds of work each, so several batches on their own streams overlap. Measured on one H200,
-/// gpu-fused, sweep wall time with 1 → 4 workers on the device (validation/results/workers-h200.txt):
-/// default.yaml (3e3 unknowns) 0.51 → 0.35 s, contact_holes (2e4) 0.31 → 0.14 s, si_lines_metrology
-/// (2e4) 4.2 → 2.3 s; problem_case_3 (6e6) 0.64 → 0.62–0.89 s (no gain: one batch fills the GPU).
+/// gpu-fused, sweep wall time (validation/results/workers-h200.txt): with set-up that synchronised the
+/// whole device (session 8), 1 → 4 workers: default.yaml (3e3 unknowns) 0.51 → 0.35 s, contact_holes
+/// (2e4) 0.31 → 0.14 s, si_lines_metrology (2e4) 4.2 → 2.3 s; problem_case_3 (6e6) 0.64 → 0.62–0.89 s
+/// (no gain: one batch fills the GPU). With stream-ordered set-up (core/device_buffer.hpp), 1 → 4 → 8
+/// workers: default.yaml 0.42–0.46 → 0.14 → 0.11 s; si_lines_metrology 4 → 8: 1.34 → 1.14 s.
 constexpr double concurrent_batch_unknowns = 2.5e5;
-constexpr int workers_per_device_small = 4;
+constexpr int workers_per_device_small = 8;
 
 /// The local workers of one process: for a GPU backend, one per visible CUDA device, or
 /// workers_per_device_small per device (sharing it, each worker on its own stream) when batches are
