@@ -47,6 +47,9 @@ def main():
         wavelengths = f["sweep/wavelength"][:]
         thetas, phis = f["sweep/theta"][:], f["sweep/phi"][:]
         psi, delta = f["results/psi_deg"][...], f["results/delta_deg"][...]
+    # A case with parameters has their axes first (io/SCHEMA.md §2.5), each of length 1 here.
+    psi = psi.reshape(psi.shape[-3:])
+    delta = delta.reshape(delta.shape[-3:])
     print(f"truth spectrum: {psi.size} points in {time.perf_counter() - start:.1f} s")
 
     def fit_draw(draw):
