@@ -61,7 +61,8 @@ def main():
                 for k, p in enumerate(phis):
                     noisy_psi = psi[i, j, k] + rng.normal(0.0, a.sigma_psi)
                     noisy_delta = delta[i, j, k] + rng.normal(0.0, a.sigma_delta)
-                    rows.append(f"{w!r}, {t!r}, {p!r}, {noisy_psi!r}, {noisy_delta!r}, {a.sigma_psi!r}, {a.sigma_delta!r}")
+                    values = (w, t, p, noisy_psi, noisy_delta, a.sigma_psi, a.sigma_delta)
+                    rows.append(", ".join(repr(float(v)) for v in values))  # shortest round-trip decimals
         csv.write_text("\n".join(rows) + "\n")
         fit_file = a.out / f"fit_{draw:02d}.h5"
         log = a.out / f"fit_{draw:02d}.log"
