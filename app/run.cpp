@@ -128,16 +128,22 @@ double batch_unknowns(const io::Problem& problem) {
 constexpr double concurrent_batch_unknowns = 2.5e5;
 constexpr int workers_per_device_small = 8;
 
+/// The workers of one process (local_workers).
+struct LocalWorkers {
+  std::vector<WorkerOptions> workers;
+  /// The workers the sweep's wavelengths are split for (plan_units): the devices where workers only
+  /// share them, so that sharing never splits a batch.
+  int parallel = 1;
+};
+
 /// The local workers of one process: for a GPU backend, one per visible CUDA device, or
 /// workers_per_device_small per device (sharing it, each worker on its own stream) when batches are
 /// small and there are more batches (wavelengths, or parameter points × wavelengths) than devices;
-/// else one. `asked` (--workers) workers instead, sharing the devices in turn. `parallel`: the workers the sweep's wavelengths are split for
-/// (plan_units): the devices where workers only share them, so that sharing never splits a batch.
-std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<int> asked, const io::Problem& problem,
-                                         int& parallel) {
+/// else one. `asked` (--workers) workers instead, sharing the devices in turn, and as many parallel.
+LocalWorkers local_workers(conv::Backend backend, std::optional<int> asked, const io::Problem& problem) {
   const int devices = conv::memory_of(backend) == Memory::device ? int(conv::cuda_report().devices.size()) : 0;
   int count = std::max(devices, 1);
-  parallel = count;
+  int parallel = count;
   if (devices > 0 && batch_unknowns(problem) <= concurrent_batch_unknowns)
     count = int(std::clamp<std::size_t>(problem.layout.batches(), std::size_t(devices),
                                         std::size_t(devices * workers_per_device_small)));
@@ -145,7 +151,7 @@ std::vector<WorkerOptions> local_workers(conv::Backend backend, std::optional<in
   std::vector<WorkerOptions> workers(static_cast<std::size_t>(count));
   if (devices > 1)  // one device: the current one, as ever
     for (std::size_t k = 0; k < workers.size(); ++k) workers[k].cuda_device = int(k) % devices;
-  return workers;
+  return {std::move(workers), parallel};
 }
 
 /// Every rank takes its own GPU: the local rank's index among this host's devices (modulo their
@@ -217,8 +223,13 @@ void take_backend(Run& run) {
   if (run.ranks) run.backend_name = run.ranks->broadcast(run.backend_name);
   run.problem.solver.backend = conv::parse_backend(run.backend_name);
   const conv::Backend backend = run.problem.solver.backend;
-  run.workers = run.ranks ? std::vector<WorkerOptions>{{.fail_on_worker = s.fail_on_rank}}
-                          : local_workers(backend, s.workers, run.problem, run.parallel);
+  if (run.ranks) {
+    run.workers = {{.fail_on_worker = s.fail_on_rank}};
+  } else {
+    LocalWorkers local = local_workers(backend, s.workers, run.problem);
+    run.workers = std::move(local.workers);
+    run.parallel = local.parallel;
+  }
   if (run.ranks && conv::memory_of(backend) == Memory::device)
     settle(run.all(), [&] { run.workers[0].cuda_device = bind_device(*run.ranks); });
   settle(run.all(), [&] {

@@ -46,6 +46,50 @@ struct Coefficients {
   const double2 *step, *weight, *self, *depth;
 };
 
+/// ê·s, t̂·s, ẑ·s of the source s = k1² c.
+struct Projections {
+  Cx e, t, z;
+};
+
+/// What z_sweeps and far_field_sums_kernel both derive for thread t = r·orders + m (right-hand side r,
+/// order m): the order's coefficients and polarisation frame, and the indices of c and of the slice
+/// tables (computed here once, so that both read the same numbers the same way).
+struct OrderSetup {
+  int r, m, a, nr, nm, nz, sc;  // a: r's incidence
+  double k1sq;
+  Cx kz, rs, rp;
+  double tx, ty, kr;
+  double ex, ey;  // ê = ẑ × t̂
+  Cx pt;          // p̂± = (±pt t̂, pz ẑ): pt = kz/k1, pz = −kρ/k1
+  double pz;
+  /// Element (p, r, component, m) of the convolution output c: sc (3, 4 or 5) components per block,
+  /// 0..2 the source, 3 and 4 (where present) D_x, D_y added to y (z_operator.hpp).
+  __device__ std::size_t c_at(int p, int comp) const {
+    return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m;
+  }
+  /// Slice p's entry of the per-slice tables, coefficient (a, p, m).
+  __device__ std::size_t coef(int p) const { return (std::size_t(a) * nz + p) * nm + m; }
+  /// The projections of a slice's source s = k1² c from its components c[0..2].
+  template <class V>
+  __device__ Projections project(const V c[3]) const {
+    const Cx sx = k1sq * widen(c[0]), sy = k1sq * widen(c[1]), sz = k1sq * widen(c[2]);
+    return {ex * sx + ey * sy, tx * sx + ty * sy, sz};
+  }
+  __device__ Cx plus(const Projections& s) const { return pt * s.t + pz * s.z; }      // p̂+·s
+  __device__ Cx minus(const Projections& s) const { return -(pt * s.t) + pz * s.z; }  // p̂−·s
+};
+
+__device__ inline OrderSetup order_setup(const Coefficients& g, const int* rhs_incidence, int t, int nr, int nm, int nz,
+                                         int sc, double k1) {
+  const int r = t / nm, m = t % nm, a = rhs_incidence[r];
+  const std::size_t io = std::size_t(a) * nm + m;
+  const Cx kz = widen(g.kz[io]);
+  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io];
+  return {.r = r, .m = m, .a = a, .nr = nr, .nm = nm, .nz = nz, .sc = sc, .k1sq = k1 * k1, .kz = kz,
+          .rs = widen(g.rs[io]), .rp = widen(g.rp[io]), .tx = tx, .ty = ty, .kr = kr, .ex = -ty, .ey = tx,
+          .pt = kz / k1, .pz = -kr / k1};
+}
+
 template <class Real>
 __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Complex2<Real>* __restrict__ c,
                                                Complex2<Real>* y, Coefficients g,
@@ -54,37 +98,18 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
   using V = Complex2<Real>;
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= nr * nm) return;
-  const int r = t / nm, m = t % nm;
-  const int a = rhs_incidence[r];
-  const std::size_t io = std::size_t(a) * nm + m;
-  const double k1sq = k1 * k1;
-  const Cx kz = widen(g.kz[io]), rs = widen(g.rs[io]), rp = widen(g.rp[io]);
-  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io];
-  const double ex = -ty, ey = tx;  // ê = ẑ × t̂
-  const Cx pt = kz / k1;           // p̂± = (±pt t̂, −kρ/k1)
-  const double pz = -kr / k1;
-  const Cx pref = Cx{0, 1} / (2.0 * kz);
-  const Cx kz2 = kz * kz;
-  // Element (p, r, component, m) of the batched layout; coefficient (a, p, m).
-  const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m; };
-  // Element (p, r, component, m) of the convolution output c: sc (3, 4 or 5) components per block,
-  // 0..2 the source, 3 and 4 (where present) D_x, D_y added to y (z_operator.hpp).
-  const auto c_at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m; };
-  const auto coef = [&](int p) { return (std::size_t(a) * nz + p) * nm + m; };
-  struct Projections {
-    Cx e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
-  };
+  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc, k1);
+  const Cx pref = Cx{0, 1} / (2.0 * o.kz);
+  const Cx kz2 = o.kz * o.kz;
+  // Element (p, r, component, m) of the batched layout.
+  const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + o.r) * 3 * nm + std::size_t(comp) * nm + o.m; };
   struct Slice {  // what one step of a sweep reads
     V c[3], v[3];
     double2 step, weight, self, depth;
   };
-  const auto project = [&](const Slice& s) {
-    const Cx sx = k1sq * widen(s.c[0]), sy = k1sq * widen(s.c[1]), sz = k1sq * widen(s.c[2]);
-    return Projections{ex * sx + ey * sy, tx * sx + ty * sy, sz};
-  };
   // v_p − (ae ê + at t̂ + az ẑ), rounded to Real.
   const auto subtract = [&](int p, const V v[3], Cx ae, Cx at_, Cx az) {
-    const Cx vx = ae * ex + at_ * tx, vy = ae * ey + at_ * ty;
+    const Cx vx = ae * o.ex + at_ * o.tx, vy = ae * o.ey + at_ * o.ty;
     const Cx out[3] = {widen(v[0]) - vx, widen(v[1]) - vy, widen(v[2]) - az};
     for (int comp = 0; comp < 3; ++comp) y[at(p, comp)] = V{Real(out[comp].re), Real(out[comp].im)};
   };
@@ -93,14 +118,14 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
   const auto fetch = [&](int p, const V* from, bool with_self) {
     Slice s;
     for (int comp = 0; comp < 3; ++comp) {
-      s.c[comp] = c[c_at(p, comp)];
+      s.c[comp] = c[o.c_at(p, comp)];
       s.v[comp] = from[at(p, comp)];
       if (with_self && comp + 3 < sc) {
-        const V d = c[c_at(p, comp + 3)];
+        const V d = c[o.c_at(p, comp + 3)];
         s.v[comp] = V{Real(double(s.v[comp].x) + double(d.x)), Real(double(s.v[comp].y) + double(d.y))};
       }
     }
-    const std::size_t i = coef(p);
+    const std::size_t i = o.coef(p);
     s.step = g.step[i];
     s.weight = g.weight[i];
     s.self = with_self ? g.self[i] : double2{0, 0};
@@ -120,15 +145,15 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
     if (q > 1) after_next = fetch(q - 2, x, true);
     if (q < nz - 1) {
       ue = below_step * (ue + below_weight * below.e);
-      up = below_step * (up + below_weight * (pt * below.t + pz * below.z));
+      up = below_step * (up + below_weight * o.plus(below));
     }
-    const Projections sq = project(current);
+    const Projections sq = o.project(current.c);
     const Cx w = widen(current.weight), d = widen(current.depth), cq = widen(current.self);
-    re += d * w * rs * sq.e;
-    rpm += d * w * rp * (-(pt * sq.t) + pz * sq.z);
+    re += d * w * o.rs * sq.e;
+    rpm += d * w * o.rp * o.minus(sq);
     // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
-    subtract(q, current.v, pref * ue + cq * sq.e, pref * up * pt + cq * kz2 * sq.t / k1sq,
-             pref * up * pz + cq * (kr * kr) * sq.z / k1sq - sq.z / k1sq);
+    subtract(q, current.v, pref * ue + cq * sq.e, pref * up * o.pt + cq * kz2 * sq.t / o.k1sq,
+             pref * up * o.pz + cq * (o.kr * o.kr) * sq.z / o.k1sq - sq.z / o.k1sq);
     below = sq;
     below_step = widen(current.step);
     below_weight = w;
@@ -148,12 +173,12 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
     if (q > 0) {
       const Cx s = widen(current.step);  // e^{ikz(z_{q−1} − z_q)}
       de = s * (de + above_weight * above.e);
-      dp = s * (dp + above_weight * (-(pt * above.t) + pz * above.z));
+      dp = s * (dp + above_weight * o.minus(above));
     }
     const Cx dq = widen(current.depth);
-    subtract(q, current.v, pref * (de + dq * re), pref * (-(pt * dp) + pt * dq * rpm),
-             pref * (pz * dp + pz * dq * rpm));
-    above = project(current);
+    subtract(q, current.v, pref * (de + dq * re), pref * (-(o.pt * dp) + o.pt * dq * rpm),
+             pref * (o.pz * dp + o.pz * dq * rpm));
+    above = o.project(current.c);
     above_weight = widen(current.weight);
     current = next;
     next = after_next;
@@ -168,26 +193,21 @@ __global__ void __launch_bounds__(64) far_field_sums_kernel(const Complex2<Real>
                                                             int nz, int sc, double k1, double2* sums) {
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= nr * nm) return;
-  const int r = t / nm, m = t % nm;
-  const std::size_t io = std::size_t(rhs_incidence[r]) * nm + m;
-  const double k1sq = k1 * k1;
-  const Cx kz = widen(g.kz[io]), rs = widen(g.rs[io]), rp = widen(g.rp[io]), pt = kz / k1;
-  const double tx = g.tx[io], ty = g.ty[io], pz = -g.krho[io] / k1, ex = -ty, ey = tx;
-  const bool up = kz.im == 0 && kz.re > 0;  // Order::propagates_up
+  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc, k1);
+  const bool up = o.kz.im == 0 && o.kz.re > 0;  // Order::propagates_up
   Cx ue, upp, de, dp;
   for (int p = 0; p < nz; ++p) {
-    const std::size_t block = (std::size_t(p) * nr + r) * sc * nm + m;
-    const Cx sx = k1sq * widen(c[block]), sy = k1sq * widen(c[block + nm]), sz = k1sq * widen(c[block + 2 * nm]);
-    const Cx se = ex * sx + ey * sy, st = tx * sx + ty * sy;
-    const Cx s_plus = pt * st + pz * sz, s_minus = -(pt * st) + pz * sz;
-    const std::size_t i = (std::size_t(rhs_incidence[r]) * nz + p) * nm + m;
+    const Complex2<Real> cp[3] = {c[o.c_at(p, 0)], c[o.c_at(p, 1)], c[o.c_at(p, 2)]};
+    const Projections s = o.project(cp);
+    const Cx s_plus = o.plus(s), s_minus = o.minus(s);
+    const std::size_t i = o.coef(p);
     const Cx w = widen(g.weight[i]), d = widen(g.depth[i]);
-    de += w * se * d;
+    de += w * s.e * d;
     dp += w * s_minus * d;
     if (up) {  // e^{−ikz z_p} = conj(e^{ikz z_p}) for a real kz
       const Cx back{d.re, -d.im};
-      ue += w * (se * back + rs * se * d);
-      upp += w * (s_plus * back + rp * s_minus * d);
+      ue += w * (s.e * back + o.rs * s.e * d);
+      upp += w * (s_plus * back + o.rp * s_minus * d);
     }
   }
   double2* out = sums + std::size_t(t) * 4;
@@ -293,27 +313,30 @@ class DeviceZOperator final : public ZOperator<Real> {
   [[nodiscard]] Memory memory() const override { return Memory::device; }
 
   void apply(const Complex* x, const Complex* c, Complex* y, Stream stream) override {
-    const Coefficients g{kz_.data(),   rs_.data(),     rp_.data(),   tx_.data(),   ty_.data(),
-                         krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
     const int pairs = nr_ * nm_;
     z_sweeps<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
-        reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), g,
+        reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), coefficients(),
         rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_);
     GS_CUDA_CHECK_LAUNCH();
   }
 
   void far_field_sums(const Complex* c, std::complex<double>* sums, Stream stream) override {
-    const Coefficients g{kz_.data(),   rs_.data(),     rp_.data(),   tx_.data(),   ty_.data(),
-                         krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
     const int pairs = nr_ * nm_;
     far_field_sums_kernel<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
-        reinterpret_cast<const V*>(c), g, rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_, far_field_sums_.data());
+        reinterpret_cast<const V*>(c), coefficients(), rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_,
+        far_field_sums_.data());
     GS_CUDA_CHECK_LAUNCH();
     GS_CUDA_TRY(cudaMemcpyAsync(sums, far_field_sums_.data(), far_field_sums_.bytes(), cudaMemcpyDeviceToHost, stream));
     GS_CUDA_TRY(cudaStreamSynchronize(stream));
   }
 
  private:
+  /// The kernels' view of the tables.
+  [[nodiscard]] Coefficients coefficients() const {
+    return {kz_.data(),   rs_.data(),   rp_.data(),     tx_.data(),   ty_.data(),
+            krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
+  }
+
   double k1_;
   int sc_;
   int nr_, nm_, nz_;

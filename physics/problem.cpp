@@ -252,18 +252,24 @@ void DiscreteProblem<Real>::synchronize() const {
 }
 
 template <class Real>
-std::vector<std::complex<Real>> DiscreteProblem<Real>::convolve_on_host(std::span<const Complex> solution) {
+void DiscreteProblem<Real>::convolve_into_work(std::span<const Complex> solution) {
   GS_EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
-  std::vector<Complex> c(layout_.size() / 3 * std::size_t(sources_per_block_));
-  if (convolution_->memory() == Memory::device) {
+  if (memory() == Memory::device) {
+    // The convolution reads its input on the device: one vector for the call (problem.hpp says why
+    // there is room). Its cudaFree on return waits for the convolution.
     auto in = make_space(1);
-    auto out = make_output_space(1);
     in->upload(solution, 0);
-    convolution_->execute(in->data(0), out->data(0), stream_);
-    out->download(0, c);  // waits for the stream
+    convolution_->execute(in->data(0), work_->data(0), stream_);
   } else {
-    convolution_->execute(solution.data(), c.data());
+    convolution_->execute(solution.data(), work_->data(0));
   }
+}
+
+template <class Real>
+std::vector<std::complex<Real>> DiscreteProblem<Real>::convolve_on_host(std::span<const Complex> solution) {
+  convolve_into_work(solution);
+  std::vector<Complex> c(layout_.size() / 3 * std::size_t(sources_per_block_));
+  work_->download(0, c);  // waits for the stream
   return c;
 }
 
@@ -282,18 +288,11 @@ std::vector<std::complex<Real>> DiscreteProblem<Real>::physical_field(std::span<
 template <class Real>
 std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> solution) {
   using C = std::complex<double>;
-  GS_EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
   const std::size_t nr = layout_.rhs, nm = layout_.block / 3;
   // The source's sums over the slices, where the convolution output is (device problems download
   // only these 4 numbers per (rhs, order), not the output).
   std::vector<C> sums(nr * nm * 4);
-  if (memory() == Memory::device) {
-    auto in = make_space(1);
-    in->upload(solution, 0);
-    convolution_->execute(in->data(0), work_->data(0), stream_);
-  } else {
-    convolution_->execute(solution.data(), work_->data(0));
-  }
+  convolve_into_work(solution);
   z_operator_->far_field_sums(work_->data(0), sums.data(), stream_);
   std::vector<FarField> out(nr);
   for (std::size_t r = 0; r < nr; ++r) {

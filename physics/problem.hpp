@@ -102,9 +102,8 @@ class DiscreteProblem final : public LinearOperator<Real> {
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
   /// the slice centres (host), with the source s = k1² J: the z-operator's far_field_sums of the
-  /// convolution output. A device problem uploads x (into a device vector it allocates, after the
-  /// solve has released its own), convolves and sums on the device, and downloads 4 numbers per
-  /// (rhs, order).
+  /// convolution output (convolve_into_work). A device problem convolves and sums on the device and
+  /// downloads 4 numbers per (rhs, order).
   [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> solution);
 
   /// The physical field E = M F = F + D at the slice centres from the solution (host, batched
@@ -112,7 +111,14 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] std::vector<Complex> physical_field(std::span<const Complex> solution);
 
  private:
-  /// The convolution output of a host solution x (host, sources_per_block_ components per block).
+  /// work_ ← the convolution of a host solution x (sources_per_block_ components per block, in
+  /// memory()), for far_field and physical_field. A device problem uploads x into a device vector it
+  /// allocates for the call and frees on return: the solver calls these after the solve has released
+  /// its own vectors, so the call adds one vector of the problem's layout to the problem's own memory
+  /// (work_, kernels, tables), where a solve held several.
+  void convolve_into_work(std::span<const Complex> solution);
+  /// The convolution output of a host solution x (host, sources_per_block_ components per block),
+  /// convolve_into_work's work_ downloaded.
   std::vector<Complex> convolve_on_host(std::span<const Complex> solution);
   /// Vectors of the convolution output's layout, in memory().
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_output_space(int count) const;

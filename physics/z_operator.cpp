@@ -121,38 +121,19 @@ class HostZOperator final : public ZOperator<Real> {
   [[nodiscard]] Memory memory() const override { return Memory::host; }
 
   void apply(const Complex* x, const Complex* c, Complex* y, Stream) override {
-    using C = std::complex<double>;
     const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
-    const double k1 = g_.k1, k1sq = k1 * k1;
     const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
 #pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
     for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
-      const int r = int(rm / nm), m = int(rm % nm);
-      const std::size_t io = std::size_t(rhs_[r]) * nm + m;
-      const C kz = g_.kz[io], rs = g_.rs[io], rp = g_.rp[io];
-      const double tx = g_.tx[io], ty = g_.ty[io], kr = g_.krho[io];
-      const double ex = -ty, ey = tx;                            // ê = ẑ × t̂
-      const C pt = kz / k1;                                      // p̂± = (±pt t̂, −kρ/k1)
-      const double pz = -kr / k1;
-      const C pref = I / (2.0 * kz);
-      const C* step = &g_.step[io * nz];
-      const C* weight = &g_.weight[io * nz];
-      const C* self = &g_.self[io * nz];
-      const C* depth = &g_.depth[io * nz];
+      const OrderSetup o = setup(rm);
+      const C pref = I / (2.0 * o.kz);
       // Element (p, r, component, m) of the batched layout.
-      const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m; };
-      // Element (p, r, component, m) of the convolution output c (sc components per block).
-      const auto c_at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m; };
-      struct Projections {
-        C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
-      };
-      const auto load = [&](int p) {
-        const C sx = k1sq * C(c[c_at(p, 0)]), sy = k1sq * C(c[c_at(p, 1)]), sz = k1sq * C(c[c_at(p, 2)]);
-        return Projections{ex * sx + ey * sy, tx * sx + ty * sy, sz};
+      const auto at = [&](int p, int comp) {
+        return (std::size_t(p) * nr + o.r) * 3 * nm + std::size_t(comp) * nm + o.m;
       };
       // Field of amplitudes (ae along ê, at along t̂, az along ẑ) subtracted from y_p.
       const auto subtract = [&](int p, C ae, C at_, C az) {
-        const C vx = ae * ex + at_ * tx, vy = ae * ey + at_ * ty;
+        const C vx = ae * o.ex + at_ * o.tx, vy = ae * o.ey + at_ * o.ty;
         y[at(p, 0)] = Complex(C(y[at(p, 0)]) - vx);
         y[at(p, 1)] = Complex(C(y[at(p, 1)]) - vy);
         y[at(p, 2)] = Complex(C(y[at(p, 2)]) - az);
@@ -161,7 +142,7 @@ class HostZOperator final : public ZOperator<Real> {
       for (int p = 0; p < nz; ++p)
         for (int comp = 0; comp < 3; ++comp) {
           C v = x[at(p, comp)];
-          if (comp + 3 < sc) v += C(c[c_at(p, comp + 3)]);
+          if (comp + 3 < sc) v += C(c[o.c_at(p, comp + 3)]);
           y[at(p, comp)] = Complex(v);
         }
 
@@ -171,17 +152,17 @@ class HostZOperator final : public ZOperator<Real> {
       Projections below{};
       for (int q = nz - 1; q >= 0; --q) {
         if (q < nz - 1) {
-          const C s = step[q + 1];  // e^{ikz(z_q − z_{q+1})}
-          ue = s * (ue + weight[q + 1] * below.e);
-          up = s * (up + weight[q + 1] * (pt * below.t + pz * below.z));
+          const C s = o.step[q + 1];  // e^{ikz(z_q − z_{q+1})}
+          ue = s * (ue + o.weight[q + 1] * below.e);
+          up = s * (up + o.weight[q + 1] * o.plus(below));
         }
-        const Projections sq = load(q);
-        re += depth[q] * weight[q] * rs * sq.e;
-        rpm += depth[q] * weight[q] * rp * (-pt * sq.t + pz * sq.z);
+        const Projections sq = o.source(c, q);
+        re += o.depth[q] * o.weight[q] * o.rs * sq.e;
+        rpm += o.depth[q] * o.weight[q] * o.rp * o.minus(sq);
         // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
-        const C cq = self[q];
-        subtract(q, pref * ue + cq * sq.e, pref * up * pt + cq * kz * kz * sq.t / k1sq,
-                 pref * up * pz + cq * kr * kr * sq.z / k1sq - sq.z / k1sq);
+        const C cq = o.self[q];
+        subtract(q, pref * ue + cq * sq.e, pref * up * o.pt + cq * o.kz * o.kz * sq.t / o.k1sq,
+                 pref * up * o.pz + cq * o.kr * o.kr * sq.z / o.k1sq - sq.z / o.k1sq);
         below = sq;
       }
       // Downward sweep (top to bottom): D = Σ_{p above q} e^{ikz(z_p − z_q)} w_p (ê·s_p, p̂−·s_p), plus the
@@ -190,44 +171,36 @@ class HostZOperator final : public ZOperator<Real> {
       Projections above{};
       for (int q = 0; q < nz; ++q) {
         if (q > 0) {
-          const C s = step[q];  // e^{ikz(z_{q−1} − z_q)}
-          de = s * (de + weight[q - 1] * above.e);
-          dp = s * (dp + weight[q - 1] * (-pt * above.t + pz * above.z));
+          const C s = o.step[q];  // e^{ikz(z_{q−1} − z_q)}
+          de = s * (de + o.weight[q - 1] * above.e);
+          dp = s * (dp + o.weight[q - 1] * o.minus(above));
         }
-        const C dq = depth[q];
-        subtract(q, pref * (de + dq * re), pref * (-pt * dp + pt * dq * rpm), pref * (pz * dp + pz * dq * rpm));
-        above = load(q);
+        const C dq = o.depth[q];
+        subtract(q, pref * (de + dq * re), pref * (-o.pt * dp + o.pt * dq * rpm),
+                 pref * (o.pz * dp + o.pz * dq * rpm));
+        above = o.source(c, q);
       }
     }
   }
 
   void far_field_sums(const Complex* c, std::complex<double>* sums, Stream) override {
-    using C = std::complex<double>;
-    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
-    const double k1 = g_.k1, k1sq = k1 * k1;
+    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size());
     const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
 #pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
     for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
-      const int r = int(rm / nm), m = int(rm % nm);
-      const std::size_t io = std::size_t(rhs_[r]) * nm + m;
-      const C kz = g_.kz[io], rs = g_.rs[io], rp = g_.rp[io], pt = kz / k1;
-      const double tx = g_.tx[io], ty = g_.ty[io], pz = -g_.krho[io] / k1, ex = -ty, ey = tx;
-      const bool up = kz.imag() == 0 && kz.real() > 0;  // Order::propagates_up
-      const C* weight = &g_.weight[io * nz];
-      const C* depth = &g_.depth[io * nz];
+      const OrderSetup o = setup(rm);
+      const bool up = o.kz.imag() == 0 && o.kz.real() > 0;  // Order::propagates_up
       C ue = 0, upp = 0, de = 0, dp = 0;
       for (int p = 0; p < nz; ++p) {
-        const auto at = [&](int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m; };
-        const C sx = k1sq * C(c[at(0)]), sy = k1sq * C(c[at(1)]), sz = k1sq * C(c[at(2)]);
-        const C se = ex * sx + ey * sy, st = tx * sx + ty * sy;
-        const C s_plus = pt * st + pz * sz, s_minus = -pt * st + pz * sz;
-        const C w = weight[p], d = depth[p];
-        de += w * se * d;
+        const Projections s = o.source(c, p);
+        const C s_plus = o.plus(s), s_minus = o.minus(s);
+        const C w = o.weight[p], d = o.depth[p];
+        de += w * s.e * d;
         dp += w * s_minus * d;
         if (up) {  // e^{−ikz z_p} = conj(e^{ikz z_p}) for a real kz
           const C back = std::conj(d);
-          ue += w * (se * back + rs * se * d);
-          upp += w * (s_plus * back + rp * s_minus * d);
+          ue += w * (s.e * back + o.rs * s.e * d);
+          upp += w * (s_plus * back + o.rp * s_minus * d);
         }
       }
       C* out = sums + std::size_t(rm) * 4;
@@ -239,6 +212,46 @@ class HostZOperator final : public ZOperator<Real> {
   }
 
  private:
+  using C = std::complex<double>;
+  struct Projections {
+    C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
+  };
+  /// What apply and far_field_sums both derive for right-hand side r and order m: the order's
+  /// coefficients, its polarisation frame, its rows of the slice tables, and the source's projections
+  /// on that frame (computed here once, so that both read the same numbers the same way).
+  struct OrderSetup {
+    int r, m, nr, nm, sc;
+    double k1sq;
+    C kz, rs, rp;
+    double tx, ty, kr;
+    double ex, ey;  // ê = ẑ × t̂
+    C pt;           // p̂± = (±pt t̂, pz ẑ): pt = kz/k1, pz = −kρ/k1
+    double pz;
+    const C *step, *weight, *self, *depth;  // the rows of (incidence, m), slice p at [p]
+    /// Element (p, r, component, m) of the convolution output c (sc components per block).
+    [[nodiscard]] std::size_t c_at(int p, int comp) const {
+      return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m;
+    }
+    /// The projections of slice p's source s = k1² c[0..2].
+    [[nodiscard]] Projections source(const Complex* c, int p) const {
+      const C sx = k1sq * C(c[c_at(p, 0)]), sy = k1sq * C(c[c_at(p, 1)]), sz = k1sq * C(c[c_at(p, 2)]);
+      return {ex * sx + ey * sy, tx * sx + ty * sy, sz};
+    }
+    [[nodiscard]] C plus(const Projections& s) const { return pt * s.t + pz * s.z; }    // p̂+·s
+    [[nodiscard]] C minus(const Projections& s) const { return -pt * s.t + pz * s.z; }  // p̂−·s
+  };
+  /// The set-up of pair rm = r·orders + m.
+  [[nodiscard]] OrderSetup setup(std::ptrdiff_t rm) const {
+    const int nm = g_.orders, r = int(rm / nm), m = int(rm % nm);
+    const std::size_t io = std::size_t(rhs_[r]) * nm + m, row = io * std::size_t(g_.slices);
+    const double k1 = g_.k1, tx = g_.tx[io], ty = g_.ty[io], kr = g_.krho[io];
+    const C kz = g_.kz[io];
+    return {.r = r, .m = m, .nr = int(rhs_.size()), .nm = nm, .sc = source_components_, .k1sq = k1 * k1,
+            .kz = kz, .rs = g_.rs[io], .rp = g_.rp[io], .tx = tx, .ty = ty, .kr = kr, .ex = -ty, .ey = tx,
+            .pt = kz / k1, .pz = -kr / k1, .step = &g_.step[row], .weight = &g_.weight[row], .self = &g_.self[row],
+            .depth = &g_.depth[row]};
+  }
+
   GreenCoefficients g_;
   std::vector<int> rhs_;
   int source_components_;

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "validation/support/catch.hpp"
+#include "validation/support/scratch_directory.hpp"  // ScratchDirectory, for the app tests
 
 namespace gratingsim::test {
 
@@ -30,27 +31,6 @@ struct Execution {
 inline std::filesystem::path repository_root() {
   return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
 }
-
-/// A fresh directory under the temporary directory, removed with its contents at scope exit.
-class ScratchDirectory {
- public:
-  explicit ScratchDirectory(const std::string& tag)
-      : path_(std::filesystem::temp_directory_path() / ("gratingsim_app_" + tag + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDirectory(const ScratchDirectory&) = delete;
-  ScratchDirectory& operator=(const ScratchDirectory&) = delete;
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 /// Runs `[launcher] gratingsim <arguments>` through the shell (arguments quoted by the caller;
 /// `launcher` e.g. "mpirun -n 2"). FFTW plans by estimate and keeps no wisdom; `auto` keeps its

@@ -119,6 +119,18 @@ int read_converged(const fs::path& file) {
 /// for one fit of lines_case).
 void wait_passively() { setenv("OMP_WAIT_POLICY", "passive", 0); }
 
+/// A fit that succeeded and its estimates (width, height) as the fit file holds them.
+struct Fitted {
+  test::Execution run;
+  std::vector<double> value, error;  ///< parameters/value, parameters/standard_error
+};
+
+/// Noise-free spectra: the fit recovers the true width and height to 1e-6 relative (measured: < 2e-8).
+void check_recovered(const std::vector<double>& value) {
+  CHECK(std::abs(value[0] - true_width) <= 1e-6 * true_width);
+  CHECK(std::abs(value[1] - true_height) <= 1e-6 * true_height);
+}
+
 struct Setup {
   test::ScratchDirectory dir;
   fs::path case_file, measured, fit;
@@ -139,21 +151,28 @@ struct Setup {
   [[nodiscard]] test::Execution fit_it(const std::string& extra = "") const {
     return run_gratingsim("fit " + quoted(case_file) + " " + quoted(measured) + " -o " + quoted(fit) + " " + extra);
   }
+  /// fit_it, which must succeed (status 0), and its two parameters' estimates read back.
+  [[nodiscard]] Fitted fit_and_read(const std::string& extra = "") const {
+    Fitted f{fit_it(extra), {}, {}};
+    INFO(f.run.output);
+    REQUIRE(f.run.status == 0);
+    f.value = read_doubles(fit, "parameters/value");
+    f.error = read_doubles(fit, "parameters/standard_error");
+    REQUIRE(f.value.size() == 2);
+    REQUIRE(f.error.size() == 2);
+    return f;
+  }
 };
 
 }  // namespace
 
 TEST_CASE("fit recovers the parameters of noise-free spectra to 1e-6 relative", "[app][fit]") {
   const Setup s("exact", 0, 0, 1);
-  const auto r = s.fit_it();
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  CHECK(contains(r.output, "converged"));
-  CHECK(contains(r.output, "reduced χ²"));
-  const auto value = read_doubles(s.fit, "parameters/value");
-  REQUIRE(value.size() == 2);
-  CHECK(std::abs(value[0] - true_width) <= 1e-6 * true_width);  // measured: < 2e-8 relative
-  CHECK(std::abs(value[1] - true_height) <= 1e-6 * true_height);
+  const Fitted f = s.fit_and_read();
+  INFO(f.run.output);
+  CHECK(contains(f.run.output, "converged"));
+  CHECK(contains(f.run.output, "reduced χ²"));
+  check_recovered(f.value);
   CHECK(read_converged(s.fit) == 1);
 }
 
@@ -162,20 +181,15 @@ TEST_CASE("fit recovers the parameters of noisy spectra within 3 standard errors
   const unsigned seed = 20261126;
   INFO("seed " << seed);
   const Setup s("noisy", 0.05, 0.1, seed);
-  const auto r = s.fit_it();
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  const auto value = read_doubles(s.fit, "parameters/value");
-  const auto error = read_doubles(s.fit, "parameters/standard_error");
-  REQUIRE(value.size() == 2);
-  REQUIRE(error.size() == 2);
+  const Fitted f = s.fit_and_read();
+  INFO(f.run.output);
   const double truth[] = {true_width, true_height};
   for (std::size_t j = 0; j < 2; ++j) {
-    INFO("parameter " << j << ": " << value[j] << " ± " << error[j]);
-    CHECK(std::isfinite(error[j]));
-    CHECK(error[j] > 0);
-    CHECK(std::abs(value[j] - truth[j]) <= 3 * error[j]);
-    CHECK(error[j] < 0.05 * truth[j]);  // the data do determine it
+    INFO("parameter " << j << ": " << f.value[j] << " ± " << f.error[j]);
+    CHECK(std::isfinite(f.error[j]));
+    CHECK(f.error[j] > 0);
+    CHECK(std::abs(f.value[j] - truth[j]) <= 3 * f.error[j]);
+    CHECK(f.error[j] < 0.05 * truth[j]);  // the data do determine it
   }
   const auto residual = read_doubles(s.fit, "spectra/residual");
   CHECK(residual.size() == 12);
@@ -273,15 +287,11 @@ TEST_CASE("fit.library: the start from a library run, interpolated, and a librar
   std::ofstream(s.dir / "library.yaml") << library_case;
   REQUIRE(run_gratingsim("run " + quoted(s.dir / "library.yaml") + " -o " + quoted(s.dir / "library.h5") + " --quiet")
               .status == 0);
-  const auto r = s.fit_it();
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  CHECK(contains(r.output, "start from the library"));
-  CHECK(contains(r.output, "(9 points)"));
-  const auto value = read_doubles(s.fit, "parameters/value");
-  REQUIRE(value.size() == 2);
-  CHECK(std::abs(value[0] - true_width) <= 1e-6 * true_width);
-  CHECK(std::abs(value[1] - true_height) <= 1e-6 * true_height);
+  const Fitted f = s.fit_and_read();
+  INFO(f.run.output);
+  CHECK(contains(f.run.output, "start from the library"));
+  CHECK(contains(f.run.output, "(9 points)"));
+  check_recovered(f.value);
 
   fs::remove(s.dir / "library.h5");
   const auto missing = s.fit_it("--overwrite");
@@ -302,14 +312,10 @@ TEST_CASE("fit recovers the parameters from Mueller elements", "[app][fit]") {
       out << spectrum.wavelength[i] << ", " << spectrum.theta[i] << ", " << spectrum.mueller[i][1] << ", "
           << spectrum.mueller[i][10] << ", " << spectrum.mueller[i][11] << ", 1e-3, 1e-3, 1e-3\n";
   }
-  const auto r = s.fit_it();
-  INFO(r.output);
-  REQUIRE(r.status == 0);
-  CHECK(contains(r.output, "Mueller elements"));
-  const auto value = read_doubles(s.fit, "parameters/value");
-  REQUIRE(value.size() == 2);
-  CHECK(std::abs(value[0] - true_width) <= 1e-6 * true_width);
-  CHECK(std::abs(value[1] - true_height) <= 1e-6 * true_height);
+  const Fitted f = s.fit_and_read();
+  INFO(f.run.output);
+  CHECK(contains(f.run.output, "Mueller elements"));
+  check_recovered(f.value);
 }
 
 TEST_CASE("fit says which solves failed when the model has no spectrum at the start", "[app][fit]") {
@@ -336,15 +342,11 @@ TEST_CASE("over 20 noise draws the fit's standard errors match the scatter of it
   int within[2] = {0, 0};
   for (int k = 0; k < draws; ++k) {
     write_measured(s.measured, spectrum, 0.05, 0.1, 1000u + unsigned(k));
-    const auto r = s.fit_it("--overwrite");
-    INFO(r.output);
-    REQUIRE(r.status == 0);
-    const auto value = read_doubles(s.fit, "parameters/value");
-    const auto error = read_doubles(s.fit, "parameters/standard_error");
+    const Fitted f = s.fit_and_read("--overwrite");
     for (std::size_t j = 0; j < 2; ++j) {
-      estimates[j].push_back(value[j]);
-      errors[j].push_back(error[j]);
-      within[j] += std::abs(value[j] - truth[j]) <= 3 * error[j];
+      estimates[j].push_back(f.value[j]);
+      errors[j].push_back(f.error[j]);
+      within[j] += std::abs(f.value[j] - truth[j]) <= 3 * f.error[j];
     }
   }
   for (std::size_t j = 0; j < 2; ++j) {

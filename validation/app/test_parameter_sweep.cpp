@@ -14,6 +14,7 @@
 
 #include "io/results.hpp"
 #include "validation/app/executable.hpp"
+#include "validation/app/stop_and_resume.hpp"
 #include "validation/support/catch.hpp"
 
 namespace fs = std::filesystem;
@@ -113,38 +114,13 @@ TEST_CASE("a parameter sweep's file equals the literal cases' runs point for poi
 
 TEST_CASE("an interrupted parameter sweep resumes to the uninterrupted file", "[app][parameters]") {
   const test::ScratchDirectory dir("parameters_resume");
-  const fs::path config = dir / "sweep.yaml", whole = dir / "whole.h5", resumed = dir / "resumed.h5";
+  const fs::path config = dir / "sweep.yaml";
   std::ofstream(config) << test::parameter_case;
-  const test::Execution uninterrupted =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(whole) + " --backend cpu-fftw");
-  INFO(uninterrupted.output);
-  REQUIRE(uninterrupted.status == 0);
-
   // 9 of 24 points: the first parameter point's 6 and half of the second's batches.
-  const test::Execution stopped =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(resumed) + " --backend cpu-fftw --stop-after 9");
-  INFO(stopped.output);
-  REQUIRE(stopped.status == 1);
-  const std::string partial = io::partial_path(resumed.string());
-  REQUIRE(fs::exists(partial));
-  std::vector<io::PointResult> finished;
-  {
-    const io::ResultReader reader(partial);
-    for (std::size_t p = 0; p < 24; ++p) CHECK(reader.done(p) == (p < 9));
-    for (std::size_t p = 0; p < 9; ++p) finished.push_back(reader.read(p));
-  }
-  const test::Execution resume =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(resumed) + " --backend cpu-fftw --resume");
-  INFO(resume.output);
-  REQUIRE(resume.status == 0);
-  CHECK(contains(resume.output, "15 point(s) solved"));
-  const io::ResultReader a(whole.string()), b(resumed.string());
-  CHECK(a.layout() == b.layout());
-  for (std::size_t p = 0; p < 24; ++p) {
-    INFO("point " << p);
-    if (p < 9) CHECK(b.read(p) == finished[p]);  // kept, not recomputed (times included)
-    CHECK(without_times(b.read(p)) == without_times(a.read(p)));
-  }
+  test::check_stop_and_resume(dir.path(), config, "--backend cpu-fftw", 24, 9,
+                              [](const io::PointResult& resumed, const io::PointResult& whole) {
+                                CHECK(without_times(resumed) == without_times(whole));
+                              });
 }
 
 TEST_CASE("a parameter point with an invalid geometry: its values named, status 1, no file written", "[app][parameters]") {

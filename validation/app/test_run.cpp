@@ -19,6 +19,7 @@
 #include "io/problem.hpp"
 #include "io/results.hpp"
 #include "validation/app/executable.hpp"
+#include "validation/app/stop_and_resume.hpp"
 #include "validation/support/catch.hpp"
 
 namespace fs = std::filesystem;
@@ -183,48 +184,13 @@ TEST_CASE("a resumed interrupted run equals an uninterrupted one and keeps the f
   const auto [tag, text] = GENERATE(std::pair{"fixed", sweep_case}, std::pair{"auto", test::auto_sweep_case});
   INFO(tag);
   const test::ScratchDirectory dir(std::string("resume_") + tag);
-  const fs::path config = dir / "sweep.yaml", whole = dir / "whole.h5", resumed = dir / "resumed.h5";
+  const fs::path config = dir / "sweep.yaml";
   std::ofstream(config) << text;
-  const std::string partial = io::partial_path(resumed.string());
-
-  const test::Execution uninterrupted =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(whole) + " --backend cpu-fftw");
-  INFO(uninterrupted.output);
-  REQUIRE(uninterrupted.status == 0);
-
   // Interrupted after 3 of 6 points: in the middle of the second wavelength's batch of two.
-  const test::Execution stopped =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(resumed) + " --backend cpu-fftw --stop-after 3");
-  INFO(stopped.output);
-  REQUIRE(stopped.status == 1);
-  CHECK(contains(stopped.output, "stopped after 3 points"));
-  CHECK(!fs::exists(resumed));
-  REQUIRE(fs::exists(partial));
-  std::vector<io::PointResult> finished;
-  {
-    const io::ResultReader reader(partial);
-    for (std::size_t p = 0; p < 6; ++p) CHECK(reader.done(p) == (p < 3));
-    for (std::size_t p = 0; p < 3; ++p) finished.push_back(reader.read(p));
-  }
-
-  const test::Execution resume =
-      run_gratingsim("run " + quoted(config) + " -o " + quoted(resumed) + " --backend cpu-fftw --resume");
-  INFO(resume.output);
-  REQUIRE(resume.status == 0);
-  CHECK(contains(resume.output, "3 point(s) solved"));
-  CHECK(contains(resume.output, "3 kept from the resumed partial file"));
-  CHECK(fs::exists(resumed));
-  CHECK(!fs::exists(partial));
-
-  const io::ResultReader a(whole.string()), b(resumed.string());
-  CHECK(a.layout() == b.layout());
-  CHECK(a.info() == b.info());
-  for (std::size_t p = 0; p < 6; ++p) {
-    INFO("point " << p);
-    const io::PointResult from_resumed = b.read(p);
-    if (p < 3) CHECK(from_resumed == finished[p]);  // bitwise, timing included: not recomputed
-    check_same_point(from_resumed, a.read(p), 1e-10);
-  }
+  test::check_stop_and_resume(dir.path(), config, "--backend cpu-fftw", 6, 3,
+                              [](const io::PointResult& resumed, const io::PointResult& whole) {
+                                check_same_point(resumed, whole, 1e-10);
+                              });
 }
 
 TEST_CASE("resume without a partial file starts afresh, a partial file of another case is refused", "[app][run]") {

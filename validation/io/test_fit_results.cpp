@@ -2,7 +2,6 @@
 // buffers poisoned with NaN first, equals what was written bit for bit; publication is atomic (an
 // existing file is replaced only when asked, no temporary is left behind).
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -21,6 +20,7 @@
 #include "io/results.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/random.hpp"
+#include "validation/support/scratch_directory.hpp"
 
 namespace fs = std::filesystem;
 using namespace gratingsim;
@@ -28,17 +28,6 @@ using namespace gratingsim;
 namespace {
 
 constexpr double poison = std::numeric_limits<double>::quiet_NaN();  // also the NaN of unset values
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("gratingsim_io_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(test::rng()); }
 
@@ -180,8 +169,8 @@ std::string read(const std::string& path) {
 }  // namespace
 
 TEST_CASE("a fit file read back through the HDF5 C API equals what was written") {
-  TempDir dir("fit_file");
-  const std::string path = dir.file("fit.h5");
+  test::ScratchDirectory dir("fit_file");
+  const std::string path = (dir / "fit.h5").string();
   const Fixture f = random_fixture();
   io::write_fit_results(path, f.fit, f.measured, f.info);
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -249,12 +238,12 @@ TEST_CASE("a fit file read back through the HDF5 C API equals what was written")
     H5Dclose(set);
   }
   H5Fclose(file);
-  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);  // no temporary left
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);  // no temporary left
 }
 
 TEST_CASE("a fit file replaces an existing file only when asked, and leaves nothing behind on failure") {
-  TempDir dir("fit_file_publish");
-  const std::string path = dir.file("fit.h5");
+  test::ScratchDirectory dir("fit_file_publish");
+  const std::string path = (dir / "fit.h5").string();
   const Fixture f = random_fixture();
   const std::string old = "an older file " + std::to_string(uniform(0, 1));
   std::ofstream(path) << old;
@@ -263,13 +252,13 @@ TEST_CASE("a fit file replaces an existing file only when asked, and leaves noth
   io::write_fit_results(path, f.fit, f.measured, f.info, true);
   CHECK(read(path).starts_with("\x89HDF"));
   // A directory in the way is never replaced.
-  fs::create_directories(dir.file("taken.h5"));
-  CHECK_THROWS_AS(io::write_fit_results(dir.file("taken.h5"), f.fit, f.measured, f.info, true), io::OutputError);
+  fs::create_directories((dir / "taken.h5").string());
+  CHECK_THROWS_AS(io::write_fit_results((dir / "taken.h5").string(), f.fit, f.measured, f.info, true), io::OutputError);
   // Fitted spectra that do not match the measured table are refused before anything is written.
   fitting::FitResult short_fit = f.fit;
   short_fit.model.conservativeResize(short_fit.model.size() - 1);
-  CHECK_THROWS_AS(io::write_fit_results(dir.file("short.h5"), short_fit, f.measured, f.info), InvalidArgument);
-  CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);  // fit.h5, taken.h5
+  CHECK_THROWS_AS(io::write_fit_results((dir / "short.h5").string(), short_fit, f.measured, f.info), InvalidArgument);
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 2);  // fit.h5, taken.h5
 }
 
 namespace {
@@ -292,7 +281,7 @@ TEST_CASE("plot_results.py draws a fit file: measured and fitted spectra, residu
     WARN("not run: no Python 3 with h5py and matplotlib");
     return;
   }
-  TempDir dir("fit_plot");
+  test::ScratchDirectory dir("fit_plot");
   // Ψ/Δ at 2 angles × 15 wavelengths, Δ passing through ±180° (the plot keeps it in range), fitted = measured
   // plus a little noise.
   Fixture f = random_fixture();
@@ -317,10 +306,10 @@ TEST_CASE("plot_results.py draws a fit file: measured and fitted spectra, residu
     f.fit.residuals[i] = (fitted - f.measured.values[std::size_t(i)]) / f.measured.sigmas[std::size_t(i)];
   }
   f.fit.converged = uniform(0, 1) < 0.5;
-  const std::string path = dir.file("fit.h5");
+  const std::string path = (dir / "fit.h5").string();
   io::write_fit_results(path, f.fit, f.measured, f.info);
   const std::string command = python + " " + quoted(std::string(GRATINGSIM_SOURCE_DIR) + "/validation/app/check_plot_results.py") +
-                              " --fit " + quoted(path) + " " + quoted(dir.path.string()) + " 2>&1";
+                              " --fit " + quoted(path) + " " + quoted(dir.path().string()) + " 2>&1";
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   std::string report;
@@ -330,6 +319,6 @@ TEST_CASE("plot_results.py draws a fit file: measured and fitted spectra, residu
   CHECK(pclose(pipe) == 0);
   // And the script's command line writes NAME_fit.png.
   CHECK(std::system((python + " " + quoted(std::string(GRATINGSIM_SOURCE_DIR) + "/app/plot_results.py") + " " + quoted(path) +
-                     " -o " + quoted(dir.path.string()) + " >/dev/null 2>&1").c_str()) == 0);
-  CHECK(fs::exists(dir.path / "fit_fit.png"));
+                     " -o " + quoted(dir.path().string()) + " >/dev/null 2>&1").c_str()) == 0);
+  CHECK(fs::exists(dir.path() / "fit_fit.png"));
 }

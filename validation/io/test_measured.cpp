@@ -2,7 +2,6 @@
 // order), defaults and Δ's normalisation applied, and every refusal located: line:column in a CSV
 // file, the dataset in an HDF5 file.
 #include <hdf5.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,22 +14,12 @@
 #include "io/measured.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/random.hpp"
+#include "validation/support/scratch_directory.hpp"
 
 namespace fs = std::filesystem;
 using namespace gratingsim;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("gratingsim_io_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(test::rng()); }
 
@@ -115,7 +104,7 @@ io::MeasuredDataError refusal(const std::string& path, const io::MeasuredDefault
 }  // namespace
 
 TEST_CASE("a CSV table of Psi and Delta reads back exactly, Delta normalised into -180 exclusive to 180 inclusive") {
-  TempDir dir("measured_csv");
+  test::ScratchDirectory dir("measured_csv");
   Table t = ellipsometry_table(std::size_t(uniform(4, 12)));
   // One Δ given in [180, 360) (ellipsometers that report 0..360): read as Δ − 360.
   const std::size_t wrapped_row = std::size_t(uniform(0, double(t.rows.size())));
@@ -126,8 +115,8 @@ TEST_CASE("a CSV table of Psi and Delta reads back exactly, Delta normalised int
     for (const char c : csv) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
     csv = crlf;
   }
-  write(dir.file("m.csv"), csv);
-  const io::MeasuredData data = io::read_measured(dir.file("m.csv"));
+  write((dir / "m.csv").string(), csv);
+  const io::MeasuredData data = io::read_measured((dir / "m.csv").string());
   CHECK(data.kind == io::MeasuredKind::ellipsometry);
   CHECK(data.quantities == std::vector<std::string>{"psi_deg", "delta_deg"});
   CHECK(data.sigma_defaulted == std::vector<bool>{false, false});
@@ -160,14 +149,14 @@ TEST_CASE("a CSV table of Psi and Delta reads back exactly, Delta normalised int
 }
 
 TEST_CASE("a CSV table of Mueller elements: elements in m11..m44 order, missing sigmas and phi from the stated defaults") {
-  TempDir dir("measured_mueller");
+  test::ScratchDirectory dir("measured_mueller");
   Table t;
   t.names = {"m33", "wavelength", "sigma_m12", "theta_deg", "m12"};
   for (int r = 0; r < 6; ++r)
     t.rows.push_back({uniform(-1, 1), uniform(300, 900), uniform(0.001, 0.01), uniform(0, 80), uniform(-1, 1)});
-  write(dir.file("mueller.csv"), t.csv());
+  write((dir / "mueller.csv").string(), t.csv());
   const double sigma = uniform(0.001, 0.01);
-  const io::MeasuredData data = io::read_measured(dir.file("mueller.csv"), {.sigma_psi_deg = {}, .sigma_delta_deg = {}, .sigma_mueller = sigma});
+  const io::MeasuredData data = io::read_measured((dir / "mueller.csv").string(), {.sigma_psi_deg = {}, .sigma_delta_deg = {}, .sigma_mueller = sigma});
   CHECK(data.kind == io::MeasuredKind::mueller);
   CHECK(data.quantities == std::vector<std::string>{"m12", "m33"});
   CHECK(data.sigma_defaulted == std::vector<bool>{false, true});
@@ -179,15 +168,15 @@ TEST_CASE("a CSV table of Mueller elements: elements in m11..m44 order, missing 
     CHECK(data.sigmas[2 * r + 1] == sigma);
   }
   // Without the default, the element without a sigma column is refused at its header field.
-  const io::MeasuredDataError e = refusal(dir.file("mueller.csv"));
+  const io::MeasuredDataError e = refusal((dir / "mueller.csv").string());
   CHECK(e.line() == 4);
   CHECK(e.column() == t.column_of(-1, 0));
   CHECK(e.message().find("sigma_m33") != std::string::npos);
 }
 
 TEST_CASE("CSV refusals name the file, line and column of the offending text") {
-  TempDir dir("measured_csv_errors");
-  const std::string path = dir.file("bad.csv");
+  test::ScratchDirectory dir("measured_csv_errors");
+  const std::string path = (dir / "bad.csv").string();
   const Table base = ellipsometry_table(6);
   const std::size_t row = std::size_t(uniform(0, 6));
   const int line = 5 + int(row);
@@ -258,9 +247,9 @@ TEST_CASE("CSV refusals name the file, line and column of the offending text") {
     const io::MeasuredDataError e = refusal(path);
     CHECK(e.line() == 3);
     CHECK(e.message().find("no header") != std::string::npos);
-    const io::MeasuredDataError missing = refusal(dir.file("absent.csv"));
+    const io::MeasuredDataError missing = refusal((dir / "absent.csv").string());
     CHECK(missing.line() == 0);
-    CHECK(std::string(missing.what()).starts_with(dir.file("absent.csv") + ": error: "));
+    CHECK(std::string(missing.what()).starts_with((dir / "absent.csv").string() + ": error: "));
   }
 }
 
@@ -292,8 +281,8 @@ void write_hdf5(const std::string& path, const Table& t, Extra extra) {
 }  // namespace
 
 TEST_CASE("an HDF5 table reads back exactly, its refusals name the dataset") {
-  TempDir dir("measured_hdf5");
-  const std::string path = dir.file("m.h5");
+  test::ScratchDirectory dir("measured_hdf5");
+  const std::string path = (dir / "m.h5").string();
   const Table t = ellipsometry_table(std::size_t(uniform(3, 10)));
   write_hdf5(path, t, [](hid_t) {});
   const io::MeasuredData data = io::read_measured(path);

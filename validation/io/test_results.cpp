@@ -14,24 +14,13 @@
 #include "io/results.hpp"
 #include "validation/io/result_fixtures.hpp"
 #include "validation/support/catch.hpp"
+#include "validation/support/scratch_directory.hpp"
 
 namespace fs = std::filesystem;
 using namespace gratingsim;
 using test::random_point;
 
 namespace {
-
-/// A fresh directory per test, removed afterwards.
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& name)
-      : path(fs::temp_directory_path() / ("gratingsim_io_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  [[nodiscard]] std::string file(const std::string& name) const { return (path / name).string(); }
-};
 
 std::vector<io::PointResult> random_points(const io::ResultLayout& l) {
   std::vector<io::PointResult> points;
@@ -95,10 +84,10 @@ std::pair<bool, bool> storage_of(hid_t file, const char* name) {
 }  // namespace
 
 TEST_CASE("results round-trip: the C API reads back every value and attribute", "[io][results]") {
-  const TempDir dir("roundtrip");
+  const test::ScratchDirectory dir("roundtrip");
   const io::ResultLayout l = test::full_layout();
   const auto points = random_points(l);
-  const std::string path = dir.file("out.h5");
+  const std::string path = (dir / "out.h5").string();
   write_all(path, l, points);
 
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -228,7 +217,7 @@ TEST_CASE("results round-trip: the C API reads back every value and attribute", 
 }
 
 TEST_CASE("results with one polarisation and no fields omit psi, delta, Mueller and fields", "[io][results]") {
-  const TempDir dir("single");
+  const test::ScratchDirectory dir("single");
   io::ResultLayout l = test::full_layout();
   l.polarization = io::Polarization::s;
   l.fields = false;
@@ -236,7 +225,7 @@ TEST_CASE("results with one polarisation and no fields omit psi, delta, Mueller 
   l.slice_center_nm.clear();
   l.harmonics_x = l.harmonics_y = 0;
   const auto points = random_points(l);
-  const std::string path = dir.file("s.h5");
+  const std::string path = (dir / "s.h5").string();
   write_all(path, l, points);
   const auto dump = test::dump_file(path);
   CHECK(dump.count("results/R") == 1);
@@ -254,10 +243,10 @@ TEST_CASE("results with one polarisation and no fields omit psi, delta, Mueller 
 }
 
 TEST_CASE("the output appears only complete: OUT.h5.partial until finish, then renamed", "[io][results]") {
-  const TempDir dir("atomic");
+  const test::ScratchDirectory dir("atomic");
   const io::ResultLayout l = test::full_layout();
   const auto points = random_points(l);
-  const std::string path = dir.file("out.h5");
+  const std::string path = (dir / "out.h5").string();
   {
     auto writer = io::ResultWriter::create(path, l, test::run_info());
     CHECK(fs::exists(io::partial_path(path)));
@@ -281,10 +270,10 @@ TEST_CASE("the output appears only complete: OUT.h5.partial until finish, then r
 }
 
 TEST_CASE("resume after an interruption gives the same file as an uninterrupted run", "[io][results]") {
-  const TempDir dir("resume");
+  const test::ScratchDirectory dir("resume");
   const io::ResultLayout l = test::full_layout();
   const auto points = random_points(l);
-  const std::string reference = dir.file("reference.h5");
+  const std::string reference = (dir / "reference.h5").string();
   write_all(reference, l, points);
   const auto expected = test::dump_file(reference);
 
@@ -324,7 +313,7 @@ TEST_CASE("resume after an interruption gives the same file as an uninterrupted 
   };
 
   SECTION("stopped cleanly (the writer closed without finish)") {
-    const std::string path = dir.file("clean.h5");
+    const std::string path = (dir / "clean.h5").string();
     {
       auto writer = io::ResultWriter::create(path, l, test::run_info());
       for (const auto i : finished) writer.write(i, points[i]);
@@ -332,7 +321,7 @@ TEST_CASE("resume after an interruption gives the same file as an uninterrupted 
     check_resume(path);
   }
   SECTION("killed: the process exits abruptly without closing the file") {
-    const std::string path = dir.file("killed.h5");
+    const std::string path = (dir / "killed.h5").string();
     std::fflush(nullptr);
     const pid_t child = ::fork();
     REQUIRE(child >= 0);
@@ -356,9 +345,9 @@ TEST_CASE("resume after an interruption gives the same file as an uninterrupted 
 }
 
 TEST_CASE("resume refuses a partial file from a different run", "[io][results]") {
-  const TempDir dir("mismatch");
+  const test::ScratchDirectory dir("mismatch");
   const io::ResultLayout l = test::full_layout();
-  const std::string path = dir.file("out.h5");
+  const std::string path = (dir / "out.h5").string();
   CHECK_THROWS_AS(io::ResultWriter::resume(path, l, test::run_info()), io::OutputError);  // nothing to resume
   {
     auto writer = io::ResultWriter::create(path, l, test::run_info());
@@ -392,19 +381,19 @@ TEST_CASE("resume refuses a partial file from a different run", "[io][results]")
 }
 
 TEST_CASE("a file that is not a result file is reported", "[io][results]") {
-  const TempDir dir("foreign");
-  const std::string path = dir.file("foreign.h5");
+  const test::ScratchDirectory dir("foreign");
+  const std::string path = (dir / "foreign.h5").string();
   const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   REQUIRE(file >= 0);
   H5Fclose(file);
   CHECK_THROWS_AS(io::ResultReader(path), io::OutputError);
-  CHECK_THROWS_AS(io::ResultReader(dir.file("absent.h5")), io::OutputError);
+  CHECK_THROWS_AS(io::ResultReader((dir / "absent.h5").string()), io::OutputError);
 }
 
 TEST_CASE("another device may resume, the file records both", "[io][results]") {
-  const TempDir dir("other_device");
+  const test::ScratchDirectory dir("other_device");
   const io::ResultLayout l = test::full_layout();
-  const std::string path = dir.file("out.h5");
+  const std::string path = (dir / "out.h5").string();
   const io::PointResult first = random_point(l);
   {
     auto writer = io::ResultWriter::create(path, l, test::run_info());
@@ -425,8 +414,8 @@ TEST_CASE("another device may resume, the file records both", "[io][results]") {
 }
 
 TEST_CASE("OutputLock: one holder at a time, named in the refusal, released and removed with it", "[io][results]") {
-  const TempDir dir("lock");
-  const std::string path = dir.file("out.h5");
+  const test::ScratchDirectory dir("lock");
+  const std::string path = (dir / "out.h5").string();
   const std::string pid = "pid " + std::to_string(::getpid());
   {
     const io::OutputLock held(path);
@@ -444,10 +433,10 @@ TEST_CASE("OutputLock: one holder at a time, named in the refusal, released and 
 
 TEST_CASE("finish never renames onto a non-regular file, nor a file not to be replaced, the partial stays complete",
           "[io][results]") {
-  const TempDir dir("finish_checks");
+  const test::ScratchDirectory dir("finish_checks");
   const io::ResultLayout l = test::full_layout();
   const auto points = random_points(l);
-  const std::string path = dir.file("out.h5");
+  const std::string path = (dir / "out.h5").string();
   auto writer = io::ResultWriter::create(path, l, test::run_info());
   for (std::size_t i = 0; i < points.size(); ++i) writer.write(i, points[i]);
   fs::create_directory(path);  // appeared during the run
@@ -470,9 +459,9 @@ TEST_CASE("finish never renames onto a non-regular file, nor a file not to be re
 }
 
 TEST_CASE("a done flag that is neither 0 nor 1 is refused by the reader and by resume", "[io][results]") {
-  const TempDir dir("done_flag");
+  const test::ScratchDirectory dir("done_flag");
   const io::ResultLayout l = test::full_layout();
-  const std::string path = dir.file("out.h5"), partial = io::partial_path(path);
+  const std::string path = (dir / "out.h5").string(), partial = io::partial_path(path);
   {
     auto writer = io::ResultWriter::create(path, l, test::run_info());
     writer.write(0, random_point(l));
@@ -493,12 +482,12 @@ TEST_CASE("a done flag that is neither 0 nor 1 is refused by the reader and by r
 
 TEST_CASE("phase times: stored per point, the writing phase recorded per batch, absent in older files",
           "[io][results]") {
-  const TempDir dir("phases");
+  const test::ScratchDirectory dir("phases");
   const io::ResultLayout l = test::full_layout();
   auto points = random_points(l);
   constexpr std::size_t writing = std::size_t(physics::Phase::writing);
   for (auto& p : points) p.phase_seconds[writing] = io::PointResult::nan;  // as run writes them
-  const std::string path = dir.file("p.h5");
+  const std::string path = (dir / "p.h5").string();
   {
     io::ResultWriter w = io::ResultWriter::create(path, l, test::run_info());
     const std::vector<std::size_t> batch = {0, 1, 2, 3};
@@ -541,7 +530,7 @@ TEST_CASE("phase times: stored per point, the writing phase recorded per batch, 
 }
 
 TEST_CASE("parameter axes: schema version 2, the axes first in every point dataset, read back and resumed", "[io][results]") {
-  const TempDir dir("parameters");
+  const test::ScratchDirectory dir("parameters");
   io::ResultLayout l = test::full_layout();
   l.fields = false;
   l.maps.clear();
@@ -550,7 +539,7 @@ TEST_CASE("parameter axes: schema version 2, the axes first in every point datas
   l.parameters = {{"cd", {80, 90.5}}, {"height", {100, 120, 140}}};
   REQUIRE(l.points() == 2 * 3 * 3 * 2 * 2);
   const auto points = random_points(l);
-  const std::string path = dir.file("lib.h5");
+  const std::string path = (dir / "lib.h5").string();
   write_all(path, l, points);
 
   const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -582,7 +571,7 @@ TEST_CASE("parameter axes: schema version 2, the axes first in every point datas
   for (std::size_t i = 0; i < l.points(); ++i) CHECK(reader.read(i) == points[i]);
 
   // A partial file of a parameter sweep resumes, and refuses other parameter axes.
-  const std::string partial = dir.file("partial.h5");
+  const std::string partial = (dir / "partial.h5").string();
   {
     auto writer = io::ResultWriter::create(partial, l, test::run_info());
     for (std::size_t i = 0; i < l.points(); i += 3) writer.write(i, points[i]);
