@@ -29,7 +29,8 @@ FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence,
   GS_EXPECTS(m1_max >= 0 && m2_max >= 0, "harmonic counts M1, M2 must be ≥ 0");
   GS_EXPECTS(!lattice.one_dimensional() || m2_max == 0, "a 1D lattice needs M2 = 0");
   GS_EXPECTS(lattice.rotation_deg == 0,
-             "Floquet orders are built in the grating's frame: a rotated lattice is solved unrotated at φ − α (solve())");
+             "Floquet orders are built in the grating's frame: a rotated lattice is solved unrotated at φ − α "
+             "(solve())");
 
   FloquetOrders f;
   f.m1_max = m1_max;

@@ -339,10 +339,12 @@ SolveResult solve_rotated(const Structure& structure, std::span<const Incidence>
     for (std::size_t m = 0; m < harmonics; ++m) turn_back(f.kx[m], f.ky[m]);
     for (auto& h : f.harmonics)  // [slice][component x, y, z][order]
       for (std::size_t q = 0; q < f.z.size(); ++q)
-        for (std::size_t m = 0; m < harmonics; ++m) turn_back(h[(q * 3 + 0) * harmonics + m], h[(q * 3 + 1) * harmonics + m]);
+        for (std::size_t m = 0; m < harmonics; ++m)
+          turn_back(h[(q * 3 + 0) * harmonics + m], h[(q * 3 + 1) * harmonics + m]);
   }
   std::ostringstream frame_note;
-  frame_note << " (in the frame of the grating rotated by " << alpha << "°: there φ is the lab φ − " << alpha << "°)";
+  frame_note << " (in the frame of the grating rotated by " << alpha << "°: there φ is the lab φ − " << alpha
+             << "°)";
   for (std::string& warning : result.warnings) warning += frame_note.str();
   return result;
 }

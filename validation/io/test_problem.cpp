@@ -362,13 +362,15 @@ TEST_CASE("a 1D case rotated by α is the unrotated one at φ − α, turned int
   double scale = 0, worst = 0;
   for (std::size_t b = 0; b < 2 * nz; ++b)
     for (std::size_t k = 0; k < nm; ++k) {
-      const auto at = [&](const io::PointResult& p, std::size_t comp) { return p.field_harmonics[(b * 3 + comp) * nm + k]; };
+      const auto at = [&](const io::PointResult& p, std::size_t comp) {
+        return p.field_harmonics[(b * 3 + comp) * nm + k];
+      };
       scale = std::max(scale, std::abs(at(u, 0)));
       worst = std::max({worst, std::abs(at(r, 0) - (c * at(u, 0) - s * at(u, 1))),
                         std::abs(at(r, 1) - (s * at(u, 0) + c * at(u, 1))), std::abs(at(r, 2) - at(u, 2))});
     }
   CHECK(scale > 0.1);
-  CHECK(worst <= 1e-15 * scale);
+  CHECK(worst <= 1e-14 * scale);  // the solver's rotation of the same numbers: a few roundings
 
   // The map: at (u, z_q) the lab point u·ĝ + 40 nm·l̂, ĝ = (cos α, sin α), l̂ = (−sin α, cos α). By hand from
   // the stored lab harmonics with the lab wavevectors of the grating equation, k_m = k_inc,ρ + m·G,
