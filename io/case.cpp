@@ -608,9 +608,19 @@ class CaseReader {
   }
 
   void read_lattice(const Node& n) {
-    const Map m(n, {"period_x", "period_y"});
+    const Map m(n, {"period_x", "period_y", "rotation_deg"});
     c_.structure.lattice.period_x = length(m.required("period_x"));
     if (const auto y = m.optional("period_y")) c_.structure.lattice.period_y = length(*y);  // else 0: 1D
+    // rotation_deg: the 1D grating turned counter-clockwise about +z (seen from above) by α, its
+    // grating vector at α from the x axis (physics::Lattice::rotation_deg, io/SCHEMA.md §1.3.1).
+    if (const auto r = m.optional("rotation_deg")) {
+      if (!c_.structure.lattice.one_dimensional())
+        r->fail("the rotation turns a 1D grating only (lines along y, no period_y); a 2D lattice takes none: "
+                "place and turn its shapes in x, y");
+      const double alpha = r->number();  // finite: number() refuses .inf and .nan
+      if (alpha < -360 || alpha > 360) r->fail("the rotation must lie in [-360, 360] degrees, got " + r->describe());
+      c_.structure.lattice.rotation_deg = alpha;
+    }
     c_.structure_source.lattice = source_of(n);
   }
 

@@ -149,7 +149,8 @@ struct Case {
 
   std::vector<double> wavelength_nm;  ///< vacuum wavelengths, in the order given
   IncidenceSweep incidence;
-  /// The grating in nm, as the physics library solves it: 1D lattices have period_y = 0; every
+  /// The grating in nm, as the physics library solves it: 1D lattices have period_y = 0 (and
+  /// lattice.rotation_deg the file's lattice.rotation_deg, 0 without it); every
   /// layer's slice count is set (the file's, or the default); materials carry the case's names.
   /// Lines are TrapezoidLines (sidewall angle from the bottom and top widths), circles and ellipses
   /// Ellipses (semi-axes half the diameters) or TaperedEllipses, polygons Polygons or SlopedPolygons.

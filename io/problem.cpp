@@ -214,8 +214,13 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     GS_EXPECTS(h.size() == nz * 3 * nm, "field harmonics of the wrong size");
     r.field_harmonics.insert(r.field_harmonics.end(), h.begin(), h.end());
   }
-  // Maps: E_c(x, y, z_q) = Σ_m e_q,c(m) e^{i(kx_m x + ky_m y)}, with the solver's own kx_m, ky_m.
+  // Maps: E_c(x, y, z_q) = Σ_m e_q,c(m) e^{i(kx_m x + ky_m y)}, with the solver's own kx_m, ky_m (lab
+  // frame). The map's coordinates (u, v) are the grating's frame: a rotated 1D grating's xz cut is its
+  // cross-section, the lab point u·ĝ + v·l̂ with ĝ = (cos α, sin α) across the lines, l̂ = (−sin α, cos α)
+  // along them, u = first, v = position (α = 0: x = u, y = v exactly).
   using C = std::complex<double>;
+  const double rotation = problem.structure_of(point).lattice.rotation_deg * std::numbers::pi / 180;
+  const double cos_rotation = std::cos(rotation), sin_rotation = std::sin(rotation);
   for (const auto& m : l.maps) {
     const std::size_t n1 = m.first_nm.size(), n2 = m.second_nm.size();
     std::vector<C> map(p * 3 * n1 * n2);
@@ -224,8 +229,9 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     std::vector<C> phase(n1 * nm), second(m.kind == PlaneKind::xy ? n2 * nm : 0);
     for (std::size_t k = 0; k < nm; ++k) {
       for (std::size_t a = 0; a < n1; ++a) {
-        const double x = m.kind == PlaneKind::yz ? m.position_nm : m.first_nm[a];
-        const double y = m.kind == PlaneKind::yz ? m.first_nm[a] : m.kind == PlaneKind::xz ? m.position_nm : 0.0;
+        const double u = m.kind == PlaneKind::yz ? m.position_nm : m.first_nm[a];
+        const double v = m.kind == PlaneKind::yz ? m.first_nm[a] : m.kind == PlaneKind::xz ? m.position_nm : 0.0;
+        const double x = cos_rotation * u - sin_rotation * v, y = sin_rotation * u + cos_rotation * v;
         phase[a * nm + k] = std::exp(C(0, f.kx[k] * x + f.ky[k] * y));
       }
       for (std::size_t b = 0; b < second.size() / std::max<std::size_t>(nm, 1); ++b)

@@ -28,6 +28,9 @@ FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence,
               std::to_string(eps1.real()) + ", " + std::to_string(eps1.imag()) + ")");
   GS_EXPECTS(m1_max >= 0 && m2_max >= 0, "harmonic counts M1, M2 must be ≥ 0");
   GS_EXPECTS(!lattice.one_dimensional() || m2_max == 0, "a 1D lattice needs M2 = 0");
+  GS_EXPECTS(lattice.rotation_deg == 0,
+             "Floquet orders are built in the grating's frame: a rotated lattice is solved unrotated at φ − α "
+             "(solve())");
 
   FloquetOrders f;
   f.m1_max = m1_max;
@@ -87,13 +90,16 @@ std::vector<std::array<int, 2>> propagating_orders(const Structure& structure, s
                                                    int m1_max, int m2_max, double rayleigh_tolerance) {
   std::set<std::array<int, 2>> found;
   std::vector<std::string> warnings;  // Rayleigh anomalies: the solve reports them
+  // A rotated 1D grating's orders are those of the unrotated one at φ − α (solve() solves it so).
+  Lattice frame = structure.lattice;
+  frame.rotation_deg = 0;
   for (const double wavelength : wavelengths) {
     const Complex eps1 = structure.superstrate.permittivity(wavelength);
     const Complex eps2 = structure.substrate.permittivity(wavelength);
     for (const double theta : theta_deg)
       for (const double phi : phi_deg) {
-        const FloquetOrders f = floquet_orders(structure.lattice, {wavelength, theta, phi}, eps1, eps2, m1_max, m2_max,
-                                               rayleigh_tolerance, warnings);
+        const FloquetOrders f = floquet_orders(frame, {wavelength, theta, phi - structure.lattice.rotation_deg}, eps1,
+                                               eps2, m1_max, m2_max, rayleigh_tolerance, warnings);
         for (const Order& o : f.orders)
           if (o.propagates_up() || f.propagates_down(o)) found.insert({o.m1, o.m2});
         warnings.clear();

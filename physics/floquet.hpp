@@ -36,7 +36,8 @@ struct FloquetOrders {
   }
 };
 
-/// Builds the orders of `incidence` (θ ∈ [0°, 90°)). Orders with |kz1| < rayleigh_tolerance·k1
+/// Builds the orders of `incidence` (θ ∈ [0°, 90°)) on an unrotated lattice (rotation_deg = 0: the
+/// grating's own frame). Orders with |kz1| < rayleigh_tolerance·k1
 /// (a Rayleigh anomaly: the 1D Green function ~ 1/kz is singular) get kz1 = sqrt(k1² − kρ² +
 /// i(tol·k1)²) instead, and a line is appended to `warnings`.
 FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence, Complex eps1, Complex eps2,
@@ -44,7 +45,8 @@ FloquetOrders floquet_orders(const Lattice& lattice, const Incidence& incidence,
 
 /// Every order (m1, m2) of [−M1, M1] × [−M2, M2] that propagates up (into the superstrate) or down
 /// (into a lossless substrate) at some point of the sweep wavelengths × θ × φ, sorted by (m1, m2):
-/// the orders whose efficiencies a sweep can report, known before any solve. Rayleigh anomalies are
+/// the orders whose efficiencies a sweep can report, known before any solve (φ in the lab frame: a
+/// rotated 1D grating's orders are found at φ − rotation_deg, as solve() solves it). Rayleigh anomalies are
 /// not reported here (the solve of the point reports them).
 std::vector<std::array<int, 2>> propagating_orders(const Structure& structure, std::span<const double> wavelengths,
                                                    std::span<const double> theta_deg, std::span<const double> phi_deg,

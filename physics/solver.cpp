@@ -301,6 +301,54 @@ IncidenceResult extrapolate(const IncidenceResult& coarse, IncidenceResult fine)
   return fine;
 }
 
+/// A 1D grating rotated by α (Lattice::rotation_deg) is the unrotated grating with the whole problem
+/// turned by −α about z: incidence azimuth φ − α, every other quantity alike. So it is solved in the
+/// grating's frame and its vectors are turned back by +α: the order directions (kx, ky, kz)/k, the
+/// lateral wavevectors of the field harmonics and the field components (Ex, Ey). Everything given in
+/// an order's own s/p basis (t̂ = k_ρ/k_ρ, or (cos φ, sin φ) at k_ρ = 0, ê = ẑ × t̂: the basis turns with
+/// the problem) is unchanged: Jones matrices, efficiencies, Ψ, Δ, Mueller; Ez and kz too.
+SolveResult solve_rotated(const Structure& structure, std::span<const Incidence> incidences,
+                          const SolverOptions& options) {
+  const double alpha = structure.lattice.rotation_deg;
+  GS_EXPECTS(std::isfinite(alpha), "solve: the lattice rotation must be finite, got " + std::to_string(alpha));
+  GS_EXPECTS(structure.lattice.one_dimensional(),
+             "solve: only a 1D grating may be rotated (Lattice::rotation_deg); a 2D lattice's shapes are placed "
+             "in x, y directly");
+  Structure frame = structure;
+  frame.lattice.rotation_deg = 0;
+  std::vector<Incidence> turned(incidences.begin(), incidences.end());
+  for (Incidence& incidence : turned) incidence.phi_deg -= alpha;
+  SolveResult result = solve(frame, turned, options);
+
+  const double radians = alpha * std::numbers::pi / 180, c = std::cos(radians), s = std::sin(radians);
+  const auto turn_back = [&](auto& x, auto& y) {  // (x, y) ← R(α)(x, y), counter-clockwise about +z
+    const auto rotated_x = c * x - s * y;
+    y = s * x + c * y;
+    x = rotated_x;
+  };
+  for (std::size_t i = 0; i < incidences.size(); ++i) {
+    IncidenceResult& r = result.incidences[i];
+    r.incidence = incidences[i];
+    for (DiffractionOrder& order : r.orders) {
+      if (order.reflected) turn_back(order.reflected_direction[0], order.reflected_direction[1]);
+      if (order.transmitted) turn_back(order.transmitted_direction[0], order.transmitted_direction[1]);
+    }
+    if (!r.fields) continue;
+    Fields& f = *r.fields;
+    const std::size_t harmonics = f.kx.size();
+    for (std::size_t m = 0; m < harmonics; ++m) turn_back(f.kx[m], f.ky[m]);
+    for (auto& h : f.harmonics)  // [slice][component x, y, z][order]
+      for (std::size_t q = 0; q < f.z.size(); ++q)
+        for (std::size_t m = 0; m < harmonics; ++m)
+          turn_back(h[(q * 3 + 0) * harmonics + m], h[(q * 3 + 1) * harmonics + m]);
+  }
+  std::ostringstream frame_note;
+  frame_note << " (in the frame of the grating rotated by " << alpha << "°: there φ is the lab φ − " << alpha
+             << "°)";
+  for (std::string& warning : result.warnings) warning += frame_note.str();
+  return result;
+}
+
 }  // namespace
 
 Ellipsometry ellipsometry(const Jones& r) {
@@ -332,6 +380,7 @@ Ellipsometry ellipsometry(const Jones& r) {
 }
 
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {
+  if (structure.lattice.rotation_deg != 0) return solve_rotated(structure, incidences, options);
   GS_EXPECTS(!incidences.empty(), "solve: no incidence given");
   GS_EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
   GS_EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");

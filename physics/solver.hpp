@@ -135,7 +135,11 @@ struct SolveResult {
 };
 
 /// Solves every incidence; those sharing a wavelength are batched into one problem (their
-/// convolutions share each spectrum). Throws InvalidArgument for invalid structures or options,
+/// convolutions share each spectrum). A rotated 1D grating (Lattice::rotation_deg = α ≠ 0) is solved in
+/// its own frame, at azimuths φ − α, and its results are returned in the lab frame: order directions,
+/// Fields::kx, ky and the field components Ex, Ey turned by +α; Jones matrices (each order's own s/p
+/// basis), efficiencies, Ψ, Δ and Mueller are the frame's; order (m1, 0) is k_ρ,inc + m1·G with G
+/// along (cos α, sin α) (structure.hpp). Throws InvalidArgument for invalid structures or options,
 /// and when the estimated memory exceeds memory_limit_bytes (saying how much is needed);
 /// NotConverged per on_unconverged.
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options);

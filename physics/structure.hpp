@@ -23,9 +23,17 @@ struct Point {
 /// Λx > 0; Λy > 0 for a crossed (bi-periodic) grating, Λy = 0 for a 1D grating (uniform in y,
 /// solved with M2 = 0; then only rectangles, trapezoid lines and 1-row rasters make sense and
 /// a rectangle's y extent is ignored).
+///
+/// rotation_deg (1D gratings only; 0 for 2D): the 1D grating described in the grating's own frame
+/// (lines along y', period Λx along x') is turned counter-clockwise about +z by α = rotation_deg, seen
+/// from above: its grating vector is G = (2π/Λx)(cos α, sin α), its lines run along (−sin α, cos α),
+/// and every shape coordinate (line centres, raster columns) is measured along G. Order m1 has the
+/// lateral wavevector k_ρ,inc + m1·G. solve() solves it in the grating's frame (incidence azimuth
+/// φ − α) and returns everything in the lab frame (solver.hpp).
 struct Lattice {
   double period_x = 0;
   double period_y = 0;
+  double rotation_deg = 0;
   [[nodiscard]] bool one_dimensional() const { return period_y == 0; }
 };
 

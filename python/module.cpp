@@ -303,10 +303,14 @@ void bind_structures(py::module_& m) {
       .def(py::init<double, double>(), py::arg("x") = 0.0, py::arg("y") = 0.0)
       .def_readwrite("x", &Point::x)
       .def_readwrite("y", &Point::y);
-  py::class_<Lattice>(m, "Lattice", "Periods (nm); period_y = 0: a 1D grating.")
-      .def(py::init<double, double>(), py::arg("period_x") = 0.0, py::arg("period_y") = 0.0)
+  py::class_<Lattice>(m, "Lattice",
+                      "Periods (nm); period_y = 0: a 1D grating, which rotation_deg (degrees) turns "
+                      "counter-clockwise about +z (its grating vector at rotation_deg from the x axis).")
+      .def(py::init<double, double, double>(), py::arg("period_x") = 0.0, py::arg("period_y") = 0.0,
+           py::arg("rotation_deg") = 0.0)
       .def_readwrite("period_x", &Lattice::period_x)
-      .def_readwrite("period_y", &Lattice::period_y);
+      .def_readwrite("period_y", &Lattice::period_y)
+      .def_readwrite("rotation_deg", &Lattice::rotation_deg);
   // Shapes: physics/structure.hpp's structs, keyword constructors with its member names.
   py::class_<Rectangle>(m, "Rectangle")
       .def(py::init([](Point center, double width_x, double width_y, Material material) {

@@ -262,3 +262,146 @@ TEST_CASE("numerics.formulation maps onto the solver options (default normal-vec
   CHECK(formulation_of("{harmonics: 2, formulation: normal-vector}") == physics::Formulation::normal_vector);
   CHECK(formulation_of("{harmonics: 2, formulation: laurent}") == physics::Formulation::laurent);
 }
+
+namespace {
+
+/// A one-point 1D case with fields and an xz map at y (or v) = 40 nm, through make_problem, a solve and
+/// to_point_result: the line sits off centre, so that nothing is symmetric.
+struct SolvedPoint {
+  io::Problem problem;
+  physics::IncidenceResult result;
+  io::PointResult point;
+};
+SolvedPoint solve_case(const std::string& lattice, double phi_deg) {
+  SolvedPoint s{io::make_problem(io::parse_case("wavelength: 500\nincidence: {theta_deg: 15, phi_deg: " +
+                                                    std::to_string(phi_deg) + "}\nlattice: " + lattice + R"(
+substrate: SiO2
+materials: {ridge: {n: 2.0, k: 0.1}}
+layers:
+  - {thickness: 80, slices: 4, shapes: [{type: line, material: ridge, width: 300, center: 60}]}
+numerics: {harmonics: 4, solver: {method: direct}, backend: cpu-direct}
+output: {fields: true, planes: [{plane: xz, at: 40, points: 9}]}
+)",
+                                                "rotation.yaml")),
+                {},
+                {}};
+  const auto incidences = std::vector<physics::Incidence>{io::incidence_of(s.problem, 0)};
+  s.result = physics::solve(s.problem.structure(), incidences, s.problem.solver).incidences.at(0);
+  s.point = io::to_point_result(s.problem, 0, s.result, 0.0);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("lattice.rotation_deg: 0 is the case without the key, bit for bit, its map the unrotated formula",
+          "[io][problem][rotation]") {
+  const SolvedPoint plain = solve_case("{period_x: 700}", 25);
+  const SolvedPoint zero = solve_case("{period_x: 700, rotation_deg: 0}", 25);
+  CHECK(zero.problem.structure().lattice.rotation_deg == 0);
+  CHECK(zero.problem.layout == plain.problem.layout);
+  CHECK(zero.point == plain.point);  // every dataset of the point, bitwise (NaN equals NaN)
+  // The map as it was computed before rotations existed: E_c(x, y = at) = Σ_m e(m) e^{i(kx_m x + ky_m at)}.
+  using C = std::complex<double>;
+  const physics::Fields& f = *plain.result.fields;
+  const io::MapLayout& m = plain.problem.layout.maps.at(0);
+  const std::size_t nm = f.kx.size(), nz = f.z.size(), n1 = m.first_nm.size();
+  bool same = true;
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t c = 0; c < 3; ++c)
+      for (std::size_t a = 0; a < n1; ++a)
+        for (std::size_t q = 0; q < nz; ++q) {
+          C sum = 0;
+          for (std::size_t k = 0; k < nm; ++k)
+            sum += plain.point.field_harmonics[((i * nz + q) * 3 + c) * nm + k] *
+                   std::exp(C(0, f.kx[k] * m.first_nm[a] + f.ky[k] * m.position_nm)) * C(1);
+          same = same && sum == plain.point.field_maps[0][((i * 3 + c) * n1 + a) * nz + q];
+        }
+  CHECK(same);
+}
+
+TEST_CASE("a 1D case rotated by α is the unrotated one at φ − α, turned into the lab, its map the cross-section",
+          "[io][problem][rotation]") {
+  // α = 30°, lab φ = 50°: the solver's frame sees φ − α = 20° exactly, as the unrotated case does, so
+  // everything invariant (efficiencies, Jones in each order's s/p basis, Ψ, Δ, Mueller) is bitwise the
+  // same, and every lab vector is the unrotated one turned by +α (rounding of cos α, sin α only).
+  const SolvedPoint rotated = solve_case("{period_x: 700, rotation_deg: 30}", 50);
+  const SolvedPoint frame = solve_case("{period_x: 700}", 20);
+  CHECK(rotated.problem.structure().lattice.rotation_deg == 30);
+  REQUIRE(rotated.problem.layout.orders == frame.problem.layout.orders);
+  REQUIRE(rotated.problem.layout.orders.size() >= 2);  // a diffracted order: directions are tested off axis
+  const io::PointResult &r = rotated.point, &u = frame.point;
+  CHECK(r.reflectance == u.reflectance);
+  CHECK(r.transmittance == u.transmittance);
+  CHECK(r.jones_r == u.jones_r);
+  CHECK(r.jones_t == u.jones_t);
+  CHECK(r.psi_deg == u.psi_deg);
+  CHECK(r.delta_deg == u.delta_deg);
+  CHECK(r.mueller == u.mueller);
+  CHECK(r.absorption == u.absorption);
+  const double c = std::cos(30 * std::numbers::pi / 180), s = std::sin(30 * std::numbers::pi / 180);
+  // Directions [No][3]: NaN where the order does not propagate (in both), else (x, y) turned, z the same.
+  const auto check_turned = [&](const std::vector<double>& lab, const std::vector<double>& own) {
+    REQUIRE(lab.size() == own.size());
+    int propagating = 0;
+    for (std::size_t j = 0; j + 2 < lab.size(); j += 3) {
+      CHECK(std::isnan(lab[j]) == std::isnan(own[j]));
+      if (std::isnan(own[j])) continue;
+      ++propagating;
+      CHECK(std::abs(lab[j] - (c * own[j] - s * own[j + 1])) <= 1e-15);
+      CHECK(std::abs(lab[j + 1] - (s * own[j] + c * own[j + 1])) <= 1e-15);
+      CHECK(lab[j + 2] == own[j + 2]);
+    }
+    CHECK(propagating >= 2);
+  };
+  check_turned(r.reflected_direction, u.reflected_direction);
+  check_turned(r.transmitted_direction, u.transmitted_direction);
+
+  // Field harmonics [P][Nz][x, y, z][Nm]: (Ex, Ey) turned, Ez the same.
+  const std::size_t nm = 9, nz = 4, n1 = 9;
+  REQUIRE(r.field_harmonics.size() == 2 * nz * 3 * nm);
+  double scale = 0, worst = 0;
+  for (std::size_t b = 0; b < 2 * nz; ++b)
+    for (std::size_t k = 0; k < nm; ++k) {
+      const auto at = [&](const io::PointResult& p, std::size_t comp) {
+        return p.field_harmonics[(b * 3 + comp) * nm + k];
+      };
+      scale = std::max(scale, std::abs(at(u, 0)));
+      worst = std::max({worst, std::abs(at(r, 0) - (c * at(u, 0) - s * at(u, 1))),
+                        std::abs(at(r, 1) - (s * at(u, 0) + c * at(u, 1))), std::abs(at(r, 2) - at(u, 2))});
+    }
+  CHECK(scale > 0.1);
+  CHECK(worst <= 1e-14 * scale);  // the solver's rotation of the same numbers: a few roundings
+
+  // The map: at (u, z_q) the lab point u·ĝ + 40 nm·l̂, ĝ = (cos α, sin α), l̂ = (−sin α, cos α). By hand from
+  // the stored lab harmonics with the lab wavevectors of the grating equation, k_m = k_inc,ρ + m·G,
+  // G = (2π/Λ) ĝ, k_inc,ρ = k (sin θ cos φ, sin θ sin φ) at the lab φ = 50°: nothing of the solver's frame.
+  using C = std::complex<double>;
+  const double k = 2 * std::numbers::pi / 500, sin_theta = std::sin(15 * std::numbers::pi / 180);
+  const double phi = 50 * std::numbers::pi / 180, g = 2 * std::numbers::pi / 700;
+  double map_worst = 0, map_scale = 0, turned_worst = 0;
+  for (std::size_t i = 0; i < 2; ++i)
+    for (std::size_t comp = 0; comp < 3; ++comp)
+      for (std::size_t a = 0; a < n1; ++a)
+        for (std::size_t q = 0; q < nz; ++q) {
+          const double along = -350 + 700.0 * double(a) / 8, x = along * c - 40 * s, y = along * s + 40 * c;
+          C e = 0;
+          for (std::size_t m = 0; m < nm; ++m) {
+            const double kx = k * sin_theta * std::cos(phi) + g * (double(m) - 4) * c;
+            const double ky = k * sin_theta * std::sin(phi) + g * (double(m) - 4) * s;
+            e += r.field_harmonics[((i * nz + q) * 3 + comp) * nm + m] * std::exp(C(0, kx * x + ky * y));
+          }
+          const auto map_at = [&](const io::PointResult& p, std::size_t cc) {
+            return p.field_maps.at(0)[((i * 3 + cc) * n1 + a) * nz + q];
+          };
+          map_worst = std::max(map_worst, std::abs(map_at(r, comp) - e));
+          map_scale = std::max(map_scale, std::abs(e));
+          // ... and it is the unrotated case's map (the grating's frame) with its components turned.
+          const C own = comp == 0   ? c * map_at(u, 0) - s * map_at(u, 1)
+                        : comp == 1 ? s * map_at(u, 0) + c * map_at(u, 1)
+                                    : map_at(u, 2);
+          turned_worst = std::max(turned_worst, std::abs(map_at(r, comp) - own));
+        }
+  CHECK(map_scale > 0.1);
+  CHECK(map_worst <= 1e-12 * map_scale);
+  CHECK(turned_worst <= 1e-12 * map_scale);
+}
