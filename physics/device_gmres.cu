@@ -372,6 +372,9 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
   }
 
   ~DeviceArnoldiImpl() override {
+    // Buffers are freed in the order of this thread's default stream only (core/device_buffer.hpp):
+    // wait for the work of stream_ that may still use them.
+    cudaStreamSynchronize(stream_);  // no throw from a destructor
     for (cudaEvent_t e : events_)
       if (e) cudaEventDestroy(e);  // no throw from a destructor
   }

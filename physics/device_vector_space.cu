@@ -157,6 +157,11 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
     GS_EXPECTS(layout.slices <= 0x7fffffffu && layout.block <= 0x7fffffffu, "device vector space: layout too large");
     GS_EXPECTS(layout.rhs <= 65535, "device vector space: at most 65535 right-hand sides per problem");
   }
+  /// Waits for the stream first: the vectors are freed in the order of the freeing thread's default
+  /// stream only (core/device_buffer.hpp), and work enqueued on `stream` may still use them.
+  ~DeviceVectorSpace() override { cudaStreamSynchronize(stream_); }  // no throw from a destructor
+  DeviceVectorSpace(const DeviceVectorSpace&) = delete;
+  DeviceVectorSpace& operator=(const DeviceVectorSpace&) = delete;
 
   Complex* data(int i) override {
     GS_EXPECTS(i >= 0 && i < this->count_, "device vector space: no vector " + std::to_string(i));

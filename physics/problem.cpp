@@ -256,7 +256,7 @@ void DiscreteProblem<Real>::convolve_into_work(std::span<const Complex> solution
   GS_EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
   if (memory() == Memory::device) {
     // The convolution reads its input on the device: one vector for the call (problem.hpp says why
-    // there is room). Its cudaFree on return waits for the convolution.
+    // there is room). Its space's destructor on return waits for the convolution.
     auto in = make_space(1);
     in->upload(solution, 0);
     convolution_->execute(in->data(0), work_->data(0), stream_);
