@@ -853,8 +853,9 @@ class CaseReader {
   /// pixel (ix = column, iy = row) of physics::Raster, centred at x = −Λx/2 + (column + ½)Λx/columns,
   /// y = −Λy/2 + (row + ½)Λy/rows (row 0 at the cell's bottom edge, y = −Λy/2). An image is the cell seen
   /// from above (+z) with x to the right and y up: its top row is the array's last row, and its gray
-  /// level g of G = 2^bits − 1 the mask's fill fraction g/G (images give masks only). `mask` + `material`: 0 is the layer's background, 1
-  /// the material, f in (0, 1) their mixture ε = (1 − f)·ε_background + f·ε_material (one per distinct f);
+  /// level g of G = 2^bits − 1 the mask's fill fraction g/G (images give masks only). `mask` + `material`:
+  /// 0 is the layer's background, 1 the material, f in (0, 1) their mixture
+  /// ε = (1 − f)·ε_background + f·ε_material (one per distinct f);
   /// `epsilon`: ε per pixel (float64 or complex128), one constant material per distinct value.
   physics::Raster read_raster(const Node& n, const physics::Material& background) {
     const Map m(n, {"type", "mask", "material", "epsilon"});

@@ -248,7 +248,8 @@ TEST_CASE("an image's top row is the cell's top edge and its left column the lef
   // The block mirrored to y < 0 (the image read bottom row first) is told apart by far more than that.
   const io::Case mirrored = io::parse_case(
       case_with("{type: rectangle, material: high, center: [-25, -50], width_x: 250, width_y: 100}"), "m.yaml", dir.string());
-  const auto& om = physics::solve(mirrored.structure, incidence, o).incidences.at(0).orders;
+  const physics::SolveResult m = physics::solve(mirrored.structure, incidence, o);
+  const auto& om = m.incidences.at(0).orders;
   double mirrored_largest = 0;
   for (std::size_t k = 0; k < oa.size(); ++k)
     mirrored_largest = std::max(mirrored_largest, std::abs(oa[k].reflection.s_from_s - om.at(k).reflection.s_from_s));
