@@ -189,8 +189,23 @@ std::string start_from_library(const io::FitSettings& settings, const io::Case& 
   return os.str();
 }
 
+/// The frozen auto settings in words: one line per measured wavelength.
+std::string frozen_summary(const std::vector<io::FrozenAccuracy>& frozen, const io::AccuracyTarget& target) {
+  std::ostringstream os;
+  os << "  " << (target.harmonics ? "harmonics" : "") << (target.harmonics && target.slices ? " and " : "")
+     << (target.slices ? "slices" : "") << ": auto resolved once at the start parameters (target_error "
+     << target.target_error << ") and frozen for the whole fit:\n";
+  for (const io::FrozenAccuracy& f : frozen) {
+    os << "    " << f.wavelength_nm << " nm: harmonics [" << f.harmonics_x << ", " << f.harmonics_y << "], slices "
+       << f.slices << " (×" << f.slice_factor << "), estimated error " << f.estimated_error
+       << (f.target_reached ? "" : " (target NOT reached: the ladder ended)") << "\n";
+  }
+  return os.str();
+}
+
 void print_summary(const fitting::FitResult& fit, const std::vector<fitting::Parameter>& parameters,
-                   const io::MeasuredData& measured, const GratingModel& model, const std::string& backend) {
+                   const io::MeasuredData& measured, const GratingModel& model, const std::string& backend,
+                   const std::string& frozen) {
   std::ostringstream os;
   os << "gratingsim fit: " << parameters.size() << " parameter(s) fitted to " << measured.rows() << " measured row(s) × "
      << measured.quantities.size() << " quantities ("
@@ -229,6 +244,7 @@ void print_summary(const fitting::FitResult& fit, const std::vector<fitting::Par
     for (const std::string& n : model.notes()) os << "    " << n << "\n";
   }
   os << (fit.converged ? "  converged: " : "  NOT converged: ") << fit.reason << "\n";
+  if (!frozen.empty()) os << "\n" << frozen;
   std::cout << os.str();
 }
 
@@ -239,9 +255,6 @@ int run_fit(const Options& options) {
   const io::FitSettings settings = io::read_fit_settings(c.yaml, c.path);
   if (!settings.present)
     throw io::CaseError(c.path, 1, 1, "no 'fit' section: name the parameters to fit (io/SCHEMA.md §3.3)");
-  if (c.numerics.accuracy)
-    throw Unsupported("gratingsim fit needs fixed numerics.harmonics and slices (harmonics: auto / slices: auto "
-                      "is not supported by fit yet)");
   std::vector<std::size_t> floating;
   std::vector<fitting::Parameter> parameters = fit_parameters(c, settings, floating);
 
@@ -261,7 +274,14 @@ int run_fit(const Options& options) {
   const std::string backend(conv::to_string(problem.solver.backend));
 
   if (!library_note.empty()) std::cout << "gratingsim fit: " << library_note << "\n";
-  GratingModel model(problem, floating, measured);
+  // harmonics: auto / slices: auto: resolved once, at the start, and frozen (io::FrozenAccuracy).
+  std::vector<io::FrozenAccuracy> frozen;
+  if (c.numerics.accuracy) {
+    std::vector<double> start;
+    for (const fitting::Parameter& p : parameters) start.push_back(p.start);
+    frozen = freeze_accuracy(problem, floating, start, measured);
+  }
+  GratingModel model(problem, floating, measured, frozen);
   const fitting::FitResult fit = [&] {
     try {
       return fitting::fit(model, parameters, io::to_measurement(measured), settings.options);
@@ -271,7 +291,8 @@ int run_fit(const Options& options) {
       throw Error(user_message(e) + (why.empty() ? "" : "; the model's failures:" + why));
     }
   }();
-  print_summary(fit, parameters, measured, model, backend);
+  print_summary(fit, parameters, measured, model, backend,
+                frozen.empty() ? "" : frozen_summary(frozen, *c.numerics.accuracy));
   io::FitInfo info;
   info.case_path = s.case_path;
   info.case_yaml = c.yaml;
@@ -280,6 +301,8 @@ int run_fit(const Options& options) {
   info.precision = std::string(to_string(problem.solver.precision));
   info.formulation = std::string(physics::to_string(problem.solver.formulation));
   info.device = device_of(problem.solver.backend);
+  if (c.numerics.accuracy) info.target_error = c.numerics.accuracy->target_error;
+  info.frozen = frozen;
   io::write_fit_results(s.output, fit, measured, info, s.overwrite);
   std::cout << "wrote " << s.output << "\n";
   return fit.converged ? 0 : exit_unconverged;

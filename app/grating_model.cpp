@@ -1,10 +1,15 @@
 #include "app/grating_model.hpp"
 
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <limits>
+#include <set>
 #include <map>
 #include <sstream>
 #include <utility>
 
+#include "io/accuracy.hpp"
 #include "physics/solver.hpp"
 
 namespace gratingsim::app {
@@ -20,9 +25,71 @@ void check_measured_wavelengths(const io::Case& c, const io::MeasuredData& measu
     }
 }
 
+std::vector<io::FrozenAccuracy> freeze_accuracy(const io::Problem& problem, const std::vector<std::size_t>& floating,
+                                                const std::vector<double>& start, const io::MeasuredData& measured) {
+  const io::Case& c = problem.source;
+  GS_EXPECTS(c.numerics.accuracy.has_value(), "freeze_accuracy needs harmonics: auto or slices: auto");
+  GS_EXPECTS(floating.size() == start.size(), "one start value per floating parameter");
+  std::vector<double> axes;
+  for (const io::ParameterAxis& axis : c.parameters) axes.push_back(c.parameter_values.at(axis.name));
+  for (std::size_t j = 0; j < floating.size(); ++j) axes[floating[j]] = start[j];
+  // The case at the start, one parameter point, swept over the measured (λ, θ, φ); no fields.
+  io::Case at_start = io::case_at(c, axes);
+  for (std::size_t a = 0; a < axes.size(); ++a) at_start.parameters[a].values = {axes[a]};
+  at_start.wavelength_nm.clear();
+  at_start.incidence.theta_deg.clear();
+  at_start.incidence.phi_deg.clear();
+  const auto index_in = [](std::vector<double>& axis, double x) {  // x's index, appended when new
+    const auto it = std::find(axis.begin(), axis.end(), x);
+    if (it != axis.end()) return std::size_t(it - axis.begin());
+    axis.push_back(x);
+    return axis.size() - 1;
+  };
+  std::vector<std::array<std::size_t, 3>> row_index;
+  for (const io::MeasuredPoint& p : measured.points)
+    row_index.push_back({index_in(at_start.wavelength_nm, p.wavelength_nm), index_in(at_start.incidence.theta_deg, p.theta_deg),
+                         index_in(at_start.incidence.phi_deg, p.phi_deg)});
+  at_start.output = io::OutputOptions{};
+  at_start.incidence.polarization = io::Polarization::both;
+  io::Problem ladder = io::make_problem(std::move(at_start));
+  // The fit's solver options (backend, precision, tolerances), from the ladder's first rung.
+  const int m1 = ladder.solver.m1, m2 = ladder.solver.m2;
+  ladder.solver = problem.solver;
+  ladder.solver.m1 = m1;
+  ladder.solver.m2 = m2;
+  ladder.solver.keep_fields = false;
+
+  const io::ResultLayout& l = ladder.layout;
+  std::vector<std::set<std::size_t>> points(l.wavelength_nm.size());
+  for (const auto& [iw, itheta, iphi] : row_index) points[iw].insert(l.point_index(iw, itheta, iphi, 0));
+  long long base_slices = 0;
+  for (const physics::Layer& layer : ladder.structure().layers) base_slices += layer.slices;
+  std::vector<io::FrozenAccuracy> frozen;
+  for (std::size_t iw = 0; iw < points.size(); ++iw) {
+    const std::vector<std::size_t> members(points[iw].begin(), points[iw].end());
+    const io::SolvedPoints solved = io::solve_to_target(ladder, members);
+    io::FrozenAccuracy f;
+    f.wavelength_nm = l.wavelength_nm[iw];
+    f.target_reached = true;
+    f.estimated_error = std::numeric_limits<double>::quiet_NaN();  // stays NaN when no point had a second rung
+    for (const io::PointResult& r : solved.results) {
+      f.harmonics_x = std::max(f.harmonics_x, int(r.used_harmonics[0]));
+      f.harmonics_y = std::max(f.harmonics_y, int(r.used_harmonics[1]));
+      f.slices = std::max(f.slices, int(r.used_slices));
+      f.estimated_error = std::fmax(f.estimated_error, r.estimated_error);  // a NaN (no second rung) is ignored
+      f.target_reached = f.target_reached && r.target_reached == 1;
+    }
+    f.slice_factor = int(f.slices / base_slices);  // the ladder doubles every layer: used = base × 2^k
+    frozen.push_back(f);
+  }
+  return frozen;
+}
+
 GratingModel::GratingModel(const io::Problem& problem, std::vector<std::size_t> floating,
-                           const io::MeasuredData& measured)
+                           const io::MeasuredData& measured, const std::vector<io::FrozenAccuracy>& frozen)
     : problem_(problem), floating_(std::move(floating)), measured_(measured) {
+  GS_EXPECTS(frozen.empty() != problem.source.numerics.accuracy.has_value(),
+             "a case with harmonics: auto or slices: auto is fitted with frozen settings, one with fixed numerics without");
   for (const std::size_t axis : floating_)
     GS_EXPECTS(axis < problem.source.parameters.size(), "a floating parameter is an axis of the case");
   for (const std::string& q : measured.quantities) {
@@ -53,6 +120,13 @@ GratingModel::GratingModel(const io::Problem& problem, std::vector<std::size_t> 
     g.rows.push_back(row);
     g.incidence_of_row.push_back(k);
   }
+  for (WavelengthGroup& g : groups_) {
+    if (frozen.empty()) break;
+    const auto it = std::find_if(frozen.begin(), frozen.end(),
+                                 [&](const io::FrozenAccuracy& f) { return f.wavelength_nm == g.wavelength_nm; });
+    GS_EXPECTS(it != frozen.end(), "freeze_accuracy resolved every measured wavelength");
+    g.frozen = *it;
+  }
 }
 
 void GratingModel::note(const std::string& what) {
@@ -79,9 +153,20 @@ Eigen::MatrixXd GratingModel::evaluate(const std::vector<Eigen::VectorXd>& point
     }
     for (const WavelengthGroup& g : groups_) {
       ++batches_;
+      // Frozen auto settings: this wavelength's M1, M2 and every layer's slices × its factor.
+      physics::SolverOptions options = problem_.solver;
+      physics::Structure finer;
+      if (g.frozen) {
+        options.m1 = g.frozen->harmonics_x;
+        options.m2 = g.frozen->harmonics_y;
+        if (g.frozen->slice_factor > 1) {
+          finer = structure;
+          for (physics::Layer& layer : finer.layers) layer.slices *= g.frozen->slice_factor;  // as the ladder does
+        }
+      }
       physics::SolveResult solved;
       try {
-        solved = physics::solve(structure, g.incidences, problem_.solver);
+        solved = physics::solve(g.frozen && g.frozen->slice_factor > 1 ? finer : structure, g.incidences, options);
       } catch (const Error& e) {
         ++failed_solves_;
         std::ostringstream os;

@@ -9,12 +9,14 @@
 // solved as one batch (physics::solve with the run's solver options: the backend, precision and
 // tolerances `run` would use), i.e. one batched solve per (parameter vector, wavelength).
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <Eigen/Dense>
 
 #include "fitting/model.hpp"
+#include "io/fit_results.hpp"
 #include "io/measured.hpp"
 #include "io/problem.hpp"
 
@@ -24,12 +26,25 @@ namespace gratingsim::app {
 /// of the case has no data (outside its table or model range), before anything is solved.
 void check_measured_wavelengths(const io::Case& c, const io::MeasuredData& measured);
 
+/// numerics harmonics: auto / slices: auto resolved ONCE for a fit (io::FrozenAccuracy): the case at the
+/// `start` parameters (floating[j] the axis of start[j]; the other axes at the case's values), swept over
+/// the measured rows' distinct wavelengths, θ and φ (the ladder's first rung M0 comes from that sweep, as
+/// `run`'s from its own), each wavelength's measured (θ, φ) climbed by io::solve_to_target with
+/// problem.solver (backend, precision, tolerances) — `run`'s procedure. Per wavelength the finest rung any
+/// of its points chose (largest M1, M2 and slice factor), in order of first appearance in `measured`.
+/// The case must have numerics.accuracy.
+std::vector<io::FrozenAccuracy> freeze_accuracy(const io::Problem& problem, const std::vector<std::size_t>& floating,
+                                                const std::vector<double>& start, const io::MeasuredData& measured);
+
 class GratingModel : public fitting::BatchModel {
  public:
   /// `problem`: the case's problem with its solver options final (backend, precision). `floating[j]`:
   /// the index in problem.source.parameters of the fit's parameter j; the other axes keep the case's
-  /// value (problem.source.parameter_values). `measured` must outlive the model.
-  GratingModel(const io::Problem& problem, std::vector<std::size_t> floating, const io::MeasuredData& measured);
+  /// value (problem.source.parameter_values). `measured` must outlive the model. `frozen`: with
+  /// harmonics: auto / slices: auto, freeze_accuracy's settings, used at every parameter vector (each
+  /// wavelength solved with its M1, M2 and every layer's slices × its factor); empty with fixed numerics.
+  GratingModel(const io::Problem& problem, std::vector<std::size_t> floating, const io::MeasuredData& measured,
+               const std::vector<io::FrozenAccuracy>& frozen = {});
 
   [[nodiscard]] std::size_t outputs() const override { return measured_.rows() * measured_.quantities.size(); }
   /// Column k: the model at points[k]. NaN for the rows of a wavelength whose solve failed (an error, or
@@ -49,6 +64,7 @@ class GratingModel : public fitting::BatchModel {
     double wavelength_nm = 0;
     std::vector<physics::Incidence> incidences;
     std::vector<std::size_t> rows, incidence_of_row;  ///< rows[i] is solved as incidences[incidence_of_row[i]]
+    std::optional<io::FrozenAccuracy> frozen;          ///< the wavelength's frozen settings (auto numerics)
   };
   /// Where quantity q of a row comes from: Ψ (-1), Δ (-2) or Mueller element row*4+col (0..15).
   std::vector<int> sources_;

@@ -79,6 +79,7 @@ int run_info(const Options&) {
   const io::LibraryVersions io_libraries = io::library_versions();
   std::cout << "  HDF5      " << io_libraries.hdf5 << '\n';
   std::cout << "  yaml-cpp  " << io_libraries.yaml_cpp << '\n';
+  std::cout << "  libpng    " << io_libraries.libpng << " (PNG raster masks)\n";
   std::cout << "  CLI11     " << command_line_library_version() << '\n';
   if (mpi) std::cout << "  MPI       " << *mpi << '\n';
   return 0;

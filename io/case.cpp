@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -21,6 +22,7 @@
 #include "io/fit_settings.hpp"
 #include "io/index_table.hpp"
 #include "io/npy.hpp"
+#include "io/png.hpp"
 #include "io/strict_yaml.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
@@ -841,35 +843,69 @@ class CaseReader {
     return physics::Rectangle{};
   }
 
-  /// A raster from a .npy file (io/SCHEMA.md §1.6): array element [row, column] is pixel (ix = column,
-  /// iy = row) of physics::Raster, centred at x = −Λx/2 + (column + ½)Λx/columns, y = −Λy/2 + (row + ½)Λy/rows
-  /// (row 0 at the cell's bottom edge, y = −Λy/2). `mask` + `material`: 0 is the layer's background, 1
-  /// the material, f in (0, 1) their mixture ε = (1 − f)·ε_background + f·ε_material (one per distinct f);
+  /// A grayscale image as the mask array it stands for (io/SCHEMA.md §1.6): element [row, column] =
+  /// g/G for the image's sample g at (rows − 1 − row, column), G = 2^bits − 1 — the image's top row is the
+  /// cell's top edge (y = +Λy/2), its bottom row the array's row 0 (y = −Λy/2). Values are float64 fractions.
+  static NpyArray fill_fractions(const GrayImage& image) {
+    NpyArray a;
+    a.descr = "<f8";
+    a.rows = image.rows;
+    a.columns = image.columns;
+    a.values.resize(image.samples.size());
+    const double white = image.max_sample();
+    for (std::size_t row = 0; row < a.rows; ++row)
+      for (std::size_t column = 0; column < a.columns; ++column)
+        a.values[row * a.columns + column] = image.samples[(a.rows - 1 - row) * a.columns + column] / white;
+    return a;
+  }
+
+  /// A raster from a .npy file or a grayscale PNG image (io/SCHEMA.md §1.6): array element [row, column] is
+  /// pixel (ix = column, iy = row) of physics::Raster, centred at x = −Λx/2 + (column + ½)Λx/columns,
+  /// y = −Λy/2 + (row + ½)Λy/rows (row 0 at the cell's bottom edge, y = −Λy/2). An image is the cell seen
+  /// from above (+z) with x to the right and y up: its top row is the array's last row, and its gray
+  /// level g of G = 2^bits − 1 the mask's fill fraction g/G (images give masks only). `mask` + `material`:
+  /// 0 is the layer's background, 1 the material, f in (0, 1) their mixture
+  /// ε = (1 − f)·ε_background + f·ε_material (one per distinct f);
   /// `epsilon`: ε per pixel (float64 or complex128), one constant material per distinct value.
   physics::Raster read_raster(const Node& n, const physics::Material& background) {
     const Map m(n, {"type", "mask", "material", "epsilon"});
     const auto mask = m.optional("mask"), epsilon = m.optional("epsilon");
     if (mask.has_value() == epsilon.has_value())
-      n.fail("a raster takes exactly one of: mask (a .npy array of fill fractions 0 to 1, with material), epsilon (a .npy array of ε)");
+      n.fail("a raster takes exactly one of: mask (a .npy array of fill fractions 0 to 1 or a grayscale .png image, with material), epsilon (a .npy array of ε)");
     if (epsilon && m.has("material"))
       m.required("material").fail("material belongs with mask; an epsilon map gives ε per pixel");
     const Node file_node = mask ? *mask : *epsilon;
     const std::filesystem::path file = std::filesystem::path(base_) / file_node.string();
+    // A file whose name ends in .png (any case) is a PNG image, any other a .npy array.
+    std::string extension = file.extension().string();
+    for (char& ch : extension) ch = char(std::tolower(static_cast<unsigned char>(ch)));
+    const bool image = extension == ".png";
+    const std::string kind = image ? "raster image" : "raster array";
+    if (image && epsilon)
+      file_node.fail("an image gives a mask, not an epsilon map: write mask: " + file_node.string() +
+                     " with material (gray level g of G = 2^bits − 1 fills g/G of a pixel with material, the rest is the "
+                     "layer's background; with two constant-permittivity materials ε is linear in g, io/SCHEMA.md §1.6)");
+    if (image && !png_supported())
+      file_node.fail("raster image '" + file.string() + "': this build of gratingsim has no PNG support (libpng was not "
+                     "found when it was configured: install libpng-dev and configure with -DGRATINGSIM_PNG=ON), or give "
+                     "the mask as a .npy array");
     std::error_code error;
     const std::filesystem::file_status status = std::filesystem::status(file, error);
-    if (!std::filesystem::exists(status)) file_node.fail("raster array '" + file.string() + "' not found");
+    if (!std::filesystem::exists(status)) file_node.fail(kind + " '" + file.string() + "' not found");
     if (!std::filesystem::is_regular_file(status))
-      file_node.fail("raster array '" + file.string() + "' is not a regular file (a directory, device, FIFO or socket)");
+      file_node.fail(kind + " '" + file.string() + "' is not a regular file (a directory, device, FIFO or socket)");
     NpyArray a;
     try {
-      a = read_npy(file.string(), max_raster_pixels);
+      a = image ? fill_fractions(read_png(file.string(), max_raster_pixels)) : read_npy(file.string(), max_raster_pixels);
     } catch (const NpyError& e) {
-      file_node.fail("raster array '" + file.string() + "': " + e.what());
+      file_node.fail(kind + " '" + file.string() + "': " + e.what());
+    } catch (const PngError& e) {
+      file_node.fail(kind + " '" + file.string() + "': " + e.what());
     }
     c_.inputs.push_back(file.string());
     if (c_.structure.lattice.one_dimensional() && a.rows != 1)
-      file_node.fail("the array has " + std::to_string(a.rows) + " rows; a 1D lattice (no period_y) takes one row " +
-                     "(shape (1, columns))");
+      file_node.fail(std::string(image ? "the image" : "the array") + " has " + std::to_string(a.rows) +
+                     " rows; a 1D lattice (no period_y) takes one row " + (image ? "(an image 1 pixel high)" : "(shape (1, columns))"));
     const auto where = [&](std::size_t i) {
       return "[" + std::to_string(i / a.columns) + ", " + std::to_string(i % a.columns) + "]";
     };

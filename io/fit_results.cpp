@@ -127,6 +127,30 @@ void write_contents(hid_t file, const fitting::FitResult& fit, const MeasuredDat
   doubles(history, "chi2", {k}, chi2);
   doubles(history, "lambda", {k}, lambda);
 
+  if (!info.frozen.empty()) {  // harmonics: auto / slices: auto, resolved at the start and frozen
+    const Handle accuracy = h5::group(H5Gcreate2(file, "accuracy", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create /accuracy");
+    scalar_attribute(accuracy, "target_error", H5T_NATIVE_DOUBLE, info.target_error);
+    string_attribute(accuracy, "resolved_at", "start parameters (history/parameters[0]), frozen for the whole fit");
+    const auto w = hsize_t(info.frozen.size());
+    std::vector<double> wavelength_nm, estimated_error;
+    std::vector<std::int32_t> harmonics, slices, slice_factor;
+    std::vector<std::uint8_t> reached;
+    for (const FrozenAccuracy& f : info.frozen) {
+      wavelength_nm.push_back(f.wavelength_nm);
+      harmonics.insert(harmonics.end(), {std::int32_t(f.harmonics_x), std::int32_t(f.harmonics_y)});
+      slices.push_back(std::int32_t(f.slices));
+      slice_factor.push_back(std::int32_t(f.slice_factor));
+      estimated_error.push_back(f.estimated_error);
+      reached.push_back(f.target_reached ? 1 : 0);
+    }
+    doubles(accuracy, "wavelength", {w}, wavelength_nm);
+    dataset(accuracy, "harmonics", H5T_NATIVE_INT32, {w, 2}, harmonics.data());
+    dataset(accuracy, "slices", H5T_NATIVE_INT32, {w}, slices.data());
+    dataset(accuracy, "slice_factor", H5T_NATIVE_INT32, {w}, slice_factor.data());
+    doubles(accuracy, "estimated_error", {w}, estimated_error);
+    dataset(accuracy, "target_reached", H5T_NATIVE_UINT8, {w}, reached.data());
+  }
+
   const Handle input = h5::group(H5Gcreate2(file, "input", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), "create /input");
   string_attribute(input, "case_path", info.case_path);
   const Handle type = string_type();

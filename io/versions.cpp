@@ -2,6 +2,8 @@
 
 #include <hdf5.h>
 
+#include "io/png.hpp"
+
 namespace gratingsim::io {
 
 LibraryVersions library_versions() {
@@ -11,6 +13,7 @@ LibraryVersions library_versions() {
                ? std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(release)
                : "unknown";
   v.yaml_cpp = GRATINGSIM_YAML_CPP_VERSION;
+  v.libpng = png_version();
   return v;
 }
 

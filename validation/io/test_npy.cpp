@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config.hpp"
 #include "io/case.hpp"
 #include "io/npy.hpp"
 #include "physics/solver.hpp"
@@ -381,5 +382,23 @@ TEST_CASE("every raster refusal is located at its YAML node", "[io][npy][case]")
   CHECK(e.line() == shape_line + 1);
   CHECK(e.column() == 9);
   CHECK_THAT(e.message(), Catch::Contains("must be the only shape of its layer"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a .png raster needs a build with PNG support, and is refused at its node without it", "[io][npy][case]") {
+  // The file's content is no image: with PNG support the reader says so; without it the build's lack is
+  // the reason, before the file is read (validation/io/test_png.cpp reads real images).
+  const fs::path dir = fresh_directory("png_support");
+  std::ofstream(dir / "mask.png") << "not an image\n";
+  const std::string shape = "{type: raster, mask: mask.png, material: high}";
+  const io::CaseError e = error_of(case_with(shape), dir);
+  CHECK(e.line() == shape_line);
+  CHECK(e.column() == int(std::string("      - ").size() + shape.find("mask.png") + 1));
+#if GRATINGSIM_HAVE_PNG
+  CHECK_THAT(e.message(), Catch::Contains("not a PNG file"));
+#else
+  CHECK_THAT(e.message(), Catch::Contains("this build of gratingsim has no PNG support"));
+  CHECK_THAT(e.message(), Catch::Contains("-DGRATINGSIM_PNG=ON"));
+#endif
   fs::remove_all(dir);
 }
