@@ -22,7 +22,9 @@
 #include "io/case.hpp"
 #include "io/npy.hpp"
 #include "physics/solver.hpp"
+#include "validation/io/raster_cases.hpp"
 #include "validation/support/catch.hpp"
+#include "validation/support/scratch_directory.hpp"
 
 namespace fs = std::filesystem;
 using namespace gratingsim;
@@ -30,12 +32,9 @@ using Complex = std::complex<double>;
 
 namespace {
 
-fs::path fresh_directory(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("gratingsim_io_npy_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
+using test::case_with;
+using test::rng;
+using test::shape_line;
 
 /// A .npy file as numpy.lib.format writes it: magic, version, header length, the dict padded with
 /// blanks and a newline to a multiple of 64 bytes, then `data`.
@@ -62,10 +61,6 @@ std::string shape_text(std::size_t rows, std::size_t columns) {
   return "(" + std::to_string(rows) + ", " + std::to_string(columns) + ")";
 }
 
-std::mt19937_64& rng() {
-  static std::mt19937_64 engine{std::random_device{}()};
-  return engine;
-}
 std::uint64_t draw() { return rng()(); }
 
 /// The error's location and message from loading `yaml` (in `dir`).
@@ -79,26 +74,12 @@ io::CaseError error_of(const std::string& yaml, const fs::path& dir) {
   throw;
 }
 
-/// A 400 × 300 nm crossed-grating case with one patterned layer holding `shape` (a flow map on one line).
-std::string case_with(const std::string& shape, bool one_dimensional = false) {
-  return std::string("wavelength: 633\n") +
-         (one_dimensional ? "lattice: {period_x: 400}\n" : "lattice: {period_x: 400, period_y: 300}\n") +
-         "materials: {glass: {n: 1.5}, high: {n: 2.5, k: 0.1}}\n"
-         "substrate: glass\n"
-         "layers:\n"
-         "  - thickness: 120\n"
-         "    slices: 3\n"
-         "    background: glass\n"
-         "    shapes:\n"
-         "      - " + shape + "\n" +
-         "numerics: {harmonics: 3}\n";
-}
-constexpr int shape_line = 10;
 
 }  // namespace
 
 TEST_CASE("read_npy reads every supported dtype bit for bit, header versions 1.0 and 2.0", "[io][npy]") {
-  const fs::path dir = fresh_directory("dtypes");
+  const test::ScratchDirectory scratch("npy_dtypes");
+  const fs::path& dir = scratch.path();
   std::uniform_int_distribution<std::size_t> size(1, 9);
   std::normal_distribution<double> normal(0.0, 1e3);
   for (const int major : {1, 2}) {
@@ -146,7 +127,8 @@ TEST_CASE("read_npy reads NumPy's own files bit for bit", "[io][npy][python]") {
     std::printf("SKIPPED: /usr/bin/python3 lacks NumPy (install python3-numpy)\n");
     std::exit(77);  // CTest reports SKIP_RETURN_CODE 77 as skipped, never as passed
   }
-  const fs::path dir = fresh_directory("numpy");
+  const test::ScratchDirectory scratch("npy_numpy");
+  const fs::path& dir = scratch.path();
   const unsigned seed = unsigned(draw() & 0x7fffffff);
   // NumPy writes each array with np.save and the same values as raw complex128 (np.ndarray.tofile).
   const std::string script =
@@ -176,7 +158,8 @@ TEST_CASE("read_npy reads NumPy's own files bit for bit", "[io][npy][python]") {
 }
 
 TEST_CASE("read_npy refuses what it does not read, naming what it found", "[io][npy]") {
-  const fs::path dir = fresh_directory("refusals");
+  const test::ScratchDirectory scratch("npy_refusals");
+  const fs::path& dir = scratch.path();
   const std::string eight(8, '\0');
   write_npy(dir / "f4.npy", "<f4", "(1, 2)", eight);
   write_npy(dir / "big_endian.npy", ">f8", "(1, 1)", eight);
@@ -211,7 +194,8 @@ TEST_CASE("read_npy refuses what it does not read, naming what it found", "[io][
 }
 
 TEST_CASE("a raster mask and an epsilon map from .npy files are the structure's raster bit for bit", "[io][npy][case]") {
-  const fs::path dir = fresh_directory("raster");
+  const test::ScratchDirectory scratch("npy_raster");
+  const fs::path& dir = scratch.path();
   std::uniform_int_distribution<int> size(1, 12);
   const int rows = size(rng()), columns = size(rng());
   const std::size_t n = std::size_t(rows) * columns;
@@ -270,7 +254,8 @@ TEST_CASE("a raster mask and an epsilon map from .npy files are the structure's 
 }
 
 TEST_CASE("a raster mask solves like the rectangle covering the same pixels", "[io][npy][case]") {
-  const fs::path dir = fresh_directory("solve");
+  const test::ScratchDirectory scratch("npy_solve");
+  const fs::path& dir = scratch.path();
   // 400 × 300 nm cell in 8 × 6 pixels of 50 nm: columns 1..5 (x ∈ [−150, 100]) and rows 3..4
   // (y ∈ [0, 100]) are the rectangle centred at (−25, 50), 250 × 100 nm — off-centre and longer along x,
   // so swapping the axes or flipping a row order would change the orders' efficiencies.
@@ -329,7 +314,8 @@ TEST_CASE("a raster mask solves like the rectangle covering the same pixels", "[
 }
 
 TEST_CASE("every raster refusal is located at its YAML node", "[io][npy][case]") {
-  const fs::path dir = fresh_directory("located");
+  const test::ScratchDirectory scratch("npy_located");
+  const fs::path& dir = scratch.path();
   write_npy(dir / "good.npy", "|b1", "(2, 3)", std::string("\1\0\1\0\1\0", 6));
   std::ofstream(dir / "text.npy") << "not an array\n";
   write_npy(dir / "f4.npy", "<f4", "(1, 2)", std::string(8, '\0'));
@@ -388,7 +374,8 @@ TEST_CASE("every raster refusal is located at its YAML node", "[io][npy][case]")
 TEST_CASE("a .png raster needs a build with PNG support, and is refused at its node without it", "[io][npy][case]") {
   // The file's content is no image: with PNG support the reader says so; without it the build's lack is
   // the reason, before the file is read (validation/io/test_png.cpp reads real images).
-  const fs::path dir = fresh_directory("png_support");
+  const test::ScratchDirectory scratch("npy_png_support");
+  const fs::path& dir = scratch.path();
   std::ofstream(dir / "mask.png") << "not an image\n";
   const std::string shape = "{type: raster, mask: mask.png, material: high}";
   const io::CaseError e = error_of(case_with(shape), dir);

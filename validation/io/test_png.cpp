@@ -26,7 +26,9 @@
 #include "io/png.hpp"
 #include "io/problem.hpp"
 #include "physics/solver.hpp"
+#include "validation/io/raster_cases.hpp"
 #include "validation/support/catch.hpp"
+#include "validation/support/scratch_directory.hpp"
 #if GRATINGSIM_HAVE_PNG
 #include <png.h>
 #endif
@@ -36,6 +38,10 @@ using namespace gratingsim;
 using Complex = std::complex<double>;
 
 namespace {
+
+using test::case_with;
+using test::rng;
+using test::shape_line;
 
 // PNG colour types (the PNG specification's numbers, as png.h defines them).
 constexpr int gray = 0, rgb = 2, palette = 3, gray_alpha = 4;
@@ -95,17 +101,6 @@ void write_png(const fs::path& path, const PngSpec& spec, const std::vector<std:
 #endif
 }
 
-fs::path fresh_directory(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() / ("gratingsim_io_png_" + name + "_" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::mt19937_64& rng() {
-  static std::mt19937_64 engine{std::random_device{}()};
-  return engine;
-}
 
 /// A .npy file (numpy.lib.format 1.0) of float64 values in C order, shape (rows, columns).
 void write_npy(const fs::path& path, std::size_t rows, std::size_t columns, const std::vector<double>& values) {
@@ -137,21 +132,6 @@ std::vector<std::uint16_t> random_samples(std::size_t count, int bit_depth) {
   return samples;
 }
 
-/// A 400 × 300 nm crossed-grating case (or a 400 nm 1D one) with one patterned layer holding `shape`.
-std::string case_with(const std::string& shape, bool one_dimensional = false) {
-  return std::string("wavelength: 633\n") +
-         (one_dimensional ? "lattice: {period_x: 400}\n" : "lattice: {period_x: 400, period_y: 300}\n") +
-         "materials: {glass: {n: 1.5}, high: {n: 2.5, k: 0.1}}\n"
-         "substrate: glass\n"
-         "layers:\n"
-         "  - thickness: 120\n"
-         "    slices: 3\n"
-         "    background: glass\n"
-         "    shapes:\n"
-         "      - " + shape + "\n" +
-         "numerics: {harmonics: 3}\n";
-}
-constexpr int shape_line = 10;
 
 const physics::Raster& raster_of(const io::Case& c) {
   return std::get<physics::Raster>(c.structure.layers.at(0).shapes.at(0));
@@ -175,7 +155,8 @@ void check_same_raster(const physics::Raster& a, const physics::Raster& b) {
 }  // namespace
 
 TEST_CASE("grayscale PNGs of every bit depth read back sample for sample and as their .npy twin", "[io][png]") {
-  const fs::path dir = fresh_directory("depths");
+  const test::ScratchDirectory scratch("png_depths");
+  const fs::path& dir = scratch.path();
   std::uniform_int_distribution<int> size(1, 24);
   for (const int bit_depth : {1, 2, 4, 8, 16})
     for (const bool interlaced : {false, true}) {
@@ -203,7 +184,8 @@ TEST_CASE("grayscale PNGs of every bit depth read back sample for sample and as 
 }
 
 TEST_CASE("an image's top row is the cell's top edge and its left column the left edge", "[io][png]") {
-  const fs::path dir = fresh_directory("orientation");
+  const test::ScratchDirectory scratch("png_orientation");
+  const fs::path& dir = scratch.path();
   // 6 rows × 8 columns of 50 nm over the 400 × 300 nm cell. White in image rows 1..2 (counted from the
   // top, whose row 0 spans y ∈ [100, 150]) and columns 1..5: y ∈ [0, 100], x ∈ [−150, 100] — the
   // rectangle centred at (−25, 50), 250 × 100 nm. Off-centre along both axes, so flipping rows or
@@ -259,7 +241,8 @@ TEST_CASE("an image's top row is the cell's top edge and its left column the lef
 }
 
 TEST_CASE("a case with a PNG mask solves bit for bit as the same case with its .npy twin", "[io][png][case]") {
-  const fs::path dir = fresh_directory("solve");
+  const test::ScratchDirectory scratch("png_solve");
+  const fs::path& dir = scratch.path();
   // 4-bit gray: up to 16 fill fractions, each a mixture of glass and high; a 1-row image on a 1D lattice too.
   for (const bool one_dimensional : {false, true}) {
     const PngSpec spec{.columns = 10, .rows = one_dimensional ? 1 : 7, .bit_depth = 4};
@@ -292,7 +275,8 @@ TEST_CASE("a case with a PNG mask solves bit for bit as the same case with its .
 }
 
 TEST_CASE("damaged, truncated, colour and alpha images are refused at the YAML node that names them", "[io][png][case]") {
-  const fs::path dir = fresh_directory("refusals");
+  const test::ScratchDirectory scratch("png_refusals");
+  const fs::path& dir = scratch.path();
   const PngSpec good{.columns = 5, .rows = 4};
   write_png(dir / "good.png", good, random_samples(20, 8));
   std::ifstream in(dir / "good.png", std::ios::binary);
