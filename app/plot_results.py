@@ -234,9 +234,25 @@ def plot_ellipsometry(f, out):
     return out
 
 
+def lattice_rotation_deg(f):
+    """α of a rotated 1D grating (io/SCHEMA.md §1.3.1), read from the case text; 0 where absent or not
+    a plain number (an expression of parameters: the maps are then labelled in the grating's frame)."""
+    try:
+        import yaml
+        case = yaml.safe_load(f["input/case"][()].decode() if isinstance(f["input/case"][()], bytes)
+                              else str(f["input/case"][()]))
+        value = (case.get("lattice") or {}).get("rotation_deg", 0)
+        return float(value)
+    except Exception:
+        return 0.0
+
+
 def plot_field_maps(f, stem):
     if "fields" not in f:
         return []
+    # A rotated 1D grating's maps are in its own frame: u across the lines, v along them (§2.2).
+    alpha = lattice_rotation_deg(f)
+    across, along = ("u", "v") if alpha else ("x", "y")
     outputs = []
     pols = polarisations(f)
     for key in sorted(k for k in f["fields"] if k.startswith("map_")):
@@ -251,13 +267,15 @@ def plot_field_maps(f, stem):
         fig, panels = plt.subplots(1, len(pols), figsize=(6.4 * len(pols), height), squeeze=False)
         for i, (pol, ax) in enumerate(zip(pols, panels[0])):
             image = ax.pcolormesh(first, second, magnitude[i].T, shading="nearest")
-            ax.set_xlabel("%s (nm)" % ("y" if plane == "yz" else "x"))
-            ax.set_ylabel("y (nm)" if plane == "xy" else "z (nm)")
+            ax.set_xlabel("%s (nm)" % (along if plane == "yz" else across))
+            ax.set_ylabel(along + " (nm)" if plane == "xy" else "z (nm)")
             ax.set_aspect("equal")
             bar = make_axes_locatable(ax).append_axes("right", size="4%", pad=0.1)  # as tall as the map
             fig.colorbar(image, cax=bar, label="|E| (incident amplitude 1)")
             ax.set_title("%s polarisation" % pol)
-        where = {"xz": "y = %g nm", "yz": "x = %g nm", "xy": "z = %g nm"}[plane] % position
+        where = {"xz": along + " = %g nm", "yz": across + " = %g nm", "xy": "z = %g nm"}[plane] % position
+        if alpha:
+            where += " (u across the lines, v along them: grating vector at %g° from x)" % alpha
         w, t, p = (f["sweep/" + a][0] for a in ("wavelength", "theta", "phi"))
         fig.suptitle(wrap(title_of(f) + "\n|E| on the %s plane at %s; λ = %g nm, θ = %g°, φ = %g°"
                           % (plane, where, w, t, p), fig), fontsize=10)

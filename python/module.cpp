@@ -243,7 +243,8 @@ py::dict info() {
   d["backends"] = backends;
   const io::LibraryVersions versions = io::library_versions();
   d["libraries"] = py::dict(py::arg("fftw") = conv::fftw_version(), py::arg("hdf5") = versions.hdf5,
-                            py::arg("yaml_cpp") = versions.yaml_cpp, py::arg("pybind11") = std::to_string(PYBIND11_VERSION_MAJOR) + "." +
+                            py::arg("yaml_cpp") = versions.yaml_cpp, py::arg("libpng") = versions.libpng,
+                            py::arg("pybind11") = std::to_string(PYBIND11_VERSION_MAJOR) + "." +
                                                                          std::to_string(PYBIND11_VERSION_MINOR) + "." +
                                                                          std::to_string(PYBIND11_VERSION_PATCH));
   return d;

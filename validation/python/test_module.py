@@ -290,6 +290,10 @@ def test_info_reports_version_and_backends():
     for name in ("gpu-cufft", "gpu-fused", "gpu-direct"):
         assert (info["backends"][name] == "available") == bool(info["cuda_devices"])
     assert re.fullmatch(r"\d+\.\d+\.\d+", info["libraries"]["hdf5"])
+    # libpng: "none" in a build without PNG masks, else its version, as `gratingsim info` says.
+    listed = subprocess.run([CLI, "info"], check=True, capture_output=True, text=True).stdout
+    assert re.search(r"^\s*libpng\s+" + re.escape(info["libraries"]["libpng"]) + r"\s", listed, re.M)
+    assert info["libraries"]["libpng"] == "none" or re.fullmatch(r"\d+\.\d+\.\d+", info["libraries"]["libpng"])
 
 
 def test_unknown_backend_and_precision_are_errors():
