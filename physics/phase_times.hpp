@@ -4,9 +4,10 @@
 // the result file (io/SCHEMA.md, solver/phase_seconds) and `gratingsim bench e2e` show them.
 //
 // GPU phases: every set-up step that uploads (convolution kernels and spectra, z-operator
-// coefficients, preconditioner) waits for the device itself before returning (cudaDeviceSynchronize
-// after pageable copies), and the Krylov solve ends with a download that waits for its stream, so a
-// lap taken on the host after each of them holds the device work it started.
+// coefficients, preconditioner) waits for the stream it ran on (the calling thread's default stream,
+// core/device_buffer.hpp) before returning, and the Krylov solve ends with a download that waits for
+// its stream, so a lap taken on the host after each of them holds the device work it started (and,
+// with several workers on one GPU, none of the others').
 #include <array>
 #include <chrono>
 #include <cstddef>
