@@ -239,8 +239,8 @@ def lattice_rotation_deg(f):
     a plain number (an expression of parameters: the maps are then labelled in the grating's frame)."""
     try:
         import yaml
-        case = yaml.safe_load(f["input/case"][()].decode() if isinstance(f["input/case"][()], bytes)
-                              else str(f["input/case"][()]))
+        text = f["input/case"][()]
+        case = yaml.safe_load(text.decode() if isinstance(text, bytes) else str(text))
         value = (case.get("lattice") or {}).get("rotation_deg", 0)
         return float(value)
     except Exception:

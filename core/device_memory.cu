@@ -1,5 +1,6 @@
 // Device and pinned host memory for core/device_buffer.hpp (why they avoid cudaMalloc, cudaFree and
 // cudaMallocHost is said there).
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -14,24 +15,29 @@ namespace {
 /// solver's free-memory check (physics/solver.cpp), large enough for the small batches that share a GPU.
 constexpr std::uint64_t pool_cache_bytes = 256ull << 20;
 
-/// Whether the current device has a stream-ordered pool; on first use per device its cache threshold
-/// is set. Devices are few: one flag per device ordinal below 64, else no pool.
+/// Per device ordinal below 64 (devices are few; beyond: no pool): whether its stream-ordered pool is
+/// used, decided once (pool_ready) and read by device_free, so that memory is always freed the way it
+/// was allocated.
+constexpr int pool_devices = 64;
+std::once_flag pool_flags[pool_devices];
+std::atomic<bool> pool_used[pool_devices];
+
+/// Whether the current device's stream-ordered pool is used; on first use per device its cache
+/// threshold is set.
 bool pool_ready() {
-  static std::once_flag flags[64];
-  static bool supported[64] = {};
   int device = 0;
   GS_CUDA_TRY(cudaGetDevice(&device));
-  if (device < 0 || device >= 64) return false;
-  std::call_once(flags[device], [device] {
+  if (device < 0 || device >= pool_devices) return false;
+  std::call_once(pool_flags[device], [device] {
     int pools = 0;
     if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || !pools) return;
     cudaMemPool_t pool = nullptr;
     GS_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
     std::uint64_t threshold = pool_cache_bytes;
     GS_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
-    supported[device] = true;
+    pool_used[device] = true;
   });
-  return supported[device];
+  return pool_used[device];
 }
 
 /// Freed pinned blocks by size, for reuse (pinned allocation is slow and synchronises the device).
@@ -63,11 +69,10 @@ void* device_allocate(std::size_t bytes) {
 
 void device_free(void* pointer) noexcept {
   if (!pointer) return;
-  // The pool is known to be set up (pointer came from device_allocate on this process's devices); a
-  // failure here means a dead context: nothing to do in a destructor.
-  int device = 0, pools = 0;
-  if (cudaGetDevice(&device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) == cudaSuccess && pools)
+  // pointer came from device_allocate on this device, which decided pool_used; a failure here means a
+  // dead context: nothing to do in a destructor.
+  int device = 0;
+  if (cudaGetDevice(&device) == cudaSuccess && device >= 0 && device < pool_devices && pool_used[device])
     cudaFreeAsync(pointer, cudaStreamPerThread);
   else
     cudaFree(pointer);
