@@ -13,7 +13,8 @@
 //
 // Ownership rule that replaces cudaFree's implicit synchronisation: a buffer is freed in the order of
 // the freeing thread's default stream only, so its owner must have waited for every other stream that
-// used it before destroying it (DiscreteProblem and DeviceStream do: their destructors synchronise).
+// used it before destroying it (DiscreteProblem, DeviceStream, the device vector space and the Arnoldi
+// state do: their destructors synchronise).
 #include <algorithm>
 #include <cstddef>
 #include <span>
