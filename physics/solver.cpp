@@ -14,8 +14,8 @@ namespace gratingsim::physics {
 namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-/// max_wavelengths_per_batch = 0 on host backends (solver.hpp says why).
-constexpr std::size_t automatic_host_batch = std::numeric_limits<std::size_t>::max();
+/// max_wavelengths_per_batch = 0 on host backends: one wavelength per problem (solver.hpp says why).
+constexpr std::size_t automatic_host_batch = 1;
 
 bool lossless_material(const Material& m, double wavelength) { return m.permittivity(wavelength).imag() == 0; }
 

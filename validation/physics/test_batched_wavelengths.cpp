@@ -80,7 +80,7 @@ TEST_CASE("batched wavelengths: uneven incidence counts, Richardson, fields and 
   o.keep_fields = true;
   o.max_wavelengths_per_batch = 1;
   const SolveResult separate = solve(c.structure, incidences, o);
-  o.max_wavelengths_per_batch = 0;
+  o.max_wavelengths_per_batch = 100;  // as many as there are (0, automatic, is one on the host)
   const SolveResult batched = solve(c.structure, incidences, o);
   test::check_same_results(batched, separate, 0);
   for (std::size_t i = 0; i < incidences.size(); ++i) {
@@ -97,7 +97,7 @@ TEST_CASE("batched wavelengths: uneven incidence counts, Richardson, fields and 
   const int finest = slice_grid(c.structure, 2).slices();
   o.memory_limit_bytes = estimate_bytes(std::size_t(finest), std::size_t(2 * c.m1 + 1), 4, c.m1, 0, sizeof(double),
                                         o.gmres_restart + 4, false, Formulation::laurent, 2);
-  o.max_wavelengths_per_batch = 0;
+  o.max_wavelengths_per_batch = 100;
   test::check_same_results(solve(c.structure, incidences, o), laurent_separate, 0);
   // Below one wavelength's need the solve refuses, as before batching.
   o.memory_limit_bytes = estimate_bytes(std::size_t(finest), std::size_t(2 * c.m1 + 1), 2, c.m1, 0, sizeof(double),
@@ -118,6 +118,7 @@ TEST_CASE("batched wavelengths: preconditioned and unpreconditioned batches agre
     o.m1 = c.m1;
     o.m2 = c.m2;
     o.tolerance = 1e-10;
+    o.max_wavelengths_per_batch = 100;
     o.preconditioner = Preconditioning::none;
     const SolveResult plain = solve(c.structure, c.incidences(), o);
     o.preconditioner = one_dimensional ? Preconditioning::averaged : Preconditioning::coarse;
