@@ -450,7 +450,7 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
   // Batches: wavelengths of equally many incidences (a sweep's θ × φ list is the same at every
   // wavelength) share one problem (problem.hpp), as many as fit the memory budget at the finest grid
   // and max_wavelengths_per_batch allow; a batch fits when one wavelength alone would not drop the
-  // preconditioner that the batch drops.
+  // preconditioner that the batch drops, nor be served by the backend where the batch is refused.
   std::map<std::size_t, std::vector<const std::vector<std::size_t>*>> by_count;
   for (const auto& [wavelength, members] : by_wavelength) by_count[members.size()].push_back(&members);
   const bool host_backend = conv::memory_of(options.backend) == Memory::host;
@@ -465,10 +465,21 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
       const MemoryBudget budget = memory_budget(options);
       const bool on_device = !host_backend;
       const MemoryPlan one = memory_plan(structure, finest, count, 1, options);
+      // The backend's own limits (grid sizes, int strides) on the engine's finest_slices × w slices.
+      const conv::BackendTraits& traits = conv::traits(options.backend);
+      const auto serves = [&](std::size_t w) {
+        return traits
+            .can_implement(conv::resolve(convolution_problem(options.formulation, structure.lattice, options.m1,
+                                                             options.m2, finest, count, int(w))),
+                           options.precision)
+            .ok;
+      };
+      const bool serves_one = serves(1);
       const auto fits = [&](std::size_t w) {
         const MemoryPlan plan = memory_plan(structure, finest, count * w, w, options);
-        return plan.fits(budget) && (plan.kind == Preconditioning::none || !one.preconditioner_fits(budget, on_device) ||
-                                     plan.preconditioner_fits(budget, on_device));
+        return plan.fits(budget) && (!serves_one || serves(w)) &&
+               (plan.kind == Preconditioning::none || !one.preconditioner_fits(budget, on_device) ||
+                plan.preconditioner_fits(budget, on_device));
       };
       while (most > 1 && !fits(most)) --most;  // arithmetic only: at most one try per wavelength
     }
