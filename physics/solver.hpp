@@ -69,9 +69,10 @@ struct SolverOptions {
   /// device's free memory) allows, the preconditioner included. 0: automatic, as many as fit on device
   /// backends (a small problem's products are launch-bound: one batch launches once for all
   /// wavelengths), one on host backends: there a batch saves nothing per product but keeps applying A
-  /// to every wavelength until the slowest converges (configs/default.yaml's 41 wavelengths on
-  /// cpu-fftw, one thread of the dev machine: 3.3 s one by one, 10.1 s in one batch, the same 2516
-  /// iterations). Results do not depend on it (validation/physics/test_batched_wavelengths.cpp).
+  /// to every wavelength until the slowest converges (configs/default.yaml's 41 wavelengths, one
+  /// thread of the dev machine, validation/scaling/wavelength_batch: cpu-fftw 1.8 s one by one, 6.6 s
+  /// in one batch; the same 2516 iterations, at most 72 per rhs, and a basis 41× larger). Results do
+  /// not depend on it (validation/physics/test_batched_wavelengths.cpp).
   int max_wavelengths_per_batch = 0;
   /// Host backends refuse problems estimated to need more; device backends are checked against the
   /// device's free memory instead (cudaMemGetInfo, 90 % of it).
