@@ -16,6 +16,8 @@ namespace {
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 /// max_wavelengths_per_batch = 0 on host backends: one wavelength per problem (solver.hpp says why).
 constexpr std::size_t automatic_host_batch = 1;
+/// Right-hand sides a device problem holds at most (the device vector space's and GMRES's grids).
+constexpr std::size_t device_max_rhs = 65535;
 
 bool lossless_material(const Material& m, double wavelength) { return m.permittivity(wavelength).imag() == 0; }
 
@@ -450,7 +452,8 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
   // Batches: wavelengths of equally many incidences (a sweep's θ × φ list is the same at every
   // wavelength) share one problem (problem.hpp), as many as fit the memory budget at the finest grid
   // and max_wavelengths_per_batch allow; a batch fits when one wavelength alone would not drop the
-  // preconditioner that the batch drops, nor be served by the backend where the batch is refused.
+  // preconditioner that the batch drops, nor be served by the backend where the batch is refused
+  // (nor hold more right-hand sides than a device problem can).
   std::map<std::size_t, std::vector<const std::vector<std::size_t>*>> by_count;
   for (const auto& [wavelength, members] : by_wavelength) by_count[members.size()].push_back(&members);
   const bool host_backend = conv::memory_of(options.backend) == Memory::host;
@@ -477,7 +480,7 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
       const bool serves_one = serves(1);
       const auto fits = [&](std::size_t w) {
         const MemoryPlan plan = memory_plan(structure, finest, count * w, w, options);
-        return plan.fits(budget) && (!serves_one || serves(w)) &&
+        return plan.fits(budget) && (!serves_one || serves(w)) && (!on_device || 2 * count * w <= device_max_rhs) &&
                (plan.kind == Preconditioning::none || !one.preconditioner_fits(budget, on_device) ||
                 plan.preconditioner_fits(budget, on_device));
       };

@@ -141,7 +141,7 @@ struct IncidenceResult {
 struct SolveResult {
   std::vector<IncidenceResult> incidences;  ///< in the order given
   std::vector<std::string> warnings;        ///< Rayleigh anomalies, absorbing substrate, unconverged solves
-  /// Wall time per phase (phase_times.hpp), summed over the wavelength groups and the Richardson
+  /// Wall time per phase (phase_times.hpp), summed over the batched problems and the Richardson
   /// grids of this call; `writing` is 0 (the caller's).
   PhaseTimes phases;
 };
