@@ -2,7 +2,8 @@
 // The discretised Green operator along z (docs/formulation.md §6), applied in O(Nz·Nm) per right-hand
 // side, never as a dense Nz×Nz matrix, behind an interface so a device implementation can follow.
 //
-// Slices p = 0..Nz−1 from the top down, centres z_p, thicknesses Δ_p, contiguous (no gaps). With
+// Slices p = 0..Nz−1 from the top down, centres z_p, thicknesses Δ_p, contiguous (no gaps); k1 and kz
+// are those of the right-hand side's incidence (a batch may hold several wavelengths). With
 // the source s_p = k1² c_p (c = χ ⊛ e from the convolution engine, or J = C ⊛ F in the
 // normal-vector formulation, docs/normal-vector.md §3), per order
 //   (K s)_q = (i/(2kz)) [ Σ_{p below q} (êê + p̂+p̂+) e^{ikz(z_q−z_p)} w_p s_p
