@@ -98,7 +98,8 @@ std::unique_ptr<DeviceArnoldi<Real>> make_device_arnoldi(VectorSpace<Real>& spac
 
 /// The z-operator of z_operator.hpp on the device: one thread per (rhs, order) runs the upward and
 /// downward sweeps over the slices in complex128 arithmetic exactly as the host version; the
-/// coefficients are uploaded once here, transposed to [incidence][slice][order] so that the threads
+/// coefficients (k1 per incidence: a batch of wavelengths, problem.hpp) are uploaded once here,
+/// transposed to [incidence][slice][order] so that the threads
 /// of a warp (consecutive orders) read consecutive addresses; the per-slice tables (step, weight,
 /// self, depth) are computed on the device from kz and coefficients.grid, by the host's expressions
 /// (whether or not `coefficients` holds them: green_coefficients(..., SliceTables::none) suffices).

@@ -41,6 +41,7 @@ __device__ inline Cx widen(V v) {
 /// Device copies of GreenCoefficients. Per (incidence a, order m) at a·orders + m; per (a, slice p, m)
 /// at (a·slices + p)·orders + m (transposed from the host's [(a·orders + m)·slices + p]).
 struct Coefficients {
+  const double *k1;  // per incidence
   const double2 *kz, *rs, *rp;
   const double *tx, *ty, *krho;
   const double2 *step, *weight, *self, *depth;
@@ -80,8 +81,9 @@ struct OrderSetup {
 };
 
 __device__ inline OrderSetup order_setup(const Coefficients& g, const int* rhs_incidence, int t, int nr, int nm, int nz,
-                                         int sc, double k1) {
+                                         int sc) {
   const int r = t / nm, m = t % nm, a = rhs_incidence[r];
+  const double k1 = g.k1[a];
   const std::size_t io = std::size_t(a) * nm + m;
   const Cx kz = widen(g.kz[io]);
   const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io];
@@ -94,11 +96,11 @@ template <class Real>
 __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Complex2<Real>* __restrict__ c,
                                                Complex2<Real>* y, Coefficients g,
                                                const int* __restrict__ rhs_incidence, int nr, int nm, int nz,
-                                               int sc, double k1) {
+                                               int sc) {
   using V = Complex2<Real>;
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= nr * nm) return;
-  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc, k1);
+  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc);
   const Cx pref = Cx{0, 1} / (2.0 * o.kz);
   const Cx kz2 = o.kz * o.kz;
   // Element (p, r, component, m) of the batched layout.
@@ -190,10 +192,10 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
 template <class Real>
 __global__ void __launch_bounds__(64) far_field_sums_kernel(const Complex2<Real>* __restrict__ c, Coefficients g,
                                                             const int* __restrict__ rhs_incidence, int nr, int nm,
-                                                            int nz, int sc, double k1, double2* sums) {
+                                                            int nz, int sc, double2* sums) {
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= nr * nm) return;
-  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc, k1);
+  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc);
   const bool up = o.kz.im == 0 && o.kz.re > 0;  // Order::propagates_up
   Cx ue, upp, de, dp;
   for (int p = 0; p < nz; ++p) {
@@ -265,13 +267,13 @@ class DeviceZOperator final : public ZOperator<Real> {
   using V = Complex2<Real>;
 
   DeviceZOperator(const GreenCoefficients& g, std::vector<int> rhs_incidence, int source_components)
-      : k1_(g.k1),
-        sc_(source_components),
+      : sc_(source_components),
         nr_(int(rhs_incidence.size())),
         nm_(g.orders),
         nz_(g.slices),
         per_order_(std::size_t(g.incidences) * g.orders),
         per_slice_(per_order_ * g.slices),
+        k1_(std::size_t(g.incidences)),
         kz_(per_order_), rs_(per_order_), rp_(per_order_),
         tx_(per_order_), ty_(per_order_), krho_(per_order_),
         step_(per_slice_), weight_(per_slice_), self_(per_slice_), depth_(per_slice_),
@@ -286,6 +288,8 @@ class DeviceZOperator final : public ZOperator<Real> {
       for (std::size_t i = 0; i < v.size(); ++i) out[i] = {v[i].real(), v[i].imag()};
       return out;
     };
+    GS_EXPECTS(g.k1.size() == std::size_t(g.incidences), "z-operator: one k1 per incidence");
+    k1_.upload(g.k1);
     kz_.upload(as_double2(g.kz));
     rs_.upload(as_double2(g.rs));
     rp_.upload(as_double2(g.rp));
@@ -316,14 +320,14 @@ class DeviceZOperator final : public ZOperator<Real> {
     const int pairs = nr_ * nm_;
     z_sweeps<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
         reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), coefficients(),
-        rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_);
+        rhs_incidence_.data(), nr_, nm_, nz_, sc_);
     GS_CUDA_CHECK_LAUNCH();
   }
 
   void far_field_sums(const Complex* c, std::complex<double>* sums, Stream stream) override {
     const int pairs = nr_ * nm_;
     far_field_sums_kernel<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
-        reinterpret_cast<const V*>(c), coefficients(), rhs_incidence_.data(), nr_, nm_, nz_, sc_, k1_,
+        reinterpret_cast<const V*>(c), coefficients(), rhs_incidence_.data(), nr_, nm_, nz_, sc_,
         far_field_sums_.data());
     GS_CUDA_CHECK_LAUNCH();
     GS_CUDA_TRY(cudaMemcpyAsync(sums, far_field_sums_.data(), far_field_sums_.bytes(), cudaMemcpyDeviceToHost, stream));
@@ -333,14 +337,14 @@ class DeviceZOperator final : public ZOperator<Real> {
  private:
   /// The kernels' view of the tables.
   [[nodiscard]] Coefficients coefficients() const {
-    return {kz_.data(),   rs_.data(),   rp_.data(),     tx_.data(),   ty_.data(),
+    return {k1_.data(),   kz_.data(),   rs_.data(),     rp_.data(),   tx_.data(),   ty_.data(),
             krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
   }
 
-  double k1_;
   int sc_;
   int nr_, nm_, nz_;
   std::size_t per_order_, per_slice_;
+  DeviceBuffer<double> k1_;  // per incidence
   DeviceBuffer<double2> kz_, rs_, rp_;
   DeviceBuffer<double> tx_, ty_, krho_;
   DeviceBuffer<double2> step_, weight_, self_, depth_;

@@ -119,7 +119,7 @@ struct GreenTensors {
 GreenTensors green_tensors(const GreenCoefficients& g, std::size_t io) {
   using C = std::complex<double>;
   const C kz = g.kz[io];
-  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io], k1 = g.k1, k1sq = k1 * k1;
+  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io], k1 = g.k1[io / std::size_t(g.orders)], k1sq = k1 * k1;
   const std::array<C, 3> e{-ty, tx, 0.0}, t{tx, ty, 0.0}, z{0.0, 0.0, 1.0};
   const C pt = kz / k1, pz = -kr / k1;
   const std::array<C, 3> plus{pt * tx, pt * ty, pz}, minus{-pt * tx, -pt * ty, pz};  // p̂±
@@ -149,7 +149,7 @@ Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, std::si
 
 AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
   using C = std::complex<double>;
-  GS_EXPECTS(int(slices.size()) == g.slices, "averaged_matrices: one mean tensor per slice");
+  GS_EXPECTS(int(slices.size()) == g.slices * g.members, "averaged_matrices: one mean tensor per (slice, member)");
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   AveragedMatrices out{na, nm, nz, {}};
   const std::size_t n = out.n();
@@ -162,6 +162,7 @@ AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const M
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t am = 0; am < count; ++am) {
     const std::size_t io = std::size_t(am);  // a·orders + m, the coefficients' index
+    const int member = member_of(g, int(am / nm));
     const GreenTensors t = green_tensors(g, io);
     const C* step = &g.step[io * nz];
     const C* weight = &g.weight[io * nz];
@@ -175,14 +176,15 @@ AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const M
       }
     };
     for (int p = 0; p < nz; ++p) {
-      const Tensor& c = slices[p].c;
+      const MeanTensors& mean = slices[std::size_t(p) * g.members + member];  // engine slice p·members + member
+      const Tensor& c = mean.c;
       const Tensor up = product(t.up, c), down = product(t.down, c), reflected = product(t.reflected, c);
       const C w = weight[p], wd = w * depth[p];
       Tensor diagonal = product(diagonal_green(t, g, io * nz + p), c);
       for (int i = 0; i < 3; ++i) {
         diagonal[i * 4] += 1.0;
         if (i < 2)
-          for (int j = 0; j < 3; ++j) diagonal[i * 3 + j] += slices[p].d[i * 3 + j];
+          for (int j = 0; j < 3; ++j) diagonal[i * 3 + j] += mean.d[i * 3 + j];
       }
       put(p, p, 1.0, diagonal, 0.0, reflected);
       C e = 1.0;  // e^{ikz|z_q − z_p|}
@@ -204,8 +206,8 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
                              std::span<const std::complex<double>> kernels, std::span<const MeanTensors> mean) {
   using C = std::complex<double>;
   const int nz = g.slices, nm = g.orders, na = g.incidences;
-  GS_EXPECTS(int(mean.size()) == nz && std::size_t(nm) == problem.field_size() &&
-              kernels.size() == problem.kernels_total() && problem.slices == nz,
+  GS_EXPECTS(int(mean.size()) == nz * g.members && std::size_t(nm) == problem.field_size() &&
+              kernels.size() == problem.kernels_total() && problem.slices == nz * g.members,
           "local_matrices: sizes of the problem, kernels and Green coefficients disagree");
   LocalMatrices out{na, nm, nz, {}, {}};
   const std::size_t n = out.n();
@@ -232,7 +234,9 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t ap = 0; ap < count; ++ap) {
     const int a = int(ap / nz), p = int(ap % nz);
-    const C* slice_kernels = kernels.data() + std::size_t(p) * problem.kernels * ksize;
+    const std::size_t engine_slice = std::size_t(p) * g.members + member_of(g, a);  // the kernels a's rhs see
+    const MeanTensors& slice_mean = mean[engine_slice];
+    const C* slice_kernels = kernels.data() + engine_slice * problem.kernels * ksize;
     // χ_k(m − m') for orders m, m' in the harmonic layout (m1 + M1)·N2 + (m2 + M2).
     const auto coefficient = [&](int k, int m, int mp) {
       const int d1 = m / n2 - mp / n2, d2 = m % n2 - mp % n2;
@@ -253,8 +257,8 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
       C* lbar = &out.averaged[((std::size_t(a) * nm + m) * nz + p) * 9];
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
-          C v = (i == j ? 1.0 : 0.0) + (i < 2 ? mean[p].d[i * 3 + j] : C(0));
-          for (int k = 0; k < 3; ++k) v += gm[i * 3 + k] * mean[p].c[k * 3 + j];
+          C v = (i == j ? 1.0 : 0.0) + (i < 2 ? slice_mean.d[i * 3 + j] : C(0));
+          for (int k = 0; k < 3; ++k) v += gm[i * 3 + k] * slice_mean.c[k * 3 + j];
           lbar[i * 3 + j] = v;
         }
     }
@@ -268,8 +272,7 @@ CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders>
   GS_EXPECTS(!orders.empty() && mc >= 1, "coarse_matrices: no incidence, or no coarse harmonics");
   const int m1 = orders[0].m1_max, m2 = orders[0].m2_max, mc1 = std::min(mc, m1), mc2 = std::min(mc, m2);
   const int nz = grid.slices(), na = int(orders.size());
-  GS_EXPECTS(problem.slices == nz && problem.n1 == 2 * m1 + 1 && problem.n2 == 2 * m2 + 1 &&
-                 kernels.size() == problem.kernels_total(),
+  GS_EXPECTS(problem.n1 == 2 * m1 + 1 && problem.n2 == 2 * m2 + 1 && kernels.size() == problem.kernels_total(),
              "coarse_matrices: sizes of the problem, kernels and orders disagree");
   CoarseMatrices out{na, nz, mc1, mc2, {}, {}};
   // The coarse orders (c1, c2), in the harmonic layout of both the coarse and the full set.
@@ -291,14 +294,18 @@ CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders>
   }
   MeanTensors identity;
   for (int i = 0; i < 3; ++i) identity.c[i * 4] = 1.0;
-  const std::vector<MeanTensors> identities(std::size_t(nz), identity);
-  const AveragedMatrices green = averaged_matrices(green_coefficients(grid, restricted), identities);
+  const GreenCoefficients coefficients = green_coefficients(grid, restricted);
+  // The kernels of incidence a's slice p: engine slice p·members + member (problem.hpp).
+  const int members = coefficients.members;
+  GS_EXPECTS(problem.slices == nz * members, "coarse_matrices: the problem's slices are not slices × members");
+  const std::vector<MeanTensors> identities(std::size_t(nz) * members, identity);
+  const AveragedMatrices green = averaged_matrices(coefficients, identities);
   const std::size_t ng = green.n();  // 3·Nz
-  // C_p(Δ), D_p(Δ) per (slice, Δ1 ∈ [−2Mc1, 2Mc1], Δ2 ∈ [−2Mc2, 2Mc2]).
+  // C_s(Δ), D_s(Δ) per (engine slice s, Δ1 ∈ [−2Mc1, 2Mc1], Δ2 ∈ [−2Mc2, 2Mc2]).
   const int w1 = 4 * mc1 + 1, w2 = 4 * mc2 + 1;
   const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
-  std::vector<MeanTensors> tensors(std::size_t(nz) * w1 * w2);
-  for (int p = 0; p < nz; ++p)
+  std::vector<MeanTensors> tensors(std::size_t(problem.slices) * w1 * w2);
+  for (int p = 0; p < problem.slices; ++p)
     for (int d1 = -2 * mc1; d1 <= 2 * mc1; ++d1)
       for (int d2 = -2 * mc2; d2 <= 2 * mc2; ++d2)
         tensors[(std::size_t(p) * w1 + (d1 + 2 * mc1)) * w2 + (d2 + 2 * mc2)] =
@@ -310,11 +317,12 @@ CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders>
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t ap = 0; ap < count; ++ap) {
     const int a = int(ap / nz), p = int(ap % nz);
+    const std::size_t engine_slice = std::size_t(p) * members + member_of(coefficients, a);
     C* matrix = &out.matrices[std::size_t(a) * n * n];
     for (int mp = 0; mp < nc; ++mp)
       for (int m = 0; m < nc; ++m) {
         const int d1 = harmonic[m][0] - harmonic[mp][0], d2 = harmonic[m][1] - harmonic[mp][1];
-        const MeanTensors& t = tensors[(std::size_t(p) * w1 + (d1 + 2 * mc1)) * w2 + (d2 + 2 * mc2)];
+        const MeanTensors& t = tensors[(engine_slice * w1 + (d1 + 2 * mc1)) * w2 + (d2 + 2 * mc2)];
         const C* ig = &green.matrices[(std::size_t(a) * nc + m) * ng * ng];  // I + G at order m, column-major
         for (int q = 0; q < nz; ++q)
           for (int i = 0; i < 3; ++i)

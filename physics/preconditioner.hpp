@@ -86,8 +86,9 @@ MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::comp
 MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels, int d1,
                            int d2);
 
-/// Assembles Ā for the slices' mean tensors (one per slice) and the Green coefficients of the
-/// problem (all incidences of one wavelength).
+/// Assembles Ā for the slices' mean tensors and the Green coefficients of the problem (all its
+/// incidences, of one or several wavelengths): one tensor per engine slice s = p·members + member
+/// (problem.hpp), incidence a's slice p reads member_of(coefficients, a)'s.
 AveragedMatrices averaged_matrices(const GreenCoefficients& coefficients, std::span<const MeanTensors> slices);
 
 /// The z-local part of A: per (incidence a, slice p) L_p, the diagonal block of A in the slices with
@@ -104,7 +105,8 @@ struct LocalMatrices {
   [[nodiscard]] std::size_t n() const { return std::size_t(3) * orders; }
   [[nodiscard]] std::size_t count() const { return std::size_t(incidences) * slices; }
 };
-/// `problem` is the convolution problem (pattern and sizes), `kernels` every slice's kernels in its layout.
+/// `problem` is the convolution problem (pattern and sizes: slices × members engine slices), `kernels`
+/// every engine slice's kernels in its layout, `slices` their mean tensors (as averaged_matrices).
 LocalMatrices local_matrices(const GreenCoefficients& coefficients, const conv::Problem& problem,
                              std::span<const std::complex<double>> kernels, std::span<const MeanTensors> slices);
 
@@ -152,7 +154,8 @@ std::size_t coarse_preconditioner_bytes(std::size_t slices, std::size_t orders, 
                                         std::size_t coarse_unknowns, std::size_t real_bytes);
 
 /// Assembles A_c for coarse harmonics Mc (as coarse_unknowns) from the problem's grid, orders (all
-/// incidences), convolution problem and kernels.
+/// incidences, members as green_coefficients finds them), convolution problem and kernels (per engine
+/// slice p·members + member, problem.hpp).
 CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
                                std::span<const std::complex<double>> kernels, int mc);
 

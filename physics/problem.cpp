@@ -23,17 +23,28 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   };
   GS_EXPECTS(!incidences.empty(), "no incidence to solve");
   GS_EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
-  const double wavelength = incidences[0].wavelength;
-  for (const Incidence& inc : incidences)
-    GS_EXPECTS(inc.wavelength == wavelength, "incidences of one problem must share the wavelength");
-  const C eps1 = structure.superstrate.permittivity(wavelength);
-  const C eps2 = structure.substrate.permittivity(wavelength);
-  for (const Incidence& inc : incidences)
-    orders_.push_back(floquet_orders(structure.lattice, inc, eps1, eps2, settings.m1, settings.m2,
-                                     settings.rayleigh_tolerance, warnings));
+  // Members: runs of one wavelength, each as long as the first (problem.hpp).
+  std::size_t per_member = 1;
+  while (per_member < incidences.size() && incidences[per_member].wavelength == incidences[0].wavelength) ++per_member;
+  const std::string runs = "the incidences of one problem must come in runs of one wavelength, equally many per wavelength";
+  GS_EXPECTS(incidences.size() % per_member == 0, runs);
+  members_ = int(incidences.size() / per_member);
+  std::vector<double> wavelengths;  // per member
+  std::vector<C> eps1, eps2;        // per member
+  for (std::size_t a = 0; a < incidences.size(); ++a) {
+    const double wavelength = incidences[a / per_member * per_member].wavelength;
+    GS_EXPECTS(incidences[a].wavelength == wavelength, runs);
+    if (a % per_member == 0) {
+      wavelengths.push_back(wavelength);
+      eps1.push_back(structure.superstrate.permittivity(wavelength));
+      eps2.push_back(structure.substrate.permittivity(wavelength));
+    }
+    orders_.push_back(floquet_orders(structure.lattice, incidences[a], eps1.back(), eps2.back(), settings.m1,
+                                     settings.m2, settings.rayleigh_tolerance, warnings));
+  }
 
   const Discretisation& d = discretisation_;
-  const int nz = d.grid.slices();
+  const int nz = d.grid.slices(), nw = members_;
   const std::size_t nm = orders_[0].orders.size(), nr = 2 * incidences.size();
   layout_ = {std::size_t(nz), nr, 3 * nm};
 
@@ -41,7 +52,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   // normal-vector pattern (one group of F_x, F_y, F_z per rhs; normal_field.hpp).
   const bool normal_vector = formulation_ == Formulation::normal_vector;
   const conv::Problem geometry =
-      convolution_problem(formulation_, structure.lattice, settings.m1, settings.m2, nz, incidences.size());
+      convolution_problem(formulation_, structure.lattice, settings.m1, settings.m2, nz, per_member, nw);
   const int n1 = geometry.n1, n2 = geometry.n2;
   sources_per_block_ = normal_vector ? geometry.outputs : 3;
   if (normal_vector) {
@@ -50,7 +61,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
     const conv::Problem resolved = conv::resolve(geometry);
     const conv::Support pattern = traits.can_implement(resolved, precision);
     const conv::Support scalar =
-        traits.can_implement(conv::resolve(conv::scalar_problem(n1, n2, nz, int(3 * nr))), precision);
+        traits.can_implement(conv::resolve(conv::scalar_problem(n1, n2, nz * nw, int(3 * 2 * per_member))), precision);
     std::string serving;  // the backends that can, here, for this size and precision
     if (!pattern.ok && scalar.ok)
       for (const conv::BackendTraits& t : conv::backend_table())
@@ -63,36 +74,41 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
                  (serving.empty() ? std::string() : ", or a backend that serves it (" + serving + ")"));
   }
 
-  // Kernels per slice (χ̂, or the normal-vector kernels), computed once per distinct slice geometry.
+  // Kernels per engine slice s = p·members + w (χ̂, or the normal-vector kernels: they depend on the
+  // wavelength through ε(λ)), computed once per (member, distinct slice geometry).
   const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
   const std::size_t slice_kernels = std::size_t(geometry.kernels) * kernel_size;
-  // In parallel over the contents of 2D lattices (the normal fields' rasters dominate the set-up on the host,
-  // issue #15); each content's kernels are computed by one thread exactly as serially. The error of
-  // the first failing content is rethrown after the loop, as serially (exceptions must not leave an
-  // OpenMP region).
-  std::vector<std::vector<C>> per_content(d.contents.size());
-  std::vector<std::exception_ptr> failures(d.contents.size());
+  // In parallel over the (member, content) pairs of 2D lattices (the normal fields' rasters dominate
+  // the set-up on the host, issue #15); each pair's kernels are computed by one thread exactly as
+  // serially. The error of the first failing pair is rethrown after the loop, as serially (exceptions
+  // must not leave an OpenMP region).
+  const std::size_t contents = d.contents.size(), pairs = std::size_t(nw) * contents;
+  std::vector<std::vector<C>> per_pair(pairs);  // [w·contents + content]
+  std::vector<std::exception_ptr> failures(pairs);
   // 1D kernels are closed forms of microseconds: there a thread team costs more than it saves.
-  const bool parallel = !structure.lattice.one_dimensional() && d.contents.size() > 1;
+  const bool parallel = !structure.lattice.one_dimensional() && pairs > 1;
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
-  for (std::size_t i = 0; i < d.contents.size(); ++i) {
+  for (std::size_t i = 0; i < pairs; ++i) {
     try {
-      const SliceContent& c = d.contents[i];
-      per_content[i] = normal_vector ? normal_vector_kernels(structure.lattice, c, wavelength, eps1, settings.m1,
-                                                             settings.m2, settings.normal_field_resolution)
-                                     : contrast_harmonics(structure.lattice, c, wavelength, eps1, settings.m1, settings.m2);
+      const std::size_t w = i / contents;
+      const SliceContent& c = d.contents[i % contents];
+      per_pair[i] = normal_vector ? normal_vector_kernels(structure.lattice, c, wavelengths[w], eps1[w], settings.m1,
+                                                          settings.m2, settings.normal_field_resolution)
+                                  : contrast_harmonics(structure.lattice, c, wavelengths[w], eps1[w], settings.m1,
+                                                       settings.m2);
     } catch (...) {
       failures[i] = std::current_exception();
     }
   }
   for (const std::exception_ptr& failure : failures)
     if (failure) std::rethrow_exception(failure);
-  kernels_.resize(std::size_t(nz) * slice_kernels);
-  for (int p = 0; p < nz; ++p) {
-    const std::vector<C>& k = per_content[d.content_of_slice[p]];
-    GS_EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
-    std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t(p * slice_kernels));
-  }
+  kernels_.resize(std::size_t(nz) * nw * slice_kernels);
+  for (int p = 0; p < nz; ++p)
+    for (int w = 0; w < nw; ++w) {
+      const std::vector<C>& k = per_pair[std::size_t(w) * contents + std::size_t(d.content_of_slice[p])];
+      GS_EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
+      std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t((std::size_t(p) * nw + w) * slice_kernels));
+    }
   lap(Phase::structure);
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
 #if GRATINGSIM_HAVE_CUDA
@@ -178,7 +194,7 @@ void DiscreteProblem<Real>::apply_z_operator(const Complex* x, Complex* y) {
 
 namespace {
 
-/// Each slice's mean tensors (preconditioner.hpp), from the slices' kernels in the plan's layout.
+/// Each engine slice's mean tensors (preconditioner.hpp), from its kernels in the plan's layout.
 std::vector<MeanTensors> slice_mean_tensors(const conv::Problem& pattern, std::span<const std::complex<double>> kernels,
                                             std::size_t slices) {
   const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
@@ -209,7 +225,7 @@ std::unique_ptr<Preconditioner<Real>> averaged_preconditioner(AveragedMatrices a
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner() const {
   const conv::Problem& pattern = convolution_->problem();
-  const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, layout_.slices);
+  const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices));
   const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
   AveragedMatrices averaged = averaged_matrices(g, tensors);
   LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
@@ -221,7 +237,7 @@ template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_preconditioner(int mc) const {
   const conv::Problem& pattern = convolution_->problem();
   AveragedMatrices averaged = averaged_matrices(green_coefficients(discretisation_.grid, orders_),
-                                                slice_mean_tensors(pattern, kernels_, layout_.slices));
+                                                slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
   LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
   const bool on_device = convolution_->memory() == Memory::device;
@@ -321,19 +337,20 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
 }
 
 conv::Problem convolution_problem(Formulation formulation, const Lattice& lattice, int m1, int m2, int slices,
-                                  std::size_t incidences) {
+                                  std::size_t incidences, int members) {
   const bool normal_vector = formulation == Formulation::normal_vector;
   const int rhs = int(2 * incidences);  // s and p per incidence
   conv::Problem g = normal_vector ? normal_vector_problem(lattice.one_dimensional()) : conv::Problem{};
   g.n1 = 2 * m1 + 1;
   g.n2 = 2 * m2 + 1;
-  g.slices = slices;
+  g.slices = slices * members;  // engine slice p·members + w
   g.per_slice = normal_vector ? rhs : 3 * rhs;
   return g;
 }
 
 std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
-                           std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation) {
+                           std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation,
+                           std::size_t members) {
   // In double: the counts come from user input and their products (the dense n² above all) can pass
   // 2⁶⁴; a double is exact to 1 part in 10¹⁶ here and saturates instead of wrapping.
   const bool normal_vector = formulation == Formulation::normal_vector;
@@ -342,7 +359,7 @@ std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t i
   const double output = field / 3 * (normal_vector ? 5 : 3);         // the convolution output c
   const double per_slice = normal_vector ? 7 : 1;                    // kernels per slice
   const double l1 = double(conv::minimal_fft_length(2 * m1 + 1)), l2 = double(conv::minimal_fft_length(2 * m2 + 1));
-  const double kernels = nz * per_slice * ((4 * double(m1) + 1) * (4 * double(m2) + 1) * 16 + l1 * l2 * 2 * real);
+  const double kernels = nz * double(members) * per_slice * ((4 * double(m1) + 1) * (4 * double(m2) + 1) * 16 + l1 * l2 * 2 * real);
   const double green = double(incidences) * nm * nz * 4 * 16;
   double total = field * (double(krylov_vectors) + 2) + output + kernels + green;  // + b, x on the host
   if (dense) {

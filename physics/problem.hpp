@@ -1,10 +1,22 @@
 #pragma once
-// The discrete problem of one wavelength (docs/formulation.md §5–8) for every right-hand side
-// r = 2·incidence + polarisation (0 = s, 1 = p) of the incidences that share this wavelength:
+// The discrete problem (docs/formulation.md §5–8) of one or several wavelengths for every right-hand
+// side r = 2·incidence + polarisation (0 = s, 1 = p) of its incidences (issue #10, wavelengths batched).
+// A member w is one wavelength with its incidences: the incidences come as `members` runs of equally
+// many incidences, run w all of one wavelength, so that r = 2·(w·A + a) + pol for A incidences per
+// member. The slice grid does not depend on the wavelength (discretise(structure, slice_factor)); the
+// kernels do (through ε(λ)), so the convolution engine sees each member as its own stack of slices:
+// engine slice s = p·members + w holds slice p's kernels at member w's wavelength, with the A·2
+// right-hand sides of that member as its per_slice groups. With that order the engine's layout
+// (s, rhs of the member, block) is, element for element, the Krylov layout (p, r, block) below, and
+// the convolution needs no notion of members. Everything else is per incidence already: orders,
+// Green coefficients (with the incidence's k1), background field, far field. Every rhs's Krylov
+// iteration is its own (per-rhs scalars): members with different convergence finish at different
+// iterations (validation/physics/test_batched_wavelengths.cpp states how exactly results agree).
+// Per formulation:
 //   normal-vector (docs/normal-vector.md §2, the default): A F = e_b, A F = F + D − K·(k1² J), J = C ⊛ F,
 //     D = (γ n nᵀ) ⊛ F; the unknown is F and the physical field is E = M F = F + D (physical_field());
-//     one convolution plan of the pattern of normal_field.hpp, per_slice = n_rhs groups of Q = 3;
-//   laurent: A e = e_b with A = I − K·(k1² χ ⊛ ·), the scalar plan with per_slice = 3·n_rhs.
+//     one convolution plan of the pattern of normal_field.hpp, per_slice = n_rhs (of a member) groups of Q = 3;
+//   laurent: A e = e_b with A = I − K·(k1² χ ⊛ ·), the scalar plan with per_slice = 3·n_rhs (of a member).
 // Either way the unknown's layout is (slice, rhs, component·Nm + m), exactly the engine's input
 // layout; then the z-operator.
 #include <complex>
@@ -51,7 +63,8 @@ class DiscreteProblem final : public LinearOperator<Real> {
  public:
   using Complex = std::complex<Real>;
 
-  /// All incidences must share one wavelength. Orders, shape functions, Green coefficients, the
+  /// The incidences come in runs of one wavelength, each as long as the first run (one run: one
+  /// wavelength; InvalidArgument otherwise). Orders, shape functions, Green coefficients, the
   /// convolution plan and the right-hand sides are built here (plan once); warnings (Rayleigh
   /// anomalies) are appended to `warnings`. When the backend's memory() is device, the Krylov vectors,
   /// the convolution output and the z-operator live on the device and every product is enqueued on
@@ -84,7 +97,10 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] const std::vector<Complex>& background_field() const { return background_; }
   [[nodiscard]] const std::vector<FloquetOrders>& orders() const { return orders_; }
   [[nodiscard]] const Discretisation& discretisation() const { return discretisation_; }
+  /// Every engine slice's kernels (s = p·members + w, the convolution problem's layout).
   [[nodiscard]] const std::vector<std::complex<double>>& kernels() const { return kernels_; }
+  /// Wavelengths batched in this problem (runs of incidences of one wavelength).
+  [[nodiscard]] int members() const { return members_; }
   [[nodiscard]] int rhs() const { return int(layout_.rhs); }
 
   [[nodiscard]] Formulation formulation() const { return formulation_; }
@@ -125,6 +141,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
 
   Formulation formulation_;
   int sources_per_block_ = 3;  // components of the convolution output per (slice, rhs): 3, 4 or 5
+  int members_ = 1;
   Discretisation discretisation_;
   std::vector<FloquetOrders> orders_;
   BatchLayout layout_;
@@ -139,22 +156,24 @@ class DiscreteProblem final : public LinearOperator<Real> {
   std::vector<Complex> background_;
 };
 
-/// The convolution problem DiscreteProblem plans for `incidences` incidences of one wavelength (each a
-/// right-hand side per polarisation s, p) on `slices` slices of `lattice`, harmonics M1, M2 (N = 2M + 1
-/// per axis; L left 0, the minimal): the normal-vector pattern of normal_field.hpp with one group of
-/// F_x, F_y, F_z per right-hand side, or Laurent's scalar problem with 3 components per right-hand side.
+/// The convolution problem DiscreteProblem plans for `members` wavelengths of `incidences` incidences
+/// each (each a right-hand side per polarisation s, p) on `slices` slices of `lattice`, harmonics M1, M2
+/// (N = 2M + 1 per axis; L left 0, the minimal): slices·members engine slices (s = p·members + w), each
+/// with the normal-vector pattern of normal_field.hpp with one group of F_x, F_y, F_z per right-hand
+/// side of its member, or Laurent's scalar problem with 3 components per right-hand side.
 /// What an automatic backend choice must time and check: a backend that serves the scalar shape may
 /// refuse the pattern at this size and precision.
 conv::Problem convolution_problem(Formulation formulation, const Lattice& lattice, int m1, int m2, int slices,
-                                  std::size_t incidences);
+                                  std::size_t incidences, int members = 1);
 
-/// Bytes the solve of one wavelength needs (Krylov vectors, right-hand sides, convolution output,
+/// Bytes the solve of `incidences` incidences of `members` wavelengths (one problem) needs (Krylov vectors, right-hand sides, convolution output,
 /// Green coefficients, kernels and their FFT spectra; a backend's private scratch is not counted;
 /// the dense reference adds n²·16 per rhs). krylov_vectors: GMRES restart + 4, BiCGStab 8, dense 3.
 /// The normal-vector formulation is counted as the 2D pattern (5 output components per block, 7
 /// kernels per slice), an upper bound for 1D gratings (4 and 3).
 /// Computed in floating point: a size beyond std::size_t saturates at its maximum, never wraps.
 std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
-                           std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation);
+                           std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation,
+                           std::size_t members = 1);
 
 }  // namespace gratingsim::physics

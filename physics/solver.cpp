@@ -14,6 +14,10 @@ namespace gratingsim::physics {
 namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+/// max_wavelengths_per_batch = 0 on host backends: one wavelength per problem (solver.hpp says why).
+constexpr std::size_t automatic_host_batch = 1;
+/// Right-hand sides a device problem holds at most (the device vector space's and GMRES's grids).
+constexpr std::size_t device_max_rhs = 65535;
 
 bool lossless_material(const Material& m, double wavelength) { return m.permittivity(wavelength).imag() == 0; }
 
@@ -51,7 +55,7 @@ std::string format_bytes(std::size_t bytes) {
   return os.str();
 }
 
-/// Far fields and the solver statistics of one solve of one wavelength group.
+/// Far fields and the solver statistics of one solve of one batch (one or several wavelengths).
 struct GroupSolve {
   int slices = 0;
   bool preconditioned = false;
@@ -63,73 +67,124 @@ struct GroupSolve {
   PhaseTimes phases;  // of this solve (writing: 0)
 };
 
-template <class Real>
-GroupSolve solve_group(const Structure& structure, std::span<const Incidence> group, const SolverOptions& options,
-                       int slice_factor, std::vector<std::string>& warnings) {
-  PhaseTimer timer;
-  const int slices = discretise(structure, slice_factor).grid.slices();
-  timer.lap(Phase::structure);
+/// The memory a solve may use: memory_limit_bytes on the host; for device backends the device's own
+/// capacity, of which 10 % of the free memory is left for the backend's private scratch (cuFFT work
+/// areas), which is not estimated.
+struct MemoryBudget {
+  std::size_t bytes = 0;
+  std::string text;  // for messages
+};
+
+MemoryBudget memory_budget(const SolverOptions& options) {
+  MemoryBudget budget{options.memory_limit_bytes, format_bytes(options.memory_limit_bytes) + " (memory_limit_bytes)"};
+#if GRATINGSIM_HAVE_CUDA
+  const bool on_device = conv::memory_of(options.backend) == Memory::device;
+  if (on_device && conv::backend_available(options.backend)) {
+    const DeviceMemoryInfo info = device_memory_info();
+    budget.bytes = info.free_bytes / 10 * 9;
+    budget.text = format_bytes(budget.bytes) + " of device memory (90 % of the " + format_bytes(info.free_bytes) +
+                  " free of " + format_bytes(info.total_bytes) + ")";
+  } else if (on_device) {
+    budget.bytes = std::numeric_limits<std::size_t>::max();  // the backend reports its absence itself
+  }
+#endif
+  return budget;
+}
+
+/// What one batched problem of `incidences` incidences of `members` wavelengths on `slices` slices
+/// needs, and which preconditioner it asks for.
+struct MemoryPlan {
+  std::size_t need = 0;                  // estimate_bytes
+  Preconditioning kind = Preconditioning::none;
+  int coarse_m = 0;
+  std::size_t inverses = 0, build = 0;   // the preconditioner's storage in Real, and while building
+  [[nodiscard]] bool fits(const MemoryBudget& budget) const { return need <= budget.bytes; }
+  /// The preconditioner's matrices take at most a quarter of what the problem leaves, its build peak
+  /// half (on the device, while inverting: the inverses and twice `build`, device.hpp).
+  [[nodiscard]] bool preconditioner_fits(const MemoryBudget& budget, bool on_device) const {
+    const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
+    return need <= budget.bytes && inverses <= (budget.bytes - need) / 4 && peak <= (budget.bytes - need) / 4 * 2;
+  }
+};
+
+MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incidences, std::size_t members,
+                       const SolverOptions& options) {
+  const std::size_t real_bytes = options.precision == Precision::single ? sizeof(float) : sizeof(double);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
   const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
                       : options.method == Method::bicgstab ? 8 : 3;
   const bool dense = options.method == Method::dense_lu;
-  const std::size_t need = estimate_bytes(std::size_t(slices), nm, group.size(), options.m1, options.m2, sizeof(Real),
-                                          vectors, dense, options.formulation);
+  MemoryPlan plan;
+  plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
+                             options.formulation, members);
   // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes averaged for 1D lattices in
   // the normal-vector formulation in complex128, none otherwise. coarse is asked for, not automatic: it
   // cuts 2D iterations 1.5-2x but its set-up outweighed the saving on the GPU on every case measured.
-  Preconditioning kind = dense ? Preconditioning::none : options.preconditioner;
-  const int coarse_m = coarse_harmonics(slices, options.m1, options.m2);
-  if (kind == Preconditioning::automatic)
-    kind = options.formulation == Formulation::normal_vector && options.precision == Precision::double_ &&
-                   structure.lattice.one_dimensional()
-               ? Preconditioning::averaged
-               : Preconditioning::none;
+  plan.kind = dense ? Preconditioning::none : options.preconditioner;
+  plan.coarse_m = coarse_harmonics(slices, options.m1, options.m2);
+  if (plan.kind == Preconditioning::automatic)
+    plan.kind = options.formulation == Formulation::normal_vector && options.precision == Precision::double_ &&
+                        structure.lattice.one_dimensional()
+                    ? Preconditioning::averaged
+                    : Preconditioning::none;
   // Its matrices and scratch in Real, and while building, on the host, the same matrices in
   // complex128; on the device, while inverting (device.hpp), each part's matrices twice in complex128
   // (LU factors and inverses): at most twice `build` beside the inverses.
-  const auto bytes = [&](std::size_t real_bytes) {
-    return kind == Preconditioning::coarse
-               ? coarse_preconditioner_bytes(std::size_t(slices), nm, group.size(),
-                                             coarse_m >= 1 ? coarse_unknowns(slices, options.m1, options.m2, coarse_m) : 0,
-                                             real_bytes)
-               : preconditioner_bytes(std::size_t(slices), nm, group.size(), real_bytes);
+  const auto bytes = [&](std::size_t real) {
+    return plan.kind == Preconditioning::coarse
+               ? coarse_preconditioner_bytes(std::size_t(slices), nm, incidences,
+                                             plan.coarse_m >= 1
+                                                 ? coarse_unknowns(slices, options.m1, options.m2, plan.coarse_m)
+                                                 : 0,
+                                             real)
+               : preconditioner_bytes(std::size_t(slices), nm, incidences, real);
   };
-  const std::size_t inverses = bytes(sizeof(Real)), build = bytes(sizeof(double));
-  const bool on_device = conv::memory_of(options.backend) == Memory::device;
-  std::size_t budget = options.memory_limit_bytes;
-  std::string budget_text = format_bytes(options.memory_limit_bytes) + " (memory_limit_bytes)";
-#if GRATINGSIM_HAVE_CUDA
-  // The device's own capacity is the limit for device backends; 10 % of the free memory is left for
-  // the backend's private scratch (cuFFT work areas), which is not estimated.
-  if (on_device && conv::backend_available(options.backend)) {
-    const DeviceMemoryInfo info = device_memory_info();
-    budget = info.free_bytes / 10 * 9;
-    budget_text = format_bytes(budget) + " of device memory (90 % of the " + format_bytes(info.free_bytes) +
-                  " free of " + format_bytes(info.total_bytes) + ")";
-  } else if (on_device) {
-    budget = std::numeric_limits<std::size_t>::max();  // the backend reports its absence itself
+  if (plan.kind != Preconditioning::none) {
+    plan.inverses = bytes(real_bytes);
+    plan.build = bytes(sizeof(double));
   }
-#endif
+  return plan;
+}
+
+std::string describe_wavelengths(std::span<const Incidence> batch) {
+  std::ostringstream os;
+  os << "λ = " << batch.front().wavelength;
+  if (batch.back().wavelength != batch.front().wavelength) os << " … " << batch.back().wavelength;
+  return os.str();
+}
+
+/// Solves one batch: `group` holds runs of one wavelength each, equally many incidences per run
+/// (problem.hpp's members).
+template <class Real>
+GroupSolve solve_group(const Structure& structure, std::span<const Incidence> group, std::size_t members,
+                       const SolverOptions& options, int slice_factor, std::vector<std::string>& warnings) {
+  PhaseTimer timer;
+  const int slices = discretise(structure, slice_factor).grid.slices();
+  timer.lap(Phase::structure);
+  const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
+  const MemoryPlan plan = memory_plan(structure, slices, group.size(), members, options);
+  const Preconditioning kind = plan.kind;
+  const int coarse_m = plan.coarse_m;
+  const bool on_device = conv::memory_of(options.backend) == Memory::device;
+  const MemoryBudget budget = memory_budget(options);
   const std::string what = "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) +
                            " orders × " + std::to_string(2 * group.size()) + " right-hand sides needs about " +
-                           format_bytes(need);
-  GS_EXPECTS(need <= budget, what + "; the limit is " + budget_text +
-                              "; reduce the harmonics, slices or incidences per wavelength" +
-                              (on_device ? ", use complex64, or a host backend" : ", or raise memory_limit_bytes"));
+                           format_bytes(plan.need);
+  GS_EXPECTS(plan.fits(budget), what + "; the limit is " + budget.text +
+                                    "; reduce the harmonics, slices or incidences per wavelength" +
+                                    (on_device ? ", use complex64, or a host backend" : ", or raise memory_limit_bytes"));
   bool precondition = kind != Preconditioning::none;
   if (precondition) {
-    const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
-    const bool fits = need <= budget && inverses <= (budget - need) / 4 && peak <= (budget - need) / 4 * 2;
-    const std::string size_text = "the preconditioner needs " + format_bytes(inverses) + " (" +
+    const bool fits = plan.preconditioner_fits(budget, on_device);
+    const std::string size_text = "the preconditioner needs " + format_bytes(plan.inverses) + " (" +
                                   std::to_string(slices) + " slices × " + std::to_string(nm) + " orders × " +
                                   std::to_string(group.size()) + " incidences)";
     GS_EXPECTS(fits || options.preconditioner == Preconditioning::automatic,
-            size_text + ", more than a quarter of what is left of " + budget_text +
+            size_text + ", more than a quarter of what is left of " + budget.text +
                 "; choose preconditioner: auto or none");
     if (!fits) {
-      warnings.push_back(size_text + ", more than a quarter of the memory left: solved without it (λ = " +
-                         std::to_string(group[0].wavelength) + ")");
+      warnings.push_back(size_text + ", more than a quarter of the memory left: solved without it (" +
+                         describe_wavelengths(group) + ")");
       precondition = false;
     }
   }
@@ -220,10 +275,10 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   return out;
 }
 
-GroupSolve solve_group_any(const Structure& s, std::span<const Incidence> g, const SolverOptions& o, int factor,
-                           std::vector<std::string>& w) {
-  return o.precision == Precision::single ? solve_group<float>(s, g, o, factor, w)
-                                                : solve_group<double>(s, g, o, factor, w);
+GroupSolve solve_group_any(const Structure& s, std::span<const Incidence> g, std::size_t members, const SolverOptions& o,
+                           int factor, std::vector<std::string>& w) {
+  return o.precision == Precision::single ? solve_group<float>(s, g, members, o, factor, w)
+                                                : solve_group<double>(s, g, members, o, factor, w);
 }
 
 IncidenceResult assemble(const Incidence& inc, const FloquetOrders& f, const FarField& s_far, const FarField& p_far,
@@ -383,6 +438,7 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
   if (structure.lattice.rotation_deg != 0) return solve_rotated(structure, incidences, options);
   GS_EXPECTS(!incidences.empty(), "solve: no incidence given");
   GS_EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
+  GS_EXPECTS(options.max_wavelengths_per_batch >= 0, "solve: max_wavelengths_per_batch must be ≥ 0 (0: automatic)");
   GS_EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
   GS_EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
   GS_EXPECTS(options.precision == Precision::double_ || options.tolerance >= 1e-6,
@@ -390,44 +446,100 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
               " is below what complex64 arithmetic can reach; use ≥ 1e-6 in single precision");
   SolveResult result;
   result.incidences.resize(incidences.size());
-  // Group by wavelength, keeping each group's incidences in the order given.
-  std::map<double, std::vector<std::size_t>> groups;
-  for (std::size_t i = 0; i < incidences.size(); ++i) groups[incidences[i].wavelength].push_back(i);
-  for (const auto& [wavelength, members] : groups) {
-    std::vector<Incidence> group;
-    for (std::size_t i : members) group.push_back(incidences[i]);
-    const bool lossless = structure_lossless(structure, wavelength);
+  // Members: the incidences of one wavelength, in the order given, wavelengths ascending.
+  std::map<double, std::vector<std::size_t>> by_wavelength;
+  for (std::size_t i = 0; i < incidences.size(); ++i) by_wavelength[incidences[i].wavelength].push_back(i);
+  // Batches: wavelengths of equally many incidences (a sweep's θ × φ list is the same at every
+  // wavelength) share one problem (problem.hpp), as many as fit the memory budget at the finest grid
+  // and max_wavelengths_per_batch allow; a batch fits when one wavelength alone would not drop the
+  // preconditioner that the batch drops, nor be served by the backend where the batch is refused
+  // (nor hold more right-hand sides than a device problem can).
+  std::map<std::size_t, std::vector<const std::vector<std::size_t>*>> by_count;
+  for (const auto& [wavelength, members] : by_wavelength) by_count[members.size()].push_back(&members);
+  const bool host_backend = conv::memory_of(options.backend) == Memory::host;
+  const std::size_t cap = options.max_wavelengths_per_batch > 0 ? std::size_t(options.max_wavelengths_per_batch)
+                          : host_backend ? automatic_host_batch
+                                         : std::numeric_limits<std::size_t>::max();
+  std::vector<std::vector<const std::vector<std::size_t>*>> batches;
+  for (const auto& [count, members] : by_count) {
+    std::size_t most = std::min(cap, members.size());
+    if (most > 1) {
+      const int finest = slice_grid(structure, options.richardson ? 2 : 1).slices();
+      const MemoryBudget budget = memory_budget(options);
+      const bool on_device = !host_backend;
+      const MemoryPlan one = memory_plan(structure, finest, count, 1, options);
+      // The backend's own limits (grid sizes, int strides) on the engine's finest_slices × w slices.
+      const conv::BackendTraits& traits = conv::traits(options.backend);
+      const auto serves = [&](std::size_t w) {
+        return traits
+            .can_implement(conv::resolve(convolution_problem(options.formulation, structure.lattice, options.m1,
+                                                             options.m2, finest, count, int(w))),
+                           options.precision)
+            .ok;
+      };
+      const bool serves_one = serves(1);
+      const auto fits = [&](std::size_t w) {
+        const MemoryPlan plan = memory_plan(structure, finest, count * w, w, options);
+        return plan.fits(budget) && (!serves_one || serves(w)) && (!on_device || 2 * count * w <= device_max_rhs) &&
+               (plan.kind == Preconditioning::none || !one.preconditioner_fits(budget, on_device) ||
+                plan.preconditioner_fits(budget, on_device));
+      };
+      while (most > 1 && !fits(most)) --most;  // arithmetic only: at most one try per wavelength
+    }
+    // Equal batches of at most `most` members, wavelengths ascending.
+    const std::size_t n_batches = (members.size() + most - 1) / most;
+    for (std::size_t b = 0; b < n_batches; ++b)
+      batches.emplace_back(members.begin() + std::ptrdiff_t(members.size() * b / n_batches),
+                           members.begin() + std::ptrdiff_t(members.size() * (b + 1) / n_batches));
+  }
+  std::sort(batches.begin(), batches.end(), [&](const auto& x, const auto& y) {  // the wavelengths' order
+    return incidences[x.front()->front()].wavelength < incidences[y.front()->front()].wavelength;
+  });
+  for (const auto& batch : batches) {
+    std::vector<Incidence> group;  // member-contiguous
+    std::vector<std::size_t> index;  // group position → position in `incidences`
+    for (const std::vector<std::size_t>* member : batch)
+      for (std::size_t i : *member) {
+        group.push_back(incidences[i]);
+        index.push_back(i);
+      }
     std::vector<GroupSolve> runs;
-    runs.push_back(solve_group_any(structure, group, options, 1, result.warnings));
+    runs.push_back(solve_group_any(structure, group, batch.size(), options, 1, result.warnings));
     if (options.richardson) {
       std::vector<std::string> fine_warnings;  // the same anomalies again: reported once
-      runs.push_back(solve_group_any(structure, group, options, 2, fine_warnings));
+      runs.push_back(solve_group_any(structure, group, batch.size(), options, 2, fine_warnings));
       for (const std::string& w : fine_warnings)
         if (w.find("Rayleigh") == std::string::npos) result.warnings.push_back(w);
     }
     const GroupSolve& last = runs.back();
     PhaseTimer assembly;  // efficiencies, Richardson and ellipsometry: part of the far field
-    if (!last.orders[0].substrate_lossless) {
-      std::ostringstream os;
-      os << "substrate absorbs at λ = " << wavelength
-         << ": transmitted efficiencies are not defined; absorption includes the substrate";
-      result.warnings.push_back(os.str());
-    }
-    for (std::size_t a = 0; a < group.size(); ++a) {
-      IncidenceResult res = assemble(group[a], runs[0].orders[a], runs[0].far[2 * a], runs[0].far[2 * a + 1], lossless);
-      if (runs.size() == 2)
-        res = extrapolate(res, assemble(group[a], last.orders[a], last.far[2 * a], last.far[2 * a + 1], lossless));
-      for (const GroupSolve& run : runs) {
-        res.slice_counts.push_back(run.slices);
-        res.solves.push_back({run.stats[2 * a], run.stats[2 * a + 1]});
-        res.preconditioned.push_back(run.preconditioned);
+    const std::size_t per_member = group.size() / batch.size();
+    for (std::size_t w = 0; w < batch.size(); ++w) {
+      const double wavelength = group[w * per_member].wavelength;
+      const bool lossless = structure_lossless(structure, wavelength);
+      if (!last.orders[w * per_member].substrate_lossless) {
+        std::ostringstream os;
+        os << "substrate absorbs at λ = " << wavelength
+           << ": transmitted efficiencies are not defined; absorption includes the substrate";
+        result.warnings.push_back(os.str());
       }
-      if (options.keep_fields) {
-        Fields f{last.grid.z, last.grid.thickness, {}, {}, last.fields[a]};
-        for (const Order& o : last.orders[a].orders) f.kx.push_back(o.kx), f.ky.push_back(o.ky);
-        res.fields = std::move(f);
+      for (std::size_t a = w * per_member; a < (w + 1) * per_member; ++a) {
+        IncidenceResult res =
+            assemble(group[a], runs[0].orders[a], runs[0].far[2 * a], runs[0].far[2 * a + 1], lossless);
+        if (runs.size() == 2)
+          res = extrapolate(res, assemble(group[a], last.orders[a], last.far[2 * a], last.far[2 * a + 1], lossless));
+        for (const GroupSolve& run : runs) {
+          res.slice_counts.push_back(run.slices);
+          res.solves.push_back({run.stats[2 * a], run.stats[2 * a + 1]});
+          res.preconditioned.push_back(run.preconditioned);
+        }
+        if (options.keep_fields) {
+          Fields f{last.grid.z, last.grid.thickness, {}, {}, last.fields[a]};
+          for (const Order& o : last.orders[a].orders) f.kx.push_back(o.kx), f.ky.push_back(o.ky);
+          res.fields = std::move(f);
+        }
+        result.incidences[index[a]] = std::move(res);
       }
-      result.incidences[members[a]] = std::move(res);
     }
     assembly.lap(Phase::far_field);
     for (const GroupSolve& run : runs) result.phases += run.phases;

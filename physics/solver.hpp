@@ -62,6 +62,18 @@ struct SolverOptions {
   OnUnconverged on_unconverged = OnUnconverged::throw_error;
   bool keep_fields = false;           ///< return the field harmonics per slice
   double rayleigh_tolerance = 1e-6;   ///< |kz1| < tol·k1 counts as a Rayleigh anomaly
+  /// Wavelengths solved together as one batched problem, at most (issue #10; problem.hpp: each
+  /// wavelength a member with its own kernels on the shared slice grid, every right-hand side its own
+  /// Krylov iteration). Only wavelengths with equally many incidences share a batch (a sweep's θ × φ
+  /// list is the same at every wavelength); a batch holds as many as memory_limit_bytes (device: the
+  /// device's free memory) allows, the preconditioner included. 0: automatic, as many as fit on device
+  /// backends (a small problem's products are launch-bound: one batch launches once for all
+  /// wavelengths), one on host backends: there a batch saves nothing per product but keeps applying A
+  /// to every wavelength until the slowest converges (configs/default.yaml's 41 wavelengths, one
+  /// thread of the dev machine, validation/scaling/wavelength_batch: cpu-fftw 1.8 s one by one, 6.6 s
+  /// in one batch; the same 2516 iterations, at most 72 per rhs, and a basis 41× larger). Results do
+  /// not depend on it (validation/physics/test_batched_wavelengths.cpp).
+  int max_wavelengths_per_batch = 0;
   /// Host backends refuse problems estimated to need more; device backends are checked against the
   /// device's free memory instead (cudaMemGetInfo, 90 % of it).
   std::size_t memory_limit_bytes = std::size_t(16) << 30;
@@ -129,13 +141,14 @@ struct IncidenceResult {
 struct SolveResult {
   std::vector<IncidenceResult> incidences;  ///< in the order given
   std::vector<std::string> warnings;        ///< Rayleigh anomalies, absorbing substrate, unconverged solves
-  /// Wall time per phase (phase_times.hpp), summed over the wavelength groups and the Richardson
+  /// Wall time per phase (phase_times.hpp), summed over the batched problems and the Richardson
   /// grids of this call; `writing` is 0 (the caller's).
   PhaseTimes phases;
 };
 
 /// Solves every incidence; those sharing a wavelength are batched into one problem (their
-/// convolutions share each spectrum). A rotated 1D grating (Lattice::rotation_deg = α ≠ 0) is solved in
+/// convolutions share each spectrum), and wavelengths with equally many incidences into one problem
+/// too (max_wavelengths_per_batch). A rotated 1D grating (Lattice::rotation_deg = α ≠ 0) is solved in
 /// its own frame, at azimuths φ − α, and its results are returned in the lab frame: order directions,
 /// Fields::kx, ky and the field components Ex, Ey turned by +α; Jones matrices (each order's own s/p
 /// basis), efficiencies, Ψ, Δ and Mueller are the frame's; order (m1, 0) is k_ρ,inc + m1·G with G

@@ -37,8 +37,17 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
   g.incidences = int(incidences.size());
   g.orders = int(incidences[0].orders.size());
   g.slices = grid.slices();
-  g.k1 = incidences[0].k1;
   g.grid = grid;
+  // Members: runs of equal k0 (one wavelength each), equally long.
+  std::size_t run = 1;
+  while (run < incidences.size() && incidences[run].k0 == incidences[0].k0) ++run;
+  GS_EXPECTS(incidences.size() % run == 0,
+             "green_coefficients: the incidences must come in runs of one wavelength, equally many per wavelength");
+  g.members = int(incidences.size() / run);
+  for (std::size_t a = 0; a < incidences.size(); ++a)
+    GS_EXPECTS(incidences[a].k0 == incidences[a / run * run].k0,
+               "green_coefficients: the incidences must come in runs of one wavelength, equally many per wavelength");
+  g.k1.resize(incidences.size());
   const std::size_t n_io = std::size_t(g.incidences) * g.orders, n = n_io * g.slices, nz = std::size_t(g.slices);
   g.kz.resize(n_io);
   g.rs.resize(n_io);
@@ -47,8 +56,8 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
   g.ty.resize(n_io);
   g.krho.resize(n_io);
   for (int a = 0; a < g.incidences; ++a) {
-    GS_EXPECTS(int(incidences[a].orders.size()) == g.orders && incidences[a].k1 == g.k1,
-            "green_coefficients: incidences of one batch must share the wavelength and the orders");
+    GS_EXPECTS(int(incidences[a].orders.size()) == g.orders, "green_coefficients: incidences of one batch must share the orders");
+    g.k1[a] = incidences[a].k1;
     for (int m = 0; m < g.orders; ++m) {
       const Order& o = incidences[a].orders[m];
       const std::size_t io = std::size_t(a) * g.orders + m;
@@ -244,7 +253,7 @@ class HostZOperator final : public ZOperator<Real> {
   [[nodiscard]] OrderSetup setup(std::ptrdiff_t rm) const {
     const int nm = g_.orders, r = int(rm / nm), m = int(rm % nm);
     const std::size_t io = std::size_t(rhs_[r]) * nm + m, row = io * std::size_t(g_.slices);
-    const double k1 = g_.k1, tx = g_.tx[io], ty = g_.ty[io], kr = g_.krho[io];
+    const double k1 = g_.k1[std::size_t(rhs_[r])], tx = g_.tx[io], ty = g_.ty[io], kr = g_.krho[io];
     const C kz = g_.kz[io];
     return {.r = r, .m = m, .nr = int(rhs_.size()), .nm = nm, .sc = source_components_, .k1sq = k1 * k1,
             .kz = kz, .rs = g_.rs[io], .rp = g_.rp[io], .tx = tx, .ty = ty, .kr = kr, .ex = -ty, .ey = tx,

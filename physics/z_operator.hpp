@@ -2,7 +2,8 @@
 // The discretised Green operator along z (docs/formulation.md §6), applied in O(Nz·Nm) per right-hand
 // side, never as a dense Nz×Nz matrix, behind an interface so a device implementation can follow.
 //
-// Slices p = 0..Nz−1 from the top down, centres z_p, thicknesses Δ_p, contiguous (no gaps). With
+// Slices p = 0..Nz−1 from the top down, centres z_p, thicknesses Δ_p, contiguous (no gaps); k1 and kz
+// are those of the right-hand side's incidence (a batch may hold several wavelengths). With
 // the source s_p = k1² c_p (c = χ ⊛ e from the convolution engine, or J = C ⊛ F in the
 // normal-vector formulation, docs/normal-vector.md §3), per order
 //   (K s)_q = (i/(2kz)) [ Σ_{p below q} (êê + p̂+p̂+) e^{ikz(z_q−z_p)} w_p s_p
@@ -31,10 +32,13 @@ struct ZGrid {
   [[nodiscard]] int slices() const { return int(z.size()); }
 };
 
-/// Per (incidence, order, slice) coefficients of K, host side in complex128.
+/// Per (incidence, order, slice) coefficients of K, host side in complex128. The incidences may be of
+/// several wavelengths (a batch of `members`, problem.hpp): they come in `members` runs of equally
+/// many incidences, each run one wavelength (its own k1 and kz), sharing the grid.
 struct GreenCoefficients {
   int incidences = 0, orders = 0, slices = 0;
-  double k1 = 0;
+  int members = 1;                             ///< runs of one wavelength, incidences / members each
+  std::vector<double> k1;                      ///< [incidence]: the superstrate wavenumber 2π n1/λ
   ZGrid grid;                                  ///< the slices the tables are for
   std::vector<Complex> kz, rs, rp;             ///< [incidence·orders + m]
   std::vector<double> tx, ty, krho;            ///< [incidence·orders + m]
@@ -44,10 +48,16 @@ struct GreenCoefficients {
   std::vector<Complex> depth;                  ///< same index: e^{ikz z_p}
 };
 
+/// The member (wavelength run) of incidence a.
+[[nodiscard]] inline int member_of(const GreenCoefficients& g, int a) { return a / (g.incidences / g.members); }
+
 /// Which tables green_coefficients fills: the per-slice ones too (host z-operator, preconditioners),
 /// or only the per-order ones (a device z-operator computes its per-slice tables on the device).
 enum class SliceTables { host, none };
 
+/// The incidences' members: runs as long as the first run of equal vacuum wavenumber k0 (one
+/// wavelength); each must hold one k0 (InvalidArgument otherwise). Every incidence has the same
+/// number of orders.
 GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences,
                                      SliceTables tables = SliceTables::host);
 
@@ -56,7 +66,7 @@ class ZOperator {
  public:
   using Complex = std::complex<Real>;
   virtual ~ZOperator() = default;
-  /// y ← x + D − K (k1² J) for every right-hand side, x and y in the batched layout of
+  /// y ← x + D − K (k1² J) for every right-hand side (k1 of the rhs's incidence), x and y in the batched layout of
   /// vector_space.hpp and in memory(). c is the convolution output with `source_components` (3, 4 or
   /// 5) components per (slice, rhs) block: element (p, r, comp, m) at (p·n_rhs + r)·S·orders +
   /// comp·orders + m; components 0..2 are the source J (Laurent: χ ⊛ e), 3 and 4 (when present) are

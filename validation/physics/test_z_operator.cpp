@@ -3,7 +3,9 @@
 // still be the formula of docs/formulation.md §6, here evaluated directly per entry in long double, on
 // random lattices, incidences and non-uniform grids, and the tables must not depend on the thread
 // count. The host operator's apply (the Krylov product's z-operator half on host backends) against the
-// operator of z_operator.hpp summed directly (O(Nz²) per order) in long double, in both precisions.
+// operator of z_operator.hpp summed directly (O(Nz²) per order) in long double, in both precisions,
+// on batches of two wavelengths (k1 per incidence, issue #10); a batch of wavelengths equals each
+// wavelength's operator alone, bit for bit.
 #include <omp.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "physics/floquet.hpp"
 #include "physics/z_operator.hpp"
 #include "validation/support/catch.hpp"
@@ -53,18 +56,22 @@ ZGrid random_grid(std::size_t min_slices = 1) {
   return grid;
 }
 
-/// Incidences of one wavelength on a random crossed lattice; φ = 0 for some (kz equal for m2 and −m2),
-/// θ = 0 for one (more equal kz), an absorbing substrate.
-std::vector<FloquetOrders> random_incidences(int m1, int m2) {
+/// Incidences on a random crossed lattice, 3 per wavelength for `members` random wavelengths (a batch
+/// of problem.hpp: runs of one wavelength), each with its own superstrate index (so k1 differs beyond
+/// 2π/λ) and absorbing substrate; φ = 0 for some (kz equal for m2 and −m2), θ = 0 for one (more equal kz).
+std::vector<FloquetOrders> random_incidences(int m1, int m2, int members = 1) {
   std::uniform_real_distribution<double> u(0, 1);
   auto& g = test::rng();
   const Lattice lattice{0.4 + u(g), 0.4 + u(g)};
-  const double wavelength = 0.5 + 0.5 * u(g);
   std::vector<std::string> warnings;
   std::vector<FloquetOrders> incidences;
-  for (const Incidence inc : {Incidence{wavelength, 0, 0}, Incidence{wavelength, 70 * u(g), 0},
-                              Incidence{wavelength, 70 * u(g), 360 * u(g)}})
-    incidences.push_back(floquet_orders(lattice, inc, 1.0, Complex(2 + u(g), 0.1 * u(g)), m1, m2, 1e-6, warnings));
+  for (int w = 0; w < members; ++w) {
+    const double wavelength = 0.5 + 0.5 * u(g), n1 = 1 + 0.5 * u(g);
+    const Complex eps2(2 + u(g), 0.1 * u(g));
+    for (const Incidence inc : {Incidence{wavelength, 0, 0}, Incidence{wavelength, 70 * u(g), 0},
+                                Incidence{wavelength, 70 * u(g), 360 * u(g)}})
+      incidences.push_back(floquet_orders(lattice, inc, n1 * n1, eps2, m1, m2, 1e-6, warnings));
+  }
   return incidences;
 }
 
@@ -143,8 +150,9 @@ void check_host_apply(double tol) {
   using LongComplex = std::complex<long double>;
   using RealComplex = std::complex<Real>;
   const ZGrid grid = random_grid(12);
-  const std::vector<FloquetOrders> incidences = random_incidences(4, 3);
+  const std::vector<FloquetOrders> incidences = random_incidences(4, 3, 2);  // two wavelengths: k1 per incidence
   const GreenCoefficients g = green_coefficients(grid, incidences);
+  REQUIRE(g.members == 2);
   const int nz = g.slices, nm = g.orders, sc = 5;
   std::vector<int> rhs_incidence;
   for (int a = 0; a < g.incidences; ++a) rhs_incidence.insert(rhs_incidence.end(), {a, a});
@@ -161,11 +169,12 @@ void check_host_apply(double tol) {
   CHECK(std::memcmp(y.data(), y1.data(), y.size() * sizeof(RealComplex)) == 0);
 
   const LongComplex i(0, 1);
-  const long double k1 = g.k1, k1sq = k1 * k1;
   const auto dot = [](const LongComplex* a, const LongComplex* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; };
   for (int r = 0; r < nr; ++r)
     for (int m = 0; m < nm; ++m) {
-      const Order& o = incidences[std::size_t(rhs_incidence[std::size_t(r)])].orders[std::size_t(m)];
+      const FloquetOrders& f = incidences[std::size_t(rhs_incidence[std::size_t(r)])];
+      const Order& o = f.orders[std::size_t(m)];
+      const long double k1 = f.k1, k1sq = k1 * k1;  // the rhs's own wavelength
       const LongComplex kz(o.kz1), rs(o.rs), rp(o.rp);
       const LongComplex e[3] = {-(long double)o.ty, (long double)o.tx, 0};
       const LongComplex t[3] = {(long double)o.tx, (long double)o.ty, 0};
@@ -235,20 +244,21 @@ TEST_CASE("host z-operator: the far-field sums equal the direct sums over the sl
   // phases evaluated directly (not from the tables), on a random source of 4 components per block.
   using LongComplex = std::complex<long double>;
   const ZGrid grid = random_grid(10);
-  const std::vector<FloquetOrders> incidences = random_incidences(3, 2);
+  const std::vector<FloquetOrders> incidences = random_incidences(3, 2, 2);  // two wavelengths: k1 per incidence
   const GreenCoefficients g = green_coefficients(grid, incidences);
   const int nz = g.slices, nm = g.orders, sc = 4;
-  const std::vector<int> rhs_incidence{0, 0, 1, 1, 2, 2};
+  const std::vector<int> rhs_incidence{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
   const int nr = int(rhs_incidence.size());
   const std::vector<std::complex<double>> c = test::random_complex<double>(std::size_t(nz) * nr * sc * nm);
   std::vector<std::complex<double>> sums(std::size_t(nr) * nm * 4, test::poison<double>());
   make_host_z_operator<double>(g, rhs_incidence, sc)->far_field_sums(c.data(), sums.data(), nullptr);
   const LongComplex i(0, 1);
-  const long double k1 = g.k1, k1sq = k1 * k1;
   int upward = 0;
   for (int r = 0; r < nr; ++r)
     for (int m = 0; m < nm; ++m) {
-      const Order& o = incidences[std::size_t(rhs_incidence[std::size_t(r)])].orders[std::size_t(m)];
+      const FloquetOrders& f = incidences[std::size_t(rhs_incidence[std::size_t(r)])];
+      const Order& o = f.orders[std::size_t(m)];
+      const long double k1 = f.k1, k1sq = k1 * k1;  // the rhs's own wavelength
       const LongComplex kz(o.kz1), rs(o.rs), rp(o.rp);
       const long double ex = -o.ty, ey = o.tx, pz = -(long double)o.krho / k1;
       LongComplex ref[4] = {}, scale = 0;
@@ -276,4 +286,83 @@ TEST_CASE("host z-operator: the far-field sums equal the direct sums over the sl
       }
     }
   CHECK(upward > 0);  // the upward sums were exercised
+}
+
+TEST_CASE("green coefficients: a batch of wavelengths keeps each incidence's k1 and finds its members",
+          "[physics][z_operator]") {
+  const ZGrid grid = random_grid(4);
+  const std::vector<FloquetOrders> incidences = random_incidences(2, 1, 3);
+  const GreenCoefficients g = green_coefficients(grid, incidences);
+  CHECK(g.members == 3);
+  REQUIRE(g.k1.size() == incidences.size());
+  for (std::size_t a = 0; a < incidences.size(); ++a) {
+    CHECK(g.k1[a] == incidences[a].k1);
+    CHECK(member_of(g, int(a)) == int(a / 3));
+  }
+  CHECK(g.k1[0] != g.k1[3]);
+  // Runs of unequal length (3 incidences of one wavelength, 2 of another) are no batch.
+  const std::vector<FloquetOrders> uneven(incidences.begin(), incidences.begin() + 5);
+  CHECK_THROWS_AS(green_coefficients(grid, uneven), InvalidArgument);
+}
+
+namespace {
+
+/// The host z-operator applied to a batch of members equals, bit for bit, each member's own operator
+/// applied to its part of x and c: the sweeps of one (rhs, order) read only that rhs's incidence's
+/// coefficients (its own k1 and kz) and its own elements, in the same order. Fresh random x, c;
+/// outputs poisoned first; also the far-field sums.
+template <class Real>
+void check_member_independence() {
+  using RealComplex = std::complex<Real>;
+  const ZGrid grid = random_grid(6);
+  constexpr int members = 3, per_member = 3, sc = 5;
+  const std::vector<FloquetOrders> incidences = random_incidences(2, 2, members);
+  const GreenCoefficients g = green_coefficients(grid, incidences);
+  REQUIRE(g.members == members);
+  const int nz = g.slices, nm = g.orders, nr = 2 * members * per_member, nr_member = 2 * per_member;
+  std::vector<int> rhs_incidence;
+  for (int a = 0; a < g.incidences; ++a) rhs_incidence.insert(rhs_incidence.end(), {a, a});
+  const std::vector<RealComplex> x = test::random_complex<Real>(std::size_t(nz) * nr * 3 * nm);
+  const std::vector<RealComplex> c = test::random_complex<Real>(std::size_t(nz) * nr * sc * nm);
+  std::vector<RealComplex> y(x.size(), test::poison<Real>());
+  std::vector<std::complex<double>> sums(std::size_t(nr) * nm * 4, test::poison<double>());
+  auto batch = make_host_z_operator<Real>(g, rhs_incidence, sc);
+  batch->apply(x.data(), c.data(), y.data(), nullptr);
+  batch->far_field_sums(c.data(), sums.data(), nullptr);
+  for (int w = 0; w < members; ++w) {
+    INFO("member " << w);
+    const std::vector<FloquetOrders> own(incidences.begin() + w * per_member, incidences.begin() + (w + 1) * per_member);
+    const GreenCoefficients gw = green_coefficients(grid, own);
+    REQUIRE(gw.members == 1);
+    std::vector<int> rhs_own;
+    for (int a = 0; a < per_member; ++a) rhs_own.insert(rhs_own.end(), {a, a});
+    // The member's rhs r_own is the batch's w·nr_member + r_own, in every slice.
+    const auto part = [&](const std::vector<RealComplex>& v, int components) {
+      std::vector<RealComplex> out;
+      const std::size_t block = std::size_t(components) * nm;
+      for (int p = 0; p < nz; ++p) {
+        const auto first = v.begin() + std::ptrdiff_t((std::size_t(p) * nr + std::size_t(w) * nr_member) * block);
+        out.insert(out.end(), first, first + std::ptrdiff_t(nr_member * block));
+      }
+      return out;
+    };
+    const std::vector<RealComplex> xw = part(x, 3), cw = part(c, sc);
+    std::vector<RealComplex> yw(xw.size(), test::poison<Real>());
+    std::vector<std::complex<double>> sums_w(std::size_t(nr_member) * nm * 4, test::poison<double>());
+    auto alone = make_host_z_operator<Real>(gw, rhs_own, sc);
+    alone->apply(xw.data(), cw.data(), yw.data(), nullptr);
+    alone->far_field_sums(cw.data(), sums_w.data(), nullptr);
+    const std::vector<RealComplex> expected = part(y, 3);
+    CHECK(std::memcmp(expected.data(), yw.data(), yw.size() * sizeof(RealComplex)) == 0);
+    CHECK(std::memcmp(&sums[std::size_t(w) * nr_member * nm * 4], sums_w.data(),
+                      sums_w.size() * sizeof(std::complex<double>)) == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("host z-operator: a batch of wavelengths equals each wavelength's operator alone, bit for bit",
+          "[physics][z_operator]") {
+  check_member_independence<double>();
+  check_member_independence<float>();
 }
