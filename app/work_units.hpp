@@ -28,14 +28,18 @@ namespace gratingsim::app {
 /// The points of one unit (flat sweep indices, io::ResultLayout::point_index), in point order.
 using Unit = std::vector<std::size_t>;
 
-/// Unknowns of one solve below which a GPU is mostly idle (its Krylov step is a few dozen launches of
-/// a few microseconds each). Measured on one H200, gpu-fused, as the sweep wall time with 1 → 4
-/// workers sharing the device (validation/results/workers-h200.txt): default.yaml (3e3 unknowns per
-/// wavelength) 0.51 → 0.35 s, contact_holes (2e4) 0.31 → 0.14 s, si_lines_metrology (2e4) 4.2 → 2.3 s
-/// gained from concurrent solves; problem_case_3 (6e6) 0.64 → 0.62–0.89 s did not (one solve fills the
-/// GPU). Units are made this large where the sweep allows it; while they are smaller, several local
-/// workers share each device (app/run.cpp).
-inline constexpr double gpu_filling_unknowns = 2.5e5;
+/// Unknowns of one solve below which a GPU is mostly idle: its Krylov step is a few dozen launches, and
+/// a launch costs a few microseconds, about what one kernel takes to stream 1e6 complex doubles (16 MB at
+/// 3 TB/s: ~5 µs). Measured on one H200, gpu-fused, as the sweep wall time with 1 → 4 workers of one
+/// wavelength each sharing the device (validation/results/workers-h200.txt): default.yaml (3e3 unknowns
+/// per wavelength) 0.51 → 0.35 s, contact_holes (2e4) 0.31 → 0.14 s, si_lines_metrology (2e4) 4.2 →
+/// 2.3 s gained from concurrent solves; problem_case_3 (6e6) 0.64 → 0.62–0.89 s did not (one solve fills
+/// the GPU). Units are made this large where the sweep allows it; while they are smaller, several local
+/// workers share each device (app/run.cpp). (Before units of several wavelengths the sharing threshold
+/// was 2.5e5 unknowns per wavelength, between the measured cases; 1e6 follows the launch-cost estimate
+/// above and is to be measured with batched wavelengths.) A unit of ~1e6 unknowns holds ~3 GB of GMRES
+/// basis at restart 200 (16 B × 200 per unknown).
+inline constexpr double gpu_filling_unknowns = 1e6;
 
 /// Units wanted per worker: with about 4, the last units to finish leave the other workers idle for a
 /// quarter of a worker's share at most. Wavelengths are batched only while the sweep keeps this many

@@ -27,7 +27,7 @@ namespace {
 io::Problem lines(int wavelengths, int angles, int harmonics, int slices, conv::Backend backend,
                   const std::string& parameters = "") {
   std::string theta;
-  for (int k = 0; k < angles; ++k) theta += (k ? ", " : "") + std::to_string(5 * k);
+  for (int k = 0; k < angles; ++k) theta += (k ? ", " : "") + std::to_string(4 * k);
   const std::string wavelength =
       wavelengths == 1 ? "[633]" : "{start: 400, stop: 800, count: " + std::to_string(wavelengths) + "}";
   const std::string width = parameters.empty() ? "200" : "\"${w}\"";  // a parameter sweep: over w
@@ -66,7 +66,7 @@ TEST_CASE("host backends solve one wavelength per unit, whatever the workers", "
 }
 
 TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 4 units per worker", "[app][units]") {
-  // 3·25·20·2 = 3000 unknowns per wavelength: 84 wavelengths would reach 2.5e5; the cap decides.
+  // 3·25·20·2 = 3000 unknowns per wavelength: 334 wavelengths would reach 1e6; the cap decides.
   const io::Problem small = lines(41, 1, 12, 20, conv::Backend::gpu_fused);
   CHECK(app::batch_unknowns(small) == 3000);
   CHECK(app::wavelengths_per_unit(small, 41, 1) == 10);  // 41 / (4 units per worker) = 10
@@ -77,13 +77,13 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 4 units
   for (const app::Unit& u : app::plan_units(small, nothing_done, 1)) sizes.push_back(wavelengths_in(small.layout, u));
   CHECK(sizes == std::vector<std::size_t>{8, 8, 8, 8, 9});  // 41 in ⌈41/10⌉ = 5 near-equal runs
 
-  // 3·41·200·5·2 = 246000 unknowns: two wavelengths fill the GPU, whatever the cap allows.
-  const io::Problem nearly = lines(40, 5, 20, 200, conv::Backend::gpu_fused);
-  CHECK(app::batch_unknowns(nearly) == 246000);
+  // 3·41·200·12·2 = 590400 unknowns: two wavelengths fill the GPU, whatever the cap allows.
+  const io::Problem nearly = lines(40, 12, 20, 200, conv::Backend::gpu_fused);
+  CHECK(app::batch_unknowns(nearly) == 590400);
   CHECK(app::wavelengths_per_unit(nearly, 40, 1) == 2);
   CHECK(app::plan_units(nearly, nothing_done, 1).size() == 20);
-  // 3·41·200·6·2 = 295200: one wavelength fills it.
-  const io::Problem large = lines(40, 6, 20, 200, conv::Backend::gpu_fused);
+  // 3·41·200·21·2 = 1033200: one wavelength fills it.
+  const io::Problem large = lines(40, 21, 20, 200, conv::Backend::gpu_fused);
   CHECK(app::wavelengths_per_unit(large, 40, 1) == 1);
   CHECK(app::plan_units(large, nothing_done, 1).size() == 40);
   // Never more than the case's wavelengths (a parameter sweep has more batches than wavelengths).
@@ -92,7 +92,7 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 4 units
 }
 
 TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the cap", "[app][units]") {
-  std::uniform_int_distribution<int> wavelengths(1, 60), angles(1, 4), harmonics(1, 40), slices(1, 200), workers(1, 8);
+  std::uniform_int_distribution<int> wavelengths(1, 60), angles(1, 12), harmonics(1, 40), slices(1, 200), workers(1, 8);
   for (int trial = 0; trial < 200; ++trial) {
     const io::Problem p = lines(wavelengths(test::rng()), angles(test::rng()), harmonics(test::rng()),
                                 slices(test::rng()), conv::Backend::gpu_fused);
