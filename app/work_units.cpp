@@ -9,9 +9,16 @@ namespace gratingsim::app {
 
 double batch_unknowns(const io::Problem& problem) {
   const physics::SolverOptions& o = problem.solver;
-  const double orders = double(2 * o.m1 + 1) * double(2 * o.m2 + 1);
-  const double slices = double(problem.source.total_slices()) * (o.richardson ? 2 : 1);
   const io::ResultLayout& l = problem.layout;
+  int m1 = o.m1, m2 = o.m2;
+  double slices = problem.source.total_slices();
+  if (l.accuracy && l.accuracy->harmonics) {  // the ladder's last rung: what a unit may come to hold
+    m1 = std::max(m1, l.accuracy->max_harmonics);
+    m2 = m2 > 0 ? std::max(m2, l.accuracy->max_harmonics) : 0;
+  }
+  if (l.accuracy && l.accuracy->slices) slices = std::max(slices, double(l.accuracy->max_slices));
+  const double orders = double(2 * m1 + 1) * double(2 * m2 + 1);
+  slices *= o.richardson ? 2 : 1;
   return 3 * orders * slices * double(l.theta_deg.size() * l.phi_deg.size()) * l.polarizations();
 }
 

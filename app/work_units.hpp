@@ -48,7 +48,8 @@ inline constexpr double gpu_filling_unknowns = 1e6;
 inline constexpr std::size_t units_per_worker = 4;
 
 /// Unknowns of one wavelength's solve at a parameter point: 3 field components × orders × slices (the
-/// finer slicing with Richardson) × right-hand sides (incidences × polarisations).
+/// finer slicing with Richardson) × right-hand sides (incidences × polarisations). With accuracy on
+/// demand, at the ladder's highest harmonics and slices: a unit's points may climb that far together.
 double batch_unknowns(const io::Problem& problem);
 
 /// The wavelengths per unit for a sweep of `batches` (parameter point, wavelength) batches still to solve

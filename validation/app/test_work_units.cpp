@@ -86,6 +86,18 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 4 units
   const io::Problem large = lines(40, 21, 20, 200, conv::Backend::gpu_fused);
   CHECK(app::wavelengths_per_unit(large, 40, 1) == 1);
   CHECK(app::plan_units(large, nothing_done, 1).size() == 40);
+  // Accuracy on demand: sized at the ladder's top (here M = 48 and 160 slices: 3·97·160·2 = 93120
+  // unknowns, 11 wavelengths to fill), not at its first rung.
+  io::Problem climbing = io::make_problem(io::parse_case(
+      "wavelength: {start: 400, stop: 800, count: 41}\nincidence: {theta_deg: [0], polarization: both}\n"
+      "lattice: {period_x: 500}\nsubstrate: SiO2\nlayers:\n  - {name: lines, thickness: 120, slices: 20, "
+      "shapes: [{type: line, material: Si3N4, width: 200}]}\n"
+      "numerics: {harmonics: auto, slices: auto, max_harmonics: 48, max_slices: 160, target_error: 1e-3}\n",
+      "climbing.yaml"));
+  climbing.solver.backend = conv::Backend::gpu_fused;
+  CHECK(app::batch_unknowns(climbing) == 93120);
+  CHECK(app::wavelengths_per_unit(climbing, 41, 1) == 10);  // the cap (41 / 4) still binds
+  CHECK(app::wavelengths_per_unit(climbing, 400, 1) == 11);
   // Never more than the case's wavelengths (a parameter sweep has more batches than wavelengths).
   const io::Problem swept = lines(6, 1, 2, 2, conv::Backend::gpu_fused, "parameters: {w: [100, 150, 200, 250, 300, 350]}\n");
   CHECK(app::wavelengths_per_unit(swept, 36, 1) == 6);
