@@ -13,8 +13,9 @@
 //     and a --resume or a failure loses little).
 // A unit never spans parameter points (its incidences share one structure). The wavelengths of one
 // parameter point are cut into near-equal runs of neighbouring wavelengths. A point's result does not
-// depend on which points share its unit (physics::solve treats every right-hand side on its own), so
-// the file is the same, bit for bit, for any unit size (solve times aside).
+// depend on which points share its unit (physics::solve treats every right-hand side on its own), so on
+// host backends the file is the same, bit for bit, for any unit size (solve times aside); on a GPU the
+// batched arithmetic of another unit size may differ at the rounding (README: local workers).
 #include <cstddef>
 #include <functional>
 #include <optional>
