@@ -13,6 +13,20 @@
 #include "physics/solver.hpp"
 
 namespace gratingsim::app {
+namespace {
+
+/// "633 nm", or "400 … 800 nm" for the wavelengths of a call's incidences.
+std::string wavelengths_of(const std::vector<physics::Incidence>& incidences) {
+  const auto [least, most] = std::minmax_element(incidences.begin(), incidences.end(),
+                                                 [](const auto& a, const auto& b) { return a.wavelength < b.wavelength; });
+  std::ostringstream os;
+  os << least->wavelength;
+  if (most->wavelength != least->wavelength) os << " … " << most->wavelength;
+  os << " nm";
+  return os.str();
+}
+
+}  // namespace
 
 void check_measured_wavelengths(const io::Case& c, const io::MeasuredData& measured) {
   for (std::size_t row = 0; row < measured.rows(); ++row)
@@ -103,29 +117,35 @@ GratingModel::GratingModel(const io::Problem& problem, std::vector<std::size_t> 
       sources_.push_back((q[1] - '1') * 4 + (q[2] - '1'));
     }
   }
-  // Rows grouped by wavelength (exactly equal values share a batch), each distinct (θ, φ) solved once.
-  std::map<double, std::size_t> group_of;
+  // Rows grouped by solver settings (one group with fixed numerics; per distinct M1, M2 and slice factor
+  // with frozen auto numerics), each distinct (λ, θ, φ) solved once (exactly equal values).
+  const auto settings_of = [&](double wavelength_nm) -> std::optional<io::FrozenAccuracy> {
+    if (frozen.empty()) return std::nullopt;
+    const auto it = std::find_if(frozen.begin(), frozen.end(),
+                                 [&](const io::FrozenAccuracy& f) { return f.wavelength_nm == wavelength_nm; });
+    GS_EXPECTS(it != frozen.end(), "freeze_accuracy resolved every measured wavelength");
+    return *it;
+  };
+  std::map<std::array<int, 3>, std::size_t> group_of;  // (M1, M2, slice factor) → group
   for (std::size_t row = 0; row < measured.rows(); ++row) {
     const io::MeasuredPoint& p = measured.points[row];
-    const auto [it, added] = group_of.emplace(p.wavelength_nm, groups_.size());
+    const std::optional<io::FrozenAccuracy> settings = settings_of(p.wavelength_nm);
+    const std::array<int, 3> key = settings ? std::array{settings->harmonics_x, settings->harmonics_y, settings->slice_factor}
+                                            : std::array{0, 0, 0};
+    const auto [it, added] = group_of.emplace(key, groups_.size());
     if (added) {
       groups_.emplace_back();
-      groups_.back().wavelength_nm = p.wavelength_nm;
+      groups_.back().frozen = settings;
     }
-    WavelengthGroup& g = groups_[it->second];
+    SolveGroup& g = groups_[it->second];
     std::size_t k = 0;
-    while (k < g.incidences.size() && !(g.incidences[k].theta_deg == p.theta_deg && g.incidences[k].phi_deg == p.phi_deg))
+    while (k < g.incidences.size() &&
+           !(g.incidences[k].wavelength == p.wavelength_nm && g.incidences[k].theta_deg == p.theta_deg &&
+             g.incidences[k].phi_deg == p.phi_deg))
       ++k;
     if (k == g.incidences.size()) g.incidences.push_back({p.wavelength_nm, p.theta_deg, p.phi_deg});
     g.rows.push_back(row);
     g.incidence_of_row.push_back(k);
-  }
-  for (WavelengthGroup& g : groups_) {
-    if (frozen.empty()) break;
-    const auto it = std::find_if(frozen.begin(), frozen.end(),
-                                 [&](const io::FrozenAccuracy& f) { return f.wavelength_nm == g.wavelength_nm; });
-    GS_EXPECTS(it != frozen.end(), "freeze_accuracy resolved every measured wavelength");
-    g.frozen = *it;
   }
 }
 
@@ -151,9 +171,9 @@ Eigen::MatrixXd GratingModel::evaluate(const std::vector<Eigen::VectorXd>& point
       note(user_message(e));
       continue;
     }
-    for (const WavelengthGroup& g : groups_) {
+    for (const SolveGroup& g : groups_) {
       ++batches_;
-      // Frozen auto settings: this wavelength's M1, M2 and every layer's slices × its factor.
+      // Frozen auto settings: the group's M1, M2 and every layer's slices × its factor.
       physics::SolverOptions options = problem_.solver;
       physics::Structure finer;
       if (g.frozen) {
@@ -170,7 +190,7 @@ Eigen::MatrixXd GratingModel::evaluate(const std::vector<Eigen::VectorXd>& point
       } catch (const Error& e) {
         ++failed_solves_;
         std::ostringstream os;
-        os << "solve at " << g.wavelength_nm << " nm failed: " << user_message(e);
+        os << "solve at " << wavelengths_of(g.incidences) << " failed: " << user_message(e);
         note(os.str());
         continue;
       }
@@ -183,7 +203,7 @@ Eigen::MatrixXd GratingModel::evaluate(const std::vector<Eigen::VectorXd>& point
         if (!converged[i]) {
           ++failed_solves_;
           std::ostringstream os;
-          os << "the solve at " << g.wavelength_nm << " nm, θ = " << g.incidences[i].theta_deg
+          os << "the solve at " << g.incidences[i].wavelength << " nm, θ = " << g.incidences[i].theta_deg
              << "°, φ = " << g.incidences[i].phi_deg << "° did not reach the solver tolerance";
           note(os.str());
           continue;

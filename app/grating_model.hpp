@@ -5,9 +5,11 @@
 //
 // One evaluate() call takes every parameter vector the fit sends at once (a Jacobian's perturbed points,
 // or an iteration's trial steps). Each vector's grating is built by io::case_at (the case's text read at
-// those values, through every check of a case file); then the measured rows of each wavelength are
-// solved as one batch (physics::solve with the run's solver options: the backend, precision and
-// tolerances `run` would use), i.e. one batched solve per (parameter vector, wavelength).
+// those values, through every check of a case file); then every measured row is solved in one
+// physics::solve call per parameter vector (the run's solver options: the backend, precision and
+// tolerances `run` would use), all wavelengths batched together: a GPU solves the spectrum at once
+// instead of one launch-bound solve per wavelength. With frozen auto numerics, wavelengths whose
+// harmonics and slices differ cannot share a solve: one call per distinct setting.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -47,24 +49,25 @@ class GratingModel : public fitting::BatchModel {
                const std::vector<io::FrozenAccuracy>& frozen = {});
 
   [[nodiscard]] std::size_t outputs() const override { return measured_.rows() * measured_.quantities.size(); }
-  /// Column k: the model at points[k]. NaN for the rows of a wavelength whose solve failed (an error, or
-  /// a solve that did not reach the case's tolerance), and for the whole column where the parameter
-  /// vector gives an invalid grating (each failure is kept in notes()).
+  /// Column k: the model at points[k]. NaN for the rows whose solve failed (the rows of every wavelength
+  /// of a call that threw; a row whose incidence did not reach the case's tolerance), and for the whole
+  /// column where the parameter vector gives an invalid grating (each failure is kept in notes()).
   Eigen::MatrixXd evaluate(const std::vector<Eigen::VectorXd>& points) override;
 
   /// What failed so far, in words (at most a few of each kind; counts in failed_solves()).
   [[nodiscard]] const std::vector<std::string>& notes() const { return notes_; }
   [[nodiscard]] std::size_t failed_solves() const { return failed_solves_; }
-  /// Batched solves made (one per parameter vector and wavelength).
+  /// Batched solves made (one per parameter vector, or per parameter vector and distinct frozen setting).
   [[nodiscard]] std::size_t batches() const { return batches_; }
 
  private:
-  /// The measured rows of one wavelength: their distinct (θ, φ) solved together.
-  struct WavelengthGroup {
-    double wavelength_nm = 0;
+  /// The measured rows solved in one call: their distinct (λ, θ, φ), of every wavelength that shares the
+  /// solver settings (all of them with fixed numerics).
+  struct SolveGroup {
     std::vector<physics::Incidence> incidences;
     std::vector<std::size_t> rows, incidence_of_row;  ///< rows[i] is solved as incidences[incidence_of_row[i]]
-    std::optional<io::FrozenAccuracy> frozen;          ///< the wavelength's frozen settings (auto numerics)
+    std::optional<io::FrozenAccuracy> frozen;          ///< the group's frozen settings (auto numerics; its
+                                                       ///< wavelength_nm: the first wavelength's)
   };
   /// Where quantity q of a row comes from: Ψ (-1), Δ (-2) or Mueller element row*4+col (0..15).
   std::vector<int> sources_;
@@ -74,7 +77,7 @@ class GratingModel : public fitting::BatchModel {
   const io::Problem& problem_;
   std::vector<std::size_t> floating_;
   const io::MeasuredData& measured_;
-  std::vector<WavelengthGroup> groups_;
+  std::vector<SolveGroup> groups_;
   std::vector<std::string> notes_;
   std::size_t failed_solves_ = 0, batches_ = 0;
 };

@@ -25,6 +25,7 @@
 #include "app/solving.hpp"
 #include "app/summary.hpp"
 #include "app/sweep_executor.hpp"
+#include "app/work_units.hpp"
 #include "convolution/devices.hpp"
 #include "io/problem.hpp"
 #include "io/results.hpp"
@@ -51,6 +52,9 @@ constexpr OptionSpec run_options[] = {
     {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)", 0, true},
     {"fail-on-rank", "R", "MPI rank R fails its first unit of work (tests)", 0, true},
     {"workers", "N", "one process: N local workers (threads) instead of one per visible GPU (tests)", 0, true},
+    {"wavelengths-per-unit", "N",
+     "solve up to N wavelengths of one parameter point in one batched solve (a unit of work; default: 1 on "
+     "CPU backends, on GPU backends as many as fill the GPU while the sweep keeps 4 units per worker)"},
 };
 
 struct Settings {
@@ -61,6 +65,7 @@ struct Settings {
   std::optional<std::size_t> stop_after;
   std::optional<int> fail_on_rank;
   std::optional<int> workers;
+  std::optional<std::size_t> wavelengths_per_unit;
 };
 
 Settings parse_settings(const Options& o) {
@@ -79,6 +84,8 @@ Settings parse_settings(const Options& o) {
   if (const auto v = o.value("stop-after")) s.stop_after = std::size_t(parse_int("stop-after", *v, 1, 1 << 30));
   if (const auto v = o.value("fail-on-rank")) s.fail_on_rank = parse_int("fail-on-rank", *v, 0, 1 << 24);
   if (const auto v = o.value("workers")) s.workers = parse_int("workers", *v, 1, 1 << 10);
+  if (const auto v = o.value("wavelengths-per-unit"))
+    s.wavelengths_per_unit = std::size_t(parse_int("wavelengths-per-unit", *v, 1, 1 << 30));
   return s;
 }
 
@@ -108,24 +115,10 @@ std::string describe_devices(const std::vector<std::string>& per_worker) {
   return text;
 }
 
-/// Unknowns of one wavelength batch: 3 field components × orders × slices (the finer slicing with
-/// Richardson) × right-hand sides (incidences × polarisations).
-double batch_unknowns(const io::Problem& problem) {
-  const physics::SolverOptions& o = problem.solver;
-  const double orders = double(2 * o.m1 + 1) * double(2 * o.m2 + 1);
-  const double slices = double(problem.source.total_slices()) * (o.richardson ? 2 : 1);
-  const io::ResultLayout& l = problem.layout;
-  return 3 * orders * slices * double(l.theta_deg.size() * l.phi_deg.size()) * l.polarizations();
-}
-
-/// A batch this small leaves a GPU mostly idle: its Krylov step is a few dozen launches of a few
-/// microseconds of work each, so several batches on their own streams overlap. Measured on one H200,
-/// gpu-fused, sweep wall time (validation/results/workers-h200.txt): with set-up that synchronised the
-/// whole device (session 8), 1 → 4 workers: default.yaml (3e3 unknowns) 0.51 → 0.35 s, contact_holes
-/// (2e4) 0.31 → 0.14 s, si_lines_metrology (2e4) 4.2 → 2.3 s; problem_case_3 (6e6) 0.64 → 0.62–0.89 s
-/// (no gain: one batch fills the GPU). With stream-ordered set-up (core/device_buffer.hpp), 1 → 4 → 8
-/// workers: default.yaml 0.42–0.46 → 0.14 → 0.11 s; si_lines_metrology 4 → 8: 1.34 → 1.14 s.
-constexpr double concurrent_batch_unknowns = 2.5e5;
+/// The most local workers sharing one device while units are smaller than gpu_filling_unknowns
+/// (work_units.hpp). With stream-ordered set-up (core/device_buffer.hpp), one H200, gpu-fused, 1 → 4 → 8
+/// workers of one wavelength per unit: default.yaml 0.42–0.46 → 0.14 → 0.11 s; si_lines_metrology 4 → 8:
+/// 1.34 → 1.14 s (validation/results/workers-h200.txt).
 constexpr int workers_per_device_small = 8;
 
 /// The workers of one process (local_workers).
@@ -136,16 +129,20 @@ struct LocalWorkers {
   int parallel = 1;
 };
 
-/// The local workers of one process: for a GPU backend, one per visible CUDA device, or
-/// workers_per_device_small per device (sharing it, each worker on its own stream) when batches are
-/// small and there are more batches (wavelengths, or parameter points × wavelengths) than devices;
-/// else one. `asked` (--workers) workers instead, sharing the devices in turn, and as many parallel.
-LocalWorkers local_workers(conv::Backend backend, std::optional<int> asked, const io::Problem& problem) {
+/// The local workers of one process: for a GPU backend, one per visible CUDA device, or up to
+/// workers_per_device_small per device (sharing it, each worker on its own stream) when the units
+/// (`wavelengths` per unit, else work_units.hpp's rule for one worker per device) are smaller than
+/// gpu_filling_unknowns and there are more units than devices; else one. `asked` (--workers) workers
+/// instead, sharing the devices in turn, and as many parallel.
+LocalWorkers local_workers(conv::Backend backend, std::optional<int> asked, std::optional<std::size_t> wavelengths,
+                           const io::Problem& problem) {
   const int devices = conv::memory_of(backend) == Memory::device ? int(conv::cuda_report().devices.size()) : 0;
   int count = std::max(devices, 1);
   int parallel = count;
-  if (devices > 0 && batch_unknowns(problem) <= concurrent_batch_unknowns)
-    count = int(std::clamp<std::size_t>(problem.layout.batches(), std::size_t(devices),
+  const std::size_t batches = problem.layout.batches();
+  const std::size_t per_unit = wavelengths.value_or(wavelengths_per_unit(problem, batches, count));
+  if (devices > 0 && double(per_unit) * batch_unknowns(problem) < gpu_filling_unknowns)
+    count = int(std::clamp<std::size_t>((batches + per_unit - 1) / per_unit, std::size_t(devices),
                                         std::size_t(devices * workers_per_device_small)));
   if (asked) parallel = count = *asked;
   std::vector<WorkerOptions> workers(static_cast<std::size_t>(count));
@@ -226,7 +223,7 @@ void take_backend(Run& run) {
   if (run.ranks) {
     run.workers = {{.fail_on_worker = s.fail_on_rank}};
   } else {
-    LocalWorkers local = local_workers(backend, s.workers, run.problem);
+    LocalWorkers local = local_workers(backend, s.workers, s.wavelengths_per_unit, run.problem);
     run.workers = std::move(local.workers);
     run.parallel = local.parallel;
   }
@@ -293,7 +290,8 @@ int sweep_and_summarise(Run& run) {
   SweepOutcome outcome;
   const auto sweep_start = std::chrono::steady_clock::now();
   try {
-    outcome = execute_sweep(run.problem, writer, plan_units(run.problem, writer, workers),
+    const auto done = [&](std::size_t point) { return writer.done(point); };
+    outcome = execute_sweep(run.problem, writer, plan_units(run.problem, done, workers, s.wavelengths_per_unit),
                             {run.workers, ranks ? &*ranks : nullptr}, report, s.stop_after);
   } catch (const io::OutputError& e) {  // a failed write (a full disk): what is kept, what to do
     progress.clear();
@@ -381,14 +379,14 @@ const Command gratingsim_run{
         "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] "
         "[--overwrite] [--quiet]\n       mpirun -n K gratingsim run CASE.yaml ...",
     .description =
-        "Solves every sweep point of the case (wavelengths × θ × φ; the points of one wavelength in one batched "
-        "solve) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
+        "Solves every sweep point of the case (wavelengths × θ × φ; the points of one or, on a GPU, several "
+        "wavelengths in one batched solve: --wavelengths-per-unit) and writes the result file described in io/SCHEMA.md: OUT.h5.partial while running, each "
         "finished point flushed to disk, renamed to OUT.h5 when every point is done. A sweep shows its "
         "progress on stderr when that is a terminal; at the end a summary table lists per point the "
         "propagating orders, R, T, the energy balance, the solver's iterations and residual, and the time. "
         "Errors in the case file are reported at their line and column before anything is written. Launched "
         "by mpirun (a build with MPI), the K ranks share the sweep: each takes its own GPU on a host with "
-        "several, asks rank 0 for the next wavelength's points when it is done with the last, and rank 0 "
+        "several, asks rank 0 for the next unit of points when it is done with the last, and rank 0 "
         "writes the one result file, the same as a one-process run's; every rank must see the case file. "
         "A rank that fails is reported with its points; the others' results are kept for --resume, which "
         "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "

@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "app/work_units.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/devices.hpp"
 #include "physics/problem.hpp"
@@ -99,16 +100,30 @@ BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t>
   std::vector<physics::Incidence> incidences;
   for (std::size_t point : points) incidences.push_back(io::incidence_of(problem, point));
   const auto start = std::chrono::steady_clock::now();
-  // A unit's points share their batch (ResultLayout::batch_of): one structure, one wavelength.
-  GS_EXPECTS(!points.empty() && problem.layout.batch_of(points.front()) == problem.layout.batch_of(points.back()),
-             "a solve takes the points of one batch");
+  // A unit's points share their structure: one parameter point (ResultLayout::parameter_point_of), of
+  // any of its wavelengths.
+  GS_EXPECTS(!points.empty() && std::all_of(points.begin(), points.end(),
+                                            [&](std::size_t p) {
+                                              return problem.layout.parameter_point_of(p) ==
+                                                     problem.layout.parameter_point_of(points.front());
+                                            }),
+             "a solve takes the points of one structure (parameter point)");
   batch.result = physics::solve(problem.structure_of(points.front()), incidences, problem.solver);
   batch.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return batch;
 }
 
 io::SolvedPoints solve_for_file(const io::Problem& problem, std::span<const std::size_t> points) {
-  if (problem.layout.accuracy) return io::solve_to_target(problem, points);
+  if (problem.layout.accuracy) {
+    io::SolvedPoints solved = io::solve_to_target(problem, points);  // times: the whole ladder's
+    for (std::size_t j = 0; j < points.size(); ++j) {
+      io::PointResult& r = solved.results[j];
+      const double share = share_of_batch(problem.layout, points, j);
+      r.solve_seconds *= share;
+      for (double& s : r.phase_seconds) s *= share;  // (writing: NaN, recorded by the writer)
+    }
+    return solved;
+  }
   const BatchSolve batch = solve_points(problem, points);
   io::SolvedPoints solved;
   for (std::size_t j = 0; j < points.size(); ++j)
@@ -122,8 +137,9 @@ io::SolvedPoints solve_for_file(const io::Problem& problem, std::span<const std:
 namespace gratingsim::app {
 
 io::PointResult point_result(const io::Problem& problem, const BatchSolve& batch, std::size_t j) {
-  io::PointResult r = io::to_point_result(problem, batch.points[j], batch.result.incidences[j], batch.seconds);
-  r.phase_seconds = batch.result.phases.seconds;
+  const double share = share_of_batch(problem.layout, batch.points, j);
+  io::PointResult r = io::to_point_result(problem, batch.points[j], batch.result.incidences[j], share * batch.seconds);
+  for (std::size_t p = 0; p < physics::phase_count; ++p) r.phase_seconds[p] = share * batch.result.phases.seconds[p];
   r.phase_seconds[std::size_t(physics::Phase::writing)] = std::numeric_limits<double>::quiet_NaN();
   return r;
 }

@@ -1,9 +1,10 @@
 #pragma once
 // Solving a case's sweep points, shared by `run` and `validate`: which backend `auto` stands for,
-// where a backend runs, whether the physics solver can run it here, and one wavelength's points
-// solved as one batched physics problem (physics::solve batches incidences that share a wavelength:
-// their convolutions share each slice's spectrum). UI-free (nothing here parses a command line): the
-// library gratingsim_solving, which the CLI and the Python module (python/) link.
+// where a backend runs, whether the physics solver can run it here, and the points of one parameter
+// point (one structure; one or several wavelengths: a unit of work, work_units.hpp) solved in one
+// physics::solve call (which batches incidences: their convolutions share each slice's spectrum).
+// UI-free (nothing here parses a command line): the library gratingsim_solving, which the CLI and the
+// Python module (python/) link.
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -46,22 +47,25 @@ conv::Backend automatic_backend(const io::Problem& problem);
 /// slicing, every (θ, φ) of the sweep.
 conv::Problem convolution_geometry(const io::Problem& problem);
 
-/// Points of one wavelength solved together.
+/// Points of one parameter point solved together (one physics::solve call).
 struct BatchSolve {
   std::vector<std::size_t> points;  ///< flat sweep indices (io::ResultLayout::point_index)
   physics::SolveResult result;      ///< result.incidences[j] belongs to points[j]
-  double seconds = 0;               ///< wall time of the batch
+  double seconds = 0;               ///< wall time of the call
 };
 
-/// Solves `points`, which must share one wavelength, with problem.solver.
+/// Solves `points`, which must share one parameter point (one structure), with problem.solver.
 BatchSolve solve_points(const io::Problem& problem, std::span<const std::size_t> points);
 
-/// The result-file points of `points` (one wavelength), as `run` stores them: one batched solve with
-/// problem.solver, or, with accuracy on demand (harmonics: auto, slices: auto), io::solve_to_target.
+/// The result-file points of `points` (one parameter point, in point order), as `run` stores them: one
+/// batched solve with problem.solver, or, with accuracy on demand (harmonics: auto, slices: auto),
+/// io::solve_to_target; each point's solve and phase times are its wavelength's share of the call's
+/// (share_of_batch; the whole call's for points of one wavelength). The warnings are the call's.
 io::SolvedPoints solve_for_file(const io::Problem& problem, std::span<const std::size_t> points);
 
-/// The stored result of batch.points[j], with the batch's time per phase (writing: NaN until the
-/// writer records it, ResultWriter::record_writing).
+/// The stored result of batch.points[j], with its wavelength's share (share_of_batch) of the call's
+/// time and of its time per phase (writing: NaN until the writer records it,
+/// ResultWriter::record_writing).
 io::PointResult point_result(const io::Problem& problem, const BatchSolve& batch, std::size_t j);
 
 }  // namespace gratingsim::app

@@ -19,10 +19,6 @@
 namespace gratingsim::app {
 namespace {
 
-/// Units wanted per worker before a wavelength's points are split: with about 4, the last units
-/// to finish leave the other workers idle for a quarter of a worker's share at most.
-constexpr std::size_t units_per_worker = 4;
-
 /// How long the executor's thread sleeps when nothing arrived, so that it does not take a core
 /// from the solvers (a blocking MPI receive busy-polls). Small against any solve.
 constexpr auto idle_wait = std::chrono::microseconds(500);
@@ -78,11 +74,22 @@ std::string format_wavelength(double nm) {
   return text;
 }
 
+/// The wavelengths of a unit's points (in point order: of one parameter point, rising or falling as
+/// the case lists them): "λ = 633 nm", or "λ = 400 … 480 nm" for several.
+std::string unit_wavelengths(const io::Problem& problem, const Unit& unit) {
+  const double first = io::incidence_of(problem, unit.front()).wavelength;
+  const double last = io::incidence_of(problem, unit.back()).wavelength;
+  if (first == last) return format_wavelength(first);
+  char text[64];
+  std::snprintf(text, sizeof text, "λ = %g … %g nm", first, last);
+  return text;
+}
+
 /// "points 3, 4, 5 (λ = 650 nm)"
 std::string describe_points(const io::Problem& problem, const Unit& unit) {
   std::string text = unit.size() == 1 ? "point " : "points ";
   for (std::size_t j = 0; j < unit.size(); ++j) text += (j ? ", " : "") + std::to_string(unit[j]);
-  if (!unit.empty()) text += " (" + format_wavelength(io::incidence_of(problem, unit[0]).wavelength) + ")";
+  if (!unit.empty()) text += " (" + unit_wavelengths(problem, unit) + ")";
   return text;
 }
 
@@ -115,26 +122,6 @@ void UnitQueue::close() {
   units_.clear();
 }
 
-std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int workers) {
-  std::vector<Unit> wavelengths;  // one per batch: a parameter point at a wavelength
-  for (std::size_t batch = 0; batch < problem.layout.batches(); ++batch) {
-    Unit points = io::points_of_batch(problem, batch);
-    std::erase_if(points, [&](std::size_t p) { return writer.done(p); });
-    if (!points.empty()) wavelengths.push_back(std::move(points));
-  }
-  const std::size_t wanted = units_per_worker * std::size_t(std::max(workers, 1));
-  if (workers <= 1 || wavelengths.empty() || wavelengths.size() >= wanted) return wavelengths;
-  const std::size_t pieces = (wanted + wavelengths.size() - 1) / wavelengths.size();
-  std::vector<Unit> units;
-  for (const Unit& points : wavelengths) {
-    const std::size_t n = std::min(pieces, points.size());
-    for (std::size_t k = 0; k < n; ++k)  // piece k: points [k·size/n, (k+1)·size/n)
-      units.emplace_back(points.begin() + std::ptrdiff_t(k * points.size() / n),
-                         points.begin() + std::ptrdiff_t((k + 1) * points.size() / n));
-  }
-  return units;
-}
-
 Solved solve_unit(const io::Problem& problem, Unit unit, int worker, const WorkerOptions& options) {
   Solved s;
   s.points = std::move(unit);
@@ -159,14 +146,14 @@ SweepReporter::SweepReporter(const io::Problem& problem, Progress& progress, std
 
 void SweepReporter::starting(std::size_t done, const Unit& unit) {
   if (worker_names_.empty())
-    progress_.update(done, "solving " + format_wavelength(io::incidence_of(problem_, unit[0]).wavelength));
+    progress_.update(done, "solving " + unit_wavelengths(problem_, unit));
 }
 
 void SweepReporter::solved(std::size_t done, const Unit& unit, int worker, bool writing) {
   if (!worker_names_.empty())
     progress_.update(done, "solved " + describe_points(problem_, unit) + " on rank " + std::to_string(worker));
   else if (writing)
-    progress_.update(done, "solved " + format_wavelength(io::incidence_of(problem_, unit[0]).wavelength));
+    progress_.update(done, "solved " + unit_wavelengths(problem_, unit));
 }
 
 void SweepReporter::failed(const Solved& s, int worker, std::vector<std::string>& failures) {
@@ -207,9 +194,11 @@ SweepOutcome execute_sweep(const io::Problem& problem, io::ResultWriter& writer,
     for (const std::string& w : s.warnings) report.warn(w);
     physics::PhaseTimer timer;  // the writes of this unit's points: its `writing` phase
     std::size_t written = 0;
-    const auto record_writing = [&] {
+    const auto record_writing = [&] {  // each wavelength's share, as its solve times (share_of_batch)
       timer.lap(physics::Phase::writing);
-      writer.record_writing(std::span(s.points).first(written), timer.times()[physics::Phase::writing]);
+      const double seconds = timer.times()[physics::Phase::writing];
+      for (const std::span<const std::size_t> batch : split_by_batch(problem.layout, std::span(s.points).first(written)))
+        writer.record_writing(batch, seconds * double(batch.size()) / double(written));
     };
     for (std::size_t j = 0; j < s.points.size() && writing; ++j) {
       try {

@@ -1,9 +1,10 @@
 #pragma once
-// The sweep of `gratingsim run`, one executor for every way of running it: the units of work (points of
-// one wavelength, solved as one batch), handed out from one queue to the workers, each finished unit
-// written to the result file (OUT.h5.partial; points a resumed file holds are not handed out), the
-// progress, warnings and failures said through one reporter, and SIGINT/SIGTERM turned into a stop
-// once the units being solved are written. The workers are the only difference between the modes:
+// The sweep of `gratingsim run`, one executor for every way of running it: the units of work
+// (work_units.hpp: points of one parameter point, of one or several wavelengths, solved in one call),
+// handed out from one queue to the workers, each finished unit written to the result file
+// (OUT.h5.partial; points a resumed file holds are not handed out), the progress, warnings and
+// failures said through one reporter, and SIGINT/SIGTERM turned into a stop once the units being
+// solved are written. The workers are the only difference between the modes:
 //   - one process: local workers, one per visible CUDA device for a GPU backend, else one; a single
 //     worker solves on the calling thread, several each on a thread of their own with their own device
 //     (and so their own backend, plans and stream);
@@ -12,7 +13,7 @@
 // Scheduling is dynamic: a worker takes the next unit when it is done with the last, so slow points
 // (short wavelengths: more propagating orders, more iterations) do not hold the others back.
 //
-// A point's result does not depend on which points share its batch (physics::solve treats every
+// A point's result does not depend on which points share its unit (physics::solve treats every
 // right-hand side on its own; validation/physics/test_solvers.cpp checks it bitwise), so the file
 // equals a one-worker run's bit for bit, solve times and the device attribute aside.
 #include <cstddef>
@@ -26,18 +27,11 @@
 #include <vector>
 
 #include "app/progress.hpp"
+#include "app/work_units.hpp"
 #include "io/problem.hpp"
 #include "io/results.hpp"
 
 namespace gratingsim::app {
-
-/// Points of one wavelength solved together, in point order.
-using Unit = std::vector<std::size_t>;
-
-/// The units of the points not yet done (wavelengths with none left out) for `workers` workers: one per
-/// wavelength with one worker, or while there are at least 4 per worker; else each wavelength's points
-/// cut into near-equal units until there are (or every unit is one point).
-std::vector<Unit> plan_units(const io::Problem& problem, const io::ResultWriter& writer, int workers);
 
 /// The units not yet handed out, shared by the workers.
 class UnitQueue {
@@ -90,8 +84,9 @@ struct Workers {
 };
 
 /// What the sweep says on stderr, in the words each mode has always used: a one-process run names
-/// wavelengths ("solving λ = 633 nm", "solved λ = 633 nm") and fails with the failing unit's own error;
-/// an MPI launch names units and ranks ("solved points 3, 4 (λ = 633 nm) on rank 1"), says a failed unit
+/// wavelengths ("solving λ = 633 nm", "solved λ = 400 … 480 nm" for a unit of several) and fails with the
+/// failing unit's own error; an MPI launch names units and ranks ("solved points 3, 4 (λ = 633 nm) on
+/// rank 1"), says a failed unit
 /// at once and goes on. Physics warnings are said once per kind: a warning repeated with other numbers
 /// (the same anomaly at the next wavelength) is counted, not printed again.
 class SweepReporter {

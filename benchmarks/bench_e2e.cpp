@@ -1,5 +1,6 @@
-// gratingsim bench e2e: a case's whole sweep, end to end, as `run` solves it (one batched solve per
-// wavelength, every point written to a result file), with the time of each phase per wavelength batch
+// gratingsim bench e2e: a case's whole sweep, end to end, as `run` solves it on one worker (one batched
+// solve per unit of work: one wavelength, or several on a GPU, app/work_units.hpp; every point written
+// to a result file), with the time of each phase per wavelength batch
 // (physics/phase_times.hpp): where the time around the Krylov iterations goes (issue #15). The result
 // file goes to the temporary directory and is removed.
 #include <unistd.h>
@@ -9,11 +10,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "benchmarks/benchmarks.hpp"
-#include "app/sweep_executor.hpp"
+#include "app/work_units.hpp"
 #include "app/phases.hpp"
 #include "app/solving.hpp"
 #include "convolution/problem_cases.hpp"
@@ -85,12 +87,15 @@ double sweep(const io::Problem& problem, const std::string& output) {
       output, problem.layout,
       io::run_info(problem, backend, to_string(problem.solver.precision), device_of(problem.solver.backend)));
   const auto start = std::chrono::steady_clock::now();
-  for (const Unit& points : plan_units(problem, writer, 1)) {  // one unit per wavelength
+  // The units `run` makes for one worker (work_units.hpp: one wavelength each on the CPU, several on a GPU).
+  for (const Unit& points : plan_units(problem, [](std::size_t) { return false; }, 1)) {
     const BatchSolve batch = solve_points(problem, points);
     physics::PhaseTimer timer;
     for (std::size_t j = 0; j < points.size(); ++j) writer.write(points[j], point_result(problem, batch, j));
     timer.lap(physics::Phase::writing);
-    writer.record_writing(points, timer.times()[physics::Phase::writing]);
+    const double seconds = timer.times()[physics::Phase::writing];
+    for (const std::span<const std::size_t> wavelength : split_by_batch(problem.layout, points))
+      writer.record_writing(wavelength, seconds * double(wavelength.size()) / double(points.size()));
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   writer.finish(true);

@@ -1,6 +1,6 @@
 #pragma once
 // Accuracy on demand (numerics.harmonics: auto, numerics.slices: auto; io/SCHEMA.md §1.7.1): the
-// points of one wavelength solved on a ladder of settings until successive rungs agree.
+// points of one parameter point solved on a ladder of settings until successive rungs agree.
 //
 // Harmonics first: M (M1, and M2 on a 2D lattice) goes M0, max(M0 + 1, round(1.5 M0)), ... up to
 // max_harmonics (the last rung is max_harmonics itself), at the case's slices. A point stops at the
@@ -34,7 +34,8 @@ struct SolvedPoints {
 /// The highest order of the rung after `m` (×1.5 rounded, at least +1), at most `most`.
 int next_harmonics(int m, int most);
 
-/// Solves `points` (one wavelength; problem.layout.accuracy set) on the ladder. Every result's
+/// Solves `points` (one parameter point, of one or several wavelengths; problem.layout.accuracy set) on
+/// the ladder, each rung's points in one physics::solve call. Every result's
 /// solver statistics sum the point's solves over all its rungs (iterations, matvecs; the largest
 /// residual; converged only if all did); solve_seconds is the wall time of the whole call.
 SolvedPoints solve_to_target(const Problem& problem, std::span<const std::size_t> points);

@@ -1,6 +1,6 @@
 // gratingsim._core: the Python binding (pybind11) of cases, structures, solves and result files.
 // Thin by design: the structs are physics/'s and io/'s own, a solve is app/solving.hpp's
-// solve_for_file per wavelength (what `gratingsim run` does per unit of its sweep), result arrays are
+// solve_for_file per unit of work (app/work_units.hpp: what `gratingsim run` does with one worker), result arrays are
 // named and shaped by io/result_fields.hpp's table, and files are written by io::ResultWriter. The
 // pure-Python part of the package (gratingsim/__init__.py) adds cases from dicts.
 #include <pybind11/complex.h>
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "app/solving.hpp"
+#include "app/work_units.hpp"
 #include "convolution/devices.hpp"
 #include "core/config.hpp"
 #include "io/problem.hpp"
@@ -47,8 +48,9 @@ struct Solution {
   py::object arrays;                  ///< result_arrays(), made on first use (with the GIL held)
 };
 
-/// Solves every point of `source`: per wavelength, app::solve_for_file on its points (one batched
-/// solve, or the accuracy ladder), the path of `gratingsim run` with one worker. `backend`: a
+/// Solves every point of `source`: per unit of work (one wavelength, or several on a GPU:
+/// app::plan_units for one worker), app::solve_for_file on its points (one batched solve, or the
+/// accuracy ladder), the path of `gratingsim run` with one worker. `backend`: a
 /// backend's name, "auto" or none (the case's numerics.backend, else auto); `precision`: "single",
 /// "double" or none (the case's). Runs without the GIL.
 Solution solve_case(io::Case source, std::optional<std::string> backend, std::optional<std::string> precision) {
@@ -69,8 +71,7 @@ Solution solve_case(io::Case source, std::optional<std::string> backend, std::op
 
   const auto start = std::chrono::steady_clock::now();
   s.points.resize(s.problem.layout.points());
-  for (std::size_t batch = 0; batch < s.problem.layout.batches(); ++batch) {
-    const std::vector<std::size_t> points = io::points_of_batch(s.problem, batch);
+  for (const app::Unit& points : app::plan_units(s.problem, [](std::size_t) { return false; }, 1)) {
     io::SolvedPoints solved = app::solve_for_file(s.problem, points);
     for (std::size_t j = 0; j < points.size(); ++j) s.points[points[j]] = std::move(solved.results[j]);
     for (std::string& w : solved.warnings)

@@ -3,7 +3,8 @@
 // machine has CUDA devices, GPU ranks; a failing rank reports its points, the others' are kept and
 // a resume with another number of ranks completes the file; a killed rank ends the launch and the
 // finished points are kept for a resume; --stop-after stops every rank; an invalid case is
-// reported once; the exit status of unconverged solves reaches the shell. A build without MPI
+// reported once; the exit status of unconverged solves reaches the shell; units of several wavelengths
+// (--wavelengths-per-unit) travel between ranks alike, a failed one named with its wavelengths. A build without MPI
 // refuses an MPI launch. Outputs that would destroy a file are refused under mpirun as in one process.
 // Two local workers of one process (app/sweep_executor.cpp) write the file one worker writes, bit for
 // bit, and stop after the points asked.
@@ -180,6 +181,42 @@ TEST_CASE("a failing rank reports its points, the others are kept, a resume on 3
       INFO("point " << p);
       CHECK(reader.read(p) == kept[p]);  // bitwise, solve time included: not recomputed
     }
+}
+
+TEST_CASE("under mpirun units of several wavelengths write the same file, and a failed one is named with its wavelengths",
+          "[app][mpi][units]") {
+  // parameter_case: 4 parameter points × 3 wavelengths × 2 angles; 3 wavelengths per unit: 4 units of 6 points.
+  const test::ScratchDirectory dir("mpi_units");
+  const fs::path config = dir / "parameters.yaml", alone = dir / "alone.h5", out = dir / "out.h5",
+                 failing = dir / "failing.h5";
+  std::ofstream(config) << test::parameter_case;
+  const std::string args = "run " + quoted(config) + " --backend cpu-fftw -o ";
+  REQUIRE(run_gratingsim(args + quoted(alone) + " --quiet --wavelengths-per-unit 1").status == 0);
+  const test::Execution two = run_gratingsim(args + quoted(out) + " --wavelengths-per-unit 3", "", mpirun(2));
+  INFO(two.output);
+  REQUIRE(two.status == 0);
+  check_same_file(out, alone);
+
+  const test::Execution failed =
+      run_gratingsim(args + quoted(failing) + " --wavelengths-per-unit 3 --fail-on-rank 1", "", mpirun(2));
+  INFO(failed.output);
+  CHECK(failed.status != 0);
+  CHECK(contains(failed.output, "(λ = 500 … 750 nm): injected failure"));
+  const std::vector<std::size_t> lost = failed_points(failed.output);
+  REQUIRE(lost.size() == 6);
+  {
+    const io::ResultReader reader(io::partial_path(failing.string()));
+    for (std::size_t p = 0; p < 24; ++p) {
+      INFO("point " << p);
+      CHECK(reader.done(p) == (std::find(lost.begin(), lost.end(), p) == lost.end()));
+    }
+  }
+  const test::Execution resumed =
+      run_gratingsim(args + quoted(failing) + " --resume --wavelengths-per-unit 2", "", mpirun(3));
+  INFO(resumed.output);
+  REQUIRE(resumed.status == 0);
+  CHECK(contains(resumed.output, "6 point(s) solved"));
+  check_same_file(failing, alone);
 }
 
 TEST_CASE("under mpirun a killed rank ends the launch, the finished points are kept and --resume completes",

@@ -1,0 +1,92 @@
+#include "app/work_units.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "convolution/convolution.hpp"
+
+namespace gratingsim::app {
+
+double batch_unknowns(const io::Problem& problem) {
+  const physics::SolverOptions& o = problem.solver;
+  const io::ResultLayout& l = problem.layout;
+  int m1 = o.m1, m2 = o.m2;
+  double slices = problem.source.total_slices();
+  if (l.accuracy && l.accuracy->harmonics) {  // the ladder's last rung: what a unit may come to hold
+    m1 = std::max(m1, l.accuracy->max_harmonics);
+    m2 = m2 > 0 ? std::max(m2, l.accuracy->max_harmonics) : 0;
+  }
+  if (l.accuracy && l.accuracy->slices) slices = std::max(slices, double(l.accuracy->max_slices));
+  const double orders = double(2 * m1 + 1) * double(2 * m2 + 1);
+  slices *= o.richardson ? 2 : 1;
+  return 3 * orders * slices * double(l.theta_deg.size() * l.phi_deg.size()) * l.polarizations();
+}
+
+std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers) {
+  if (conv::memory_of(problem.solver.backend) == Memory::host) return 1;
+  const auto filling = std::size_t(std::ceil(gpu_filling_unknowns / std::max(batch_unknowns(problem), 1.0)));
+  const std::size_t balanced = batches / (units_per_worker * std::size_t(std::max(workers, 1)));
+  return std::clamp(std::min(filling, balanced), std::size_t(1), std::max(problem.layout.wavelength_nm.size(), std::size_t(1)));
+}
+
+std::vector<Unit> plan_units(const io::Problem& problem, const std::function<bool(std::size_t)>& done, int workers,
+                             std::optional<std::size_t> wavelengths) {
+  const io::ResultLayout& layout = problem.layout;
+  const std::size_t per_point = layout.wavelength_nm.size();  // batches per parameter point
+  // The points left of each batch with any, grouped by parameter point.
+  std::vector<std::vector<Unit>> left(layout.parameter_points());
+  std::size_t batches = 0;
+  for (std::size_t batch = 0; batch < layout.batches(); ++batch) {
+    Unit points = io::points_of_batch(problem, batch);
+    std::erase_if(points, [&](std::size_t p) { return done(p); });
+    if (points.empty()) continue;
+    left[batch / per_point].push_back(std::move(points));
+    ++batches;
+  }
+  const std::size_t k = std::max<std::size_t>(wavelengths.value_or(wavelengths_per_unit(problem, batches, workers)), 1);
+
+  std::vector<Unit> units;
+  if (k > 1) {
+    for (const std::vector<Unit>& runs : left) {
+      const std::size_t n = runs.size(), pieces = (n + k - 1) / k;
+      for (std::size_t g = 0; g < pieces; ++g) {  // runs [g·n/pieces, (g+1)·n/pieces)
+        Unit& unit = units.emplace_back();
+        for (std::size_t b = g * n / pieces; b < (g + 1) * n / pieces; ++b)
+          unit.insert(unit.end(), runs[b].begin(), runs[b].end());
+      }
+    }
+    return units;
+  }
+  for (std::vector<Unit>& runs : left)
+    for (Unit& points : runs) units.push_back(std::move(points));
+  const std::size_t wanted = units_per_worker * std::size_t(std::max(workers, 1));
+  if (workers <= 1 || units.empty() || units.size() >= wanted) return units;
+  const std::size_t pieces = (wanted + units.size() - 1) / units.size();
+  std::vector<Unit> split;
+  for (const Unit& points : units) {
+    const std::size_t n = std::min(pieces, points.size());
+    for (std::size_t piece = 0; piece < n; ++piece)  // points [piece·size/n, (piece+1)·size/n)
+      split.emplace_back(points.begin() + std::ptrdiff_t(piece * points.size() / n),
+                         points.begin() + std::ptrdiff_t((piece + 1) * points.size() / n));
+  }
+  return split;
+}
+
+std::vector<std::span<const std::size_t>> split_by_batch(const io::ResultLayout& layout,
+                                                         std::span<const std::size_t> points) {
+  std::vector<std::span<const std::size_t>> runs;
+  for (std::size_t start = 0, end = 0; start < points.size(); start = end) {
+    end = start + 1;
+    while (end < points.size() && layout.batch_of(points[end]) == layout.batch_of(points[start])) ++end;
+    runs.push_back(points.subspan(start, end - start));
+  }
+  return runs;
+}
+
+double share_of_batch(const io::ResultLayout& layout, std::span<const std::size_t> points, std::size_t j) {
+  const std::size_t batch = layout.batch_of(points[j]);
+  const auto same = std::count_if(points.begin(), points.end(), [&](std::size_t p) { return layout.batch_of(p) == batch; });
+  return double(same) / double(points.size());
+}
+
+}  // namespace gratingsim::app

@@ -1,0 +1,191 @@
+// The units of work of `gratingsim run` (app/work_units.hpp): the wavelengths per unit by the documented
+// rule (host backends one; device backends enough to reach gpu_filling_unknowns while the sweep keeps
+// units_per_worker units per worker), and plan_units' units: every point left in exactly one unit, none
+// done, no unit mixing parameter points, near-equal runs of wavelengths; a unit's runs of one batch and
+// each wavelength's share of its time.
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/work_units.hpp"
+#include "io/case.hpp"
+#include "io/problem.hpp"
+#include "validation/support/catch.hpp"
+#include "validation/support/random.hpp"
+
+using namespace gratingsim;
+
+namespace {
+
+/// A 1D grating at `wavelengths` wavelengths (400–800 nm) and `angles` θ, both polarisations, with
+/// ±`harmonics` orders and `slices` slices: one wavelength's solve has 3·(2·harmonics+1)·slices·angles·2
+/// unknowns. With `parameters` ("parameters: {w: [...]}\n"), the lines' width is the parameter w.
+io::Problem lines(int wavelengths, int angles, int harmonics, int slices, conv::Backend backend,
+                  const std::string& parameters = "") {
+  std::string theta;
+  for (int k = 0; k < angles; ++k) theta += (k ? ", " : "") + std::to_string(4 * k);
+  const std::string wavelength =
+      wavelengths == 1 ? "[633]" : "{start: 400, stop: 800, count: " + std::to_string(wavelengths) + "}";
+  const std::string width = parameters.empty() ? "200" : "\"${w}\"";  // a parameter sweep: over w
+  const std::string text = parameters + "wavelength: " + wavelength + "\nincidence: {theta_deg: [" + theta +
+                           "], polarization: both}\nlattice: {period_x: 500}\nsubstrate: SiO2\nlayers:\n"
+                           "  - {name: lines, thickness: 120, slices: " + std::to_string(slices) +
+                           ", shapes: [{type: line, material: Si3N4, width: " + width + "}]}\n"
+                           "numerics: {harmonics: " + std::to_string(harmonics) + "}\n";
+  io::Problem p = io::make_problem(io::parse_case(text, "lines.yaml"));
+  p.solver.backend = backend;
+  return p;
+}
+
+const auto nothing_done = [](std::size_t) { return false; };
+
+/// The number of distinct wavelengths (batches) in a unit.
+std::size_t wavelengths_in(const io::ResultLayout& layout, const app::Unit& unit) {
+  std::set<std::size_t> batches;
+  for (const std::size_t p : unit) batches.insert(layout.batch_of(p));
+  return batches.size();
+}
+
+}  // namespace
+
+TEST_CASE("host backends solve one wavelength per unit, whatever the workers", "[app][units]") {
+  for (const conv::Backend backend : {conv::Backend::cpu_direct, conv::Backend::cpu_fftw}) {
+    const io::Problem p = lines(41, 1, 12, 20, backend);  // 3e3 unknowns per wavelength: a GPU would batch 10
+    for (const int workers : {1, 2, 8}) {
+      INFO("workers " << workers);
+      CHECK(app::wavelengths_per_unit(p, 41, workers) == 1);
+      const std::vector<app::Unit> units = app::plan_units(p, nothing_done, workers);
+      CHECK(units.size() == 41);  // 41 ≥ 4 per worker up to 8 workers: no wavelength split either
+      for (const app::Unit& u : units) CHECK(wavelengths_in(p.layout, u) == 1);
+    }
+  }
+}
+
+TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 4 units per worker", "[app][units]") {
+  // 3·25·20·2 = 3000 unknowns per wavelength: 334 wavelengths would reach 1e6; the cap decides.
+  const io::Problem small = lines(41, 1, 12, 20, conv::Backend::gpu_fused);
+  CHECK(app::batch_unknowns(small) == 3000);
+  CHECK(app::wavelengths_per_unit(small, 41, 1) == 10);  // 41 / (4 units per worker) = 10
+  CHECK(app::wavelengths_per_unit(small, 41, 2) == 5);   // 41 / 8
+  CHECK(app::wavelengths_per_unit(small, 41, 16) == 1);  // fewer batches than 4 per worker
+  CHECK(app::wavelengths_per_unit(small, 12, 1) == 3);   // a resume with 12 wavelengths left
+  std::vector<std::size_t> sizes;
+  for (const app::Unit& u : app::plan_units(small, nothing_done, 1)) sizes.push_back(wavelengths_in(small.layout, u));
+  CHECK(sizes == std::vector<std::size_t>{8, 8, 8, 8, 9});  // 41 in ⌈41/10⌉ = 5 near-equal runs
+
+  // 3·41·200·12·2 = 590400 unknowns: two wavelengths fill the GPU, whatever the cap allows.
+  const io::Problem nearly = lines(40, 12, 20, 200, conv::Backend::gpu_fused);
+  CHECK(app::batch_unknowns(nearly) == 590400);
+  CHECK(app::wavelengths_per_unit(nearly, 40, 1) == 2);
+  CHECK(app::plan_units(nearly, nothing_done, 1).size() == 20);
+  // 3·41·200·21·2 = 1033200: one wavelength fills it.
+  const io::Problem large = lines(40, 21, 20, 200, conv::Backend::gpu_fused);
+  CHECK(app::wavelengths_per_unit(large, 40, 1) == 1);
+  CHECK(app::plan_units(large, nothing_done, 1).size() == 40);
+  // Accuracy on demand: sized at the ladder's top (here M = 48 and 160 slices: 3·97·160·2 = 93120
+  // unknowns, 11 wavelengths to fill), not at its first rung.
+  io::Problem climbing = io::make_problem(io::parse_case(
+      "wavelength: {start: 400, stop: 800, count: 41}\nincidence: {theta_deg: [0], polarization: both}\n"
+      "lattice: {period_x: 500}\nsubstrate: SiO2\nlayers:\n  - {name: lines, thickness: 120, slices: 20, "
+      "shapes: [{type: line, material: Si3N4, width: 200}]}\n"
+      "numerics: {harmonics: auto, slices: auto, max_harmonics: 48, max_slices: 160, target_error: 1e-3}\n",
+      "climbing.yaml"));
+  climbing.solver.backend = conv::Backend::gpu_fused;
+  CHECK(app::batch_unknowns(climbing) == 93120);
+  CHECK(app::wavelengths_per_unit(climbing, 41, 1) == 10);  // the cap (41 / 4) still binds
+  CHECK(app::wavelengths_per_unit(climbing, 400, 1) == 11);
+  // Never more than the case's wavelengths (a parameter sweep has more batches than wavelengths).
+  const io::Problem swept = lines(6, 1, 2, 2, conv::Backend::gpu_fused, "parameters: {w: [100, 150, 200, 250, 300, 350]}\n");
+  CHECK(app::wavelengths_per_unit(swept, 36, 1) == 6);
+}
+
+TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the cap", "[app][units]") {
+  std::uniform_int_distribution<int> wavelengths(1, 60), angles(1, 12), harmonics(1, 40), slices(1, 200), workers(1, 8);
+  for (int trial = 0; trial < 200; ++trial) {
+    const io::Problem p = lines(wavelengths(test::rng()), angles(test::rng()), harmonics(test::rng()),
+                                slices(test::rng()), conv::Backend::gpu_fused);
+    const std::size_t batches = p.layout.batches(), nw = p.layout.wavelength_nm.size();
+    const int w = workers(test::rng());
+    const std::size_t k = app::wavelengths_per_unit(p, batches, w);
+    const double unknowns = app::batch_unknowns(p);
+    INFO("wavelengths " << nw << ", unknowns per wavelength " << unknowns << ", workers " << w << ": " << k);
+    REQUIRE((k >= 1 && k <= nw));
+    const std::size_t units_wanted = app::units_per_worker * std::size_t(w);
+    if (k > 1) {
+      CHECK(k * units_wanted <= batches);                                   // the cap holds
+      CHECK(double(k - 1) * unknowns < app::gpu_filling_unknowns);  // not more than fill the GPU
+    }
+    if (double(k) * unknowns < app::gpu_filling_unknowns && k < nw)
+      CHECK((k + 1) * units_wanted > batches);  // short of the fill only where the cap stops it
+  }
+}
+
+TEST_CASE("plan_units: every point left in exactly one unit, of one parameter point, in near-equal runs", "[app][units]") {
+  const io::Problem p = lines(7, 3, 2, 2, conv::Backend::gpu_fused, "parameters: {w: [100, 200, 300]}\n");
+  const io::ResultLayout& l = p.layout;
+  REQUIRE(l.points() == 3 * 7 * 3);
+  std::bernoulli_distribution done_draw(0.3);
+  std::uniform_int_distribution<std::size_t> per_unit(1, 8);
+  std::uniform_int_distribution<int> workers(1, 4);
+  for (int trial = 0; trial < 100; ++trial) {
+    std::vector<bool> done(l.points());
+    for (std::size_t q = 0; q < done.size(); ++q) done[q] = done_draw(test::rng());  // gaps across wavelengths
+    const std::size_t k = per_unit(test::rng());
+    const int w = workers(test::rng());
+    INFO("wavelengths per unit " << k << ", workers " << w);
+    const std::vector<app::Unit> units = app::plan_units(p, [&](std::size_t q) { return bool(done[q]); }, w, k);
+    std::vector<int> seen(l.points(), 0);
+    std::map<std::size_t, std::vector<std::size_t>> runs_of;  // parameter point → wavelengths of each unit
+    for (const app::Unit& u : units) {
+      REQUIRE(!u.empty());
+      CHECK(std::is_sorted(u.begin(), u.end()));
+      for (const std::size_t q : u) {
+        ++seen[q];
+        CHECK(l.parameter_point_of(q) == l.parameter_point_of(u.front()));
+      }
+      CHECK(wavelengths_in(l, u) <= k);
+      runs_of[l.parameter_point_of(u.front())].push_back(wavelengths_in(l, u));
+    }
+    for (std::size_t q = 0; q < l.points(); ++q) CHECK(seen[q] == (done[q] ? 0 : 1));
+    if (k == 1) continue;  // (one wavelength per unit: split for the workers where there are few)
+    for (const auto& [point, runs] : runs_of) {
+      std::size_t left = 0;  // the parameter point's wavelengths with points left
+      for (std::size_t iw = 0; iw < 7; ++iw) {
+        bool any = false;
+        for (std::size_t j = 0; j < 3; ++j) any = any || !done[(point * 7 + iw) * 3 + j];
+        left += any;
+      }
+      CHECK(runs.size() == (left + k - 1) / k);
+      const auto [least, most] = std::minmax_element(runs.begin(), runs.end());
+      CHECK(*most - *least <= 1);
+    }
+  }
+}
+
+TEST_CASE("a unit's runs of one batch, and each wavelength's share of the unit's time", "[app][units]") {
+  const io::Problem p = lines(5, 2, 2, 2, conv::Backend::gpu_fused);
+  const app::Unit unit{0, 1, 3, 4, 5, 9};  // wavelengths 0 (2 points), 1 (1), 2 (2), 4 (1): a resumed unit's gaps
+  const auto runs = app::split_by_batch(p.layout, unit);
+  REQUIRE(runs.size() == 4);
+  const std::vector<std::size_t> sizes{2, 1, 2, 1};
+  app::Unit joined;
+  double total = 0;
+  std::size_t j = 0;
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    CHECK(runs[r].size() == sizes[r]);
+    for (std::size_t k = 0; k < runs[r].size(); ++k, ++j) {
+      CHECK(p.layout.batch_of(runs[r][k]) == p.layout.batch_of(runs[r][0]));
+      CHECK(app::share_of_batch(p.layout, unit, j) == double(sizes[r]) / 6);
+    }
+    total += app::share_of_batch(p.layout, unit, j - 1);
+    joined.insert(joined.end(), runs[r].begin(), runs[r].end());
+  }
+  CHECK(joined == unit);
+  CHECK(std::abs(total - 1) < 1e-15);
+  const app::Unit alone{6, 7};
+  CHECK(app::share_of_batch(p.layout, alone, 0) == 1);
+}
