@@ -174,9 +174,10 @@ double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::s
 }
 
 /// The operator the timed solve sees: the problem's two stages, with timestamps before, between and
-/// after them on the problem's stream (device) or the host clock. A product being captured into a CUDA
-/// graph (gmres-graph) gets none (an event recorded during a capture holds no time) and is not listed:
-/// its replays run inside the graph, unmarked.
+/// after them on the problem's stream (device) or the host clock. Capturable (with `graphs`, gmres-graph)
+/// where the problem is: a product being captured into a CUDA graph gets no timestamps (an event recorded
+/// during a capture holds no time) and is not listed; its replays run inside the graph, unmarked. Without
+/// `graphs`, apply() asks nothing more of CUDA than before (no capture query in the timed baseline).
 template <class Real>
 class StagedProblem final : public physics::LinearOperator<Real> {
  public:
@@ -184,16 +185,16 @@ class StagedProblem final : public physics::LinearOperator<Real> {
   struct Product {
     int start, convolved, end;  // marks of the timeline
   };
-  StagedProblem(physics::DiscreteProblem<Real>& problem, conv::Timeline& timeline)
-      : problem_(problem), timeline_(timeline) {}
+  StagedProblem(physics::DiscreteProblem<Real>& problem, conv::Timeline& timeline, bool graphs)
+      : problem_(problem), timeline_(timeline), graphs_(graphs) {}
   [[nodiscard]] const physics::BatchLayout& layout() const override { return problem_.layout(); }
   [[nodiscard]] std::unique_ptr<physics::VectorSpace<Real>> make_space(int count) const override {
     return problem_.make_space(count);
   }
-  [[nodiscard]] bool capturable() const override { return problem_.capturable(); }
+  [[nodiscard]] bool capturable() const override { return graphs_ && problem_.capturable(); }
   void apply(const Complex* x, Complex* y) override {
 #if GRATINGSIM_HAVE_CUDA
-    if (problem_.memory() == Memory::device && physics::stream_capturing(problem_.stream())) {
+    if (capturable() && physics::stream_capturing(problem_.stream())) {
       problem_.apply_convolution(x);
       problem_.apply_z_operator(x, y);
       return;
@@ -212,6 +213,7 @@ class StagedProblem final : public physics::LinearOperator<Real> {
  private:
   physics::DiscreteProblem<Real>& problem_;
   conv::Timeline& timeline_;
+  bool graphs_;
 };
 
 /// The complex128 cpu-fftw problem of one case: the reference every row's product is checked against.
@@ -253,7 +255,7 @@ template <class Real>
 SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpec& m, int iterations,
                         conv::Timeline& timeline) {
   timeline.reset();
-  StagedProblem<Real> staged(problem, timeline);
+  StagedProblem<Real> staged(problem, timeline, m.graphs);
   const std::vector<std::complex<Real>>& b = problem.background_field();
   std::vector<std::complex<Real>> x = b;
   const auto stats = physics::solve<Real>(staged, b, x, krylov_settings(m, iterations));
