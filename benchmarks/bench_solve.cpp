@@ -543,7 +543,7 @@ int run_bench_solve(const Options& options) {
   std::printf("iteration: device timeline (CUDA events; CPU: steady clock), GMRES(M) from the end of the true-residual "
               "product between its two cycles to the start of the final one, over M; BiCGStab from the first "
               "iteration's product to the final true-residual product, over the iterations; conv/zop summed over "
-              "the products marked in that region (none for gmres-graph: nan); vec = the rest (vector and per-rhs "
+              "the products marked in that region (none for gmres-graph: nan, and so vec); vec = the rest (vector and per-rhs "
               "scalar kernels, host waits)\n");
   std::printf("floor: products x [(F + C + spectra) + (2F + C + coefficients)] + vector ops (GMRES(M): (2M + 11)F + "
               "(M + 2)F/M host-driven, (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)), CGS2 at mean depth "
@@ -595,7 +595,7 @@ const Command gratingsim_bench_solve{
         "time from the first iteration's product to the final true-residual product over the iterations (set-up, "
         "uploads and download excluded), on the device's timeline (so host waits for the per-rhs scalars "
         "count); conv_us and zop_us are the stages summed over the marked products of the same region per "
-        "iteration (nan for gmres-graph), vec_us the rest. Median, min and max over the timed solves, after "
+        "iteration, vec_us the rest (all three nan for gmres-graph). Median, min and max over the timed solves, after "
         "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
         "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
         "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
