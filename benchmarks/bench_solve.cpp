@@ -101,12 +101,15 @@ struct MethodSpec {
 
 MethodSpec parse_method(std::string_view text) {
   if (text == "bicgstab") return {physics::Method::bicgstab, 0};
-  for (MethodSpec m : {MethodSpec{.device_scalars = true}, MethodSpec{.device_scalars = false},
-                       MethodSpec{.device_scalars = true, .graphs = true}}) {
-    const std::string prefix = m.name().substr(0, m.name().find('(') + 1);
-    if (text.starts_with(prefix) && text.ends_with(")")) {
-      m.restart = parse_int("method", text.substr(prefix.size(), text.size() - prefix.size() - 1), 2, 1000);
-      return m;
+  struct Variant {
+    std::string_view prefix;
+    bool device_scalars, graphs;
+  };
+  constexpr Variant variants[] = {{"gmres(", true, false}, {"gmres-host(", false, false}, {"gmres-graph(", true, true}};
+  for (const Variant& v : variants) {
+    if (text.starts_with(v.prefix) && text.ends_with(")")) {
+      const std::string_view number = text.substr(v.prefix.size(), text.size() - v.prefix.size() - 1);
+      return {physics::Method::gmres, parse_int("method", number, 2, 1000), v.device_scalars, v.graphs};
     }
   }
   throw UsageError("--method: expected gmres(M), gmres-graph(M), gmres-host(M) or bicgstab, got '" + std::string(text) +
