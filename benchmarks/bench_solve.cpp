@@ -112,8 +112,8 @@ MethodSpec parse_method(std::string_view text) {
       return {physics::Method::gmres, parse_int("method", number, 2, 1000), v.device_scalars, v.graphs};
     }
   }
-  throw UsageError("--method: expected gmres(M), gmres-graph(M), gmres-host(M) or bicgstab, got '" + std::string(text) +
-                   "'");
+  throw UsageError("--method: expected gmres(M), gmres-host(M) or bicgstab, or gmres-graph(M) (CUDA graphs), got '" +
+                   std::string(text) + "'");
 }
 
 struct Samples {
@@ -142,7 +142,7 @@ struct Row {
   MethodSpec method;
   Precision precision = Precision::single;
   bool ok = false, ran = false;
-  int iterations = 0;  ///< iterations per timed solve
+  int iterations = 0;  ///< iterations timed per solve (GMRES: M, the second of its two cycles)
   Samples iteration, convolution, z_operator, vector_ops;  ///< per iteration, one sample per timed solve
   double floor_us = 0, floor_bytes = 0, verify_error = 0;
   std::optional<double> speedup_vs_cpu;
@@ -226,7 +226,7 @@ struct Reference {
 
 /// One timed solve's figures per iteration.
 struct SolveSample {
-  int iterations = 0;
+  int iterations = 0;  ///< iterations in the timed region (GMRES: the second cycle's M)
   double iteration_us = 0, convolution_us = 0, z_operator_us = 0;
 };
 
@@ -262,32 +262,35 @@ SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpe
   const std::vector<std::complex<Real>>& b = problem.background_field();
   std::vector<std::complex<Real>> x = b;
   const auto stats = physics::solve<Real>(staged, b, x, krylov_settings(m, iterations));
-  SolveSample out;
-  for (const auto& st : stats) out.iterations = std::max(out.iterations, st.iterations);
+  int done = 0;  // the solve's iterations (the most of any rhs)
+  for (const auto& st : stats) done = std::max(done, st.iterations);
   const auto& p = staged.products;
   const std::string made = "the timed solve made " + std::to_string(p.size()) + " marked products in " +
-                           std::to_string(out.iterations) + " iterations";
-  GS_EXPECTS(p.size() >= 3 && out.iterations > 0, made);
-  std::size_t first = 1;  // the region's first marked product (GMRES: the true residual before it)
-  double n = out.iterations;
+                           std::to_string(done) + " iterations";
+  GS_EXPECTS(p.size() >= 3 && done > 0, made);
+  // The region: from mark `from` to the final true residual's start; `inside` its first marked product.
+  int from = p[1].start;
+  std::size_t inside = 1;
+  SolveSample out;
+  out.iterations = done;
   if (m.method == physics::Method::gmres) {
     // Marked: the 3 true residuals and, unless graphs replay them, the M products of each cycle.
     const std::size_t per_cycle = (p.size() - 3) / 2;
-    GS_EXPECTS(out.iterations == iterations && p.size() == 3 + 2 * per_cycle &&
+    GS_EXPECTS(done == iterations && p.size() == 3 + 2 * per_cycle &&
                    (per_cycle == 0 || per_cycle == std::size_t(m.restart)),
                made);
-    first = 1 + per_cycle;
-    n = m.restart;
-    out.iteration_us = timeline.elapsed_us(p[first].end, p.back().start) / n;
-    ++first;
-  } else {
-    out.iteration_us = timeline.elapsed_us(p[1].start, p.back().start) / n;
+    const std::size_t between = 1 + per_cycle;  // the true residual between the two cycles
+    from = p[between].end;
+    inside = between + 1;
+    out.iterations = m.restart;
   }
-  if (first + 1 >= p.size()) {
+  const double n = out.iterations;
+  out.iteration_us = timeline.elapsed_us(from, p.back().start) / n;
+  if (inside + 1 >= p.size()) {
     out.convolution_us = out.z_operator_us = NAN;  // no marked product in the region
     return out;
   }
-  for (std::size_t i = first; i + 1 < p.size(); ++i) {
+  for (std::size_t i = inside; i + 1 < p.size(); ++i) {
     out.convolution_us += timeline.elapsed_us(p[i].start, p[i].convolved) / n;
     out.z_operator_us += timeline.elapsed_us(p[i].convolved, p[i].end) / n;
   }
@@ -598,7 +601,7 @@ const Command gratingsim_bench_solve{
         "time from the first iteration's product to the final true-residual product over the iterations (set-up, "
         "uploads and download excluded), on the device's timeline (so host waits for the per-rhs scalars "
         "count); conv_us and zop_us are the stages summed over the marked products of the same region per "
-        "iteration, vec_us the rest (all three nan for gmres-graph). Median, min and max over the timed solves, after "
+        "iteration, vec_us the rest (all three nan for gmres-graph); iters: the iterations timed per solve. Median, min and max over the timed solves, after "
         "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
         "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
         "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
