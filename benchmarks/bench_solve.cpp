@@ -1,6 +1,7 @@
 // gratingsim bench solve: the Krylov iteration of the physics solver on the four problem cases of
 // docs/convolution.md §5 built as real structures, per backend, method (GMRES(40), the solver's
-// default restart; GMRES(200), as the configs use; BiCGStab) and precision: time per iteration from
+// default restart; GMRES(200), as the configs use; BiCGStab; GMRES with its Arnoldi steps replayed as CUDA
+// graphs, and the host-driven GMRES, for comparison) and precision: time per iteration from
 // the timestamps of one real solve (CUDA events on the problem's stream, or the host clock), its
 // split (convolution / z-operator / Krylov vector operations), the ratio to the iteration's memory
 // floor, and GPU versus cpu-fftw on the same case. Every row's operator is verified first: one
@@ -77,14 +78,17 @@ std::vector<physics::Incidence> bench_incidences() {
 
 /// A Krylov method as runs use it: GMRES(restart) or BiCGStab. gmres-host(M) is GMRES(M) with its per-rhs
 /// scalars on the host on a device space too (KrylovSettings::device_scalars = false): the iteration the
-/// device-resident one replaced, for comparison (on the CPU both are the same).
+/// device-resident one replaced, for comparison (on the CPU both are the same). gmres-graph(M) is GMRES(M)
+/// with each Arnoldi step captured in a CUDA graph and replayed (KrylovSettings::cuda_graphs; device
+/// operators whose products are capturable only: gpu-fused, gpu-direct).
 struct MethodSpec {
   physics::Method method = physics::Method::gmres;
   int restart = 40;
   bool device_scalars = true;
+  bool graphs = false;
   [[nodiscard]] std::string name() const {
     if (method != physics::Method::gmres) return "bicgstab";
-    return (device_scalars ? "gmres(" : "gmres-host(") + std::to_string(restart) + ")";
+    return (graphs ? "gmres-graph(" : device_scalars ? "gmres(" : "gmres-host(") + std::to_string(restart) + ")";
   }
   /// Operator products per iteration (BiCGStab: two per step).
   [[nodiscard]] int products() const { return method == physics::Method::gmres ? 1 : 2; }
@@ -97,14 +101,19 @@ struct MethodSpec {
 
 MethodSpec parse_method(std::string_view text) {
   if (text == "bicgstab") return {physics::Method::bicgstab, 0};
-  for (const bool device_scalars : {true, false}) {
-    const std::string_view prefix = device_scalars ? "gmres(" : "gmres-host(";
-    if (text.starts_with(prefix) && text.ends_with(")")) {
-      const std::string_view number = text.substr(prefix.size(), text.size() - prefix.size() - 1);
-      return {physics::Method::gmres, parse_int("method", number, 2, 1000), device_scalars};
+  struct Variant {
+    std::string_view prefix;
+    bool device_scalars, graphs;
+  };
+  constexpr Variant variants[] = {{"gmres(", true, false}, {"gmres-host(", false, false}, {"gmres-graph(", true, true}};
+  for (const Variant& v : variants) {
+    if (text.starts_with(v.prefix) && text.ends_with(")")) {
+      const std::string_view number = text.substr(v.prefix.size(), text.size() - v.prefix.size() - 1);
+      return {physics::Method::gmres, parse_int("method", number, 2, 1000), v.device_scalars, v.graphs};
     }
   }
-  throw UsageError("--method: expected gmres(M), gmres-host(M) or bicgstab, got '" + std::string(text) + "'");
+  throw UsageError("--method: expected gmres(M), gmres-host(M) or bicgstab, or gmres-graph(M) (CUDA graphs), got '" +
+                   std::string(text) + "'");
 }
 
 struct Samples {
@@ -133,7 +142,7 @@ struct Row {
   MethodSpec method;
   Precision precision = Precision::single;
   bool ok = false, ran = false;
-  int iterations = 0;  ///< iterations per timed solve
+  int iterations = 0;  ///< iterations timed per solve (GMRES: M, the second of its two cycles)
   Samples iteration, convolution, z_operator, vector_ops;  ///< per iteration, one sample per timed solve
   double floor_us = 0, floor_bytes = 0, verify_error = 0;
   std::optional<double> speedup_vs_cpu;
@@ -168,7 +177,10 @@ double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::s
 }
 
 /// The operator the timed solve sees: the problem's two stages, with timestamps before, between and
-/// after them on the problem's stream (device) or the host clock.
+/// after them on the problem's stream (device) or the host clock. Capturable (with `graphs`, gmres-graph)
+/// where the problem is: a product being captured into a CUDA graph gets no timestamps (an event recorded
+/// during a capture holds no time) and is not listed; its replays run inside the graph, unmarked. Without
+/// `graphs`, apply() asks nothing more of CUDA than before (no capture query in the timed baseline).
 template <class Real>
 class StagedProblem final : public physics::LinearOperator<Real> {
  public:
@@ -176,13 +188,21 @@ class StagedProblem final : public physics::LinearOperator<Real> {
   struct Product {
     int start, convolved, end;  // marks of the timeline
   };
-  StagedProblem(physics::DiscreteProblem<Real>& problem, conv::Timeline& timeline)
-      : problem_(problem), timeline_(timeline) {}
+  StagedProblem(physics::DiscreteProblem<Real>& problem, conv::Timeline& timeline, bool graphs)
+      : problem_(problem), timeline_(timeline), graphs_(graphs) {}
   [[nodiscard]] const physics::BatchLayout& layout() const override { return problem_.layout(); }
   [[nodiscard]] std::unique_ptr<physics::VectorSpace<Real>> make_space(int count) const override {
     return problem_.make_space(count);
   }
+  [[nodiscard]] bool capturable() const override { return graphs_ && problem_.capturable(); }
   void apply(const Complex* x, Complex* y) override {
+#if GRATINGSIM_HAVE_CUDA
+    if (capturable() && physics::stream_capturing(problem_.stream())) {
+      problem_.apply_convolution(x);
+      problem_.apply_z_operator(x, y);
+      return;
+    }
+#endif
     Product p{};
     p.start = timeline_.mark();
     problem_.apply_convolution(x);
@@ -196,6 +216,7 @@ class StagedProblem final : public physics::LinearOperator<Real> {
  private:
   physics::DiscreteProblem<Real>& problem_;
   conv::Timeline& timeline_;
+  bool graphs_;
 };
 
 /// The complex128 cpu-fftw problem of one case: the reference every row's product is checked against.
@@ -205,37 +226,71 @@ struct Reference {
 
 /// One timed solve's figures per iteration.
 struct SolveSample {
-  int iterations = 0;
+  int iterations = 0;  ///< iterations in the timed region (GMRES: the second cycle's M)
   double iteration_us = 0, convolution_us = 0, z_operator_us = 0;
 };
 
-/// Runs one solve from the background field with an unreachable tolerance for `iterations` and reads
-/// its timeline: the region from the start of the first iteration's product to the start of the final
-/// true-residual product (GMRES: the m Arnoldi steps of one cycle and the solution update; BiCGStab:
-/// its steps), over the iterations done; the stages summed over the region's products.
-template <class Real>
-SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpec& m, int iterations,
-                        conv::Timeline& timeline) {
-  timeline.reset();
-  StagedProblem<Real> staged(problem, timeline);
+/// The settings of a solve of `iterations` iterations from the background field (unreachable tolerance).
+physics::KrylovSettings krylov_settings(const MethodSpec& m, int iterations) {
   physics::KrylovSettings ks;
   ks.method = m.method;
   ks.restart = m.method == physics::Method::gmres ? m.restart : ks.restart;
   ks.tolerance = 1e-300;
   ks.max_iterations = iterations;
   ks.device_scalars = m.device_scalars;
+  ks.cuda_graphs = m.graphs;
+  return ks;
+}
+
+/// Iterations per timed solve: GMRES(M) two whole cycles (the first captures gmres-graph's graphs, the
+/// second is timed); BiCGStab a fixed number of steps.
+int timed_iterations(const MethodSpec& m, const Settings& s) {
+  return m.method == physics::Method::gmres ? 2 * m.restart : s.bicgstab_steps;
+}
+
+/// Runs one solve from the background field with an unreachable tolerance for `iterations` and reads
+/// its timeline. GMRES (two cycles): the region from the end of the true-residual product between the
+/// cycles to the start of the final one (the second cycle's start, M Arnoldi steps and solution update),
+/// over its M iterations; BiCGStab: from the start of the first iteration's product to the start of the
+/// final true-residual product, over the iterations done. The stages summed over the region's marked
+/// products: none for gmres-graph (its products run inside the graphs), whose split is then NaN.
+template <class Real>
+SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpec& m, int iterations,
+                        conv::Timeline& timeline) {
+  timeline.reset();
+  StagedProblem<Real> staged(problem, timeline, m.graphs);
   const std::vector<std::complex<Real>>& b = problem.background_field();
   std::vector<std::complex<Real>> x = b;
-  const auto stats = physics::solve<Real>(staged, b, x, ks);
-  SolveSample out;
-  for (const auto& st : stats) out.iterations = std::max(out.iterations, st.iterations);
+  const auto stats = physics::solve<Real>(staged, b, x, krylov_settings(m, iterations));
+  int done = 0;  // the solve's iterations (the most of any rhs)
+  for (const auto& st : stats) done = std::max(done, st.iterations);
   const auto& p = staged.products;
-  GS_EXPECTS(p.size() >= 3 && out.iterations > 0,
-          "the timed solve made " + std::to_string(p.size()) + " products in " + std::to_string(out.iterations) +
-              " iterations");
+  const std::string made = "the timed solve made " + std::to_string(p.size()) + " marked products in " +
+                           std::to_string(done) + " iterations";
+  GS_EXPECTS(p.size() >= 3 && done > 0, made);
+  // The region: from mark `from` to the final true residual's start; `inside` its first marked product.
+  int from = p[1].start;
+  std::size_t inside = 1;
+  SolveSample out;
+  out.iterations = done;
+  if (m.method == physics::Method::gmres) {
+    // Marked: the 3 true residuals and, unless graphs replay them, the M products of each cycle.
+    const std::size_t per_cycle = (p.size() - 3) / 2;
+    GS_EXPECTS(done == iterations && p.size() == 3 + 2 * per_cycle &&
+                   (per_cycle == 0 || per_cycle == std::size_t(m.restart)),
+               made);
+    const std::size_t between = 1 + per_cycle;  // the true residual between the two cycles
+    from = p[between].end;
+    inside = between + 1;
+    out.iterations = m.restart;
+  }
   const double n = out.iterations;
-  out.iteration_us = timeline.elapsed_us(p[1].start, p.back().start) / n;
-  for (std::size_t i = 1; i + 1 < p.size(); ++i) {
+  out.iteration_us = timeline.elapsed_us(from, p.back().start) / n;
+  if (inside + 1 >= p.size()) {
+    out.convolution_us = out.z_operator_us = NAN;  // no marked product in the region
+    return out;
+  }
+  for (std::size_t i = inside; i + 1 < p.size(); ++i) {
     out.convolution_us += timeline.elapsed_us(p[i].start, p[i].convolved) / n;
     out.z_operator_us += timeline.elapsed_us(p[i].convolved, p[i].end) / n;
   }
@@ -260,13 +315,16 @@ void time_method(physics::DiscreteProblem<Real>& problem, const BenchCase& c, co
              method.name() + " needs about " + std::to_string(need >> 20) + " MiB, more than 90% of the device's " +
                  std::to_string(gpu->global_memory_bytes >> 20) + " MiB");
   }
-  // GMRES: one whole cycle per timed solve; BiCGStab: a fixed number of steps.
-  const int iterations = method.method == physics::Method::gmres ? method.restart : s.bicgstab_steps;
+  GS_SUPPORTS(!method.graphs || problem.capturable(),
+              "this backend's products are not captured in CUDA graphs (convolution.hpp, capturable)");
+  const int iterations = timed_iterations(method, s);
   conv::Timeline timeline(problem.memory(), problem.stream(), 3 * (method.products() * iterations + 8));
-  // Warm-up: short solves until the clocks settle.
+  // Warm-up: short solves (unmarked) until the clocks settle.
   const auto warmup_start = std::chrono::steady_clock::now();
   do {
-    (void)timed_solve(problem, method, std::min(iterations, 4), timeline);
+    const std::vector<std::complex<Real>>& b = problem.background_field();
+    std::vector<std::complex<Real>> x = b;
+    (void)physics::solve<Real>(problem, b, x, krylov_settings(method, std::min(iterations, 4)));
   } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warmup_start).count() <
            s.warmup_ms);
   const int repeats = device ? s.repeats : s.cpu_repeats;
@@ -368,14 +426,14 @@ std::vector<Row> measure(const BenchCase& c, Backend backend, const Settings& s,
 }
 
 void print_header() {
-  std::printf("  %-10s %-15s %-9s %5s %10s %10s %10s %9s %9s %9s %6s %9s %8s %7s %8s  %s\n", "backend", "method",
+  std::printf("  %-10s %-16s %-9s %5s %10s %10s %10s %9s %9s %9s %6s %9s %8s %7s %8s  %s\n", "backend", "method",
               "precision", "iters", "iter_us", "min_us", "max_us", "conv_us", "zop_us", "vec_us", "depth", "floor_us",
               "x_floor", "vs_cpu", "verify", "device");
 }
 
 void print_row(const Row& r) {
   if (!r.ok) {
-    std::printf("  %-10s %-15s %-9s %s: %s\n", r.backend.c_str(), r.method.name().c_str(),
+    std::printf("  %-10s %-16s %-9s %s: %s\n", r.backend.c_str(), r.method.name().c_str(),
                 std::string(to_string(r.precision)).c_str(), r.ran ? "FAILED" : "unavailable", r.note.c_str());
     return;
   }
@@ -383,7 +441,7 @@ void print_row(const Row& r) {
   if (r.speedup_vs_cpu) std::snprintf(speed, sizeof speed, "%.1f", *r.speedup_vs_cpu);
   if (r.method.mean_depth() > 0) std::snprintf(depth, sizeof depth, "%.1f", r.method.mean_depth());
   const double it = r.iteration.median();
-  std::printf("  %-10s %-15s %-9s %5d %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %6s %9.1f %8.2f %7s %8.1e  %s\n",
+  std::printf("  %-10s %-16s %-9s %5d %10.1f %10.1f %10.1f %9.1f %9.1f %9.1f %6s %9.1f %8.2f %7s %8.1e  %s\n",
               r.backend.c_str(), r.method.name().c_str(), std::string(to_string(r.precision)).c_str(),
               r.iterations, it, r.iteration.min(), r.iteration.max(), r.convolution.median(), r.z_operator.median(),
               r.vector_ops.median(), depth, r.floor_us, it / r.floor_us, speed, r.verify_error, r.device.c_str());
@@ -450,8 +508,8 @@ constexpr OptionSpec options_spec[] = {
     {"case", "LIST|all", "problem cases 1-4 of docs/convolution.md §5, e.g. 3 or 3,4 (default all)"},
     {"backend", "LIST", "comma-separated backends (default gpu-cufft,gpu-fused,gpu-direct,cpu-fftw)"},
     {"method", "LIST",
-     "comma-separated gmres(M), gmres-host(M) (per-rhs scalars on the host) and bicgstab (default "
-     "gmres(40),gmres(200),bicgstab)"},
+     "comma-separated gmres(M), gmres-graph(M) (Arnoldi steps replayed as CUDA graphs), gmres-host(M) (per-rhs "
+     "scalars on the host) and bicgstab (default gmres(40),gmres-graph(40),gmres(200),bicgstab)"},
     bench_option::precision,
     bench_option::repeats("timed solves per GPU row (default 5)"),
     {"cpu-repeats", "N", "timed solves per CPU row (default 3)"},
@@ -470,7 +528,7 @@ Settings parse_settings(const Options& o) {
   } catch (const InvalidArgument& e) {
     throw UsageError(std::string("--backend: ") + user_message(e));
   }
-  for (std::string_view name : split_list("method", o.value("method").value_or("gmres(40),gmres(200),bicgstab")))
+  for (std::string_view name : split_list("method", o.value("method").value_or("gmres(40),gmres-graph(40),gmres(200),bicgstab")))
     s.methods.push_back(parse_method(name));
   s.precisions = parse_precisions(o.value("precision").value_or("both"));
   if (const auto v = o.value("repeats")) s.repeats = parse_int("repeats", *v, 1, 100000);
@@ -486,10 +544,13 @@ int run_bench_solve(const Options& options) {
   const Settings s = parse_settings(options);
   const auto gpu = conv::current_cuda_device();
   std::printf("gratingsim bench solve: GPU rows %d timed solves, CPU rows %d, after at least %.0f ms of warm-up; "
-              "BiCGStab %d steps per solve, GMRES(M) one cycle\n",
+              "BiCGStab %d steps per solve, GMRES(M) two cycles (the second timed)\n",
               s.repeats, s.cpu_repeats, s.warmup_ms, s.bicgstab_steps);
-  std::printf("iteration: device timeline (CUDA events; CPU: steady clock) from the first iteration's product to the "
-              "final true-residual product, over the iterations; conv/zop summed over those products; vec = the rest (vector and per-rhs scalar kernels, host waits)\n");
+  std::printf("iteration: device timeline (CUDA events; CPU: steady clock), GMRES(M) from the end of the true-residual "
+              "product between its two cycles to the start of the final one, over M; BiCGStab from the first "
+              "iteration's product to the final true-residual product, over the iterations; conv/zop summed over "
+              "the products marked in that region (none for gmres-graph: nan, and so vec); vec = the rest (vector and per-rhs "
+              "scalar kernels, host waits)\n");
   std::printf("floor: products x [(F + C + spectra) + (2F + C + coefficients)] + vector ops (GMRES(M): (2M + 11)F + "
               "(M + 2)F/M host-driven, (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)), CGS2 at mean depth "
               "(M + 1)/2; BiCGStab: 39F) at %.0f GB/s; F one batched vector, C the convolution output\n",
@@ -527,14 +588,20 @@ const Command gratingsim_bench_solve{
         "GMRES(200) (as the configs set it) and BiCGStab (the problem-case configs). On a GPU, gmres(M) keeps its "
         "per-rhs scalars on the device (no host wait inside an Arnoldi step, three basis reads per step); "
         "gmres-host(M) is the host-driven iteration it replaced (scalars on the host, four basis reads and three "
-        "host synchronisations per step), for comparison. Each timed solve starts from "
-        "the background field with an unreachable tolerance: GMRES(M) one whole cycle of M Arnoldi steps, "
+        "host synchronisations per step), for comparison; gmres-graph(M) is gmres(M) with each Arnoldi step (its "
+        "product and its kernels) captured in a CUDA graph in the first cycle and replayed in the later ones "
+        "(one graph launch per step instead of about ten kernel launches; gpu-fused and gpu-direct only, the "
+        "backends whose products are capturable; the same results bit for bit). Each timed solve starts from "
+        "the background field with an unreachable tolerance: GMRES(M) two whole cycles of M Arnoldi steps, "
         "BiCGStab --bicgstab-steps steps. Timestamps on the problem's stream (CUDA events; CPU: steady clock) "
-        "before each product, between its convolution and z-operator, and after it: an iteration is the time "
-        "from the first iteration's product to the final true-residual product over the iterations (GMRES: "
-        "the cycle's M steps and solution update; set-up, uploads and download excluded), on the device's "
-        "timeline (so host waits for the per-rhs scalars count); conv_us and zop_us are the stages summed over "
-        "the same products per iteration, vec_us the rest. Median, min and max over the timed solves, after "
+        "before each product, between its convolution and z-operator, and after it (not in a graph: gmres-graph's "
+        "products are not marked): a GMRES iteration is the time from the end of the true-residual product "
+        "between the two cycles to the start of the final one, over M (the second cycle: its start, M steps and "
+        "solution update; the first, where gmres-graph captures its graphs, excluded), a BiCGStab iteration the "
+        "time from the first iteration's product to the final true-residual product over the iterations (set-up, "
+        "uploads and download excluded), on the device's timeline (so host waits for the per-rhs scalars "
+        "count); conv_us and zop_us are the stages summed over the marked products of the same region per "
+        "iteration, vec_us the rest (all three nan for gmres-graph); iters: the iterations timed per solve. Median, min and max over the timed solves, after "
         "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
         "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
         "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "

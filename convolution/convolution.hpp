@@ -117,6 +117,14 @@ class Convolution {
 
   [[nodiscard]] virtual Backend backend() const = 0;
   [[nodiscard]] Memory memory() const { return memory_of(backend()); }
+  /// Whether execute() may be captured in a CUDA graph and replayed (physics' GMRES does, krylov.hpp
+  /// KrylovSettings::cuda_graphs): it enqueues only kernels on `stream`, whose arguments are fixed by the
+  /// plan and the buffers, allocates nothing, waits for nothing and reads no host memory. True for gpu-fused
+  /// and gpu-direct (one kernel launch each). False for the CPU backends (no stream work) and for the cuFFT
+  /// backends: cuFFT supports capturing single-GPU plans, but not every callback configuration (out-of-place
+  /// load callbacks since CUDA 11.8, cuFFT's deprecated-functionality notes), their captured library work was
+  /// not checked on a device, and they serve the larger problems, where launch cost is a small share.
+  [[nodiscard]] virtual bool capturable() const { return false; }
   [[nodiscard]] const Problem& problem() const { return problem_; }
 
  protected:

@@ -319,6 +319,8 @@ class GpuDirect final : public Convolution<Real> {
   }
 
   [[nodiscard]] Backend backend() const override { return Backend::gpu_direct; }
+  /// One kernel launch on `stream`, arguments fixed by the plan and the buffers (convolution.hpp).
+  [[nodiscard]] bool capturable() const override { return true; }
 
  private:
   /// Fields in shared memory per block: at most this many bytes, so that two blocks fit on an SM.

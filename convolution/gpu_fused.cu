@@ -314,6 +314,8 @@ class GpuFused final : public Convolution<Real> {
   }
 
   [[nodiscard]] Backend backend() const override { return Backend::gpu_fused; }
+  /// One kernel launch on `stream`, arguments fixed by the plan and the buffers (convolution.hpp).
+  [[nodiscard]] bool capturable() const override { return true; }
 
  private:
   /// Blocks of `ctas_per_slice` CTAs per slice (all output sets), checked against the grid limit.

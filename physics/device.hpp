@@ -11,6 +11,7 @@
 
 #if GRATINGSIM_HAVE_CUDA
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -38,6 +39,10 @@ class DeviceStream {
   Stream stream_ = nullptr;
 };
 
+/// Whether `stream` is being captured into a CUDA graph (cudaStreamIsCapturing): work enqueued on it now
+/// is recorded in the graph, not run, and events recorded on it carry no timestamp.
+bool stream_capturing(Stream stream);
+
 /// Free and total memory of the current device (cudaMemGetInfo).
 struct DeviceMemoryInfo {
   std::size_t free_bytes = 0, total_bytes = 0;
@@ -56,8 +61,8 @@ std::unique_ptr<VectorSpace<Real>> make_device_vector_space(const BatchLayout& l
 /// reached, the 1/‖w‖ scale and the solution coefficients live on the device; small kernels (one thread
 /// per rhs) do the Hessenberg/Givens update and the convergence test, and the vector kernels read their
 /// coefficients from device memory, masked by the device flags. krylov.cpp drives it: restart (true
-/// residual, on the host), start_cycle(), then per step op.apply(V_j, V_{j+1}) and step(j), then
-/// finish_cycle(). Nothing here waits for the stream except no_rhs_in_cycle_after() (an event of a
+/// residual, on the host), start_cycle(), then per step op.apply(V_j, V_{j+1}) and step(j) (or both as
+/// one CUDA graph, graph_step(j)), then finish_cycle(). Nothing here waits for the stream except no_rhs_in_cycle_after() (an event of a
 /// step enqueued earlier); the host learns the Krylov dimensions at the restart's synchronisation.
 ///
 /// One step reads the basis three times (the pass-1 dots; the pass-1 update fused with the pass-2 dots;
@@ -76,6 +81,22 @@ class DeviceArnoldi {
   /// in-cycle flags (a rhs leaves at the tolerance, on a happy breakdown or when its budget is spent)
   /// and V_{j+1} = w/‖w‖. Rhs out of the cycle are masked (their vectors are zeroed, as on the host).
   virtual void step(int j) = 0;
+  /// What `product` (which enqueues w = V_{j+1} = A V_j on the space's stream: a capturable() operator's
+  /// apply) and step(j) enqueue, as one CUDA graph: captured at the first call for this j in the life of
+  /// this object (product runs then, in capture mode) and replayed by the later calls (product is not
+  /// called again). The same kernels in the same order as product() then step(j): the same results bit
+  /// for bit. no_rhs_in_cycle_after(j) works the same after either.
+  ///
+  /// Why one graph per step, replayed under the host's loop, and not a graph of a whole cycle: step j's
+  /// kernels depend on j (j + 1 basis vectors: grids, shared memory, the flag slot j), so a cycle is
+  /// `restart` different steps anyway; kept per j, the host's early exit stays as it is (it waits for step
+  /// j − 2 before enqueuing step j; at most one masked step runs after the last rhs leaves), where a
+  /// whole-cycle graph would run all `restart` steps, each with a full operator product, after convergence,
+  /// or need chunks with the same host check between them. The host's cost per step drops to one graph
+  /// launch, one event record and one event wait, below a step's device time, so the device stays fed.
+  /// The graphs hold the basis, the operator's buffers and this object's scalars by address: they live
+  /// as long as this object (one solve), which must not outlive the operator.
+  virtual void graph_step(int j, const std::function<void()>& product) = 0;
   /// Whether no rhs was left in the cycle after step j (enqueued earlier): waits for that step's event
   /// only (cudaEventSynchronize), so later steps already enqueued keep the device busy.
   virtual bool no_rhs_in_cycle_after(int j) = 0;

@@ -16,9 +16,18 @@
 // Synchronisation: every call enqueues on the space's stream and returns; the only waits are
 // no_rhs_in_cycle_after() (cudaEventSynchronize on one step's event) and the synchronous upload of ‖b‖ in the
 // constructor (cudaMemcpy).
+//
+// CUDA graphs (graph_step, device.hpp): one graph per step j, captured at its first use and kept until the
+// object goes. What a step enqueues is capturable: kernels whose arguments are fixed per j (device pointers
+// of the basis and of this object's buffers, allocated in the constructor; the tolerance, fixed per object)
+// and one device-to-host copy of the flag into pinned memory that the graph writes and the host only reads.
+// The per-cycle inputs (β, the budgets) reach the device through start_cycle's copies, outside the graphs.
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/device_buffer.hpp"
@@ -369,12 +378,15 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     GS_CUDA_TRY(cudaMemsetAsync(rotation_c_.data(), 0, rotation_c_.bytes(), stream_));
     GS_CUDA_TRY(cudaMemsetAsync(in_cycle_.data(), 0, in_cycle_.bytes(), stream_));
     for (cudaEvent_t& e : events_) GS_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    graphs_.assign(std::size_t(restart), nullptr);
   }
 
   ~DeviceArnoldiImpl() override {
     // Buffers are freed in the order of this thread's default stream only (core/device_buffer.hpp):
-    // wait for the work of stream_ that may still use them.
+    // wait for the work of stream_ that may still use them (graph replays included).
     cudaStreamSynchronize(stream_);  // no throw from a destructor
+    for (cudaGraphExec_t graph : graphs_)
+      if (graph) cudaGraphExecDestroy(graph);  // no throw from a destructor
     for (cudaEvent_t e : events_)
       if (e) cudaEventDestroy(e);  // no throw from a destructor
   }
@@ -402,34 +414,18 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
 
   void step(int j) override {
     GS_EXPECTS(j >= 0 && j < restart_, "device GMRES: no Arnoldi step " + std::to_string(j));
-    const int count = j + 1;
-    V* w = reinterpret_cast<V*>(space_.data(first_basis_ + j + 1));
-    const std::size_t sums_bytes = std::size_t(count) * sizeof(double2);
-    const int finish_blocks = (count * rhs_ + 7) / 8;  // one warp per (basis vector, rhs), 8 warps per block
-    // CGS pass 1: h = Vᴴ w.
-    pass<Pass::project>(count, w, sums_bytes);
-    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
-                                                          hessenberg_.data(), j, restart_, false, coefficient_.data());
-    GS_CUDA_CHECK_LAUNCH();
-    // w −= V h, and pass 2: h' = Vᴴ w (H column += h').
-    pass<Pass::subtract_project>(count, w, sums_bytes);
-    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
-                                                          hessenberg_.data(), j, restart_, true, coefficient_.data());
-    GS_CUDA_CHECK_LAUNCH();
-    // w −= V h', and ‖w‖.
-    pass<Pass::subtract_norm>(count, w, 0);
-    arnoldi_update<<<1, scalar_threads, 0, stream_>>>(partial_.data(), blocks_, rhs_, j, restart_, hessenberg_.data(),
-                                                      rotation_c_.data(), rotation_s_.data(), g_.data(),
-                                                      in_cycle_.data(), dimension_.data(), budget_.data(),
-                                                      b_norm_.data(), tolerance_, norms_.data(), scale_.data(),
-                                                      any_in_cycle_.data() + j);
-    GS_CUDA_CHECK_LAUNCH();
-    scale_rows<Real><<<dim3(unsigned(layout_.slices), unsigned(rhs_)), threads_per_block, 0, stream_>>>(
-        w, scale_.data(), rhs_, int(layout_.block));
-    GS_CUDA_CHECK_LAUNCH();
-    GS_CUDA_TRY(cudaMemcpyAsync(any_in_cycle_host_.data() + j, any_in_cycle_.data() + j, sizeof(int),
-                             cudaMemcpyDeviceToHost, stream_));
+    enqueue_step(j);
     GS_CUDA_TRY(cudaEventRecord(events_[j % event_ring], stream_));
+  }
+
+  void graph_step(int j, const std::function<void()>& product) override {
+    GS_EXPECTS(j >= 0 && j < restart_, "device GMRES: no Arnoldi step " + std::to_string(j));
+    if (graphs_[std::size_t(j)] == nullptr) graphs_[std::size_t(j)] = capture([&] {
+      product();
+      enqueue_step(j);
+    });
+    GS_CUDA_TRY(cudaGraphLaunch(graphs_[std::size_t(j)], stream_));
+    GS_CUDA_TRY(cudaEventRecord(events_[j % event_ring], stream_));  // outside the graph, as after step(j)
   }
 
   bool no_rhs_in_cycle_after(int j) override {
@@ -459,6 +455,61 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
   }
 
  private:
+  /// Step j's work on w = V_{j+1} (device.hpp, step), without the event: CGS2 against V_0..V_j, the Hessenberg
+  /// column, the Givens update and the flags, w scaled to V_{j+1}, and the flag any_in_cycle[j] copied to the
+  /// host. Everything here is capturable (the file's header).
+  void enqueue_step(int j) {
+    const int count = j + 1;
+    V* w = reinterpret_cast<V*>(space_.data(first_basis_ + j + 1));
+    const std::size_t sums_bytes = std::size_t(count) * sizeof(double2);
+    const int finish_blocks = (count * rhs_ + 7) / 8;  // one warp per (basis vector, rhs), 8 warps per block
+    // CGS pass 1: h = Vᴴ w.
+    pass<Pass::project>(count, w, sums_bytes);
+    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
+                                                          hessenberg_.data(), j, restart_, false, coefficient_.data());
+    GS_CUDA_CHECK_LAUNCH();
+    // w −= V h, and pass 2: h' = Vᴴ w (H column += h').
+    pass<Pass::subtract_project>(count, w, sums_bytes);
+    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
+                                                          hessenberg_.data(), j, restart_, true, coefficient_.data());
+    GS_CUDA_CHECK_LAUNCH();
+    // w −= V h', and ‖w‖.
+    pass<Pass::subtract_norm>(count, w, 0);
+    arnoldi_update<<<1, scalar_threads, 0, stream_>>>(partial_.data(), blocks_, rhs_, j, restart_, hessenberg_.data(),
+                                                      rotation_c_.data(), rotation_s_.data(), g_.data(),
+                                                      in_cycle_.data(), dimension_.data(), budget_.data(),
+                                                      b_norm_.data(), tolerance_, norms_.data(), scale_.data(),
+                                                      any_in_cycle_.data() + j);
+    GS_CUDA_CHECK_LAUNCH();
+    scale_rows<Real><<<dim3(unsigned(layout_.slices), unsigned(rhs_)), threads_per_block, 0, stream_>>>(
+        w, scale_.data(), rhs_, int(layout_.block));
+    GS_CUDA_CHECK_LAUNCH();
+    GS_CUDA_TRY(cudaMemcpyAsync(any_in_cycle_host_.data() + j, any_in_cycle_.data() + j, sizeof(int),
+                             cudaMemcpyDeviceToHost, stream_));
+  }
+
+  /// What `enqueue` enqueues on stream_, as an instantiated graph. Thread-local capture mode: a call that is
+  /// illegal while capturing (a synchronisation, cudaMalloc, a pageable copy) fails on this thread only and
+  /// invalidates the capture (then EndCapture reports it and this throws); workers on other threads that
+  /// share the GPU are not affected. On a throw the capture is ended, so the stream stays usable.
+  cudaGraphExec_t capture(const std::function<void()>& enqueue) {
+    GS_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+    cudaGraph_t graph = nullptr;
+    try {
+      enqueue();
+    } catch (...) {
+      if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph != nullptr) cudaGraphDestroy(graph);
+      (void)cudaGetLastError();  // the capture's error is the exception's, not the next call's
+      throw;
+    }
+    GS_CUDA_TRY(cudaStreamEndCapture(stream_, &graph));
+    // The executable graph does not need the graph it was made from.
+    const std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, decltype(&cudaGraphDestroy)> owned(graph, &cudaGraphDestroy);
+    cudaGraphExec_t exec = nullptr;
+    GS_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
+    return exec;
+  }
+
   template <Pass kind>
   void pass(int count, V* w, std::size_t shared_bytes) {
     const dim3 grid{unsigned(blocks_), unsigned(rhs_)};
@@ -485,6 +536,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
   PinnedBuffer<double> beta_host_;
   PinnedBuffer<int> budget_host_, dimension_host_, any_in_cycle_host_;
   cudaEvent_t events_[event_ring] = {};
+  std::vector<cudaGraphExec_t> graphs_;  // graph_step's, per step j (null until captured)
 };
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Batched Krylov vectors in device memory (device.hpp), the problem's CUDA stream and the device
-// memory query.
+// Batched Krylov vectors in device memory (device.hpp), the problem's CUDA stream, its capture query and
+// the device memory query.
 //
 // Layout as vector_space.hpp: element (slice p, rhs r, j) at (p·n_rhs + r)·block + j. A "row" is one
 // (p, r) pair: `block` contiguous elements of one rhs. Element-wise kernels give each thread block one
@@ -30,6 +30,12 @@ DeviceStream::~DeviceStream() {
   }
 }
 void DeviceStream::synchronize() const { GS_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+
+bool stream_capturing(Stream stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  GS_CUDA_TRY(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;  // active, or invalidated and not yet ended
+}
 
 DeviceMemoryInfo device_memory_info() {
   DeviceMemoryInfo info;

@@ -171,6 +171,9 @@ void gmres_host_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const Kry
 /// (the true residual's norm) and, inside a cycle, waits only for the step two behind the one it enqueues,
 /// to learn whether some rhs is still in the cycle; the step enqueued meanwhile keeps the device busy (after
 /// the last rhs leaves, at most one more step runs, masked: it changes no rhs's result or statistics).
+/// With s.cuda_graphs on a capturable operator, each step (product and Arnoldi kernels) is one CUDA graph,
+/// captured at its first use and replayed in the later cycles (DeviceArnoldi::graph_step); the host's loop
+/// and its early exit are the same either way.
 template <class Real>
 void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const KrylovSettings& s,
                          std::span<const double> b_norm, std::vector<SolveStats>& stats) {
@@ -178,6 +181,7 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
   const std::size_t nr = v.layout().rhs;
   constexpr int B = 0, X = 1, R = 2, V0 = 3;  // V_j = V0 + j, j = 0..m
   const std::unique_ptr<DeviceArnoldi<Real>> arnoldi = make_device_arnoldi<Real>(v, V0, X, m, s.tolerance, b_norm);
+  const bool graphs = s.cuda_graphs && op.capturable();
   std::vector<double> residual(nr), beta(nr);
   std::vector<char> done(nr, 0);
   std::vector<int> budget(nr);
@@ -197,8 +201,13 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
     int steps = 0;
     for (int j = 0; j < m; ++j) {
       if (j >= 2 && arnoldi->no_rhs_in_cycle_after(j - 2)) break;
-      op.apply(v.data(V0 + j), v.data(V0 + j + 1));
-      arnoldi->step(j);
+      const auto product = [&] { op.apply(v.data(V0 + j), v.data(V0 + j + 1)); };
+      if (graphs) {
+        arnoldi->graph_step(j, product);
+      } else {
+        product();
+        arnoldi->step(j);
+      }
       steps = j + 1;
     }
     arnoldi->finish_cycle(steps);

@@ -4,6 +4,7 @@
 // right-hand side has its own scalars, its own convergence test and its own statistics. Vectors
 // live in the operator's VectorSpace (host or device). The per-rhs scalars live on the host, except for GMRES on
 // a device space, which keeps them on the device (KrylovSettings::device_scalars, device.hpp DeviceArnoldi).
+// and can replay its Arnoldi steps as CUDA graphs (KrylovSettings::cuda_graphs).
 #include <complex>
 #include <memory>
 #include <span>
@@ -23,6 +24,11 @@ class LinearOperator {
   [[nodiscard]] virtual std::unique_ptr<VectorSpace<Real>> make_space(int count) const = 0;
   /// y ← A x for the whole batch (x and y distinct, in the space's memory).
   virtual void apply(const Complex* x, Complex* y) = 0;
+  /// Whether apply() may be captured in a CUDA graph once and replayed in its place (device operators
+  /// only; KrylovSettings::cuda_graphs): it enqueues only kernels on the stream of its spaces, the same
+  /// work for the same x and y at every call, allocates nothing, waits for nothing and reads no host
+  /// memory. An operator that says nothing is not captured.
+  [[nodiscard]] virtual bool capturable() const { return false; }
 };
 
 enum class Method { gmres, bicgstab, dense_lu };
@@ -37,6 +43,13 @@ struct KrylovSettings {
   /// host-driven iteration every host space uses (the per-rhs scalars on the host, two synchronisations
   /// per Gram–Schmidt pass) on any space: the reference the device iteration is tested and timed against.
   bool device_scalars = true;
+  /// GMRES with device scalars on a capturable() operator: each Arnoldi step j (the product A V_j and the
+  /// step's kernels) is captured in a CUDA graph at its first use in the solve and replayed in the later
+  /// cycles, one graph launch instead of about ten kernel launches (device.hpp, DeviceArnoldi::graph_step).
+  /// The same kernels in the same order: the same results and statistics, bit for bit. Worth it where the
+  /// host's launches, not the device, bound a step (small problems); the first cycle pays the captures.
+  /// Ignored for other methods, spaces and operators.
+  bool cuda_graphs = false;
 };
 
 /// What one right-hand side's solve did. residual is the true relative residual ‖b − A x‖/‖b‖ of

@@ -81,6 +81,9 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] const BatchLayout& layout() const override { return layout_; }
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_space(int count) const override;
   void apply(const Complex* x, Complex* y) override;
+  /// Capturable in a CUDA graph (krylov.hpp) where the convolution is: apply() is then its kernels and the
+  /// device z-operator's one kernel (device_z_operator.cu), all on stream().
+  [[nodiscard]] bool capturable() const override { return memory() == Memory::device && convolution_->capturable(); }
   /// The two stages of apply(), separately (for timing): c ← the convolution of x into the problem's
   /// own buffer (Laurent: χ ⊛ x; normal-vector: J and D), then y ← x + D − K (k1² J). Same memory and
   /// stream rules as apply().

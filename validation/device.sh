@@ -13,7 +13,7 @@
 #   validate   gratingsim info, and gratingsim validate on its built-in set
 #   conv       gratingsim bench conv --case all --precision both --shape both EXTRA
 #   solve      gratingsim bench solve --case all --backend gpu-fused,gpu-cufft --precision both EXTRA
-#              (GMRES(40), GMRES(200), BiCGStab)
+#              (GMRES(40), GMRES(40) with CUDA graphs, GMRES(200), BiCGStab)
 #   e2e        gratingsim run of every configs/ case (CASES="configs/a.yaml ...": only those) on gpu-fused
 #              and cpu-fftw (16 OpenMP threads; problem_case_4 on cpu-fftw skipped: too slow), each with
 #              its phase breakdown (issue #15) and wall time, LIMIT seconds at most (default 280); with
