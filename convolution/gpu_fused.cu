@@ -417,12 +417,15 @@ class GpuFused final : public Convolution<Real> {
   ///
   /// Threads: one team per column of the round's groups (at most pattern_block_threads). CTAs per SM:
   /// in complex64, two (the 128-register instantiation) where the whole plan, output sets included,
-  /// fits in half an SM's shared memory, else one. Measured on an H100 (bench conv, case 3 normal-vector,
-  /// L 64×64, session 10): complex64 one CTA of 256 threads (2 groups per round, 3 output sets, spectra
-  /// in shared memory) 406 µs; two CTAs of 256 threads (1 group, 1 set of 5 slots, spectra from L2)
-  /// 333 µs, of 128 threads 467 µs; the 128-register instantiation at one CTA per SM 548 µs (its spills
-  /// alone). complex128 (one CTA, 1 group): 128 threads 1094 µs, 256 threads 712 µs; two CTAs of 128
-  /// registers 845 µs (128 threads) and 921 µs (256): complex128 keeps one CTA per SM.
+  /// fits in half an SM's shared memory and L1 ≠ 32, else one. Measured on an H100 (bench conv, the
+  /// normal-vector shape, graph time, session 10): case 3 (L 64×64) complex64 one CTA of 256 threads
+  /// (2 groups per round, 3 output sets, spectra in shared memory) 404 µs; two CTAs of 256 threads
+  /// (1 group, 1 set of 5 slots, spectra from L2) 332 µs, of 128 threads 467 µs; the 128-register
+  /// instantiation at one CTA per SM 548 µs (its spills alone). Case 1 (L 16) 16.5 → 12.6 µs with two
+  /// CTAs, but case 2 (L 32, whose columns take two threads, one per parity) 55.5 → 66.0 µs: L1 = 32
+  /// keeps one. complex128 (one CTA, 1 group): case 3 with 128 threads 1101 µs, 256 threads 711 µs
+  /// (case 2: 138 → 99 µs); two CTAs of 128 registers 845 µs (128 threads) and 921 µs (256):
+  /// complex128 keeps one CTA per SM.
   void plan_pattern() {
     const Problem& g = this->problem_;
     const AxisShape a1 = axis_shape<Real>(g.l1);
@@ -452,8 +455,10 @@ class GpuFused final : public Convolution<Real> {
     };
     Plan plan;
     if constexpr (std::is_same_v<Real, float>) {
-      plan = plan_within(std::size_t(shared_memory_two_per_sm()));
-      if (plan.fits) pattern_kernel_ = select_pattern_kernel<Real, 2>(g.l1, g.l2);
+      if (g.l1 != 32) {
+        plan = plan_within(std::size_t(shared_memory_two_per_sm()));
+        if (plan.fits) pattern_kernel_ = select_pattern_kernel<Real, 2>(g.l1, g.l2);
+      }
     }
     if (!plan.fits) {
       plan = plan_within(std::size_t(shared_max_));
