@@ -16,6 +16,7 @@
 #include <bit>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -39,6 +40,16 @@ int shared_memory_limit() {
   GS_CUDA_TRY(cudaGetDevice(&device));
   GS_CUDA_TRY(cudaDeviceGetAttribute(&shared_max, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   return shared_max;
+}
+
+/// Dynamic shared memory per block with which two blocks fit on one SM of the current device (each
+/// block also takes the device's reserved shared memory per block).
+int shared_memory_two_per_sm() {
+  int device = 0, per_sm = 0, reserved = 0;
+  GS_CUDA_TRY(cudaGetDevice(&device));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  GS_CUDA_TRY(cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device));
+  return std::min(shared_memory_limit(), per_sm / 2 - reserved);
 }
 
 /// Offsets (bytes) into the dynamic shared memory of a kernel and its size.
@@ -274,7 +285,7 @@ class GpuFused final : public Convolution<Real> {
     const Support support = check_problem<Real>(g);
     GS_SUPPORTS(support.ok, "gpu-fused " + support.reason);
     if (g.scalar()) plan_scalar(select_kernel<Real>(g.l1, g.l2));
-    else plan_pattern(select_pattern_kernel<Real>(g.l1, g.l2));
+    else plan_pattern();
     chi_ = DeviceBuffer<double2>(g.kernels_total());
     spectra_ = DeviceBuffer<C>(std::size_t(g.slices) * g.kernels * g.l1 * g.l2);
     set_kernels(kernels);
@@ -404,27 +415,64 @@ class GpuFused final : public Convolution<Real> {
   }
 
   /// Output sets, groups per round, threads, groups per CTA and grid (CTAs of a slice: every set's
-  /// CTAs, set-major); the shared-memory attribute of the kernel.
-  void plan_pattern(PatternKernel<Real> kernel) {
+  /// CTAs, set-major); the kernel instantiation and its shared-memory attribute.
+  ///
+  /// Threads: one team per column of the round's groups (at most pattern_block_threads). CTAs per SM:
+  /// in complex64, two (the 128-register instantiation) where the whole plan, output sets included,
+  /// fits in half an SM's shared memory and L1 ≠ 32, else one. Measured on an H100 (bench conv, the
+  /// normal-vector shape, graph time, session 10): case 3 (L 64×64) complex64 one CTA of 256 threads
+  /// (2 groups per round, 3 output sets, spectra in shared memory) 404 µs; two CTAs of 256 threads
+  /// (1 group, 1 set of 5 slots, spectra from L2) 332 µs, of 128 threads 467 µs; the 128-register
+  /// instantiation at one CTA per SM 548 µs (its spills alone). Case 1 (L 16) 16.5 → 12.6 µs with two
+  /// CTAs, but case 2 (L 32, whose columns take two threads, one per parity) 55.5 → 66.0 µs: L1 = 32
+  /// keeps one. complex128 (one CTA, 1 group): case 3 with 128 threads 1101 µs, 256 threads 711 µs
+  /// (case 2: 138 → 99 µs); two CTAs of 128 registers 845 µs (128 threads) and 921 µs (256):
+  /// complex128 keeps one CTA per SM.
+  void plan_pattern() {
     const Problem& g = this->problem_;
     const AxisShape a1 = axis_shape<Real>(g.l1);
-    pattern_kernel_ = kernel;
     query_device();
-    const SetPlan sets = plan_pattern_sets<Real>(g, std::size_t(shared_max_));
-    GS_SUPPORTS(sets.refusal.empty(), "gpu-fused " + sets.refusal);
-
     const bool paired = a1.a == 1 && a1.h == 16;
     const int column_threads = g.l2 * (paired ? 2 : a1.a);
-    int groups = target_groups<Real>(g);
-    bool stage = true;
-    const auto layout_of = [&] {
-      return pattern_layout<Real>(g, groups, sets.slots, sets.inputs, stage, sets.spectra);
+    struct Plan {
+      SetPlan sets;
+      int groups = 0;
+      bool stage = true;
+      SharedLayout layout;
+      bool fits = false;
     };
-    SharedLayout layout = layout_of();
-    while (groups > 1 && layout.bytes > std::size_t(shared_max_)) --groups, layout = layout_of();
-    if (layout.bytes > std::size_t(shared_max_)) stage = false, layout = layout_of();
-    GS_SUPPORTS(layout.bytes <= std::size_t(shared_max_), "gpu-fused: the pattern's shared memory exceeds the device's");
-    threads_ = std::min(pattern_block_threads, std::max(32, (groups * column_threads / 2 + 31) / 32 * 32));
+    const auto plan_within = [&](std::size_t budget) {
+      Plan plan;
+      plan.sets = plan_pattern_sets<Real>(g, budget);
+      if (!plan.sets.refusal.empty()) return plan;
+      plan.groups = target_groups<Real>(g);
+      const auto layout_of = [&] {
+        return pattern_layout<Real>(g, plan.groups, plan.sets.slots, plan.sets.inputs, plan.stage, plan.sets.spectra);
+      };
+      plan.layout = layout_of();
+      while (plan.groups > 1 && plan.layout.bytes > budget) --plan.groups, plan.layout = layout_of();
+      if (plan.layout.bytes > budget) plan.stage = false, plan.layout = layout_of();
+      plan.fits = plan.layout.bytes <= budget;
+      return plan;
+    };
+    Plan plan;
+    if constexpr (std::is_same_v<Real, float>) {
+      if (g.l1 != 32) {
+        plan = plan_within(std::size_t(shared_memory_two_per_sm()));
+        if (plan.fits) pattern_kernel_ = select_pattern_kernel<Real, 2>(g.l1, g.l2);
+      }
+    }
+    if (!plan.fits) {
+      plan = plan_within(std::size_t(shared_max_));
+      GS_SUPPORTS(plan.sets.refusal.empty(), "gpu-fused " + plan.sets.refusal);
+      GS_SUPPORTS(plan.fits, "gpu-fused: the pattern's shared memory exceeds the device's");
+      pattern_kernel_ = select_pattern_kernel<Real, 1>(g.l1, g.l2);
+    }
+    const SetPlan& sets = plan.sets;
+    const int groups = plan.groups;
+    const bool stage = plan.stage;
+    const SharedLayout& layout = plan.layout;
+    threads_ = std::min(pattern_block_threads, std::max(32, (groups * column_threads + 31) / 32 * 32));
     shared_bytes_ = layout.bytes;
     const int per_sm = ctas_per_sm(pattern_kernel_);
 

@@ -57,7 +57,10 @@ constexpr int block_threads() {
   return (sizeof(Real) == 8 && (L1 >= 32 || L2 >= 32)) || L1 != L2 ? 256 : 512;
 }
 /// The pattern kernel holds up to max_set_inputs column spectra per thread: 256 threads, so that up to
-/// 255 registers are allowed.
+/// 255 registers are allowed with one CTA per SM (CtasPerSm = 1: 8 warps per SM, latency-bound). Its
+/// CtasPerSm = 2 instantiation caps a thread at 128 registers (the compiler spills part of the U_q to
+/// L1: about 480 bytes per thread at L = 64) for twice the warps, where the plan fits in half an SM's
+/// shared memory (gpu_fused.cu: plan_pattern says when it is taken).
 constexpr int pattern_block_threads = 256;
 
 template <class Real>
@@ -528,8 +531,8 @@ struct PatternParams {
   OutputSet set[max_sets];
 };
 
-template <class Real, int L1, int L2>
-__global__ void __launch_bounds__(pattern_block_threads)
+template <class Real, int L1, int L2, int CtasPerSm>
+__global__ void __launch_bounds__(pattern_block_threads, CtasPerSm)
     fused_pattern_convolution(const __grid_constant__ PatternParams<Real> p) {
   using C = Cx<Real>;
   using X1 = Axis<Real, L1>;
@@ -617,8 +620,8 @@ __global__ void __launch_bounds__(pattern_block_threads)
 }
 
 // ---- the instantiations, by FFT lengths -------------------------------------------------------------------
-// Each kernel and precision is instantiated in its own translation unit (gpu_fused/*_kernels_*.cu), so
-// that the four compile in parallel; the plan only looks them up.
+// Each kernel, precision and CTAs per SM is instantiated in its own translation unit
+// (gpu_fused/*_kernels_*.cu), so that the five compile in parallel; the plan only looks them up.
 
 template <class Real>
 using ScalarKernel = void (*)(FusedParams<Real>);
@@ -645,13 +648,13 @@ KernelChoice<Real> select_kernel(int l1, int l2) {
   return choice;
 }
 
-/// The instantiation of the pattern kernel for (L1, L2).
-template <class Real>
+/// The instantiation of the pattern kernel for (L1, L2) and CTAs per SM (1, or 2 in complex64).
+template <class Real, int CtasPerSm>
 PatternKernel<Real> select_pattern_kernel(int l1, int l2) {
   PatternKernel<Real> kernel = nullptr;
   [&]<int... I>(std::integer_sequence<int, I...>) {
     ((l1 == (1 << (I / 8)) && l2 == (1 << (I % 8))
-          ? void(kernel = &fused_pattern_convolution<Real, 1 << (I / 8), 1 << (I % 8)>)
+          ? void(kernel = &fused_pattern_convolution<Real, 1 << (I / 8), 1 << (I % 8), CtasPerSm>)
           : void()),
      ...);
   }(std::make_integer_sequence<int, 64>{});
@@ -660,8 +663,9 @@ PatternKernel<Real> select_pattern_kernel(int l1, int l2) {
 
 extern template KernelChoice<float> select_kernel<float>(int, int);
 extern template KernelChoice<double> select_kernel<double>(int, int);
-extern template PatternKernel<float> select_pattern_kernel<float>(int, int);
-extern template PatternKernel<double> select_pattern_kernel<double>(int, int);
+extern template PatternKernel<float> select_pattern_kernel<float, 1>(int, int);
+extern template PatternKernel<float> select_pattern_kernel<float, 2>(int, int);
+extern template PatternKernel<double> select_pattern_kernel<double, 1>(int, int);
 
 // ---- the spectra: Ŝ(k1, k2) = Σ_n χ(n) W_{L1}^{n1 k1} W_{L2}^{n2 k2} / (L1 L2), in double -------------
 

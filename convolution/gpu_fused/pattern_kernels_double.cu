@@ -1,7 +1,7 @@
-// The pattern gpu-fused kernel in complex128 for every pair of FFT lengths (kernel.cuh): one translation unit
-// per kernel and precision, so that they compile in parallel.
+// The pattern gpu-fused kernel in complex128, one CTA per SM, for every pair of FFT lengths (kernel.cuh): one translation unit
+// per kernel, precision and CTAs per SM, so that they compile in parallel.
 #include "convolution/gpu_fused/kernel.cuh"
 
 namespace gratingsim::conv::detail::fused {
-template PatternKernel<double> select_pattern_kernel<double>(int, int);
+template PatternKernel<double> select_pattern_kernel<double, 1>(int, int);
 }  // namespace gratingsim::conv::detail::fused
