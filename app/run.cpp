@@ -54,7 +54,7 @@ constexpr OptionSpec run_options[] = {
     {"workers", "N", "one process: N local workers (threads) instead of one per visible GPU (tests)", 0, true},
     {"wavelengths-per-unit", "N",
      "solve up to N wavelengths of one parameter point in one batched solve (a unit of work; default: 1 on "
-     "CPU backends, on GPU backends as many as fill the GPU while the sweep keeps 4 units per worker)"},
+     "CPU backends, on GPU backends as many as fill the GPU while the sweep keeps 8 units per device)"},
 };
 
 struct Settings {

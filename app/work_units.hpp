@@ -9,8 +9,8 @@
 //     keep the progress line, resumability and load balancing as fine as they were.
 //   - device backends: enough wavelengths that a unit holds gpu_filling_unknowns unknowns (a solve that
 //     small leaves a GPU idle between its launches: batching several wavelengths makes each launch do
-//     more work), capped so that the sweep still has units_per_worker units per worker (load balancing,
-//     and a --resume or a failure loses little).
+//     more work), capped so that the sweep still has units_per_device units per device (every worker
+//     sharing a device gets one; load balancing; a --resume or a failure loses little).
 // A unit never spans parameter points (its incidences share one structure). The wavelengths of one
 // parameter point are cut into near-equal runs of neighbouring wavelengths. A point's result does not
 // depend on which points share its unit (physics::solve treats every right-hand side on its own), so on
@@ -47,6 +47,14 @@ inline constexpr double gpu_filling_unknowns = 1e6;
 /// units per worker; a sweep of fewer wavelengths than this per worker has each wavelength's points
 /// cut into near-equal units instead (or every unit is one point).
 inline constexpr std::size_t units_per_worker = 4;
+
+/// Units wanted per device on device backends (wavelengths_per_unit's cap): as many as the local workers
+/// that may share one device (app/run.cpp's workers_per_device_small), so that each of them has a unit.
+/// A unit's set-up runs on its worker's host thread (the preconditioner's assembly is most of it in 1D):
+/// measured on an H100 (session 10, gpu-fused, 3 runs each), si_lines_metrology with 4 units per device
+/// (12 wavelengths per unit, 5 workers) swept 61–69 points/s against 75–84 with one wavelength per unit
+/// on 8 workers: the summed preconditioner phase is 6.2 s either way, the Krylov phase 1.3 against 3.7 s.
+inline constexpr std::size_t units_per_device = 8;
 
 /// Unknowns of one wavelength's solve at a parameter point: 3 field components × orders × slices (the
 /// finer slicing with Richardson) × right-hand sides (incidences × polarisations). With accuracy on

@@ -1,6 +1,6 @@
 // The units of work of `gratingsim run` (app/work_units.hpp): the wavelengths per unit by the documented
 // rule (host backends one; device backends enough to reach gpu_filling_unknowns while the sweep keeps
-// units_per_worker units per worker), and plan_units' units: every point left in exactly one unit, none
+// units_per_device units per device), and plan_units' units: every point left in exactly one unit, none
 // done, no unit mixing parameter points, near-equal runs of wavelengths; a unit's runs of one batch and
 // each wavelength's share of its time.
 #include <algorithm>
@@ -65,17 +65,17 @@ TEST_CASE("host backends solve one wavelength per unit, whatever the workers", "
   }
 }
 
-TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 4 units per worker", "[app][units]") {
+TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 8 units per device", "[app][units]") {
   // 3·25·20·2 = 3000 unknowns per wavelength: 334 wavelengths would reach 1e6; the cap decides.
   const io::Problem small = lines(41, 1, 12, 20, conv::Backend::gpu_fused);
   CHECK(app::batch_unknowns(small) == 3000);
-  CHECK(app::wavelengths_per_unit(small, 41, 1) == 10);  // 41 / (4 units per worker) = 10
-  CHECK(app::wavelengths_per_unit(small, 41, 2) == 5);   // 41 / 8
-  CHECK(app::wavelengths_per_unit(small, 41, 16) == 1);  // fewer batches than 4 per worker
-  CHECK(app::wavelengths_per_unit(small, 12, 1) == 3);   // a resume with 12 wavelengths left
+  CHECK(app::wavelengths_per_unit(small, 41, 1) == 5);   // 41 / (8 units per device) = 5
+  CHECK(app::wavelengths_per_unit(small, 41, 2) == 2);   // 41 / 16
+  CHECK(app::wavelengths_per_unit(small, 41, 16) == 1);  // fewer batches than 8 per device
+  CHECK(app::wavelengths_per_unit(small, 20, 1) == 2);   // a resume with 20 wavelengths left
   std::vector<std::size_t> sizes;
   for (const app::Unit& u : app::plan_units(small, nothing_done, 1)) sizes.push_back(wavelengths_in(small.layout, u));
-  CHECK(sizes == std::vector<std::size_t>{8, 8, 8, 8, 9});  // 41 in ⌈41/10⌉ = 5 near-equal runs
+  CHECK(sizes == std::vector<std::size_t>{4, 5, 4, 5, 4, 5, 4, 5, 5});  // 41 in ⌈41/5⌉ = 9 near-equal runs
 
   // 3·41·200·12·2 = 590400 unknowns: two wavelengths fill the GPU, whatever the cap allows.
   const io::Problem nearly = lines(40, 12, 20, 200, conv::Backend::gpu_fused);
@@ -96,11 +96,11 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 4 units
       "climbing.yaml"));
   climbing.solver.backend = conv::Backend::gpu_fused;
   CHECK(app::batch_unknowns(climbing) == 93120);
-  CHECK(app::wavelengths_per_unit(climbing, 41, 1) == 10);  // the cap (41 / 4) still binds
+  CHECK(app::wavelengths_per_unit(climbing, 41, 1) == 5);  // the cap (41 / 8) still binds
   CHECK(app::wavelengths_per_unit(climbing, 400, 1) == 11);
   // Never more than the case's wavelengths (a parameter sweep has more batches than wavelengths).
   const io::Problem swept = lines(6, 1, 2, 2, conv::Backend::gpu_fused, "parameters: {w: [100, 150, 200, 250, 300, 350]}\n");
-  CHECK(app::wavelengths_per_unit(swept, 36, 1) == 6);
+  CHECK(app::wavelengths_per_unit(swept, 60, 1) == 6);  // 60 / 8 = 7 > 6 wavelengths
 }
 
 TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the cap", "[app][units]") {
@@ -114,7 +114,7 @@ TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the 
     const double unknowns = app::batch_unknowns(p);
     INFO("wavelengths " << nw << ", unknowns per wavelength " << unknowns << ", workers " << w << ": " << k);
     REQUIRE((k >= 1 && k <= nw));
-    const std::size_t units_wanted = app::units_per_worker * std::size_t(w);
+    const std::size_t units_wanted = app::units_per_device * std::size_t(w);
     if (k > 1) {
       CHECK(k * units_wanted <= batches);                                   // the cap holds
       CHECK(double(k - 1) * unknowns < app::gpu_filling_unknowns);  // not more than fill the GPU
