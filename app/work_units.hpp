@@ -7,9 +7,11 @@
 //   - host backends (cpu-direct, cpu-fftw): one. They parallelise inside a solve (OpenMP over the
 //     right-hand sides and the slices' convolutions) and gain nothing from a larger one; smaller units
 //     keep the progress line, resumability and load balancing as fine as they were.
-//   - device backends: enough wavelengths that a unit holds gpu_filling_unknowns unknowns (a solve that
-//     small leaves a GPU idle between its launches: batching several wavelengths makes each launch do
-//     more work), capped so that the sweep still has units_per_device units per device (every worker
+//   - device backends: one where a wavelength's solve has physics::device_batch_unknowns unknowns or
+//     more (solver.hpp: it is not launch-bound, and a batch would wait for its slowest wavelength);
+//     below, enough wavelengths that a unit holds gpu_filling_unknowns unknowns (a solve that small
+//     leaves a GPU idle between its launches: batching several wavelengths makes each launch do more
+//     work), capped so that the sweep still has units_per_device units per device (every worker
 //     sharing a device gets one; load balancing; a --resume or a failure loses little).
 // A unit never spans parameter points (its incidences share one structure). The wavelengths of one
 // parameter point are cut into near-equal runs of neighbouring wavelengths. A point's result does not

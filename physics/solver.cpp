@@ -14,7 +14,8 @@ namespace gratingsim::physics {
 namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-/// max_wavelengths_per_batch = 0 on host backends: one wavelength per problem (solver.hpp says why).
+/// max_wavelengths_per_batch = 0 on host backends, and on device backends from device_batch_unknowns
+/// unknowns per wavelength: one wavelength per problem (solver.hpp says why).
 constexpr std::size_t automatic_host_batch = 1;
 /// Right-hand sides a device problem holds at most (the device vector space's and GMRES's grids).
 constexpr std::size_t device_max_rhs = 65535;
@@ -457,11 +458,17 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
   std::map<std::size_t, std::vector<const std::vector<std::size_t>*>> by_count;
   for (const auto& [wavelength, members] : by_wavelength) by_count[members.size()].push_back(&members);
   const bool host_backend = conv::memory_of(options.backend) == Memory::host;
-  const std::size_t cap = options.max_wavelengths_per_batch > 0 ? std::size_t(options.max_wavelengths_per_batch)
-                          : host_backend ? automatic_host_batch
-                                         : std::numeric_limits<std::size_t>::max();
+  // One wavelength's unknowns with `count` incidences, on the finest grid.
+  const auto unknowns = [&](std::size_t count) {
+    const double orders = double(2 * options.m1 + 1) * double(2 * options.m2 + 1);
+    return 3.0 * orders * slice_grid(structure, options.richardson ? 2 : 1).slices() * 2.0 * double(count);
+  };
   std::vector<std::vector<const std::vector<std::size_t>*>> batches;
   for (const auto& [count, members] : by_count) {
+    const std::size_t cap =
+        options.max_wavelengths_per_batch > 0 ? std::size_t(options.max_wavelengths_per_batch)
+        : host_backend || members.size() == 1 || unknowns(count) >= device_batch_unknowns ? automatic_host_batch
+                                                                                            : members.size();
     std::size_t most = std::min(cap, members.size());
     if (most > 1) {
       const int finest = slice_grid(structure, options.richardson ? 2 : 1).slices();

@@ -14,6 +14,7 @@
 #include "app/work_units.hpp"
 #include "io/case.hpp"
 #include "io/problem.hpp"
+#include "physics/solver.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/random.hpp"
 
@@ -77,17 +78,22 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 8 units
   for (const app::Unit& u : app::plan_units(small, nothing_done, 1)) sizes.push_back(wavelengths_in(small.layout, u));
   CHECK(sizes == std::vector<std::size_t>{4, 5, 4, 5, 4, 5, 4, 5, 5});  // 41 in ⌈41/5⌉ = 9 near-equal runs
 
-  // 3·41·200·12·2 = 590400 unknowns: two wavelengths fill the GPU, whatever the cap allows.
+  // 3·25·60·2 = 9000 unknowns, just below physics::device_batch_unknowns: 112 wavelengths fill the GPU
+  // (1e6 unknowns), whatever more the cap (1600 batches / 8) allows.
+  const io::Problem filling = lines(200, 1, 12, 60, conv::Backend::gpu_fused);
+  CHECK(app::batch_unknowns(filling) == 9000);
+  CHECK(app::wavelengths_per_unit(filling, 1600, 1) == 112);
+  // 3·41·200·12·2 = 590400 unknowns: beyond device_batch_unknowns, one wavelength per unit.
   const io::Problem nearly = lines(40, 12, 20, 200, conv::Backend::gpu_fused);
   CHECK(app::batch_unknowns(nearly) == 590400);
-  CHECK(app::wavelengths_per_unit(nearly, 40, 1) == 2);
-  CHECK(app::plan_units(nearly, nothing_done, 1).size() == 20);
+  CHECK(app::wavelengths_per_unit(nearly, 40, 1) == 1);
+  CHECK(app::plan_units(nearly, nothing_done, 1).size() == 40);
   // 3·41·200·21·2 = 1033200: one wavelength fills it.
   const io::Problem large = lines(40, 21, 20, 200, conv::Backend::gpu_fused);
   CHECK(app::wavelengths_per_unit(large, 40, 1) == 1);
   CHECK(app::plan_units(large, nothing_done, 1).size() == 40);
   // Accuracy on demand: sized at the ladder's top (here M = 48 and 160 slices: 3·97·160·2 = 93120
-  // unknowns, 11 wavelengths to fill), not at its first rung.
+  // unknowns, beyond device_batch_unknowns: one wavelength per unit), not at its first rung.
   io::Problem climbing = io::make_problem(io::parse_case(
       "wavelength: {start: 400, stop: 800, count: 41}\nincidence: {theta_deg: [0], polarization: both}\n"
       "lattice: {period_x: 500}\nsubstrate: SiO2\nlayers:\n  - {name: lines, thickness: 120, slices: 20, "
@@ -96,15 +102,15 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 8 units
       "climbing.yaml"));
   climbing.solver.backend = conv::Backend::gpu_fused;
   CHECK(app::batch_unknowns(climbing) == 93120);
-  CHECK(app::wavelengths_per_unit(climbing, 41, 1) == 5);  // the cap (41 / 8) still binds
-  CHECK(app::wavelengths_per_unit(climbing, 400, 1) == 11);
+  CHECK(app::wavelengths_per_unit(climbing, 41, 1) == 1);
+  CHECK(app::wavelengths_per_unit(climbing, 400, 1) == 1);
   // Never more than the case's wavelengths (a parameter sweep has more batches than wavelengths).
   const io::Problem swept = lines(6, 1, 2, 2, conv::Backend::gpu_fused, "parameters: {w: [100, 150, 200, 250, 300, 350]}\n");
   CHECK(app::wavelengths_per_unit(swept, 60, 1) == 6);  // 60 / 8 = 7 > 6 wavelengths
 }
 
 TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the cap", "[app][units]") {
-  std::uniform_int_distribution<int> wavelengths(1, 60), angles(1, 12), harmonics(1, 40), slices(1, 200), workers(1, 8);
+  std::uniform_int_distribution<int> wavelengths(1, 60), angles(1, 4), harmonics(1, 12), slices(1, 40), workers(1, 8);
   for (int trial = 0; trial < 200; ++trial) {
     const io::Problem p = lines(wavelengths(test::rng()), angles(test::rng()), harmonics(test::rng()),
                                 slices(test::rng()), conv::Backend::gpu_fused);
@@ -115,6 +121,10 @@ TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the 
     INFO("wavelengths " << nw << ", unknowns per wavelength " << unknowns << ", workers " << w << ": " << k);
     REQUIRE((k >= 1 && k <= nw));
     const std::size_t units_wanted = app::units_per_device * std::size_t(w);
+    if (unknowns >= physics::device_batch_unknowns) {  // not launch-bound: never batched
+      CHECK(k == 1);
+      continue;
+    }
     if (k > 1) {
       CHECK(k * units_wanted <= batches);                                   // the cap holds
       CHECK(double(k - 1) * unknowns < app::gpu_filling_unknowns);  // not more than fill the GPU
