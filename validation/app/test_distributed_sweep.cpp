@@ -23,6 +23,7 @@
 #include "convolution/devices.hpp"
 #include "io/results.hpp"
 #include "validation/app/executable.hpp"
+#include "validation/app/same_points.hpp"
 #include "validation/support/catch.hpp"
 
 namespace fs = std::filesystem;
@@ -44,25 +45,6 @@ layers:
 numerics: {harmonics: [2, 2]}
 output: {fields: true, planes: [{plane: xz, at: 0, points: 9}]}
 )";
-
-/// Every point equal bit for bit, the wall time of its solve aside.
-void check_same_file(const fs::path& distributed, const fs::path& alone) {
-  const io::ResultReader a(distributed.string()), b(alone.string());
-  CHECK(a.layout() == b.layout());
-  io::RunInfo info = a.info();
-  info.device = b.info().device;
-  CHECK(info == b.info());
-  for (std::size_t p = 0; p < b.layout().points(); ++p) {
-    INFO("point " << p);
-    REQUIRE(a.done(p));
-    io::PointResult x = a.read(p), y = b.read(p);
-    CHECK(x.solve_seconds > 0);
-    for (const double s : x.phase_seconds) CHECK((std::isfinite(s) && s >= 0));  // rank 0 records every unit's
-    x.solve_seconds = y.solve_seconds = 0;
-    x.phase_seconds = y.phase_seconds = {};
-    CHECK(x == y);
-  }
-}
 
 #if GRATINGSIM_EXECUTABLE_MPI
 /// "mpirun -n K", allowed to run as root (CI containers) and on fewer cores than ranks.
@@ -131,7 +113,7 @@ TEST_CASE("mpirun -n 2 writes the file one process writes, bit for bit", "[app][
         REQUIRE(two.status == 0);
         CHECK(contains(two.output, "by 2 MPI ranks"));
         CHECK(!fs::exists(io::partial_path(distributed.string())));
-        check_same_file(distributed, alone);
+        test::check_same_points(distributed, alone);
         CHECK(io::ResultReader(distributed.string()).info().device.starts_with("2 × "));
       }
 }
@@ -173,7 +155,7 @@ TEST_CASE("a failing rank reports its points, the others are kept, a resume on 3
   REQUIRE(resumed.status == 0);
   CHECK(contains(resumed.output, std::to_string(lost.size()) + " point(s) solved"));
   CHECK(!fs::exists(partial));
-  check_same_file(out, alone);
+  test::check_same_points(out, alone);
   const io::ResultReader reader(out.string());
   CHECK(contains(reader.info().device, "; resumed on 3 × "));
   for (std::size_t p = 0; p < 6; ++p)
@@ -195,7 +177,7 @@ TEST_CASE("under mpirun units of several wavelengths write the same file, and a 
   const test::Execution two = run_gratingsim(args + quoted(out) + " --wavelengths-per-unit 3", "", mpirun(2));
   INFO(two.output);
   REQUIRE(two.status == 0);
-  check_same_file(out, alone);
+  test::check_same_points(out, alone);
 
   const test::Execution failed =
       run_gratingsim(args + quoted(failing) + " --wavelengths-per-unit 3 --fail-on-rank 1", "", mpirun(2));
@@ -216,7 +198,7 @@ TEST_CASE("under mpirun units of several wavelengths write the same file, and a 
   INFO(resumed.output);
   REQUIRE(resumed.status == 0);
   CHECK(contains(resumed.output, "6 point(s) solved"));
-  check_same_file(failing, alone);
+  test::check_same_points(failing, alone);
 }
 
 TEST_CASE("under mpirun a killed rank ends the launch, the finished points are kept and --resume completes",
@@ -257,7 +239,7 @@ TEST_CASE("under mpirun a killed rank ends the launch, the finished points are k
       run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume --quiet");
   INFO(resumed.output);
   REQUIRE(resumed.status == 0);
-  check_same_file(out, alone);
+  test::check_same_points(out, alone);
   const io::ResultReader reader(out.string());
   for (std::size_t p = 0; p < kept.size(); ++p)
     if (!kept[p].reflectance.empty()) {
@@ -400,7 +382,7 @@ TEST_CASE("two local workers write the file one worker writes, bit for bit", "[a
         INFO(both.output);
         REQUIRE(both.status == 0);
         CHECK(!fs::exists(io::partial_path(two.string())));
-        check_same_file(two, alone);
+        test::check_same_points(two, alone);
         const std::string device_attribute = io::ResultReader(two.string()).info().device;
         CHECK(device_attribute.starts_with(device));
         if (gpus == 1 && backend == "gpu-fused") CHECK(device_attribute.find("×") == std::string::npos);
@@ -427,5 +409,5 @@ TEST_CASE("two local workers stop after the points asked, and one worker resumes
       run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --resume");
   INFO(resumed.output);
   REQUIRE(resumed.status == 0);
-  check_same_file(out, alone);
+  test::check_same_points(out, alone);
 }

@@ -17,35 +17,17 @@
 
 #include "io/results.hpp"
 #include "validation/app/executable.hpp"
+#include "validation/app/same_points.hpp"
 #include "validation/support/catch.hpp"
 
 namespace fs = std::filesystem;
 using namespace gratingsim;
+using test::check_same_points;
 using test::contains;
 using test::quoted;
 using test::run_gratingsim;
 
 namespace {
-
-/// Every point of `file` equals the reference's bit for bit, its solve and phase times aside, and so
-/// does the run information, the device attribute aside (several workers: "2 × ...").
-void check_same_points(const fs::path& file, const fs::path& reference) {
-  const io::ResultReader a(file.string()), b(reference.string());
-  REQUIRE(a.layout() == b.layout());
-  io::RunInfo info = a.info();
-  info.device = b.info().device;
-  CHECK(info == b.info());
-  for (std::size_t p = 0; p < b.layout().points(); ++p) {
-    INFO("point " << p);
-    REQUIRE(a.done(p));
-    io::PointResult x = a.read(p);
-    const io::PointResult y = b.read(p);
-    CHECK(x.solve_seconds > 0);
-    x.solve_seconds = y.solve_seconds;
-    x.phase_seconds = y.phase_seconds;
-    CHECK(x == y);
-  }
-}
 
 /// The summary's "phases sum to S s of W s wall time" of a one-worker run: S ≤ W (each unit's time
 /// counted once).

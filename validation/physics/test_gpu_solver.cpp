@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <string>
 #include <type_traits>
 
@@ -323,16 +324,16 @@ TEST_CASE("a device problem larger than the device's memory is refused, saying h
 
 namespace {
 
-/// A device problem (the first GPU backend that serves it) as the operator of the GMRES comparisons: a crossed
+/// A device problem (on the first of `backends` that serves it) as the operator of the GMRES comparisons: a crossed
 /// grating (6 pattern slices and the film's 3), 25 orders, 3 incidences = 6 rhs: 675 unknowns per rhs, small
 /// enough for the dense reference.
 template <class Real>
-std::unique_ptr<DiscreteProblem<Real>> small_device_problem() {
+std::unique_ptr<DiscreteProblem<Real>> small_device_problem(std::span<const conv::Backend> backends = gpu_backends) {
   ProblemSettings settings;
   settings.m1 = settings.m2 = 2;
   const std::vector<Incidence> inc{{0.93, 25, 35}, {0.93, 40, 0}, {0.93, 10, 70}};
   std::vector<std::string> warnings;
-  for (conv::Backend backend : gpu_backends) {
+  for (conv::Backend backend : backends) {
     settings.backend = backend;
     try {
       auto p = std::make_unique<DiscreteProblem<Real>>(test::crossed(6), inc, settings, 1, warnings);
@@ -491,19 +492,8 @@ namespace {
 /// convolution.hpp, capturable), the problem of small_device_problem; null where neither serves it.
 template <class Real>
 std::unique_ptr<DiscreteProblem<Real>> small_capturable_problem() {
-  ProblemSettings settings;
-  settings.m1 = settings.m2 = 2;
-  const std::vector<Incidence> inc{{0.93, 25, 35}, {0.93, 40, 0}, {0.93, 10, 70}};
-  std::vector<std::string> warnings;
-  for (conv::Backend backend : {conv::Backend::gpu_fused, conv::Backend::gpu_direct}) {
-    settings.backend = backend;
-    try {
-      auto p = std::make_unique<DiscreteProblem<Real>>(test::crossed(6), inc, settings, 1, warnings);
-      if (p->memory() == Memory::device) return p;
-    } catch (const Unsupported&) {
-    }
-  }
-  return nullptr;
+  constexpr conv::Backend capturable[] = {conv::Backend::gpu_fused, conv::Backend::gpu_direct};
+  return small_device_problem<Real>(capturable);
 }
 
 /// A problem seen through its products: counts the calls of apply() (with graphs, a replayed step calls none)
