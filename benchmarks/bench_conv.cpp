@@ -3,7 +3,7 @@
 // the timing utility (stream time, and on a GPU graph time), every timed output checked against a
 // complex128 reference of its own buffer set's input, reported against the largest of the memory and
 // arithmetic floors and against the two cuFFT baselines, gpu-cufft (the plain pipeline) and
-// gpu-cufft-callbacks (pad and extraction in cuFFT's LTO callbacks, the strongest).
+// gpu-cufft-callbacks (pad, products and extraction in cuFFT's callbacks, the strongest; its route in the row's note).
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -338,6 +338,8 @@ Row measure(Variant v, const ProblemCase& c, Shape shape, CaseData<Real>& d, con
     if (!every) row.note = "not every timed output was checked";
     if (row.max_rel_error > tolerance(row.precision))
       row.note = "output differs from the reference beyond " + scientific(tolerance(row.precision));
+    if (v == Variant::gpu_cufft_callbacks)
+      row.note += (row.note.empty() ? "" : "; ") + conv::cufft_callbacks_route(row.precision);
     if (plan->memory() == Memory::device && row.timing->graph.empty())
       row.note += (row.note.empty() ? "" : "; ") + std::string("no graph time: ") + row.timing->graph_note;
   } catch (const Unsupported& e) {
@@ -614,7 +616,7 @@ const Command gratingsim_bench_conv{
         "slice); arithmetic, the pruned FFT route's flops per group 5*(Q + P)*(N1*L2*log2 L2 + L2*L1*log2 L1) + "
         "L1*L2*(8*terms - 2*P) at the FP32 or FP64 peak. x_floor: graph time (GPU) or stream time (CPU) over the "
         "larger floor. vs_cufft: gpu-cufft's stream time over the row's, vs_cufft_g the same in graph time; vs_cb, "
-        "vs_cb_g: the same against gpu-cufft-callbacks (cuFFT with the pad and extraction as LTO callbacks, the "
+        "vs_cb_g: the same against gpu-cufft-callbacks (cuFFT with pad, products and extraction as callbacks, LTO or legacy, the "
         "strongest cuFFT baseline); all measured in the same run, and gpu-fused's against both summed up in one "
         "line per case. No floor from instruction counts is computed (docs/convolution.md section 6 says why). "
         "Backends this machine or build lacks, or that cannot serve a shape, are reported unavailable.",

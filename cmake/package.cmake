@@ -6,6 +6,10 @@
 include(CMakePackageConfigHelpers)
 
 set(gratingsim_library_targets gratingsim_core gratingsim_convolution gratingsim_physics gratingsim_fitting gratingsim_io)
+if(TARGET gratingsim_cufft_legacy_callbacks)  # the shared library of gpu-cufft-callbacks' legacy route
+  list(APPEND gratingsim_library_targets gratingsim_cufft_legacy_callbacks)
+  set_target_properties(gratingsim PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
 foreach(target IN LISTS gratingsim_library_targets)
   string(REGEX REPLACE "^gratingsim_" "" name ${target})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${name})  # gratingsim::physics, ...

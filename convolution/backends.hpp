@@ -22,6 +22,8 @@ GRATINGSIM_DECLARE_BACKEND(gpu_cufft)
 GRATINGSIM_DECLARE_BACKEND(gpu_cufft_callbacks)
 GRATINGSIM_DECLARE_BACKEND(gpu_fused)
 GRATINGSIM_DECLARE_BACKEND(gpu_direct)
+/// gpu-cufft-callbacks' route for `precision` (convolution.hpp, cufft_callbacks_route).
+std::string gpu_cufft_callbacks_route(Precision precision);
 /// Whether a CUDA device is present (cached after the first call).
 bool cuda_device_present();
 #endif

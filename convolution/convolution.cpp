@@ -147,7 +147,7 @@ const BackendTraits& traits(Backend backend) {
 bool backend_available(Backend backend) {
   if (memory_of(backend) == Memory::host) return true;
 #if GRATINGSIM_HAVE_CUDA
-  // gpu-cufft-callbacks also needs cuFFT to JIT-link its LTO callbacks here (its can_implement probes
+  // gpu-cufft-callbacks also needs one of its callback routes to work here (its can_implement probes
   // that once per process); N = 3 is the smallest problem it serves.
   if (backend == Backend::gpu_cufft_callbacks)
     return traits(backend).can_implement(Problem{.n1 = 3, .n2 = 3}, Precision::single).ok;
@@ -155,6 +155,14 @@ bool backend_available(Backend backend) {
 #else
   return false;
 #endif
+}
+
+std::string cufft_callbacks_route(Precision precision) {
+#if GRATINGSIM_HAVE_CUDA
+  if (detail::cuda_device_present()) return detail::gpu_cufft_callbacks_route(precision);
+#endif
+  (void)precision;
+  return "unavailable";
 }
 
 template <class Real>

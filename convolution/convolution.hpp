@@ -39,7 +39,7 @@ enum class Backend {
   cpu_direct,  ///< the O(N⁴) sum, complex128 accumulation: the reference
   cpu_fftw,    ///< FFTW, OpenMP across slices, zero rows pruned
   gpu_cufft,   ///< unfused pad / cuFFT / multiply / cuFFT / extract: the baseline
-  gpu_cufft_callbacks,  ///< cuFFT with the pad and extract as LTO load/store callbacks: the strongest baseline
+  gpu_cufft_callbacks,  ///< cuFFT with pad, products and extract as load/store callbacks: the strongest baseline
   gpu_fused,   ///< one kernel for the whole FFT pipeline
   gpu_direct,  ///< direct-space GPU kernels for small N
 };
@@ -157,8 +157,11 @@ std::span<const BackendTraits> backend_table();
 const BackendTraits& traits(Backend backend);
 
 /// Whether this build has the backend and, for GPU backends, a CUDA device is present (and, for
-/// gpu-cufft-callbacks, cuFFT can JIT-link its LTO callbacks on it).
+/// gpu-cufft-callbacks, one of its callback routes works on it: cufft_callbacks_route).
 bool backend_available(Backend backend);
+/// How gpu-cufft-callbacks attaches its callbacks on this machine for `precision` (docs/convolution.md §4):
+/// "LTO callbacks (nvJitLink)", "legacy callbacks (static cuFFT)", or "unavailable" (also without a device).
+std::string cufft_callbacks_route(Precision precision);
 
 /// Builds a plan. Throws Unsupported (with can_implement's reason) for problems the backend cannot
 /// serve, InvalidArgument for an invalid problem or kernel array.

@@ -20,14 +20,19 @@
 // the plan's own L1×L2 workspaces, never on the caller's compact blocks), so nothing depends on how cuFFT
 // uses the buffers it is given; the price is the one-thread bind launch per execute.
 //
-// LTO callbacks: cufftXtSetJITCallback(plan, symbol, fatbin, size, type, &caller_info) between
-// cufftCreate and cufftMakePlanMany64, with callbacks.cu compiled offline to an LTO-IR fatbin
-// (convolution/CMakeLists.txt: nvcc -dc -fatbin -gencode arch=compute_XX,code=lto_XX, XX the lowest
-// CUDA architecture of the build, which cuFFT JIT-links on every GPU of arch ≥ XX) and embedded as bytes;
-// cuFFT links them into its kernels while planning (nvJitLink; CUDA ≥ 12.6). Planning therefore takes
-// longer (a JIT link per plan) and can fail on a device or driver without LTO support: can_implement
-// makes one small plan with each callback of the precision once per process and refuses, naming cuFFT's
-// error, if that fails.
+// Two routes to the same callbacks (callbacks.cuh), chosen once per process and precision by making one
+// small plan with each (callbacks_route): the LTO route where cuFFT can JIT-link, else the legacy route
+// where the build has it, else the backend is unavailable, with both reasons.
+// - LTO: cufftXtSetJITCallback(plan, symbol, fatbin, size, type, &caller_info) between cufftCreate and
+//   cufftMakePlanMany64, with callbacks.cu compiled offline to an LTO-IR fatbin (convolution/CMakeLists.txt:
+//   nvcc -dc -fatbin -gencode arch=compute_XX,code=lto_XX, XX the lowest CUDA architecture of the build,
+//   which cuFFT JIT-links on every GPU of arch ≥ XX) and embedded as bytes; cuFFT links them into its
+//   kernels while planning (nvJitLink; CUDA ≥ 12.6), so planning takes longer (a JIT link per plan). On the
+//   lent CUDA 13.0 hosts every such plan fails with CUFFT_INTERNAL_ERROR.
+// - legacy: the callbacks as __device__ functions, device-linked at build time into the shared library
+//   gratingsim_cufft_legacy_callbacks with its own static cuFFT (gpu_cufft_callbacks/legacy_plans.hpp;
+//   built where the toolkit has libcufft_static.a), attached after planning with cufftXtSetCallback. It
+//   runs on the lent hosts. cuFFT documents legacy callbacks as deprecated (since CUDA 11.4) but supported.
 //
 // Limits: L1 = L2 = 1 (N1 = N2 = 1) leaves no transform to attach callbacks to (refused; gpu-cufft
 // serves it); L1·L2 < 2^31. Memory: X̂ (Q·groups·L1·L2), Ŷ (P·groups·L1·L2, patterns only: cuFFT's
@@ -49,6 +54,9 @@
 #include "core/device_buffer.hpp"
 #include "convolution/gpu_cufft_callbacks/callback_params.hpp"
 #include "gpu_cufft_callbacks_fatbin.h"  // generated: gratingsim_cufft_callbacks_fatbin[], the LTO-IR of callbacks.cu
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+#include "convolution/gpu_cufft_callbacks/legacy_plans.hpp"
+#endif
 
 namespace gratingsim::conv::detail {
 namespace {
@@ -68,6 +76,70 @@ __global__ void bind_buffers(CallbackParams* params, const void* in, void* out) 
   params->out = out;
 }
 
+enum class Route { lto, legacy };
+
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+/// Throws CudaError for a failed call into the legacy library, naming cuFFT's status.
+void check_legacy(int status, const char* call) {
+  if (status == 0) return;
+  throw CudaError(std::string(call) + " failed: " +
+                      (status == legacy_cuda_error ? "a CUDA runtime call (reading a callback's device address)"
+                                                   : ::gratingsim::detail::cufft_error_name(cufftResult(status))),
+                  std::source_location::current());
+}
+
+/// A plan of the legacy library (legacy_plans.hpp) owned for the lifetime of the backend; empty where no
+/// transform is needed (batch 0, L1 = L2 = 1).
+class LegacyPlan {
+ public:
+  LegacyPlan() = default;
+  LegacyPlan(int l1, int l2, std::size_t batch, bool double_precision, LegacyCallbackRole role, void* caller_info)
+      : double_precision_(double_precision), role_(role) {
+    if (batch == 0 || (l1 == 1 && l2 == 1)) return;
+    check_legacy(gratingsim_legacy_callbacks_plan(l1, l2, (long long)batch, int(double_precision), int(role),
+                                                  caller_info, &handle_),
+                 "gratingsim_legacy_callbacks_plan");
+    owned_ = true;
+  }
+  LegacyPlan(LegacyPlan&& o) noexcept { *this = std::move(o); }
+  LegacyPlan& operator=(LegacyPlan&& o) noexcept {
+    std::swap(handle_, o.handle_);
+    std::swap(owned_, o.owned_);
+    double_precision_ = o.double_precision_;
+    role_ = o.role_;
+    return *this;
+  }
+  ~LegacyPlan() {
+    if (owned_) gratingsim_legacy_callbacks_destroy(handle_);  // no throw from a destructor
+  }
+  /// In place on `data`, enqueued on `stream`.
+  void execute(void* data, Stream stream) const {
+    check_legacy(gratingsim_legacy_callbacks_execute(handle_, int(double_precision_), int(role_), data, stream),
+                 "gratingsim_legacy_callbacks_execute");
+  }
+
+ private:
+  int handle_ = 0;
+  bool owned_ = false;
+  bool double_precision_ = false;
+  LegacyCallbackRole role_ = legacy_forward_pad;
+};
+#endif
+
+/// The route this process uses for `precision` (one small plan with each callback, per route, once per
+/// process), or the reasons neither works.
+struct RouteVerdict {
+  std::optional<Route> route;
+  std::string reason;
+};
+const RouteVerdict& callbacks_route(Precision precision);
+/// The route, or Unsupported with both reasons.
+Route usable_route(Precision precision) {
+  const RouteVerdict& v = callbacks_route(precision);
+  if (!v.route) throw Unsupported("gpu-cufft-callbacks: " + v.reason);
+  return *v.route;
+}
+
 template <class Real>
 class GpuCufftCallbacks final : public Convolution<Real> {
  public:
@@ -83,11 +155,21 @@ class GpuCufftCallbacks final : public Convolution<Real> {
         spectra_(g),
         pattern_(g),
         params_(1),
-        forward_plan_(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type,
-                      {callback("gratingsim_pad_load", single, true, params_.data())}),
-        inverse_plan_(g.l1, g.l2, g.scalar() ? g.input_blocks() : g.output_blocks(), Cufft<Real>::type,
-                      {callback("gratingsim_products_load", single, true, params_.data()),
-                       callback("gratingsim_extract_store", single, false, params_.data())}) {
+        route_(usable_route(single ? Precision::single : Precision::double_)) {
+    const std::size_t inverse_batch = g.scalar() ? g.input_blocks() : g.output_blocks();
+    if (route_ == Route::lto) {
+      forward_plan_ = CufftPlan(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type,
+                                {callback("gratingsim_pad_load", single, true, params_.data())});
+      inverse_plan_ = CufftPlan(g.l1, g.l2, inverse_batch, Cufft<Real>::type,
+                                {callback("gratingsim_products_load", single, true, params_.data()),
+                                 callback("gratingsim_extract_store", single, false, params_.data())});
+    }
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+    if (route_ == Route::legacy) {
+      legacy_forward_ = LegacyPlan(g.l1, g.l2, g.input_blocks(), !single, legacy_forward_pad, params_.data());
+      legacy_inverse_ = LegacyPlan(g.l1, g.l2, inverse_batch, !single, legacy_inverse_products, params_.data());
+    }
+#endif
     CallbackParams params{};
     params.input_spectra = x_.data();
     params.kernel_spectra = spectra_.data();
@@ -116,9 +198,16 @@ class GpuCufftCallbacks final : public Convolution<Real> {
     check_execute_buffers(g, backend(), in, out, sizeof(Complex));
     bind_buffers<<<1, 1, 0, stream>>>(params_.data(), in, out);
     GS_CUDA_CHECK_LAUNCH();
+    DeviceComplex* y = g.scalar() ? x_.data() : y_.data();  // its input comes from the load callback
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+    if (route_ == Route::legacy) {
+      legacy_forward_.execute(x_.data(), stream);
+      legacy_inverse_.execute(y, stream);
+      return;
+    }
+#endif
     GS_CUFFT_TRY(cufftSetStream(forward_plan_.get(), stream));
     GS_CUFFT_TRY(Cufft<Real>::exec(forward_plan_.get(), x_.data(), x_.data(), CUFFT_FORWARD));
-    DeviceComplex* y = g.scalar() ? x_.data() : y_.data();  // its input comes from the load callback
     GS_CUFFT_TRY(cufftSetStream(inverse_plan_.get(), stream));
     GS_CUFFT_TRY(Cufft<Real>::exec(inverse_plan_.get(), y, y, CUFFT_INVERSE));
   }
@@ -132,33 +221,47 @@ class GpuCufftCallbacks final : public Convolution<Real> {
   KernelSpectra<Real> spectra_;           // Ŝ_{p,k} unnormalised
   DevicePattern pattern_;                 // the pattern sorted by output (scalar: the one term)
   DeviceBuffer<CallbackParams> params_;   // the callbacks' callerInfo (before the plans, which point to it)
-  CufftPlan forward_plan_;                // input blocks' transforms: pad load callback
-  CufftPlan inverse_plan_;                // output blocks' inverse transforms: products load, extract store
+  Route route_;                           // LTO or legacy callbacks (callbacks_route)
+  CufftPlan forward_plan_;                // LTO: input blocks' transforms, pad load callback
+  CufftPlan inverse_plan_;                // LTO: output blocks' inverse transforms, products load, extract store
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+  LegacyPlan legacy_forward_, legacy_inverse_;  // legacy: the same two transforms and callbacks
+#endif
 };
 
-/// Whether cuFFT can JIT-link this backend's callbacks on the current device: a 16×16 plan with each
-/// of the precision's callbacks, made once per process; the failure, with cuFFT's error, as the reason.
-Support lto_callbacks_work(Precision precision) {
+const RouteVerdict& callbacks_route(Precision precision) {
   static std::mutex mutex;
-  static std::optional<Support> verdict[2];
+  static std::optional<RouteVerdict> verdict[2];
   const std::lock_guard lock(mutex);
   const bool single = precision == Precision::single;
-  std::optional<Support>& v = verdict[single ? 0 : 1];
-  if (!v) {
-    try {
-      // callerInfo is only dereferenced when a transform runs; the probe plans never run.
-      const cufftType type = single ? CUFFT_C2C : CUFFT_Z2Z;
-      const CufftPlan forward(16, 16, 1, type, {callback("gratingsim_pad_load", single, true, nullptr)});
-      const CufftPlan inverse(16, 16, 1, type,
-                              {callback("gratingsim_products_load", single, true, nullptr),
-                               callback("gratingsim_extract_store", single, false, nullptr)});
-      v = Support{};
-    } catch (const CudaError& e) {
-      v = unsupported(std::string("cuFFT cannot JIT-link its LTO callbacks on this device (needs cuFFT with LTO "
-                                  "callbacks, CUDA >= 12.6, and nvJitLink): ") +
-                      e.what());
-    }
+  std::optional<RouteVerdict>& v = verdict[single ? 0 : 1];
+  if (v) return *v;
+  v = RouteVerdict{};
+  // callerInfo is only dereferenced when a transform runs; the probe plans never run.
+  try {
+    const cufftType type = single ? CUFFT_C2C : CUFFT_Z2Z;
+    const CufftPlan forward(16, 16, 1, type, {callback("gratingsim_pad_load", single, true, nullptr)});
+    const CufftPlan inverse(16, 16, 1, type,
+                            {callback("gratingsim_products_load", single, true, nullptr),
+                             callback("gratingsim_extract_store", single, false, nullptr)});
+    v->route = Route::lto;
+    return *v;
+  } catch (const CudaError& e) {
+    v->reason = std::string("cuFFT cannot JIT-link its LTO callbacks on this device (needs CUDA >= 12.6 and "
+                            "nvJitLink): ") +
+                e.what();
   }
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+  try {
+    const LegacyPlan forward(16, 16, 1, !single, legacy_forward_pad, nullptr);
+    const LegacyPlan inverse(16, 16, 1, !single, legacy_inverse_products, nullptr);
+    v->route = Route::legacy;
+  } catch (const CudaError& e) {
+    v->reason += std::string("; and its legacy callbacks (static cuFFT) failed: ") + e.what();
+  }
+#else
+  v->reason += "; and this build has no legacy route (the toolkit had no libcufft_static.a at configuration)";
+#endif
   return *v;
 }
 
@@ -169,7 +272,14 @@ Support can_implement_gpu_cufft_callbacks(const Problem& g, Precision precision)
   if (g.l1 == 1 && g.l2 == 1)
     return unsupported("L1 = L2 = 1 (N1 = N2 = 1) makes no transform to attach the callbacks to (gpu-cufft "
                        "serves it)");
-  return lto_callbacks_work(precision);
+  const RouteVerdict& v = callbacks_route(precision);
+  return v.route ? Support{} : unsupported(v.reason);
+}
+
+std::string gpu_cufft_callbacks_route(Precision precision) {
+  const RouteVerdict& v = callbacks_route(precision);
+  if (!v.route) return "unavailable";
+  return *v.route == Route::lto ? "LTO callbacks (nvJitLink)" : "legacy callbacks (static cuFFT)";
 }
 
 // Device bytes: X̂, Ŷ (patterns), the spectra, the kernels, the sorted pattern, the callback

@@ -1,5 +1,5 @@
 #pragma once
-// Internal: what gpu-cufft-callbacks' LTO callbacks (callbacks.cu) receive as cuFFT's callerInfo: one
+// Internal: what gpu-cufft-callbacks' callbacks (callbacks.cuh; LTO or legacy) receive as cuFFT's callerInfo: one
 // struct per plan in device memory, shared by its three callbacks. Used by the host side
 // (gpu_cufft_callbacks.cu) and by the callback source, which is compiled on its own to LTO-IR: plain
 // C++, no CUDA header. Complex arrays are of the plan's precision (float2 or double2 layout).

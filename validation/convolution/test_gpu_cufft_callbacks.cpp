@@ -1,5 +1,5 @@
-// gpu-cufft-callbacks (cuFFT with the pad as an LTO load callback and the extraction as an LTO store
-// callback) beyond the shared harness (test_gpu_backends.cpp): every harness geometry alone, an explicit
+// gpu-cufft-callbacks (cuFFT with the pad as a load callback, the pattern's products as the inverse's load
+// callback and the extraction as its store callback, by whichever route works here: LTO or legacy) beyond the shared harness (test_gpu_backends.cpp): every harness geometry alone, an explicit
 // non-blocking stream with two executes in flight (the output pointer the store callback reads is set
 // on the device per execute), the caller's input left unchanged and nothing written beyond the caller's
 // output, kernels replaced, shapes the harness lacks (non-power-of-two and prime L, 1D with L2 > 1, a
@@ -58,7 +58,10 @@ TEST_CASE("gpu-cufft-callbacks rejects bad arguments and refuses N1 = N2 = 1", "
     const conv::Support s = conv::traits(callbacks).can_implement(one, precision);
     CHECK_FALSE(s.ok);
     CHECK_THAT(s.reason, Catch::Contains("N1 = N2 = 1"));
-    CHECK(conv::traits(callbacks).can_implement(conv::resolve(g), precision).ok);  // the LTO callbacks link here
+    CHECK(conv::traits(callbacks).can_implement(conv::resolve(g), precision).ok);  // one route links here
+    const std::string route = conv::cufft_callbacks_route(precision);
+    INFO("route: " << route);
+    CHECK((route == "LTO callbacks (nvJitLink)" || route == "legacy callbacks (static cuFFT)"));
   }
   CHECK_THROWS_AS(conv::make_convolution<double>(callbacks, one, test::random_kernels<double>(one)), Unsupported);
 }

@@ -136,7 +136,7 @@ TEST_CASE("the backend table's answers for patterns", "[convolution][pattern]") 
       CHECK(conv::traits(Backend::gpu_cufft).can_implement(nv, precision).ok);
       CHECK(conv::traits(Backend::gpu_cufft).can_implement(big, precision).ok);
     }
-    if (conv::backend_available(Backend::gpu_cufft_callbacks)) {  // any pattern, as gpu-cufft (LTO callbacks permitting)
+    if (conv::backend_available(Backend::gpu_cufft_callbacks)) {  // any pattern, as gpu-cufft (a callback route permitting)
       CHECK(conv::traits(Backend::gpu_cufft_callbacks).can_implement(nv, precision).ok);
       CHECK(conv::traits(Backend::gpu_cufft_callbacks).can_implement(big, precision).ok);
     }

@@ -31,7 +31,7 @@ using namespace gratingsim::physics;
 namespace {
 
 constexpr conv::Backend gpu_backends[] = {conv::Backend::gpu_cufft, conv::Backend::gpu_fused, conv::Backend::gpu_direct};
-/// Those and gpu-cufft-callbacks (the cuFFT baseline with LTO callbacks), in the solves against the CPU.
+/// Those and gpu-cufft-callbacks (the cuFFT baseline with callbacks), in the solves against the CPU.
 constexpr conv::Backend solve_backends[] = {conv::Backend::gpu_cufft, conv::Backend::gpu_cufft_callbacks,
                                             conv::Backend::gpu_fused, conv::Backend::gpu_direct};
 

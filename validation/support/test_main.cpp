@@ -30,7 +30,7 @@ int main(int argc, char* argv[]) {
   }
 #ifdef GRATINGSIM_REQUIRES_BACKEND
   // An executable that tests one backend only: skipped where that backend cannot run here (e.g.
-  // gpu-cufft-callbacks where cuFFT cannot JIT-link LTO callbacks), with the backend's own reason.
+  // gpu-cufft-callbacks where neither of its callback routes works), with the backend's own reason.
   if (!listing) {
     const auto backend = gratingsim::conv::parse_backend(GRATINGSIM_REQUIRES_BACKEND);
     const gratingsim::conv::Problem smallest{.n1 = 3, .n2 = 3};
