@@ -20,6 +20,8 @@
 #              BEFORE=DIR, the OUTDIR of an e2e stage of another version (a device call sees only its own
 #              working tree, so that version ran in a call of its own), the result files are compared
 #              (R, T, Jones, to the solver tolerance)
+# COMMIT=HASH names the commit in the tables' provenance where the tree's .git is not its source's (a
+# device copy of a working tree).
 # EXTRA (after --) goes to the bench stages, e.g. `validation/device.sh OUT build conv -- --repeats 51`.
 # Every step logs to OUTDIR/NAME.log; a bench table is headed by the command, the commit and the device,
 # its CSV beside it (OUTDIR/NAME.csv). The script goes on past a failed step and exits non-zero if any
@@ -54,8 +56,12 @@ step() {  # step NAME COMMAND...: runs, logs to OUTDIR/NAME.log, records failure
 # differs from it, the device), then the command's output.
 with_provenance() {
   local commit dirty=""
-  commit=$(git rev-parse --short HEAD 2>/dev/null || echo "unknown commit")
-  git diff --quiet HEAD 2>/dev/null || dirty=" (working tree differs from it)"
+  if [ -n "${COMMIT:-}" ]; then  # a copied tree whose .git is not the source's: the caller names the commit
+    commit="$COMMIT (named by the caller)"
+  else
+    commit=$(git rev-parse --short HEAD 2>/dev/null || echo "unknown commit")
+    git diff --quiet HEAD 2>/dev/null || dirty=" (working tree differs from it)"
+  fi
   echo "# $*"
   echo "# commit $commit$dirty, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo "# $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader 2>&1 | head -1)" \
