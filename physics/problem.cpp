@@ -1,3 +1,5 @@
+#include <cstdlib>
+#include <string>
 #include "physics/problem.hpp"
 
 #include <cmath>
@@ -239,6 +241,14 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
   AveragedMatrices averaged = averaged_matrices(green_coefficients(discretisation_.grid, orders_),
                                                 slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
   LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
+  if (std::getenv("GS_PC_GROUP")) {  // EXPERIMENT
+    SliceGroupMatrices groups = slice_group_matrices(discretisation_.grid, orders_, pattern, kernels_, std::atoi(std::getenv("GS_PC_GROUP")));
+    return make_host_group_preconditioner<Real>(std::move(averaged), std::move(groups), rhs_incidences(layout_.rhs));
+  }
+  if (std::getenv("GS_PC_OUTER") && std::string(std::getenv("GS_PC_OUTER")) == "local") {  // EXPERIMENT
+    const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
+    no_local = local_matrices(g, pattern, kernels_, slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
+  }
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
   const bool on_device = convolution_->memory() == Memory::device;
   std::unique_ptr<Preconditioner<Real>> outer =
