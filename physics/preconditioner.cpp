@@ -694,7 +694,8 @@ class HostPreconditioner final : public Preconditioner<Real> {
   /// P x = L⁻¹ L̄ Ā⁻¹ x (preconditioner.hpp).
   void apply(const Complex* x, Complex* y, Stream) override {
     if (averaged_only_) return apply_averaged(x, y);
-    apply_averaged(x, t1_.data());
+    if (inner_) inner_->apply(x, t1_.data(), Stream{});
+    else apply_averaged(x, t1_.data());
     apply_local_averaged(t1_.data(), t2_.data());
     apply_local(t2_.data(), y);
   }
@@ -768,6 +769,9 @@ class HostPreconditioner final : public Preconditioner<Real> {
     }
   }
 
+  public:
+  std::unique_ptr<Preconditioner<Real>> inner_;  // EXPERIMENT
+  private:
   int incidences_, orders_, slices_;
   bool averaged_only_ = false;
   std::vector<int> rhs_;
@@ -997,4 +1001,13 @@ template std::unique_ptr<Preconditioner<float>> make_host_group_preconditioner<f
 template std::unique_ptr<Preconditioner<double>> make_host_group_preconditioner<double>(AveragedMatrices,
                                                                                         SliceGroupMatrices, std::vector<int>);
 
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_host_product_preconditioner(std::unique_ptr<Preconditioner<Real>> inner, AveragedMatrices averaged, LocalMatrices local,
+                                                               std::vector<int> rhs_incidence) {
+  auto p = std::make_unique<HostPreconditioner<Real>>(std::move(averaged), std::move(local), std::move(rhs_incidence));
+  p->inner_ = std::move(inner);
+  return p;
+}
+template std::unique_ptr<Preconditioner<float>> make_host_product_preconditioner<float>(std::unique_ptr<Preconditioner<float>>, AveragedMatrices, LocalMatrices, std::vector<int>);
+template std::unique_ptr<Preconditioner<double>> make_host_product_preconditioner<double>(std::unique_ptr<Preconditioner<double>>, AveragedMatrices, LocalMatrices, std::vector<int>);
 }  // namespace gratingsim::physics

@@ -219,6 +219,9 @@ template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_host_group_preconditioner(AveragedMatrices averaged, SliceGroupMatrices groups,
                                                                      std::vector<int> rhs_incidence);
 
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_host_product_preconditioner(std::unique_ptr<Preconditioner<Real>> inner, AveragedMatrices averaged, LocalMatrices local,
+                                                               std::vector<int> rhs_incidence);
 /// A · P as one operator (the Krylov solver sees A P; x = P u afterwards): apply enqueues P on the
 /// problem's stream, then A. `scratch` space for P x is allocated here.
 template <class Real>

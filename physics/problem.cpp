@@ -259,6 +259,12 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
 #if GRATINGSIM_HAVE_CUDA
   if (on_device) return make_device_coarse_preconditioner<Real>(std::move(outer), coarse, std::move(rhs_incidence), nm);
 #endif
+  if (std::getenv("GS_PC_OUTER") && std::string(std::getenv("GS_PC_OUTER")) == "product") {  // EXPERIMENT: L⁻¹ L̄ P_coarse
+    auto pc = make_host_coarse_preconditioner<Real>(std::move(outer), std::move(coarse), rhs_incidence, nm);
+    const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices));
+    const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
+    return make_host_product_preconditioner<Real>(std::move(pc), averaged_matrices(g, tensors), local_matrices(g, pattern, kernels_, tensors), std::move(rhs_incidence));
+  }
   return make_host_coarse_preconditioner<Real>(std::move(outer), std::move(coarse), std::move(rhs_incidence), nm);
 }
 
