@@ -1,4 +1,3 @@
-#include <cstdlib>
 #include "physics/preconditioner.hpp"
 
 #include <Eigen/Dense>
@@ -45,9 +44,7 @@ std::size_t coarse_unknowns(int slices, int m1, int m2, int mc) {
 
 int coarse_harmonics(int slices, int m1, int m2) {
   int best = 0;
-  const std::size_t limit = std::getenv("GS_PC_LIMIT") ? std::size_t(std::atoll(std::getenv("GS_PC_LIMIT"))) : coarse_unknowns_limit;  // EXPERIMENT
-  if (std::getenv("GS_PC_MC")) return std::atoi(std::getenv("GS_PC_MC"));
-  for (int mc = 1; mc <= std::max(m1, m2) && coarse_unknowns(slices, m1, m2, mc) <= limit; ++mc) best = mc;
+  for (int mc = 1; mc <= std::max(m1, m2) && coarse_unknowns(slices, m1, m2, mc) <= coarse_unknowns_limit; ++mc) best = mc;
   return best;
 }
 
@@ -269,37 +266,28 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
   return out;
 }
 
-namespace {
-
-/// A's principal submatrices at the orders |m1| ≤ mc1, |m2| ≤ mc2 (in the harmonic layout) and the
-/// slices of each group [k·g, k·g + g), g = group_slices dividing Nz: per (incidence a, group k) at
-/// (a·groups + k)·n², n = 3·g·n_c, unknown u = (local slice·3 + component)·n_c + coarse order,
-/// column-major. Block (m, m') of slices (q, p): δ_qp (δ_mm' I + D_p(m − m')) + G_qp(m) C_p(m − m')
-/// (preconditioner.hpp, CoarseMatrices). `harmonic` receives the coarse orders' indices among all orders.
-std::vector<std::complex<double>> principal_submatrices(const ZGrid& grid, std::span<const FloquetOrders> orders,
-                                                        const conv::Problem& problem,
-                                                        std::span<const std::complex<double>> kernels, int mc1, int mc2,
-                                                        int group_slices, std::vector<int>& indices) {
+CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
+                               std::span<const std::complex<double>> kernels, int mc) {
   using C = std::complex<double>;
-  const int m1 = orders[0].m1_max, m2 = orders[0].m2_max;
+  GS_EXPECTS(!orders.empty() && mc >= 1, "coarse_matrices: no incidence, or no coarse harmonics");
+  const int m1 = orders[0].m1_max, m2 = orders[0].m2_max, mc1 = std::min(mc, m1), mc2 = std::min(mc, m2);
   const int nz = grid.slices(), na = int(orders.size());
   GS_EXPECTS(problem.n1 == 2 * m1 + 1 && problem.n2 == 2 * m2 + 1 && kernels.size() == problem.kernels_total(),
-             "principal_submatrices: sizes of the problem, kernels and orders disagree");
-  GS_EXPECTS(group_slices >= 1 && nz % group_slices == 0, "principal_submatrices: the groups do not divide the slices");
-  // The kept orders (c1, c2), in the harmonic layout of both the kept and the full set.
+             "coarse_matrices: sizes of the problem, kernels and orders disagree");
+  CoarseMatrices out{na, nz, mc1, mc2, {}, {}};
+  // The coarse orders (c1, c2), in the harmonic layout of both the coarse and the full set.
   std::vector<std::array<int, 2>> harmonic;
-  indices.clear();
   for (int c1 = -mc1; c1 <= mc1; ++c1)
     for (int c2 = -mc2; c2 <= mc2; ++c2) {
       harmonic.push_back({c1, c2});
-      indices.push_back((c1 + m1) * (2 * m2 + 1) + (c2 + m2));
+      out.orders.push_back((c1 + m1) * (2 * m2 + 1) + (c2 + m2));
     }
   const int nc = int(harmonic.size());
-  // I + G_qp(m) per (incidence, kept order): Ā's assembly with C̄ = I, D̄ = 0 on the kept orders.
+  // I + G_qp(m) per (incidence, coarse order): Ā's assembly with C̄ = I, D̄ = 0 on the coarse orders.
   std::vector<FloquetOrders> restricted(orders.begin(), orders.end());
   for (FloquetOrders& f : restricted) {
     std::vector<Order> kept;
-    for (int index : indices) kept.push_back(f.orders[std::size_t(index)]);
+    for (int index : out.orders) kept.push_back(f.orders[std::size_t(index)]);
     f.orders = std::move(kept);
     f.m1_max = mc1;
     f.m2_max = mc2;
@@ -309,7 +297,7 @@ std::vector<std::complex<double>> principal_submatrices(const ZGrid& grid, std::
   const GreenCoefficients coefficients = green_coefficients(grid, restricted);
   // The kernels of incidence a's slice p: engine slice p·members + member (problem.hpp).
   const int members = coefficients.members;
-  GS_EXPECTS(problem.slices == nz * members, "principal_submatrices: the problem's slices are not slices × members");
+  GS_EXPECTS(problem.slices == nz * members, "coarse_matrices: the problem's slices are not slices × members");
   const std::vector<MeanTensors> identities(std::size_t(nz) * members, identity);
   const AveragedMatrices green = averaged_matrices(coefficients, identities);
   const std::size_t ng = green.n();  // 3·Nz
@@ -322,58 +310,34 @@ std::vector<std::complex<double>> principal_submatrices(const ZGrid& grid, std::
       for (int d2 = -2 * mc2; d2 <= 2 * mc2; ++d2)
         tensors[(std::size_t(p) * w1 + (d1 + 2 * mc1)) * w2 + (d2 + 2 * mc2)] =
             kernel_tensors(problem, kernels.subspan(std::size_t(p) * per_slice, per_slice), d1, d2);
-  const int g = group_slices, groups = nz / g;
-  const std::size_t n = std::size_t(3) * g * nc;
-  std::vector<C> matrices(n * n * std::size_t(na) * groups, C(0));
+  const std::size_t n = out.n();
+  out.matrices.assign(n * n * std::size_t(na), C(0));
   // Column block (p, m') at a time: OpenMP over (incidence, slice p); each writes its own columns.
   const std::ptrdiff_t count = std::ptrdiff_t(na) * nz;
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t ap = 0; ap < count; ++ap) {
-    const int a = int(ap / nz), p = int(ap % nz), k = p / g, q0 = k * g;
+    const int a = int(ap / nz), p = int(ap % nz);
     const std::size_t engine_slice = std::size_t(p) * members + member_of(coefficients, a);
-    C* matrix = &matrices[(std::size_t(a) * groups + k) * n * n];
+    C* matrix = &out.matrices[std::size_t(a) * n * n];
     for (int mp = 0; mp < nc; ++mp)
       for (int m = 0; m < nc; ++m) {
         const int d1 = harmonic[m][0] - harmonic[mp][0], d2 = harmonic[m][1] - harmonic[mp][1];
         const MeanTensors& t = tensors[(engine_slice * w1 + (d1 + 2 * mc1)) * w2 + (d2 + 2 * mc2)];
         const C* ig = &green.matrices[(std::size_t(a) * nc + m) * ng * ng];  // I + G at order m, column-major
-        for (int q = q0; q < q0 + g; ++q)
+        for (int q = 0; q < nz; ++q)
           for (int i = 0; i < 3; ++i)
             for (int j = 0; j < 3; ++j) {
               C v = 0;  // (G_qp C_p(Δ))_ij
-              for (int kk = 0; kk < 3; ++kk) {
-                const C gik = ig[(std::size_t(p) * 3 + kk) * ng + std::size_t(q) * 3 + i] - (q == p && i == kk ? 1.0 : 0.0);
-                v += gik * t.c[kk * 3 + j];
+              for (int k = 0; k < 3; ++k) {
+                const C gik = ig[(std::size_t(p) * 3 + k) * ng + std::size_t(q) * 3 + i] - (q == p && i == k ? 1.0 : 0.0);
+                v += gik * t.c[k * 3 + j];
               }
               if (q == p) v += (m == mp && i == j ? 1.0 : 0.0) + (i < 2 ? t.d[i * 3 + j] : C(0));
-              const std::size_t row = (std::size_t(q - q0) * 3 + i) * nc + m,
-                                column = (std::size_t(p - q0) * 3 + j) * nc + mp;
+              const std::size_t row = (std::size_t(q) * 3 + i) * nc + m, column = (std::size_t(p) * 3 + j) * nc + mp;
               matrix[column * n + row] = v;
             }
       }
   }
-  return matrices;
-}
-
-}  // namespace
-
-CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
-                               std::span<const std::complex<double>> kernels, int mc) {
-  GS_EXPECTS(!orders.empty() && mc >= 1, "coarse_matrices: no incidence, or no coarse harmonics");
-  const int mc1 = std::min(mc, orders[0].m1_max), mc2 = std::min(mc, orders[0].m2_max);
-  CoarseMatrices out{int(orders.size()), grid.slices(), mc1, mc2, {}, {}};
-  out.matrices = principal_submatrices(grid, orders, problem, kernels, mc1, mc2, grid.slices(), out.orders);
-  return out;
-}
-
-SliceGroupMatrices slice_group_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders,
-                                        const conv::Problem& problem, std::span<const std::complex<double>> kernels,
-                                        int group_slices) {
-  GS_EXPECTS(!orders.empty(), "slice_group_matrices: no incidence");
-  SliceGroupMatrices out{int(orders.size()), grid.slices(), group_slices, int(orders[0].orders.size()), {}};
-  std::vector<int> all;
-  out.matrices = principal_submatrices(grid, orders, problem, kernels, orders[0].m1_max, orders[0].m2_max,
-                                       group_slices, all);
   return out;
 }
 
@@ -694,8 +658,7 @@ class HostPreconditioner final : public Preconditioner<Real> {
   /// P x = L⁻¹ L̄ Ā⁻¹ x (preconditioner.hpp).
   void apply(const Complex* x, Complex* y, Stream) override {
     if (averaged_only_) return apply_averaged(x, y);
-    if (inner_) inner_->apply(x, t1_.data(), Stream{});
-    else apply_averaged(x, t1_.data());
+    apply_averaged(x, t1_.data());
     apply_local_averaged(t1_.data(), t2_.data());
     apply_local(t2_.data(), y);
   }
@@ -769,9 +732,6 @@ class HostPreconditioner final : public Preconditioner<Real> {
     }
   }
 
-  public:
-  std::unique_ptr<Preconditioner<Real>> inner_;  // EXPERIMENT
-  private:
   int incidences_, orders_, slices_;
   bool averaged_only_ = false;
   std::vector<int> rhs_;
@@ -862,111 +822,6 @@ class HostCoarsePreconditioner final : public Preconditioner<Real> {
   std::size_t scratch_per_thread_ = 0;
 };
 
-/// P = A_G⁻¹ Ā_G Ā⁻¹ (make_host_group_preconditioner).
-template <class Real>
-class HostGroupPreconditioner final : public Preconditioner<Real> {
- public:
-  using typename Preconditioner<Real>::Complex;
-  HostGroupPreconditioner(AveragedMatrices averaged, SliceGroupMatrices groups, std::vector<int> rhs_incidence)
-      : rhs_(std::move(rhs_incidence)), orders_(groups.orders), group_(groups.group), groups_(groups.groups()) {
-    GS_EXPECTS(averaged.incidences == groups.incidences && averaged.orders == groups.orders &&
-                   averaged.slices == groups.slices,
-               "group preconditioner: the averaged and group parts disagree in size");
-    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < groups.incidences, "group preconditioner: rhs names an unknown incidence");
-    // Ā_G: Ā's diagonal blocks of the groups, per (incidence, order, group), (3g)² column-major.
-    const std::size_t na = std::size_t(averaged.incidences), nm = std::size_t(orders_), ng = 3 * std::size_t(group_),
-                      nbar = averaged.n();
-    group_averaged_.resize(na * nm * groups_ * ng * ng);
-    for (std::size_t am = 0; am < na * nm; ++am)
-      for (std::size_t k = 0; k < std::size_t(groups_); ++k)
-        for (std::size_t j = 0; j < ng; ++j)
-          for (std::size_t i = 0; i < ng; ++i)
-            group_averaged_[((am * groups_ + k) * ng + j) * ng + i] =
-                Complex(averaged.matrices[(am * nbar + k * ng + j) * nbar + k * ng + i]);
-    LocalMatrices none{averaged.incidences, averaged.orders, averaged.slices, {}, {}};
-    averaged_ = make_host_preconditioner<Real>(std::move(averaged), std::move(none), rhs_);
-    std::vector<int> component(groups.n());
-    for (std::size_t u = 0; u < groups.n(); ++u) component[u] = int(u / nm % 3);
-    factors_ = factor<Real>(groups.matrices, groups.n(), na * std::size_t(groups_), component,
-                            [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, groups_); });
-    std::size_t most = 0;
-    for (std::size_t a = 0; a < na; ++a) {
-      std::vector<int> mine;
-      for (std::size_t r = 0; r < rhs_.size(); ++r)
-        if (rhs_[r] == int(a)) mine.push_back(int(r));
-      most = std::max(most, mine.size());
-      rhs_of_.push_back(std::move(mine));
-    }
-#ifdef _OPENMP
-    const int threads = omp_get_max_threads();
-#else
-    const int threads = 1;
-#endif
-    scratch_per_thread_ = 4 * factors_.n * most;  // Ā_G y (complex128), then the gathered planar values
-    scratch_.resize(std::size_t(threads) * scratch_per_thread_);
-  }
-
-  [[nodiscard]] Memory memory() const override { return Memory::host; }
-
-  void apply(const Complex* x, Complex* y, Stream stream) override {
-    averaged_->apply(x, y, stream);
-    const std::size_t n = factors_.n, nm = std::size_t(orders_), nr = rhs_.size(), ng = 3 * std::size_t(group_);
-    const std::ptrdiff_t count = std::ptrdiff_t(rhs_of_.size()) * groups_;
-#pragma omp parallel for schedule(static)
-    for (std::ptrdiff_t ak = 0; ak < count; ++ak) {
-      const std::size_t a = std::size_t(ak) / groups_, k = std::size_t(ak) % groups_;
-      const std::vector<int>& mine = rhs_of_[a];
-#ifdef _OPENMP
-      double* scratch = &scratch_[std::size_t(omp_get_thread_num()) * scratch_per_thread_];
-#else
-      double* scratch = scratch_.data();
-#endif
-      std::complex<double>* t = reinterpret_cast<std::complex<double>*>(scratch);  // Ā_G y, group unknown order
-      double* re = scratch + 2 * mine.size() * n;
-      double* im = re + mine.size() * n;
-      // Group unknown u = (local slice·3 + component)·orders + order of rhs r in the batched layout.
-      const auto at = [&](std::size_t u, std::size_t r) {
-        const std::size_t pi = u / nm;
-        return ((k * group_ + pi / 3) * nr + r) * 3 * nm + (pi % 3) * nm + u % nm;
-      };
-      for (std::size_t kk = 0; kk < mine.size(); ++kk) {
-        const std::size_t r = std::size_t(mine[kk]);
-        for (std::size_t m = 0; m < nm; ++m) {
-          const Complex* block = &group_averaged_[((a * nm + m) * groups_ + k) * ng * ng];
-          for (std::size_t i = 0; i < ng; ++i) {
-            std::complex<double> v = 0;
-            for (std::size_t j = 0; j < ng; ++j)
-              v += std::complex<double>(block[j * ng + i]) * std::complex<double>(y[at(j * nm + m, r)]);
-            t[kk * n + i * nm + m] = v;
-          }
-        }
-      }
-      const int* rows = &factors_.rows[std::size_t(ak) * n];
-      for (std::size_t kk = 0; kk < mine.size(); ++kk)
-        for (std::size_t i = 0; i < n; ++i) {
-          const std::complex<double> v = t[kk * n + std::size_t(rows[i])];
-          re[kk * n + i] = v.real();
-          im[kk * n + i] = v.imag();
-        }
-      lu_solve(factors_, std::size_t(ak), re, im, mine.size());
-      const int* columns = &factors_.columns[std::size_t(ak) * n];
-      for (std::size_t kk = 0; kk < mine.size(); ++kk)
-        for (std::size_t i = 0; i < n; ++i)
-          y[at(std::size_t(columns[i]), std::size_t(mine[kk]))] = Complex(Real(re[kk * n + i]), Real(im[kk * n + i]));
-    }
-  }
-
- private:
-  std::unique_ptr<Preconditioner<Real>> averaged_;
-  std::vector<int> rhs_;
-  int orders_, group_, groups_;
-  std::vector<std::vector<int>> rhs_of_;
-  std::vector<Complex> group_averaged_;
-  LuFactors<Real> factors_;
-  std::vector<double> scratch_;
-  std::size_t scratch_per_thread_ = 0;
-};
-
 }  // namespace
 
 template <class Real>
@@ -991,23 +846,4 @@ template std::unique_ptr<Preconditioner<float>> make_host_preconditioner<float>(
 template std::unique_ptr<Preconditioner<double>> make_host_preconditioner<double>(AveragedMatrices, LocalMatrices,
                                                                                   std::vector<int>);
 
-template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_group_preconditioner(AveragedMatrices averaged, SliceGroupMatrices groups,
-                                                                     std::vector<int> rhs_incidence) {
-  return std::make_unique<HostGroupPreconditioner<Real>>(std::move(averaged), std::move(groups), std::move(rhs_incidence));
-}
-template std::unique_ptr<Preconditioner<float>> make_host_group_preconditioner<float>(AveragedMatrices,
-                                                                                      SliceGroupMatrices, std::vector<int>);
-template std::unique_ptr<Preconditioner<double>> make_host_group_preconditioner<double>(AveragedMatrices,
-                                                                                        SliceGroupMatrices, std::vector<int>);
-
-template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_product_preconditioner(std::unique_ptr<Preconditioner<Real>> inner, AveragedMatrices averaged, LocalMatrices local,
-                                                               std::vector<int> rhs_incidence) {
-  auto p = std::make_unique<HostPreconditioner<Real>>(std::move(averaged), std::move(local), std::move(rhs_incidence));
-  p->inner_ = std::move(inner);
-  return p;
-}
-template std::unique_ptr<Preconditioner<float>> make_host_product_preconditioner<float>(std::unique_ptr<Preconditioner<float>>, AveragedMatrices, LocalMatrices, std::vector<int>);
-template std::unique_ptr<Preconditioner<double>> make_host_product_preconditioner<double>(std::unique_ptr<Preconditioner<double>>, AveragedMatrices, LocalMatrices, std::vector<int>);
 }  // namespace gratingsim::physics

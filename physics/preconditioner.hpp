@@ -159,20 +159,6 @@ std::size_t coarse_preconditioner_bytes(std::size_t slices, std::size_t orders, 
 CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
                                std::span<const std::complex<double>> kernels, int mc);
 
-/// Slice groups (`slice-groups`, docs/solver.md §6.2): per (incidence a, group k) the principal
-/// submatrix A_k of A at the slices [k·g, k·g + g) and all orders, g = group dividing Nz; matrix
-/// (a·groups + k) at index ·n², n = 3·g·orders, unknown u = (local slice·3 + component)·orders + order,
-/// column-major, blocks as CoarseMatrices'. g = 1: the slice blocks L_p (in another unknown order).
-struct SliceGroupMatrices {
-  int incidences = 0, slices = 0, group = 0, orders = 0;
-  std::vector<std::complex<double>> matrices;
-  [[nodiscard]] std::size_t n() const { return std::size_t(3) * group * orders; }
-  [[nodiscard]] int groups() const { return slices / group; }
-};
-SliceGroupMatrices slice_group_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders,
-                                        const conv::Problem& problem, std::span<const std::complex<double>> kernels,
-                                        int group);
-
 /// As expect_regular_averaged for A_c per incidence.
 void expect_regular_coarse(std::span<const double> largest, std::span<const double> smallest_pivot);
 
@@ -209,19 +195,6 @@ std::unique_ptr<Preconditioner<Real>> make_host_coarse_preconditioner(std::uniqu
                                                                       CoarseMatrices coarse, std::vector<int> rhs_incidence,
                                                                       int orders);
 
-/// P = A_G⁻¹ Ā_G Ā⁻¹ on the host (docs/solver.md §6.2): Ā⁻¹ (every order, all slices coupled), then per
-/// slice group k the group's block of Ā (Ā_G: Ā with its couplings between groups dropped, per order)
-/// and the exact inverse of A's group block A_k (all orders coupled). Exact for laterally uniform
-/// structures and for groups that do not interact; g = 1 is P = L⁻¹ L̄ Ā⁻¹, g = Nz is A⁻¹.
-/// `averaged`: Ā's matrices (factored here); A_k: partial-pivoting LU in complex128, factors rounded to
-/// Real, all of an incidence's rhs in one pass over a group's factors (OpenMP over (incidence, group)).
-template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_group_preconditioner(AveragedMatrices averaged, SliceGroupMatrices groups,
-                                                                     std::vector<int> rhs_incidence);
-
-template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_product_preconditioner(std::unique_ptr<Preconditioner<Real>> inner, AveragedMatrices averaged, LocalMatrices local,
-                                                               std::vector<int> rhs_incidence);
 /// A · P as one operator (the Krylov solver sees A P; x = P u afterwards): apply enqueues P on the
 /// problem's stream, then A. `scratch` space for P x is allocated here.
 template <class Real>

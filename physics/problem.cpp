@@ -1,5 +1,3 @@
-#include <cstdlib>
-#include <string>
 #include "physics/problem.hpp"
 
 #include <cmath>
@@ -241,14 +239,6 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
   AveragedMatrices averaged = averaged_matrices(green_coefficients(discretisation_.grid, orders_),
                                                 slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
   LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
-  if (std::getenv("GS_PC_GROUP")) {  // EXPERIMENT
-    SliceGroupMatrices groups = slice_group_matrices(discretisation_.grid, orders_, pattern, kernels_, std::atoi(std::getenv("GS_PC_GROUP")));
-    return make_host_group_preconditioner<Real>(std::move(averaged), std::move(groups), rhs_incidences(layout_.rhs));
-  }
-  if (std::getenv("GS_PC_OUTER") && std::string(std::getenv("GS_PC_OUTER")) == "local") {  // EXPERIMENT
-    const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
-    no_local = local_matrices(g, pattern, kernels_, slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
-  }
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
   const bool on_device = convolution_->memory() == Memory::device;
   std::unique_ptr<Preconditioner<Real>> outer =
@@ -259,12 +249,6 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
 #if GRATINGSIM_HAVE_CUDA
   if (on_device) return make_device_coarse_preconditioner<Real>(std::move(outer), coarse, std::move(rhs_incidence), nm);
 #endif
-  if (std::getenv("GS_PC_OUTER") && std::string(std::getenv("GS_PC_OUTER")) == "product") {  // EXPERIMENT: L⁻¹ L̄ P_coarse
-    auto pc = make_host_coarse_preconditioner<Real>(std::move(outer), std::move(coarse), rhs_incidence, nm);
-    const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices));
-    const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
-    return make_host_product_preconditioner<Real>(std::move(pc), averaged_matrices(g, tensors), local_matrices(g, pattern, kernels_, tensors), std::move(rhs_incidence));
-  }
   return make_host_coarse_preconditioner<Real>(std::move(outer), std::move(coarse), std::move(rhs_incidence), nm);
 }
 
