@@ -1,12 +1,12 @@
-// The z-operator (z_operator.hpp) on the device: the same equations and sweeps as the host
-// version, one thread per (rhs, order), complex128 arithmetic on Real storage.
+// The z-operator (z_operator.hpp) on the device: the same equations as the host version, complex128
+// arithmetic on Real storage. apply(): z_sweeps, one block per 32 (rhs, order) pairs whose warps take
+// chunks of the slices and join their sweeps' linear recurrences through shared memory (the kernel's
+// comment); far_field_sums(): one thread per (rhs, order).
 //
-// Memory traffic per apply: the upward sweep reads x and c and writes y, the downward sweep reads c
-// and y and writes y (six field passes), plus the coefficients step, weight, self, depth (four
-// complex128 per incidence, slice and order) read once per sweep that uses them. Each iteration
-// issues the loads of the slice two steps ahead before computing the current one, so a thread has
-// up to three slices' loads in flight: a thread's sweep is a serial recurrence, and with only
-// rhs·orders threads (7688 for ±15 harmonics and 8 rhs) this prefetch is what hides the latency.
+// Memory traffic per apply: c and the per-slice tables step, weight, depth (four complex128 per
+// incidence, slice and order, with self) read twice, x read once, y written by the upward sweep and
+// read back and rewritten by the downward one within each chunk. Each sweep step issues the loads of
+// the slice two steps ahead before computing the current one (up to three slices' loads in flight).
 #include <complex>
 
 #include "core/device_buffer.hpp"
@@ -92,15 +92,99 @@ __device__ inline OrderSetup order_setup(const Coefficients& g, const int* rhs_i
           .pt = kz / k1, .pz = -kr / k1};
 }
 
+/// Warps per block of z_sweeps: each takes one chunk of the slices for the block's 32 (rhs, order) pairs.
+constexpr int sweep_warps = 8;
+
+/// The slices per chunk of z_sweeps for nz slices: at least 2, at most sweep_warps chunks. A function of
+/// nz alone, so that a (rhs, order)'s arithmetic, and so its result, does not depend on the batch.
+inline int sweep_chunk(int nz) { return std::max(2, (nz + sweep_warps - 1) / sweep_warps); }
+
+/// What a chunk of slices [lo, hi) contributes to the sweeps of one (rhs, order), as affine maps of the
+/// value entering it (pass 1 of z_sweeps):
+///   upward, ue_{lo−1} = a_up·ue_{hi−1} + ue (and up alike), from ue_{q−1} = e^{ikz(z_{q−1} − z_q)}
+///     (ue_q + w_q ê·s_q): each step uses slice q's own data;
+///   downward, f_{hi−1} = a_down·f_{lo−1} + fe (and fp), with f_q = de_q + w_q ê·s_q the sum over the
+///     slices above q and q itself, f_q = e^{ikz(z_{q−1} − z_q)} f_{q−1} + w_q ê·s_q, and de_q =
+///     e^{ikz(z_{q−1} − z_q)} f_{q−1};
+///   the chunk's part of the reflected sums re, rpm.
+struct ChunkMaps {
+  Cx a_up, ue, up, a_down, fe, fp, re, rpm;
+};
+
+/// y ← x + D − K (k1² J) for every (rhs, order) (z_operator.hpp): the recurrences of the upward and
+/// downward sweeps (docs/formulation.md §6) are linear, so a block takes 32 consecutive (rhs, order)
+/// pairs (lane = pair: consecutive orders read consecutive addresses) and its warps take consecutive
+/// chunks of the slices: pass 1, each warp composes its chunk's affine maps (ChunkMaps) from c and the
+/// tables alone; the block exchanges them through shared memory, and each warp folds those of the chunks
+/// below (upward) and above (downward) into its chunk's entering values, in a fixed order; pass 2, each
+/// warp runs the two sweeps over its own chunk from those values, as a single thread once ran them over
+/// all slices. Serial depth: 3·chunk slice steps instead of 2·nz (case 1's 32 slices: 12 instead of 64),
+/// with sweep_warps times the threads; traffic: c and the tables read twice (as the two serial sweeps
+/// did), x once, y written once and read back once within a chunk. Summation order differs from the
+/// host's serial sweeps (rounding only).
 template <class Real>
-__global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Complex2<Real>* __restrict__ c,
-                                               Complex2<Real>* y, Coefficients g,
-                                               const int* __restrict__ rhs_incidence, int nr, int nm, int nz,
-                                               int sc) {
+__global__ void __launch_bounds__(32 * sweep_warps) z_sweeps(const Complex2<Real>* x, const Complex2<Real>* __restrict__ c,
+                                                           Complex2<Real>* y, Coefficients g,
+                                                           const int* __restrict__ rhs_incidence, int nr, int nm,
+                                                           int nz, int sc, int chunk) {
   using V = Complex2<Real>;
-  const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
-  if (t >= nr * nm) return;
-  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc);
+  __shared__ ChunkMaps maps[sweep_warps][32];
+  const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
+  const int t = int(blockIdx.x) * 32 + lane;
+  const int lo = warp * chunk, hi = min(nz, lo + chunk), chunks = (nz + chunk - 1) / chunk;
+  const bool active = t < nr * nm && lo < hi;  // no early return: the block meets at a barrier
+  OrderSetup o{};
+  if (t < nr * nm) o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc);
+  const auto project_slice = [&](int p) {
+    V cs[3];
+    for (int comp = 0; comp < 3; ++comp) cs[comp] = c[o.c_at(p, comp)];
+    return o.project(cs);
+  };
+
+  // Pass 1: this chunk's maps, slices in increasing q.
+  if (active) {
+    ChunkMaps m{.a_up = {1, 0}, .a_down = {1, 0}};
+    for (int q = lo; q < hi; ++q) {
+      const std::size_t i = o.coef(q);
+      const Cx step = widen(g.step[i]), w = widen(g.weight[i]), d = widen(g.depth[i]);
+      const Projections sq = project_slice(q);
+      const Cx e = sq.e, minus = o.minus(sq);
+      // upward: (M_lo ∘ … ∘ M_{q−1}) ∘ M_q, M_q(u) = step_q (u + w_q v_q)
+      const Cx a = m.a_up * step;
+      m.ue += a * w * e;
+      m.up += a * w * o.plus(sq);
+      m.a_up = a;
+      // downward: f ← step_q f + w_q v_q
+      m.a_down = step * m.a_down;
+      m.fe = step * m.fe + w * e;
+      m.fp = step * m.fp + w * minus;
+      m.re += d * w * o.rs * e;
+      m.rpm += d * w * o.rp * minus;
+    }
+    maps[warp][lane] = m;
+  }
+  __syncthreads();
+  if (!active) return;
+  // The values entering this chunk: ue, up at slice hi − 1 (zero below the bottom slice), folded from
+  // the bottom chunk up; f at slice lo − 1 (zero above the top), folded from the top chunk down; the
+  // reflected sums over every chunk, in chunk order.
+  Cx ue, up, fe, fp, re, rpm;
+  for (int k = chunks - 1; k > warp; --k) {
+    const ChunkMaps& m = maps[k][lane];
+    ue = m.a_up * ue + m.ue;
+    up = m.a_up * up + m.up;
+  }
+  for (int k = 0; k < warp; ++k) {
+    const ChunkMaps& m = maps[k][lane];
+    fe = m.a_down * fe + m.fe;
+    fp = m.a_down * fp + m.fp;
+  }
+  for (int k = 0; k < chunks; ++k) {
+    re += maps[k][lane].re;
+    rpm += maps[k][lane].rpm;
+  }
+
+  // Pass 2: the two sweeps over this chunk, as the serial version ran them over all slices.
   const Cx pref = Cx{0, 1} / (2.0 * o.kz);
   const Cx kz2 = o.kz * o.kz;
   // Element (p, r, component, m) of the batched layout.
@@ -116,7 +200,8 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
     for (int comp = 0; comp < 3; ++comp) y[at(p, comp)] = V{Real(out[comp].re), Real(out[comp].im)};
   };
   // `from` is x in the upward sweep (which writes y = x + D − ..., so D is added to v there) and y
-  // in the downward one, which needs neither D nor the self coefficient.
+  // in the downward one, which needs neither D nor the self coefficient. Each step issues the loads of
+  // the slice two ahead before computing the current one.
   const auto fetch = [&](int p, const V* from, bool with_self) {
     Slice s;
     for (int comp = 0; comp < 3; ++comp) {
@@ -135,24 +220,21 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
     return s;
   };
 
-  // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p); also the
-  // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term.
-  Cx ue, up, re, rpm;
+  // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p), and the
+  // self term.
   Projections below{};
   Cx below_step, below_weight;  // e^{ikz(z_q − z_{q+1})}, w_{q+1}
-  Slice current = fetch(nz - 1, x, true), next;
-  if (nz > 1) next = fetch(nz - 2, x, true);
-  for (int q = nz - 1; q >= 0; --q) {
+  Slice current = fetch(hi - 1, x, true), next;
+  if (hi - 1 > lo) next = fetch(hi - 2, x, true);
+  for (int q = hi - 1; q >= lo; --q) {
     Slice after_next;
-    if (q > 1) after_next = fetch(q - 2, x, true);
-    if (q < nz - 1) {
+    if (q - 2 >= lo) after_next = fetch(q - 2, x, true);
+    if (q < hi - 1) {
       ue = below_step * (ue + below_weight * below.e);
       up = below_step * (up + below_weight * o.plus(below));
     }
     const Projections sq = o.project(current.c);
-    const Cx w = widen(current.weight), d = widen(current.depth), cq = widen(current.self);
-    re += d * w * o.rs * sq.e;
-    rpm += d * w * o.rp * o.minus(sq);
+    const Cx w = widen(current.weight), cq = widen(current.self);
     // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
     subtract(q, current.v, pref * ue + cq * sq.e, pref * up * o.pt + cq * kz2 * sq.t / o.k1sq,
              pref * up * o.pz + cq * (o.kr * o.kr) * sq.z / o.k1sq - sq.z / o.k1sq);
@@ -167,15 +249,18 @@ __global__ void __launch_bounds__(64) z_sweeps(const Complex2<Real>* x, const Co
   Cx de, dp;
   Projections above{};
   Cx above_weight;  // w_{q−1}
-  current = fetch(0, y, false);
-  if (nz > 1) next = fetch(1, y, false);
-  for (int q = 0; q < nz; ++q) {
+  current = fetch(lo, y, false);
+  if (lo + 1 < hi) next = fetch(lo + 1, y, false);
+  for (int q = lo; q < hi; ++q) {
     Slice after_next;
-    if (q < nz - 2) after_next = fetch(q + 2, y, false);
-    if (q > 0) {
-      const Cx s = widen(current.step);  // e^{ikz(z_{q−1} − z_q)}
+    if (q + 2 < hi) after_next = fetch(q + 2, y, false);
+    const Cx s = widen(current.step);  // e^{ikz(z_{q−1} − z_q)} (0 at q = 0)
+    if (q > lo) {
       de = s * (de + above_weight * above.e);
       dp = s * (dp + above_weight * o.minus(above));
+    } else {  // de_lo = step_lo f_{lo−1}
+      de = s * fe;
+      dp = s * fp;
     }
     const Cx dq = widen(current.depth);
     subtract(q, current.v, pref * (de + dq * re), pref * (-(o.pt * dp) + o.pt * dq * rpm),
@@ -318,9 +403,9 @@ class DeviceZOperator final : public ZOperator<Real> {
 
   void apply(const Complex* x, const Complex* c, Complex* y, Stream stream) override {
     const int pairs = nr_ * nm_;
-    z_sweeps<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
+    z_sweeps<Real><<<(pairs + 31) / 32, 32 * sweep_warps, 0, stream>>>(
         reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), coefficients(),
-        rhs_incidence_.data(), nr_, nm_, nz_, sc_);
+        rhs_incidence_.data(), nr_, nm_, nz_, sc_, sweep_chunk(nz_));
     GS_CUDA_CHECK_LAUNCH();
   }
 
