@@ -353,13 +353,13 @@ int blocks_per_rhs(const BatchLayout& l, int restart) {
   GS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::size_t shared = std::size_t(restart + 1) * sizeof(double2);
   int resident = 1 << 30, n = 0;
-  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::project, Finish::projection>,
+  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::project>,
                                                          threads_per_block, shared));
   resident = std::min(resident, n);
-  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_project, Finish::projection>,
+  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_project>,
                                                          threads_per_block, shared));
   resident = std::min(resident, n);
-  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_norm, Finish::step_end>,
+  GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_norm>,
                                                          threads_per_block, 0));
   resident = std::min(resident, n);
   const std::size_t chunks = l.slices * ((l.block + threads_per_block - 1) / threads_per_block);
