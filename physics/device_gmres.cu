@@ -3,9 +3,8 @@
 // Layout of the batched vectors as vector_space.hpp: element (slice p, rhs r, j) at (p·n_rhs + r)·block + j; a
 // "row" is one (p, r) pair. The vector kernels give each thread block one rhs (blockIdx.y) and a strided set of
 // chunks of its rows, so the rhs, its flag and its coefficients are uniform per block, and write one complex128
-// partial sum per (sum, rhs, block); the last block of a pass to finish (per rhs for the projections, over the
-// grid for the norm) adds the partial sums in block order (deterministic) and does the per-rhs scalar work
-// (Finish, StepScalars): an Arnoldi step is three pass launches, a scaling launch and the flag's copy.
+// partial sum per (sum, rhs, block); small kernels add the partial sums in block order (deterministic) on the
+// device.
 //
 // Per-rhs scalars, all complex128 (double2) or double, in device memory:
 //   H(r, column c, row i)  at hessenberg[(r·restart + c)·(restart + 1) + i]   (column-major per rhs, as the host)
@@ -41,6 +40,8 @@ namespace {
 /// Threads per block of the vector kernels, and elements per chunk of the Gram–Schmidt passes.
 constexpr int threads_per_block = 256;
 constexpr int warps_per_block = threads_per_block / 32;
+/// Threads of the one-block per-rhs kernels (arnoldi_update loops over the rhs).
+constexpr int scalar_threads = 256;
 /// Events of the last steps kept for no_rhs_in_cycle_after() (the host looks two steps back).
 constexpr int event_ring = 4;
 /// The largest restart: the project passes keep one complex128 sum per basis vector in shared memory.
@@ -71,123 +72,6 @@ __device__ double warp_sum(double v) {
   return __shfl_sync(0xffffffffu, v, 0);
 }
 
-/// What the last block of a pass does once every block's partial sums are written (the reductions that
-/// were kernels of their own: two launches fewer per Arnoldi step, which on small problems is latency).
-enum class Finish { none, projection, step_end };
-
-/// Step j's per-rhs scalars and parameters, for the finishing work of its passes (DeviceArnoldiImpl's buffers).
-struct StepScalars {
-  unsigned* arrivals = nullptr;  ///< [rhs + 1]: blocks arrived per rhs (projection), and over the grid
-                                 ///< (step end); the last block resets its counter for the next pass
-  const double2* partial = nullptr;
-  int blocks = 0, column = 0, restart = 0;
-  bool accumulate = false;  ///< projection: the second pass adds to the Hessenberg column
-  double2* hessenberg = nullptr;
-  double2* coefficient = nullptr;
-  double* rotation_c = nullptr;
-  double2* rotation_s = nullptr;
-  double2* g = nullptr;
-  int* in_cycle = nullptr;
-  int* dimension = nullptr;
-  const int* budget = nullptr;
-  const double* b_norm = nullptr;
-  double tolerance = 0;
-  double* norms = nullptr;
-  double2* scale = nullptr;
-  int* any_in_cycle = nullptr;
-};
-
-/// Whether this block is the last of `expected` to arrive at `counter` (which it then resets). Every thread
-/// fences its own writes (the partial sums) before the block counts, so the last block sees all of them;
-/// it reads them with __ldcg (L2), never through a possibly stale L1 line of an earlier pass.
-__device__ bool last_to_arrive(unsigned* counter, unsigned expected) {
-  __shared__ bool last;
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    last = atomicAdd(counter, 1u) == expected - 1;
-    if (last) *counter = 0;
-  }
-  __syncthreads();
-  return last;
-}
-
-/// Σ_b partial[b] for b < blocks by the 32 lanes of a warp (lane l adds b ≡ l mod 32 in order, then a fixed
-/// shuffle tree: deterministic); every lane gets the sum.
-__device__ double2 warp_sum_partials(const double2* partial, int blocks, int lane) {
-  double re = 0, im = 0;
-  for (int b = lane; b < blocks; b += 32) {
-    const double2 v = __ldcg(partial + b);
-    re += v.x;
-    im += v.y;
-  }
-  return {warp_sum(re), warp_sum(im)};
-}
-
-/// After a project pass over `count` basis vectors, for rhs r, warp k taking i ≡ k (mod warps):
-/// h_i = Σ_b partial[(i·rhs + r)·blocks + b] (0 for a rhs out of the cycle: summed = false); H(r, column, i) = h
-/// (first pass) or += h (second), and the next update's coefficient −h.
-__device__ void finish_projection(const StepScalars& s, int count, int rhs, int r, int lane, int warp, bool summed) {
-  for (int i = warp; i < count; i += warps_per_block) {
-    const std::size_t k = std::size_t(i) * rhs + r;
-    const double2 h = summed ? warp_sum_partials(s.partial + k * s.blocks, s.blocks, lane) : double2{0, 0};
-    if (lane != 0) continue;
-    double2& entry = s.hessenberg[(std::size_t(r) * s.restart + s.column) * (s.restart + 1) + i];
-    entry = s.accumulate ? add(entry, h) : h;
-    s.coefficient[k] = scaled(-1, h);
-  }
-}
-
-/// The end of Arnoldi step `column`, by the grid's last block: its warps add the norm pass's partial sums per
-/// rhs into norms[r] (= ‖w_r‖²), then one thread per rhs (looping over the rhs): ‖w‖ = sqrt(norms[r]);
-/// scale[r] = 1/‖w‖ for rhs in the cycle with ‖w‖ > 0, else 0 (w is then zeroed, as on the host); for rhs in the
-/// cycle, H(j + 1, j) = ‖w‖, the previous rotations and a new one applied to column j and the new one to g,
-/// dimension j + 1, and the rhs leaves the cycle when |g_{j+1}|/‖b‖ ≤ tolerance, ‖w‖ = 0 (happy breakdown) or its
-/// step budget is spent. any_in_cycle = whether some rhs is still in the cycle.
-__device__ void end_step(const StepScalars& s, const double2* partial, int rhs) {
-  const int lane = int(threadIdx.x) % 32, j = s.column;
-  for (int r = int(threadIdx.x) / 32; r < rhs; r += int(blockDim.x) / 32) {
-    const double squares = warp_sum_partials(partial + std::size_t(r) * s.blocks, s.blocks, lane).x;
-    if (lane == 0) s.norms[r] = squares;
-  }
-  __syncthreads();  // norms (global memory) written by this block are visible to all its threads
-  int any = 0;
-  for (int r = int(threadIdx.x); r < rhs; r += blockDim.x) {
-    const double hn = sqrt(s.norms[r]);
-    const bool in = s.in_cycle[r] != 0;
-    s.scale[r] = {in && hn > 0 ? 1.0 / hn : 0.0, 0};
-    if (in) {
-      double2* col = s.hessenberg + (std::size_t(r) * s.restart + j) * (s.restart + 1);
-      double* c = s.rotation_c + std::size_t(r) * s.restart;
-      double2* sn = s.rotation_s + std::size_t(r) * s.restart;
-      double2* gr = s.g + std::size_t(r) * (s.restart + 1);
-      col[j + 1] = {hn, 0};
-      for (int i = 0; i < j; ++i) rotate(c[i], sn[i], col[i], col[i + 1]);
-      // The rotation zeroing b in (a, b): c = |a|/ρ, s = (a/|a|)·conj(b)/ρ, ρ = sqrt(|a|² + |b|²).
-      const double2 a = col[j], b = col[j + 1];
-      if (is_zero(b)) {
-        c[j] = 1;
-        sn[j] = {0, 0};
-      } else if (is_zero(a)) {
-        c[j] = 0;
-        sn[j] = {1, 0};
-      } else {
-        const double abs_a = magnitude(a), rho = hypot(abs_a, magnitude(b));
-        c[j] = abs_a / rho;
-        sn[j] = scaled(1 / rho, mul(scaled(1 / abs_a, a), conjugate(b)));
-      }
-      rotate(c[j], sn[j], col[j], col[j + 1]);
-      rotate(c[j], sn[j], gr[j], gr[j + 1]);
-      s.dimension[r] = j + 1;
-      const double estimate = magnitude(gr[j + 1]) / s.b_norm[r];
-      if (estimate <= s.tolerance || hn == 0 || j + 1 >= s.budget[r]) s.in_cycle[r] = 0;
-      any = any || s.in_cycle[r] != 0;
-    }
-  }
-  any = __syncthreads_or(any);
-  if (threadIdx.x == 0) *s.any_in_cycle = any;
-}
-
 /// What one pass over the basis V_0..V_{count−1} does to w, per rhs r:
 ///   project:           sums_i = Σ conj(V_i)·w                            (CGS pass 1: h = Vᴴ w)
 ///   subtract_project:  w += Σ a_i V_i, then sums_i = Σ conj(V_i)·w       (pass-1 update fused with pass-2 dots)
@@ -205,12 +89,11 @@ enum class Pass { project, subtract_project, subtract_norm, update };
 /// L2; blocks_per_rhs() is the knob if the profile shows the re-read reaching DRAM.) Sums in double; partial
 /// sums to partial[(i·rhs + r)·gridDim.x + blockIdx.x] (norm: partial[r·gridDim.x + blockIdx.x].x).
 /// Dynamic shared memory: count complex128 sums for the project passes.
-template <class Real, Pass pass, Finish finish = Finish::none>
+template <class Real, Pass pass>
 __global__ void __launch_bounds__(threads_per_block)
     gram_schmidt_pass(const Complex2<Real>* __restrict__ basis, std::size_t stride, int count,
                       Complex2<Real>* __restrict__ w, const double2* __restrict__ coefficient,
-                      const int* in_cycle, double2* __restrict__ partial, int slices, int rhs, int block,
-                      StepScalars step = {}) {
+                      const int* __restrict__ in_cycle, double2* __restrict__ partial, int slices, int rhs, int block) {
   using V = Complex2<Real>;
   constexpr bool subtract = pass != Pass::project;
   constexpr bool project = pass == Pass::project || pass == Pass::subtract_project;
@@ -219,14 +102,8 @@ __global__ void __launch_bounds__(threads_per_block)
   __shared__ V chunk[threads_per_block];
   __shared__ double warp_norms[warps_per_block];
   const int r = int(blockIdx.y);
+  if (in_cycle != nullptr && in_cycle[r] == 0) return;  // uniform per block: before any barrier
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
-  if (in_cycle != nullptr && in_cycle[r] == 0) {  // uniform per block: before any barrier
-    if constexpr (finish == Finish::projection)
-      if (blockIdx.x == 0) finish_projection(step, count, rhs, r, lane, warp, false);
-    if constexpr (finish == Finish::step_end)  // every block counts, so that the last one finishes the step
-      if (last_to_arrive(step.arrivals + rhs, gridDim.x * gridDim.y)) end_step(step, partial, rhs);
-    return;
-  }
   if constexpr (project) {
     for (int i = int(threadIdx.x); i < count; i += blockDim.x) sums[i] = {0, 0};
     __syncthreads();
@@ -290,10 +167,34 @@ __global__ void __launch_bounds__(threads_per_block)
       partial[std::size_t(r) * gridDim.x + blockIdx.x] = {total, 0};
     }
   }
-  if constexpr (finish == Finish::projection)
-    if (last_to_arrive(step.arrivals + r, gridDim.x)) finish_projection(step, count, rhs, r, lane, warp, true);
-  if constexpr (finish == Finish::step_end)
-    if (last_to_arrive(step.arrivals + rhs, gridDim.x * gridDim.y)) end_step(step, partial, rhs);
+}
+
+/// Σ_b partial[b] for b < blocks by the 32 lanes of a warp (lane l adds b ≡ l mod 32 in order, then a fixed
+/// shuffle tree: deterministic); every lane gets the sum.
+__device__ double2 warp_sum_partials(const double2* __restrict__ partial, int blocks, int lane) {
+  double re = 0, im = 0;
+  for (int b = lane; b < blocks; b += 32) {
+    re += partial[b].x;
+    im += partial[b].y;
+  }
+  return {warp_sum(re), warp_sum(im)};
+}
+
+/// After a project pass over `count` basis vectors, one warp per k = i·rhs + r: h = Σ_b partial[k·blocks + b],
+/// h = 0 for rhs out of the cycle; H(r, column, i) = h (first pass) or += h (second), and the next update's
+/// coefficient −h.
+__global__ void finish_projection(const double2* __restrict__ partial, int blocks, int count, int rhs,
+                                  const int* __restrict__ in_cycle, double2* __restrict__ hessenberg, int column,
+                                  int restart, bool accumulate, double2* __restrict__ coefficient) {
+  const int k = int((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int(threadIdx.x) % 32;
+  if (k >= count * rhs) return;  // uniform per warp
+  const int i = k / rhs, r = k % rhs;
+  double2 h{0, 0};
+  if (in_cycle[r] != 0) h = warp_sum_partials(partial + std::size_t(k) * blocks, blocks, lane);
+  if (lane != 0) return;
+  double2& entry = hessenberg[(std::size_t(r) * restart + column) * (restart + 1) + i];
+  entry = accumulate ? add(entry, h) : h;
+  coefficient[k] = scaled(-1, h);
 }
 
 /// Starts a cycle: g = β e_1, the flags and the dimension reached, per rhs.
@@ -305,6 +206,60 @@ __global__ void start_cycle_scalars(const double* __restrict__ beta, const int* 
   for (int i = 0; i <= restart; ++i) g[std::size_t(r) * (restart + 1) + i] = {i == 0 ? beta[r] : 0.0, 0};
   in_cycle[r] = budget[r] > 0 ? 1 : 0;
   dimension[r] = 0;
+}
+
+/// The end of Arnoldi step j, in one block: the warps add the norm pass's partial sums per rhs into norms[r]
+/// (= ‖w_r‖²), then one thread per rhs (looping over the rhs): ‖w‖ = sqrt(norms[r]); scale[r] = 1/‖w‖ for rhs in the cycle with ‖w‖ > 0, else 0 (w is then zeroed, as on the host);
+/// for rhs in the cycle, H(j + 1, j) = ‖w‖, the previous rotations and a new one applied to column j and the
+/// new one to g, dimension j + 1, and the rhs leaves the cycle when |g_{j+1}|/‖b‖ ≤ tolerance, ‖w‖ = 0 (happy
+/// breakdown) or its step budget is spent. any_in_cycle = whether some rhs is still in the cycle.
+__global__ void __launch_bounds__(scalar_threads)
+    arnoldi_update(const double2* __restrict__ partial, int blocks, int rhs, int j, int restart,
+                   double2* __restrict__ hessenberg, double* __restrict__ rotation_c, double2* __restrict__ rotation_s,
+                   double2* __restrict__ g, int* __restrict__ in_cycle, int* __restrict__ dimension,
+                   const int* __restrict__ budget, const double* __restrict__ b_norm, double tolerance,
+                   double* __restrict__ norms, double2* __restrict__ scale, int* __restrict__ any_in_cycle) {
+  const int lane = int(threadIdx.x) % 32;
+  for (int r = int(threadIdx.x) / 32; r < rhs; r += int(blockDim.x) / 32) {
+    const double squares = warp_sum_partials(partial + std::size_t(r) * blocks, blocks, lane).x;
+    if (lane == 0) norms[r] = squares;
+  }
+  __syncthreads();  // norms (global memory) written by this block are visible to all its threads
+  int any = 0;
+  for (int r = int(threadIdx.x); r < rhs; r += blockDim.x) {
+    const double hn = sqrt(norms[r]);
+    const bool in = in_cycle[r] != 0;
+    scale[r] = {in && hn > 0 ? 1.0 / hn : 0.0, 0};
+    if (in) {
+      double2* col = hessenberg + (std::size_t(r) * restart + j) * (restart + 1);
+      double* c = rotation_c + std::size_t(r) * restart;
+      double2* s = rotation_s + std::size_t(r) * restart;
+      double2* gr = g + std::size_t(r) * (restart + 1);
+      col[j + 1] = {hn, 0};
+      for (int i = 0; i < j; ++i) rotate(c[i], s[i], col[i], col[i + 1]);
+      // The rotation zeroing b in (a, b): c = |a|/ρ, s = (a/|a|)·conj(b)/ρ, ρ = sqrt(|a|² + |b|²).
+      const double2 a = col[j], b = col[j + 1];
+      if (is_zero(b)) {
+        c[j] = 1;
+        s[j] = {0, 0};
+      } else if (is_zero(a)) {
+        c[j] = 0;
+        s[j] = {1, 0};
+      } else {
+        const double abs_a = magnitude(a), rho = hypot(abs_a, magnitude(b));
+        c[j] = abs_a / rho;
+        s[j] = scaled(1 / rho, mul(scaled(1 / abs_a, a), conjugate(b)));
+      }
+      rotate(c[j], s[j], col[j], col[j + 1]);
+      rotate(c[j], s[j], gr[j], gr[j + 1]);
+      dimension[r] = j + 1;
+      const double estimate = magnitude(gr[j + 1]) / b_norm[r];
+      if (estimate <= tolerance || hn == 0 || j + 1 >= budget[r]) in_cycle[r] = 0;
+      any = any || in_cycle[r] != 0;
+    }
+  }
+  any = __syncthreads_or(any);
+  if (threadIdx.x == 0) *any_in_cycle = any;
 }
 
 /// w_r *= scale[r], grid (slices, rhs).
@@ -397,7 +352,6 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
         budget_(rhs_),
         dimension_(rhs_),
         any_in_cycle_(restart),
-        arrivals_(std::size_t(rhs_) + 1),
         beta_host_(rhs_),
         budget_host_(rhs_),
         dimension_host_(rhs_),
@@ -423,7 +377,6 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
       GS_CUDA_TRY(cudaMemsetAsync(buffer->data(), 0, buffer->bytes(), stream_));
     GS_CUDA_TRY(cudaMemsetAsync(rotation_c_.data(), 0, rotation_c_.bytes(), stream_));
     GS_CUDA_TRY(cudaMemsetAsync(in_cycle_.data(), 0, in_cycle_.bytes(), stream_));
-    GS_CUDA_TRY(cudaMemsetAsync(arrivals_.data(), 0, arrivals_.bytes(), stream_));
     for (cudaEvent_t& e : events_) GS_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     graphs_.assign(std::size_t(restart), nullptr);
   }
@@ -509,20 +462,25 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     const int count = j + 1;
     V* w = reinterpret_cast<V*>(space_.data(first_basis_ + j + 1));
     const std::size_t sums_bytes = std::size_t(count) * sizeof(double2);
-    StepScalars scalars{.arrivals = arrivals_.data(), .partial = partial_.data(), .blocks = blocks_, .column = j,
-                        .restart = restart_, .accumulate = false, .hessenberg = hessenberg_.data(),
-                        .coefficient = coefficient_.data(), .rotation_c = rotation_c_.data(),
-                        .rotation_s = rotation_s_.data(), .g = g_.data(), .in_cycle = in_cycle_.data(),
-                        .dimension = dimension_.data(), .budget = budget_.data(), .b_norm = b_norm_.data(),
-                        .tolerance = tolerance_, .norms = norms_.data(), .scale = scale_.data(),
-                        .any_in_cycle = any_in_cycle_.data() + j};
-    // CGS pass 1: h = Vᴴ w, its last block per rhs forming H's column and the coefficients −h.
-    pass<Pass::project, Finish::projection>(count, w, sums_bytes, scalars);
+    const int finish_blocks = (count * rhs_ + 7) / 8;  // one warp per (basis vector, rhs), 8 warps per block
+    // CGS pass 1: h = Vᴴ w.
+    pass<Pass::project>(count, w, sums_bytes);
+    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
+                                                          hessenberg_.data(), j, restart_, false, coefficient_.data());
+    GS_CUDA_CHECK_LAUNCH();
     // w −= V h, and pass 2: h' = Vᴴ w (H column += h').
-    scalars.accumulate = true;
-    pass<Pass::subtract_project, Finish::projection>(count, w, sums_bytes, scalars);
-    // w −= V h', and ‖w‖; the grid's last block ends the step (Givens update, flags, the scale 1/‖w‖).
-    pass<Pass::subtract_norm, Finish::step_end>(count, w, 0, scalars);
+    pass<Pass::subtract_project>(count, w, sums_bytes);
+    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
+                                                          hessenberg_.data(), j, restart_, true, coefficient_.data());
+    GS_CUDA_CHECK_LAUNCH();
+    // w −= V h', and ‖w‖.
+    pass<Pass::subtract_norm>(count, w, 0);
+    arnoldi_update<<<1, scalar_threads, 0, stream_>>>(partial_.data(), blocks_, rhs_, j, restart_, hessenberg_.data(),
+                                                      rotation_c_.data(), rotation_s_.data(), g_.data(),
+                                                      in_cycle_.data(), dimension_.data(), budget_.data(),
+                                                      b_norm_.data(), tolerance_, norms_.data(), scale_.data(),
+                                                      any_in_cycle_.data() + j);
+    GS_CUDA_CHECK_LAUNCH();
     scale_rows<Real><<<dim3(unsigned(layout_.slices), unsigned(rhs_)), threads_per_block, 0, stream_>>>(
         w, scale_.data(), rhs_, int(layout_.block));
     GS_CUDA_CHECK_LAUNCH();
@@ -552,12 +510,12 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     return exec;
   }
 
-  template <Pass kind, Finish finish>
-  void pass(int count, V* w, std::size_t shared_bytes, const StepScalars& scalars) {
+  template <Pass kind>
+  void pass(int count, V* w, std::size_t shared_bytes) {
     const dim3 grid{unsigned(blocks_), unsigned(rhs_)};
-    gram_schmidt_pass<Real, kind, finish><<<grid, threads_per_block, shared_bytes, stream_>>>(
+    gram_schmidt_pass<Real, kind><<<grid, threads_per_block, shared_bytes, stream_>>>(
         basis_, stride_, count, w, coefficient_.data(), in_cycle_.data(), partial_.data(), int(layout_.slices), rhs_,
-        int(layout_.block), scalars);
+        int(layout_.block));
     GS_CUDA_CHECK_LAUNCH();
   }
 
@@ -575,7 +533,6 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
   DeviceBuffer<double2> rotation_s_, coefficient_, partial_, scale_;
   DeviceBuffer<double> b_norm_, beta_, norms_;
   DeviceBuffer<int> in_cycle_, budget_, dimension_, any_in_cycle_;
-  DeviceBuffer<unsigned> arrivals_;  // the passes' arrival counters (StepScalars), zero between passes
   PinnedBuffer<double> beta_host_;
   PinnedBuffer<int> budget_host_, dimension_host_, any_in_cycle_host_;
   cudaEvent_t events_[event_ring] = {};
