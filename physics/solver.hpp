@@ -82,9 +82,9 @@ struct SolverOptions {
   std::size_t memory_limit_bytes = std::size_t(16) << 30;
 };
 
-/// One wavelength's unknowns (3 components × orders × slices of the finest grid × right-hand sides)
-/// from which device backends solve each wavelength on its own when max_wavelengths_per_batch is
-/// automatic. A batch applies A to every wavelength until its slowest converges; it pays where one
+/// One member's unknowns (one wavelength of one structure: 3 components × orders × slices of the
+/// finest grid × right-hand sides) from which device backends solve each member on its own when
+/// max_wavelengths_per_batch is automatic. A batch applies A to every wavelength until its slowest converges; it pays where one
 /// wavelength's products are launch-bound. Measured on an H100 (session 10, gpu-fused, one wavelength
 /// against batches of 4–6 per problem, sweep of 5 runs each, app/work_units.hpp's units):
 /// configs/default.yaml (3e3 unknowns per wavelength) 361 → 535 points/s (medians); si_lines_metrology
