@@ -159,44 +159,65 @@ Eigen::MatrixXd GratingModel::evaluate(const std::vector<Eigen::VectorXd>& point
   Eigen::MatrixXd out = Eigen::MatrixXd::Constant(Eigen::Index(outputs()), Eigen::Index(points.size()),
                                                   std::numeric_limits<double>::quiet_NaN());
   const io::Case& c = problem_.source;
+  // Every point's grating; a point whose grating is invalid (io::CaseError) is left out: the fit avoids it.
+  std::vector<physics::Structure> structures;
+  std::vector<std::size_t> column;  // the point of structures[k]
   for (std::size_t k = 0; k < points.size(); ++k) {
     GS_EXPECTS(std::size_t(points[k].size()) == floating_.size(), "one value per floating parameter");
     std::vector<double> axes;
     for (const io::ParameterAxis& axis : c.parameters) axes.push_back(c.parameter_values.at(axis.name));
     for (std::size_t j = 0; j < floating_.size(); ++j) axes[floating_[j]] = points[k][Eigen::Index(j)];
-    physics::Structure structure;
     try {
-      structure = io::case_at(c, axes).structure;
-    } catch (const InvalidArgument& e) {  // an invalid grating there (io::CaseError): the fit avoids it
+      structures.push_back(io::case_at(c, axes).structure);
+      column.push_back(k);
+    } catch (const InvalidArgument& e) {
       note(user_message(e));
-      continue;
     }
-    for (const SolveGroup& g : groups_) {
+  }
+  if (structures.empty()) return out;
+  for (const SolveGroup& g : groups_) {
+    // Frozen auto settings: the group's M1, M2 and every layer's slices × its factor.
+    physics::SolverOptions options = problem_.solver;
+    std::vector<physics::Structure> finer;
+    if (g.frozen) {
+      options.m1 = g.frozen->harmonics_x;
+      options.m2 = g.frozen->harmonics_y;
+      if (g.frozen->slice_factor > 1) {
+        finer = structures;
+        for (physics::Structure& structure : finer)
+          for (physics::Layer& layer : structure.layers) layer.slices *= g.frozen->slice_factor;  // as the ladder does
+      }
+    }
+    const std::vector<physics::Structure>& solved_structures = finer.empty() ? structures : finer;
+    // Every point's structure in one call: the points' (structure, wavelength) members share batched
+    // problems (physics::solve(pairs)). Where that call throws, each point is solved alone, so that a
+    // failure costs only its own point's rows, as one call per point did.
+    std::vector<physics::SolveResult> solved(solved_structures.size());
+    std::vector<bool> failed(solved_structures.size(), false);
+    try {
+      std::vector<physics::StructureIncidences> pairs;
+      for (const physics::Structure& structure : solved_structures) pairs.push_back({structure, g.incidences});
       ++batches_;
-      // Frozen auto settings: the group's M1, M2 and every layer's slices × its factor.
-      physics::SolverOptions options = problem_.solver;
-      physics::Structure finer;
-      if (g.frozen) {
-        options.m1 = g.frozen->harmonics_x;
-        options.m2 = g.frozen->harmonics_y;
-        if (g.frozen->slice_factor > 1) {
-          finer = structure;
-          for (physics::Layer& layer : finer.layers) layer.slices *= g.frozen->slice_factor;  // as the ladder does
+      solved = physics::solve(pairs, options);
+    } catch (const Error&) {
+      for (std::size_t k = 0; k < solved_structures.size(); ++k) {
+        try {
+          ++batches_;
+          solved[k] = physics::solve(solved_structures[k], g.incidences, options);
+        } catch (const Error& e) {
+          failed[k] = true;
+          ++failed_solves_;
+          std::ostringstream os;
+          os << "solve at " << wavelengths_of(g.incidences) << " failed: " << user_message(e);
+          note(os.str());
         }
       }
-      physics::SolveResult solved;
-      try {
-        solved = physics::solve(g.frozen && g.frozen->slice_factor > 1 ? finer : structure, g.incidences, options);
-      } catch (const Error& e) {
-        ++failed_solves_;
-        std::ostringstream os;
-        os << "solve at " << wavelengths_of(g.incidences) << " failed: " << user_message(e);
-        note(os.str());
-        continue;
-      }
+    }
+    for (std::size_t k = 0; k < solved.size(); ++k) {
+      if (failed[k]) continue;
       std::vector<bool> converged(g.incidences.size(), true);
       for (std::size_t i = 0; i < g.incidences.size(); ++i)
-        for (const auto& solve : solved.incidences[i].solves)
+        for (const auto& solve : solved[k].incidences[i].solves)
           converged[i] = converged[i] && solve[physics::s_pol].converged && solve[physics::p_pol].converged;
       for (std::size_t r = 0; r < g.rows.size(); ++r) {
         const std::size_t i = g.incidence_of_row[r];
@@ -208,13 +229,13 @@ Eigen::MatrixXd GratingModel::evaluate(const std::vector<Eigen::VectorXd>& point
           note(os.str());
           continue;
         }
-        const physics::Ellipsometry& e = solved.incidences[i].zeroth_order;
+        const physics::Ellipsometry& e = solved[k].incidences[i].zeroth_order;
         for (std::size_t q = 0; q < quantities; ++q) {
           const int source = sources_[q];
           const double value = source == -1   ? e.psi_deg
                                : source == -2 ? e.delta_deg
                                               : e.mueller[std::size_t(source / 4)][std::size_t(source % 4)];
-          out(Eigen::Index(g.rows[r] * quantities + q), Eigen::Index(k)) = value;
+          out(Eigen::Index(g.rows[r] * quantities + q), Eigen::Index(column[k])) = value;
         }
       }
     }

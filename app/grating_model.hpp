@@ -5,11 +5,16 @@
 //
 // One evaluate() call takes every parameter vector the fit sends at once (a Jacobian's perturbed points,
 // or an iteration's trial steps). Each vector's grating is built by io::case_at (the case's text read at
-// those values, through every check of a case file); then every measured row is solved in one
-// physics::solve call per parameter vector (the run's solver options: the backend, precision and
-// tolerances `run` would use), all wavelengths batched together: a GPU solves the spectrum at once
-// instead of one launch-bound solve per wavelength. With frozen auto numerics, wavelengths whose
-// harmonics and slices differ cannot share a solve: one call per distinct setting.
+// those values, through every check of a case file); then every measured row of every vector is solved
+// in ONE physics::solve(pairs) call (the run's solver options: the backend, precision and tolerances
+// `run` would use): each (grating, wavelength) is a member of the batched problems that solve forms
+// (physics/solver.hpp: members of equal slice count and lattice share a batch, as many as memory and
+// max_wavelengths_per_batch allow; automatic: on device backends for problems below
+// physics::device_batch_unknowns, one member per problem on host backends), so a GPU solves a
+// Jacobian's perturbed spectra at once instead of one launch-bound solve per vector and wavelength.
+// Where that call throws, each vector is solved alone, so that a failure costs only its own column.
+// With frozen auto numerics, wavelengths whose harmonics and slices differ cannot share a solve: one
+// call per distinct setting.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -57,7 +62,8 @@ class GratingModel : public fitting::BatchModel {
   /// What failed so far, in words (at most a few of each kind; counts in failed_solves()).
   [[nodiscard]] const std::vector<std::string>& notes() const { return notes_; }
   [[nodiscard]] std::size_t failed_solves() const { return failed_solves_; }
-  /// Batched solves made (one per parameter vector, or per parameter vector and distinct frozen setting).
+  /// physics::solve calls made (one per evaluate() and distinct frozen setting; one more per vector where
+  /// that call threw).
   [[nodiscard]] std::size_t batches() const { return batches_; }
 
  private:

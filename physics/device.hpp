@@ -122,7 +122,7 @@ std::unique_ptr<DeviceArnoldi<Real>> make_device_arnoldi(VectorSpace<Real>& spac
 /// coefficients (k1 per incidence: a batch of wavelengths, problem.hpp) are uploaded once here,
 /// transposed to [incidence][slice][order] so that the threads
 /// of a warp (consecutive orders) read consecutive addresses; the per-slice tables (step, weight,
-/// self, depth) are computed on the device from kz and coefficients.grid, by the host's expressions
+/// self, depth) are computed on the device from kz and coefficients.grids (each member's), by the host's expressions
 /// (whether or not `coefficients` holds them: green_coefficients(..., SliceTables::none) suffices).
 /// source_components as for make_host_z_operator.
 template <class Real>

@@ -305,7 +305,8 @@ __global__ void __launch_bounds__(64) far_field_sums_kernel(const Complex2<Real>
 }
 
 /// The per-slice tables of GreenCoefficients (z_operator.hpp), the same expressions as the host's,
-/// one thread per (incidence a, slice p, order m), written at (a·slices + p)·orders + m:
+/// one thread per (incidence a, slice p, order m), written at (a·slices + p)·orders + m, on the grid of
+/// a's member (z and thickness per (member, slice), incidences_per_member incidences each):
 ///   step = e^{ikz(z_{p−1} − z_p)} (0 at p = 0), weight = Δ_p sinc(kzΔ_p/2), self = (e^{ikzΔ_p/2} − 1)/kz²,
 ///   depth = e^{ikz z_p}.
 __device__ inline Cx exp_i(Cx u) {  // e^{iu}
@@ -327,12 +328,15 @@ __device__ inline Cx expm1_i(Cx v) {  // e^{iv} − 1 without cancellation near 
   return {expm1(re) * cos(im) - 2 * s * s, exp(re) * sin(im)};
 }
 
-__global__ void green_tables(const double2* __restrict__ kz_of, const double* __restrict__ z,
-                             const double* __restrict__ thickness, int incidences, int nz, int nm, double2* step,
-                             double2* weight, double2* self, double2* depth) {
+__global__ void green_tables(const double2* __restrict__ kz_of, const double* __restrict__ member_z,
+                             const double* __restrict__ member_thickness, int incidences, int incidences_per_member,
+                             int nz, int nm, double2* step, double2* weight, double2* self, double2* depth) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= std::size_t(incidences) * nz * nm) return;
   const int m = int(i % nm), p = int(i / nm % nz), a = int(i / (std::size_t(nm) * nz));
+  const std::size_t grid = std::size_t(a / incidences_per_member) * nz;  // a's member's grid
+  const double* z = member_z + grid;
+  const double* thickness = member_thickness + grid;
   const Cx kz = widen(kz_of[std::size_t(a) * nm + m]);
   const double d = thickness[p];
   const Cx st = p == 0 ? Cx{} : exp_i(kz * (z[p - 1] - z[p]));
@@ -381,17 +385,24 @@ class DeviceZOperator final : public ZOperator<Real> {
     tx_.upload(g.tx);
     ty_.upload(g.ty);
     krho_.upload(g.krho);
-    // The per-slice tables, computed here from kz and the grid (the host need not build, transpose
-    // and upload 4 × incidences × orders × slices complex128: 63 MB for problem case 3).
-    GS_EXPECTS(int(g.grid.z.size()) == nz_ && int(g.grid.thickness.size()) == nz_,
-               "z-operator: the coefficients' grid does not match their slices");
-    DeviceBuffer<double> z(g.grid.z.size()), thickness(g.grid.thickness.size());
-    z.upload(g.grid.z);
-    thickness.upload(g.grid.thickness);
+    // The per-slice tables, computed here from kz and the members' grids (the host need not build,
+    // transpose and upload 4 × incidences × orders × slices complex128: 63 MB for problem case 3).
+    GS_EXPECTS(int(g.grids.size()) == g.members && g.incidences % g.members == 0,
+               "z-operator: one grid per member, equally many incidences each");
+    std::vector<double> member_z, member_thickness;  // [member·slices + p]
+    for (const ZGrid& grid : g.grids) {
+      GS_EXPECTS(int(grid.z.size()) == nz_ && int(grid.thickness.size()) == nz_,
+                 "z-operator: the coefficients' grids do not match their slices");
+      member_z.insert(member_z.end(), grid.z.begin(), grid.z.end());
+      member_thickness.insert(member_thickness.end(), grid.thickness.begin(), grid.thickness.end());
+    }
+    DeviceBuffer<double> z(member_z.size()), thickness(member_thickness.size());
+    z.upload(member_z);
+    thickness.upload(member_thickness);
     constexpr int table_threads = 256;
     green_tables<<<unsigned((per_slice_ + table_threads - 1) / table_threads), table_threads, 0, cudaStreamPerThread>>>(
-        kz_.data(), z.data(), thickness.data(), g.incidences, nz_, nm_, step_.data(), weight_.data(), self_.data(),
-        depth_.data());
+        kz_.data(), z.data(), thickness.data(), g.incidences, g.incidences / g.members, nz_, nm_, step_.data(),
+        weight_.data(), self_.data(), depth_.data());
     GS_CUDA_CHECK_LAUNCH();
     rhs_incidence_.upload(rhs_incidence);
     // The tables' kernel runs on this thread's default stream, which the problem's (non-blocking)

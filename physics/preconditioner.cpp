@@ -266,12 +266,13 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
   return out;
 }
 
-CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
+CoarseMatrices coarse_matrices(std::span<const ZGrid> grids, std::span<const FloquetOrders> orders, const conv::Problem& problem,
                                std::span<const std::complex<double>> kernels, int mc) {
   using C = std::complex<double>;
   GS_EXPECTS(!orders.empty() && mc >= 1, "coarse_matrices: no incidence, or no coarse harmonics");
   const int m1 = orders[0].m1_max, m2 = orders[0].m2_max, mc1 = std::min(mc, m1), mc2 = std::min(mc, m2);
-  const int nz = grid.slices(), na = int(orders.size());
+  GS_EXPECTS(!grids.empty(), "coarse_matrices: no grid");
+  const int nz = grids[0].slices(), na = int(orders.size());
   GS_EXPECTS(problem.n1 == 2 * m1 + 1 && problem.n2 == 2 * m2 + 1 && kernels.size() == problem.kernels_total(),
              "coarse_matrices: sizes of the problem, kernels and orders disagree");
   CoarseMatrices out{na, nz, mc1, mc2, {}, {}};
@@ -294,7 +295,7 @@ CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders>
   }
   MeanTensors identity;
   for (int i = 0; i < 3; ++i) identity.c[i * 4] = 1.0;
-  const GreenCoefficients coefficients = green_coefficients(grid, restricted);
+  const GreenCoefficients coefficients = green_coefficients(grids, restricted);
   // The kernels of incidence a's slice p: engine slice p·members + member (problem.hpp).
   const int members = coefficients.members;
   GS_EXPECTS(problem.slices == nz * members, "coarse_matrices: the problem's slices are not slices × members");

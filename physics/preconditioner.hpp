@@ -153,10 +153,10 @@ int coarse_harmonics(int slices, int m1, int m2);
 std::size_t coarse_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
                                         std::size_t coarse_unknowns, std::size_t real_bytes);
 
-/// Assembles A_c for coarse harmonics Mc (as coarse_unknowns) from the problem's grid, orders (all
-/// incidences, members as green_coefficients finds them), convolution problem and kernels (per engine
+/// Assembles A_c for coarse harmonics Mc (as coarse_unknowns) from the problem's grids (one per
+/// member), orders (all incidences, one run per member), convolution problem and kernels (per engine
 /// slice p·members + member, problem.hpp).
-CoarseMatrices coarse_matrices(const ZGrid& grid, std::span<const FloquetOrders> orders, const conv::Problem& problem,
+CoarseMatrices coarse_matrices(std::span<const ZGrid> grids, std::span<const FloquetOrders> orders, const conv::Problem& problem,
                                std::span<const std::complex<double>> kernels, int mc);
 
 /// As expect_regular_averaged for A_c per incidence.

@@ -12,39 +12,84 @@ namespace {
 constexpr std::complex<double> I{0.0, 1.0};
 }
 
-template <class Real>
-DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences,
-                                       const ProblemSettings& settings, int slice_factor,
-                                       std::vector<std::string>& warnings)
-    : formulation_(settings.formulation), discretisation_(discretise(structure, slice_factor)) {
-  using C = std::complex<double>;
-  const auto lap = [&](Phase phase) {
-    if (settings.timer) settings.timer->lap(phase);
-  };
+namespace {
+
+/// The members of one structure's incidences: runs of one wavelength, each as long as the first
+/// (problem.hpp; InvalidArgument otherwise).
+std::vector<ProblemMember> wavelength_runs(const Structure& structure, std::span<const Incidence> incidences,
+                                           std::vector<std::string>& warnings) {
   GS_EXPECTS(!incidences.empty(), "no incidence to solve");
-  GS_EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
-  // Members: runs of one wavelength, each as long as the first (problem.hpp).
   std::size_t per_member = 1;
   while (per_member < incidences.size() && incidences[per_member].wavelength == incidences[0].wavelength) ++per_member;
   const std::string runs = "the incidences of one problem must come in runs of one wavelength, equally many per wavelength";
   GS_EXPECTS(incidences.size() % per_member == 0, runs);
-  members_ = int(incidences.size() / per_member);
-  std::vector<double> wavelengths;  // per member
-  std::vector<C> eps1, eps2;        // per member
-  for (std::size_t a = 0; a < incidences.size(); ++a) {
-    const double wavelength = incidences[a / per_member * per_member].wavelength;
-    GS_EXPECTS(incidences[a].wavelength == wavelength, runs);
-    if (a % per_member == 0) {
-      wavelengths.push_back(wavelength);
-      eps1.push_back(structure.superstrate.permittivity(wavelength));
-      eps2.push_back(structure.substrate.permittivity(wavelength));
+  std::vector<ProblemMember> members;
+  for (std::size_t first = 0; first < incidences.size(); first += per_member)
+    members.push_back({structure, incidences.subspan(first, per_member), warnings});
+  return members;
+}
+
+}  // namespace
+
+template <class Real>
+DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences,
+                                       const ProblemSettings& settings, int slice_factor,
+                                       std::vector<std::string>& warnings)
+    : DiscreteProblem(wavelength_runs(structure, incidences, warnings), settings, slice_factor) {}
+
+template <class Real>
+DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, const ProblemSettings& settings,
+                                       int slice_factor)
+    : formulation_(settings.formulation) {
+  using C = std::complex<double>;
+  const auto lap = [&](Phase phase) {
+    if (settings.timer) settings.timer->lap(phase);
+  };
+  GS_EXPECTS(!members.empty() && !members[0].incidences.empty(), "no incidence to solve");
+  const Lattice& lattice = members[0].structure.lattice;
+  const std::size_t per_member = members[0].incidences.size();
+  members_ = int(members.size());
+  std::vector<Incidence> incidences;  // every member's, member-contiguous
+  std::vector<double> wavelengths;    // per member
+  std::vector<C> eps1, eps2;          // per member
+  for (std::size_t w = 0; w < members.size(); ++w) {
+    const ProblemMember& member = members[w];
+    const Structure& structure = member.structure;
+    GS_EXPECTS(!structure.layers.empty(), "the structure has no layer: a bare interface needs no solve");
+    GS_EXPECTS(member.incidences.size() == per_member,
+               "the members of one problem must have equally many incidences, got " +
+                   std::to_string(member.incidences.size()) + " and " + std::to_string(per_member));
+    GS_EXPECTS(structure.lattice.period_x == lattice.period_x && structure.lattice.period_y == lattice.period_y &&
+                   structure.lattice.rotation_deg == lattice.rotation_deg,
+               "the members of one problem must share the lattice");
+    const double wavelength = member.incidences[0].wavelength;
+    for (const Incidence& incidence : member.incidences)
+      GS_EXPECTS(incidence.wavelength == wavelength,
+                 "the incidences of one problem must come in runs of one wavelength, equally many per wavelength");
+    // Members of one structure (the same object) share its slices.
+    std::size_t same = 0;
+    while (same < w && &members[same].structure != &structure) ++same;
+    if (same < w) {
+      discretisation_of_.push_back(discretisation_of_[same]);
+    } else {
+      discretisation_of_.push_back(int(discretisations_.size()));
+      discretisations_.push_back(discretise(structure, slice_factor));
+      GS_EXPECTS(discretisations_.back().grid.slices() == discretisations_.front().grid.slices(),
+                 "the members of one problem must have equally many slices, got " +
+                     std::to_string(discretisations_.back().grid.slices()) + " and " +
+                     std::to_string(discretisations_.front().grid.slices()));
     }
-    orders_.push_back(floquet_orders(structure.lattice, incidences[a], eps1.back(), eps2.back(), settings.m1,
-                                     settings.m2, settings.rayleigh_tolerance, warnings));
+    wavelengths.push_back(wavelength);
+    eps1.push_back(structure.superstrate.permittivity(wavelength));
+    eps2.push_back(structure.substrate.permittivity(wavelength));
+    for (const Incidence& incidence : member.incidences) {
+      incidences.push_back(incidence);
+      orders_.push_back(floquet_orders(lattice, incidence, eps1.back(), eps2.back(), settings.m1, settings.m2,
+                                       settings.rayleigh_tolerance, member.warnings));
+    }
   }
 
-  const Discretisation& d = discretisation_;
-  const int nz = d.grid.slices(), nw = members_;
+  const int nz = discretisations_[0].grid.slices(), nw = members_;
   const std::size_t nm = orders_[0].orders.size(), nr = 2 * incidences.size();
   layout_ = {std::size_t(nz), nr, 3 * nm};
 
@@ -52,7 +97,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   // normal-vector pattern (one group of F_x, F_y, F_z per rhs; normal_field.hpp).
   const bool normal_vector = formulation_ == Formulation::normal_vector;
   const conv::Problem geometry =
-      convolution_problem(formulation_, structure.lattice, settings.m1, settings.m2, nz, per_member, nw);
+      convolution_problem(formulation_, lattice, settings.m1, settings.m2, nz, per_member, nw);
   const int n1 = geometry.n1, n2 = geometry.n2;
   sources_per_block_ = normal_vector ? geometry.outputs : 3;
   if (normal_vector) {
@@ -75,27 +120,32 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   }
 
   // Kernels per engine slice s = p·members + w (χ̂, or the normal-vector kernels: they depend on the
-  // wavelength through ε(λ)), computed once per (member, distinct slice geometry).
+  // wavelength through ε(λ) and on the member's geometry), computed once per (member, distinct slice
+  // geometry of its structure).
   const std::size_t kernel_size = std::size_t(2 * n1 - 1) * (2 * n2 - 1);
   const std::size_t slice_kernels = std::size_t(geometry.kernels) * kernel_size;
   // In parallel over the (member, content) pairs of 2D lattices (the normal fields' rasters dominate
   // the set-up on the host, issue #15); each pair's kernels are computed by one thread exactly as
   // serially. The error of the first failing pair is rethrown after the loop, as serially (exceptions
   // must not leave an OpenMP region).
-  const std::size_t contents = d.contents.size(), pairs = std::size_t(nw) * contents;
-  std::vector<std::vector<C>> per_pair(pairs);  // [w·contents + content]
+  std::vector<std::size_t> first_pair;  // [member]: its first (member, content) pair
+  std::vector<std::pair<std::size_t, const SliceContent*>> pair_content;  // (member, content) per pair
+  for (int w = 0; w < nw; ++w) {
+    first_pair.push_back(pair_content.size());
+    for (const SliceContent& c : discretisation(w).contents) pair_content.emplace_back(std::size_t(w), &c);
+  }
+  const std::size_t pairs = pair_content.size();
+  std::vector<std::vector<C>> per_pair(pairs);
   std::vector<std::exception_ptr> failures(pairs);
   // 1D kernels are closed forms of microseconds: there a thread team costs more than it saves.
-  const bool parallel = !structure.lattice.one_dimensional() && pairs > 1;
+  const bool parallel = !lattice.one_dimensional() && pairs > 1;
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (std::size_t i = 0; i < pairs; ++i) {
     try {
-      const std::size_t w = i / contents;
-      const SliceContent& c = d.contents[i % contents];
-      per_pair[i] = normal_vector ? normal_vector_kernels(structure.lattice, c, wavelengths[w], eps1[w], settings.m1,
+      const auto [w, c] = pair_content[i];
+      per_pair[i] = normal_vector ? normal_vector_kernels(lattice, *c, wavelengths[w], eps1[w], settings.m1,
                                                           settings.m2, settings.normal_field_resolution)
-                                  : contrast_harmonics(structure.lattice, c, wavelengths[w], eps1[w], settings.m1,
-                                                       settings.m2);
+                                  : contrast_harmonics(lattice, *c, wavelengths[w], eps1[w], settings.m1, settings.m2);
     } catch (...) {
       failures[i] = std::current_exception();
     }
@@ -105,7 +155,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   kernels_.resize(std::size_t(nz) * nw * slice_kernels);
   for (int p = 0; p < nz; ++p)
     for (int w = 0; w < nw; ++w) {
-      const std::vector<C>& k = per_pair[std::size_t(w) * contents + std::size_t(d.content_of_slice[p])];
+      const std::vector<C>& k = per_pair[first_pair[std::size_t(w)] + std::size_t(discretisation(w).content_of_slice[p])];
       GS_EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
       std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t((std::size_t(p) * nw + w) * slice_kernels));
     }
@@ -123,7 +173,7 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   for (std::size_t a = 0; a < incidences.size(); ++a) rhs_incidence.insert(rhs_incidence.end(), {int(a), int(a)});
   // A device z-operator computes its per-slice tables itself.
   GreenCoefficients green = green_coefficients(
-      d.grid, orders_, convolution_->memory() == Memory::device ? SliceTables::none : SliceTables::host);
+      grids(), orders_, convolution_->memory() == Memory::device ? SliceTables::none : SliceTables::host);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
   background_.assign(layout_.size(), Complex(0));
@@ -134,8 +184,9 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
     const C kz = o.kz1;
     const C pt = kz / f.k1;
     const double pz = -o.krho / f.k1, ex = -o.ty, ey = o.tx;
+    const ZGrid& grid = discretisation(int(a / per_member)).grid;
     for (int p = 0; p < nz; ++p) {
-      const C down = std::exp(-I * kz * d.grid.z[p]), up = std::exp(I * kz * d.grid.z[p]);
+      const C down = std::exp(-I * kz * grid.z[p]), up = std::exp(I * kz * grid.z[p]);
       // s: ê (down + r_s up);  p: t̂ pt (−down + r_p up) + ẑ pz (down + r_p up)
       const C s_amp = down + o.rs * up, p_t = pt * (-down + o.rp * up), p_z = pz * (down + o.rp * up);
       const C field[2][3] = {{s_amp * ex, s_amp * ey, 0.0}, {p_t * o.tx, p_t * o.ty, p_z}};
@@ -157,6 +208,13 @@ DiscreteProblem<Real>::DiscreteProblem(const Structure& structure, std::span<con
   }
   work_ = make_output_space(1);
   lap(Phase::uploads);
+}
+
+template <class Real>
+std::vector<ZGrid> DiscreteProblem<Real>::grids() const {
+  std::vector<ZGrid> out;
+  for (int w = 0; w < members_; ++w) out.push_back(discretisation(w).grid);
+  return out;
 }
 
 template <class Real>
@@ -226,7 +284,7 @@ template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner() const {
   const conv::Problem& pattern = convolution_->problem();
   const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices));
-  const GreenCoefficients g = green_coefficients(discretisation_.grid, orders_);
+  const GreenCoefficients g = green_coefficients(grids(), orders_);
   AveragedMatrices averaged = averaged_matrices(g, tensors);
   LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
   return averaged_preconditioner<Real>(std::move(averaged), std::move(local), rhs_incidences(layout_.rhs),
@@ -236,7 +294,7 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_preconditioner(int mc) const {
   const conv::Problem& pattern = convolution_->problem();
-  AveragedMatrices averaged = averaged_matrices(green_coefficients(discretisation_.grid, orders_),
+  AveragedMatrices averaged = averaged_matrices(green_coefficients(grids(), orders_),
                                                 slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
   LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
@@ -244,7 +302,7 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
   std::unique_ptr<Preconditioner<Real>> outer =
       averaged_preconditioner<Real>(std::move(averaged), std::move(no_local), rhs_incidence, on_device);
   if (mc == 0) return outer;
-  CoarseMatrices coarse = coarse_matrices(discretisation_.grid, orders_, pattern, kernels_, mc);
+  CoarseMatrices coarse = coarse_matrices(grids(), orders_, pattern, kernels_, mc);
   const int nm = int(layout_.block / 3);
 #if GRATINGSIM_HAVE_CUDA
   if (on_device) return make_device_coarse_preconditioner<Real>(std::move(outer), coarse, std::move(rhs_incidence), nm);

@@ -1,15 +1,19 @@
 #pragma once
-// The discrete problem (docs/formulation.md §5–8) of one or several wavelengths for every right-hand
-// side r = 2·incidence + polarisation (0 = s, 1 = p) of its incidences (issue #10, wavelengths batched).
-// A member w is one wavelength with its incidences: the incidences come as `members` runs of equally
-// many incidences, run w all of one wavelength, so that r = 2·(w·A + a) + pol for A incidences per
-// member. The slice grid does not depend on the wavelength (discretise(structure, slice_factor)); the
-// kernels do (through ε(λ)), so the convolution engine sees each member as its own stack of slices:
-// engine slice s = p·members + w holds slice p's kernels at member w's wavelength, with the A·2
+// The discrete problem (docs/formulation.md §5–8) of one or several members for every right-hand
+// side r = 2·incidence + polarisation (0 = s, 1 = p) of its incidences (issue #10, wavelengths batched;
+// issue #11, geometries batched). A member w is one structure at one wavelength with its incidences:
+// the incidences come as `members` runs of equally many incidences, run w all of one wavelength, so
+// that r = 2·(w·A + a) + pol for A incidences per member. Members may differ in wavelength and in
+// geometry (a fit's perturbed structures) but not in the problem's shape: equally many slices, the same
+// lattice. Each member has its own slice grid (discretise(its structure, slice_factor): thicknesses
+// differ between geometries, members of one structure share it) and its own kernels (through ε(λ)
+// and the geometry), so the convolution engine sees each member as its own stack of slices:
+// engine slice s = p·members + w holds slice p's kernels of member w, with the A·2
 // right-hand sides of that member as its per_slice groups. With that order the engine's layout
 // (s, rhs of the member, block) is, element for element, the Krylov layout (p, r, block) below, and
 // the convolution needs no notion of members. Everything else is per incidence already: orders,
-// Green coefficients (with the incidence's k1), background field, far field. Every rhs's Krylov
+// Green coefficients (with the incidence's k1 and its member's grid), background field, far field
+// (phase reference z = 0 of each member, as alone). Every rhs's Krylov
 // iteration is its own (per-rhs scalars): members with different convergence finish at different
 // iterations (validation/physics/test_batched_wavelengths.cpp states how exactly results agree).
 // Per formulation:
@@ -58,6 +62,14 @@ struct FarField {
   std::vector<Complex> up_s, up_p, down_s, down_p;
 };
 
+/// One member of a batched problem: a structure with the incidences of one wavelength solved on it;
+/// its warnings (Rayleigh anomalies) are appended to `warnings`.
+struct ProblemMember {
+  const Structure& structure;
+  std::span<const Incidence> incidences;
+  std::vector<std::string>& warnings;
+};
+
 template <class Real>
 class DiscreteProblem final : public LinearOperator<Real> {
  public:
@@ -72,6 +84,10 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// norm() and download() wait for it).
   DiscreteProblem(const Structure& structure, std::span<const Incidence> incidences, const ProblemSettings& settings,
                   int slice_factor, std::vector<std::string>& warnings);
+  /// The members in the order given, equally many incidences each, all of one wavelength per member;
+  /// their structures must have the same lattice and equally many slices at slice_factor
+  /// (InvalidArgument otherwise).
+  DiscreteProblem(std::span<const ProblemMember> members, const ProblemSettings& settings, int slice_factor);
   /// Waits for the problem's stream before its buffers go: they are freed in stream order of the
   /// freeing thread's default stream only (core/device_buffer.hpp).
   ~DiscreteProblem() override;
@@ -99,10 +115,15 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// e_b at the slice centres (the right-hand side and the initial guess), host, batched layout.
   [[nodiscard]] const std::vector<Complex>& background_field() const { return background_; }
   [[nodiscard]] const std::vector<FloquetOrders>& orders() const { return orders_; }
-  [[nodiscard]] const Discretisation& discretisation() const { return discretisation_; }
+  /// Member w's slices (members of one structure share them).
+  [[nodiscard]] const Discretisation& discretisation(int member = 0) const {
+    return discretisations_[std::size_t(discretisation_of_[std::size_t(member)])];
+  }
+  /// Every member's slice grid, in member order.
+  [[nodiscard]] std::vector<ZGrid> grids() const;
   /// Every engine slice's kernels (s = p·members + w, the convolution problem's layout).
   [[nodiscard]] const std::vector<std::complex<double>>& kernels() const { return kernels_; }
-  /// Wavelengths batched in this problem (runs of incidences of one wavelength).
+  /// Members batched in this problem (runs of incidences of one wavelength, each on its structure).
   [[nodiscard]] int members() const { return members_; }
   [[nodiscard]] int rhs() const { return int(layout_.rhs); }
 
@@ -145,7 +166,8 @@ class DiscreteProblem final : public LinearOperator<Real> {
   Formulation formulation_;
   int sources_per_block_ = 3;  // components of the convolution output per (slice, rhs): 3, 4 or 5
   int members_ = 1;
-  Discretisation discretisation_;
+  std::vector<Discretisation> discretisations_;  // one per distinct structure (by address) of the members
+  std::vector<int> discretisation_of_;           // [member]
   std::vector<FloquetOrders> orders_;
   BatchLayout layout_;
 #if GRATINGSIM_HAVE_CUDA

@@ -6,6 +6,7 @@
 #include <map>
 #include <numbers>
 #include <sstream>
+#include <tuple>
 
 #include "physics/problem.hpp"
 #include "core/config.hpp"
@@ -64,7 +65,7 @@ struct GroupSolve {
   std::vector<SolveStats> stats;                  // per rhs
   std::vector<std::array<std::vector<Complex>, 2>> fields;  // per incidence, per polarisation
   std::vector<FloquetOrders> orders;
-  ZGrid grid;
+  std::vector<ZGrid> grids;  // per member
   PhaseTimes phases;  // of this solve (writing: 0)
 };
 
@@ -147,23 +148,36 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   return plan;
 }
 
-std::string describe_wavelengths(std::span<const Incidence> batch) {
+std::string describe_wavelengths(std::span<const ProblemMember> batch) {
+  const auto [least, most] = std::minmax_element(batch.begin(), batch.end(), [](const auto& x, const auto& y) {
+    return x.incidences[0].wavelength < y.incidences[0].wavelength;
+  });
   std::ostringstream os;
-  os << "λ = " << batch.front().wavelength;
-  if (batch.back().wavelength != batch.front().wavelength) os << " … " << batch.back().wavelength;
+  os << "λ = " << least->incidences[0].wavelength;
+  if (most->incidences[0].wavelength != least->incidences[0].wavelength) os << " … " << most->incidences[0].wavelength;
   return os.str();
 }
 
-/// Solves one batch: `group` holds runs of one wavelength each, equally many incidences per run
-/// (problem.hpp's members).
+/// Solves one batch of members (problem.hpp): equally many incidences each, one wavelength per member.
 template <class Real>
-GroupSolve solve_group(const Structure& structure, std::span<const Incidence> group, std::size_t members,
-                       const SolverOptions& options, int slice_factor, std::vector<std::string>& warnings) {
+GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptions& options, int slice_factor) {
   PhaseTimer timer;
-  const int slices = discretise(structure, slice_factor).grid.slices();
+  const Structure& structure = members[0].structure;  // the lattice and slice count all members share
+  const int slices = slice_grid(structure, slice_factor).slices();
+  std::vector<Incidence> group;  // every member's incidences, member-contiguous
+  for (const ProblemMember& member : members) group.insert(group.end(), member.incidences.begin(), member.incidences.end());
+  const std::size_t per_member = members[0].incidences.size();
+  // A warning about the whole batch goes to every distinct warning list of its members.
+  const auto warn_all = [&](const std::string& text) {
+    for (std::size_t w = 0; w < members.size(); ++w) {
+      std::size_t same = 0;
+      while (same < w && &members[same].warnings != &members[w].warnings) ++same;
+      if (same == w) members[w].warnings.push_back(text);
+    }
+  };
   timer.lap(Phase::structure);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
-  const MemoryPlan plan = memory_plan(structure, slices, group.size(), members, options);
+  const MemoryPlan plan = memory_plan(structure, slices, group.size(), members.size(), options);
   const Preconditioning kind = plan.kind;
   const int coarse_m = plan.coarse_m;
   const bool on_device = conv::memory_of(options.backend) == Memory::device;
@@ -184,8 +198,8 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
             size_text + ", more than a quarter of what is left of " + budget.text +
                 "; choose preconditioner: auto or none");
     if (!fits) {
-      warnings.push_back(size_text + ", more than a quarter of the memory left: solved without it (" +
-                         describe_wavelengths(group) + ")");
+      warn_all(size_text + ", more than a quarter of the memory left: solved without it (" +
+               describe_wavelengths(members) + ")");
       precondition = false;
     }
   }
@@ -199,7 +213,7 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   settings.formulation = options.formulation;
   settings.normal_field_resolution = options.normal_field_resolution;
   settings.timer = &timer;
-  DiscreteProblem<Real> problem(structure, group, settings, slice_factor, warnings);
+  DiscreteProblem<Real> problem(members, settings, slice_factor);
 
   const std::vector<std::complex<Real>>& b = problem.background_field();
   std::vector<std::complex<Real>> x = b;  // the unknown (F, or e for Laurent); initial guess e_b
@@ -253,11 +267,11 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
        << st.residual << " after " << st.iterations << " iterations";
     if (options.on_unconverged == OnUnconverged::throw_error)
       throw NotConverged(os.str(), std::source_location::current());
-    warnings.push_back(os.str() + " (result marked unconverged)");
+    members[r / 2 / per_member].warnings.push_back(os.str() + " (result marked unconverged)");
   }
   out.far = problem.far_field(x);
   out.orders = problem.orders();
-  out.grid = problem.discretisation().grid;
+  out.grids = problem.grids();
   if (options.keep_fields) {
     const std::vector<std::complex<Real>> e = problem.physical_field(x);  // E = M F
     const BatchLayout& l = problem.layout();
@@ -276,10 +290,8 @@ GroupSolve solve_group(const Structure& structure, std::span<const Incidence> gr
   return out;
 }
 
-GroupSolve solve_group_any(const Structure& s, std::span<const Incidence> g, std::size_t members, const SolverOptions& o,
-                           int factor, std::vector<std::string>& w) {
-  return o.precision == Precision::single ? solve_group<float>(s, g, members, o, factor, w)
-                                                : solve_group<double>(s, g, members, o, factor, w);
+GroupSolve solve_group_any(std::span<const ProblemMember> members, const SolverOptions& o, int factor) {
+  return o.precision == Precision::single ? solve_group<float>(members, o, factor) : solve_group<double>(members, o, factor);
 }
 
 IncidenceResult assemble(const Incidence& inc, const FloquetOrders& f, const FarField& s_far, const FarField& p_far,
@@ -359,23 +371,25 @@ IncidenceResult extrapolate(const IncidenceResult& coarse, IncidenceResult fine)
 
 /// A 1D grating rotated by α (Lattice::rotation_deg) is the unrotated grating with the whole problem
 /// turned by −α about z: incidence azimuth φ − α, every other quantity alike. So it is solved in the
-/// grating's frame and its vectors are turned back by +α: the order directions (kx, ky, kz)/k, the
+/// grating's frame (in_frame) and its vectors are turned back by +α (to_lab): the order directions (kx, ky, kz)/k, the
 /// lateral wavevectors of the field harmonics and the field components (Ex, Ey). Everything given in
 /// an order's own s/p basis (t̂ = k_ρ/k_ρ, or (cos φ, sin φ) at k_ρ = 0, ê = ẑ × t̂: the basis turns with
 /// the problem) is unchanged: Jones matrices, efficiencies, Ψ, Δ, Mueller; Ez and kz too.
-SolveResult solve_rotated(const Structure& structure, std::span<const Incidence> incidences,
-                          const SolverOptions& options) {
+void in_frame(const Structure& structure, std::span<const Incidence> incidences, Structure& frame,
+              std::vector<Incidence>& turned) {
   const double alpha = structure.lattice.rotation_deg;
   GS_EXPECTS(std::isfinite(alpha), "solve: the lattice rotation must be finite, got " + std::to_string(alpha));
   GS_EXPECTS(structure.lattice.one_dimensional(),
              "solve: only a 1D grating may be rotated (Lattice::rotation_deg); a 2D lattice's shapes are placed "
              "in x, y directly");
-  Structure frame = structure;
+  frame = structure;
   frame.lattice.rotation_deg = 0;
-  std::vector<Incidence> turned(incidences.begin(), incidences.end());
+  turned.assign(incidences.begin(), incidences.end());
   for (Incidence& incidence : turned) incidence.phi_deg -= alpha;
-  SolveResult result = solve(frame, turned, options);
+}
 
+/// The frame's result turned back into the lab frame of `incidences` (the grating rotated by α).
+void to_lab(SolveResult& result, double alpha, std::span<const Incidence> incidences) {
   const double radians = alpha * std::numbers::pi / 180, c = std::cos(radians), s = std::sin(radians);
   const auto turn_back = [&](auto& x, auto& y) {  // (x, y) ← R(α)(x, y), counter-clockwise about +z
     const auto rotated_x = c * x - s * y;
@@ -402,7 +416,6 @@ SolveResult solve_rotated(const Structure& structure, std::span<const Incidence>
   frame_note << " (in the frame of the grating rotated by " << alpha << "°: there φ is the lab φ − " << alpha
              << "°)";
   for (std::string& warning : result.warnings) warning += frame_note.str();
-  return result;
 }
 
 }  // namespace
@@ -435,43 +448,57 @@ Ellipsometry ellipsometry(const Jones& r) {
   return e;
 }
 
-SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {
-  if (structure.lattice.rotation_deg != 0) return solve_rotated(structure, incidences, options);
-  GS_EXPECTS(!incidences.empty(), "solve: no incidence given");
-  GS_EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
-  GS_EXPECTS(options.max_wavelengths_per_batch >= 0, "solve: max_wavelengths_per_batch must be ≥ 0 (0: automatic)");
-  GS_EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
-  GS_EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
-  GS_EXPECTS(options.precision == Precision::double_ || options.tolerance >= 1e-6,
-          "solve: tolerance " + std::to_string(options.tolerance) +
-              " is below what complex64 arithmetic can reach; use ≥ 1e-6 in single precision");
-  SolveResult result;
-  result.incidences.resize(incidences.size());
-  // Members: the incidences of one wavelength, in the order given, wavelengths ascending.
-  std::map<double, std::vector<std::size_t>> by_wavelength;
-  for (std::size_t i = 0; i < incidences.size(); ++i) by_wavelength[incidences[i].wavelength].push_back(i);
-  // Batches: wavelengths of equally many incidences (a sweep's θ × φ list is the same at every
-  // wavelength) share one problem (problem.hpp), as many as fit the memory budget at the finest grid
-  // and max_wavelengths_per_batch allow; a batch fits when one wavelength alone would not drop the
+namespace {
+
+/// The batched solve of unrotated gratings (solve() below turns rotated ones into their frame first).
+std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pairs, const SolverOptions& options) {
+  std::vector<SolveResult> results(pairs.size());
+  // Members: one structure's incidences of one wavelength, in the order given.
+  struct Member {
+    std::size_t pair;
+    double wavelength;
+    std::vector<std::size_t> incidences;  // indices into the pair's incidences
+  };
+  std::vector<Member> members;
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    GS_EXPECTS(!pairs[k].incidences.empty(), "solve: no incidence given");
+    results[k].incidences.resize(pairs[k].incidences.size());
+    std::map<double, std::vector<std::size_t>> by_wavelength;
+    for (std::size_t i = 0; i < pairs[k].incidences.size(); ++i) by_wavelength[pairs[k].incidences[i].wavelength].push_back(i);
+    for (auto& [wavelength, indices] : by_wavelength) members.push_back({k, wavelength, std::move(indices)});
+  }
+  // Wavelengths ascending, and per wavelength the pairs in the order given (a geometry batch's
+  // members of one wavelength side by side).
+  std::stable_sort(members.begin(), members.end(),
+                   [](const Member& x, const Member& y) { return x.wavelength < y.wavelength; });
+  // Members that may share a problem (problem.hpp): equally many incidences (a sweep's θ × φ list is
+  // the same at every wavelength), slices (the finest grid's count is the factor times this one's) and
+  // the same lattice.
+  using Shape = std::tuple<std::size_t, int, double, double>;  // incidences, slices, period_x, period_y
+  std::map<Shape, std::vector<const Member*>> by_shape;
+  for (const Member& m : members) {
+    const Structure& s = pairs[m.pair].structure;
+    by_shape[{m.incidences.size(), slice_grid(s).slices(), s.lattice.period_x, s.lattice.period_y}].push_back(&m);
+  }
+  // Batches: as many members of one shape as fit the memory budget at the finest grid and
+  // max_wavelengths_per_batch allow; a batch fits when one member alone would not drop the
   // preconditioner that the batch drops, nor be served by the backend where the batch is refused
   // (nor hold more right-hand sides than a device problem can).
-  std::map<std::size_t, std::vector<const std::vector<std::size_t>*>> by_count;
-  for (const auto& [wavelength, members] : by_wavelength) by_count[members.size()].push_back(&members);
   const bool host_backend = conv::memory_of(options.backend) == Memory::host;
-  // One wavelength's unknowns with `count` incidences, on the finest grid.
-  const auto unknowns = [&](std::size_t count) {
-    const double orders = double(2 * options.m1 + 1) * double(2 * options.m2 + 1);
-    return 3.0 * orders * slice_grid(structure, options.richardson ? 2 : 1).slices() * 2.0 * double(count);
-  };
-  std::vector<std::vector<const std::vector<std::size_t>*>> batches;
-  for (const auto& [count, members] : by_count) {
+  const int factor = options.richardson ? 2 : 1;
+  std::vector<std::vector<const Member*>> batches;
+  for (const auto& [shape, shared] : by_shape) {
+    const auto [count, coarse_slices, period_x, period_y] = shape;
+    const Structure& structure = pairs[shared.front()->pair].structure;  // its lattice and slice count
+    const int finest = factor * coarse_slices;
+    // One member's unknowns on the finest grid.
+    const double unknowns = 3.0 * double(2 * options.m1 + 1) * double(2 * options.m2 + 1) * finest * 2.0 * double(count);
     const std::size_t cap =
         options.max_wavelengths_per_batch > 0 ? std::size_t(options.max_wavelengths_per_batch)
-        : host_backend || members.size() == 1 || unknowns(count) >= device_batch_unknowns ? automatic_host_batch
-                                                                                            : members.size();
-    std::size_t most = std::min(cap, members.size());
+        : host_backend || shared.size() == 1 || unknowns >= device_batch_unknowns ? automatic_host_batch
+                                                                                  : shared.size();
+    std::size_t most = std::min(cap, shared.size());
     if (most > 1) {
-      const int finest = slice_grid(structure, options.richardson ? 2 : 1).slices();
       const MemoryBudget budget = memory_budget(options);
       const bool on_device = !host_backend;
       const MemoryPlan one = memory_plan(structure, finest, count, 1, options);
@@ -491,68 +518,112 @@ SolveResult solve(const Structure& structure, std::span<const Incidence> inciden
                (plan.kind == Preconditioning::none || !one.preconditioner_fits(budget, on_device) ||
                 plan.preconditioner_fits(budget, on_device));
       };
-      while (most > 1 && !fits(most)) --most;  // arithmetic only: at most one try per wavelength
+      while (most > 1 && !fits(most)) --most;  // arithmetic only: at most one try per member
     }
-    // Equal batches of at most `most` members, wavelengths ascending.
-    const std::size_t n_batches = (members.size() + most - 1) / most;
+    // Equal batches of at most `most` members, in the members' order.
+    const std::size_t n_batches = (shared.size() + most - 1) / most;
     for (std::size_t b = 0; b < n_batches; ++b)
-      batches.emplace_back(members.begin() + std::ptrdiff_t(members.size() * b / n_batches),
-                           members.begin() + std::ptrdiff_t(members.size() * (b + 1) / n_batches));
+      batches.emplace_back(shared.begin() + std::ptrdiff_t(shared.size() * b / n_batches),
+                           shared.begin() + std::ptrdiff_t(shared.size() * (b + 1) / n_batches));
   }
-  std::sort(batches.begin(), batches.end(), [&](const auto& x, const auto& y) {  // the wavelengths' order
-    return incidences[x.front()->front()].wavelength < incidences[y.front()->front()].wavelength;
-  });
+  std::sort(batches.begin(), batches.end(), [](const auto& x, const auto& y) { return x.front() < y.front(); });
   for (const auto& batch : batches) {
-    std::vector<Incidence> group;  // member-contiguous
-    std::vector<std::size_t> index;  // group position → position in `incidences`
-    for (const std::vector<std::size_t>* member : batch)
-      for (std::size_t i : *member) {
-        group.push_back(incidences[i]);
-        index.push_back(i);
-      }
+    std::vector<std::vector<Incidence>> incidences;  // per member
+    for (const Member* m : batch) {
+      incidences.emplace_back();
+      for (std::size_t i : m->incidences) incidences.back().push_back(pairs[m->pair].incidences[i]);
+    }
+    std::vector<std::vector<std::string>> fine_warnings(pairs.size());  // the same anomalies again: reported once
+    const auto problem_members = [&](bool fine) {
+      std::vector<ProblemMember> out;
+      for (std::size_t w = 0; w < batch.size(); ++w)
+        out.push_back({pairs[batch[w]->pair].structure, incidences[w],
+                       fine ? fine_warnings[batch[w]->pair] : results[batch[w]->pair].warnings});
+      return out;
+    };
     std::vector<GroupSolve> runs;
-    runs.push_back(solve_group_any(structure, group, batch.size(), options, 1, result.warnings));
+    runs.push_back(solve_group_any(problem_members(false), options, 1));
     if (options.richardson) {
-      std::vector<std::string> fine_warnings;  // the same anomalies again: reported once
-      runs.push_back(solve_group_any(structure, group, batch.size(), options, 2, fine_warnings));
-      for (const std::string& w : fine_warnings)
-        if (w.find("Rayleigh") == std::string::npos) result.warnings.push_back(w);
+      runs.push_back(solve_group_any(problem_members(true), options, 2));
+      for (std::size_t k = 0; k < pairs.size(); ++k)
+        for (const std::string& w : fine_warnings[k])
+          if (w.find("Rayleigh") == std::string::npos) results[k].warnings.push_back(w);
     }
     const GroupSolve& last = runs.back();
     PhaseTimer assembly;  // efficiencies, Richardson and ellipsometry: part of the far field
-    const std::size_t per_member = group.size() / batch.size();
+    const std::size_t per_member = incidences[0].size();
     for (std::size_t w = 0; w < batch.size(); ++w) {
-      const double wavelength = group[w * per_member].wavelength;
-      const bool lossless = structure_lossless(structure, wavelength);
+      const Member& member = *batch[w];
+      SolveResult& result = results[member.pair];
+      const bool lossless = structure_lossless(pairs[member.pair].structure, member.wavelength);
       if (!last.orders[w * per_member].substrate_lossless) {
         std::ostringstream os;
-        os << "substrate absorbs at λ = " << wavelength
+        os << "substrate absorbs at λ = " << member.wavelength
            << ": transmitted efficiencies are not defined; absorption includes the substrate";
         result.warnings.push_back(os.str());
       }
-      for (std::size_t a = w * per_member; a < (w + 1) * per_member; ++a) {
+      for (std::size_t j = 0; j < per_member; ++j) {
+        const std::size_t a = w * per_member + j;  // the batch's incidence
+        const Incidence& incidence = incidences[w][j];
         IncidenceResult res =
-            assemble(group[a], runs[0].orders[a], runs[0].far[2 * a], runs[0].far[2 * a + 1], lossless);
+            assemble(incidence, runs[0].orders[a], runs[0].far[2 * a], runs[0].far[2 * a + 1], lossless);
         if (runs.size() == 2)
-          res = extrapolate(res, assemble(group[a], last.orders[a], last.far[2 * a], last.far[2 * a + 1], lossless));
+          res = extrapolate(res, assemble(incidence, last.orders[a], last.far[2 * a], last.far[2 * a + 1], lossless));
         for (const GroupSolve& run : runs) {
           res.slice_counts.push_back(run.slices);
           res.solves.push_back({run.stats[2 * a], run.stats[2 * a + 1]});
           res.preconditioned.push_back(run.preconditioned);
         }
         if (options.keep_fields) {
-          Fields f{last.grid.z, last.grid.thickness, {}, {}, last.fields[a]};
+          Fields f{last.grids[w].z, last.grids[w].thickness, {}, {}, last.fields[a]};
           for (const Order& o : last.orders[a].orders) f.kx.push_back(o.kx), f.ky.push_back(o.ky);
           res.fields = std::move(f);
         }
-        result.incidences[index[a]] = std::move(res);
+        result.incidences[member.incidences[j]] = std::move(res);
       }
     }
     assembly.lap(Phase::far_field);
-    for (const GroupSolve& run : runs) result.phases += run.phases;
-    result.phases += assembly.times();
+    // A batch's time is counted once, in its first member's pair.
+    SolveResult& first = results[batch.front()->pair];
+    for (const GroupSolve& run : runs) first.phases += run.phases;
+    first.phases += assembly.times();
   }
-  return result;
+  return results;
+}
+
+}  // namespace
+
+std::vector<SolveResult> solve(std::span<const StructureIncidences> pairs, const SolverOptions& options) {
+  GS_EXPECTS(!pairs.empty(), "solve: no structure given");
+  GS_EXPECTS(options.m1 >= 0 && options.m2 >= 0, "solve: harmonic counts M1, M2 must be ≥ 0");
+  GS_EXPECTS(options.max_wavelengths_per_batch >= 0, "solve: max_wavelengths_per_batch must be ≥ 0 (0: automatic)");
+  GS_EXPECTS(options.tolerance > 0, "solve: tolerance must be positive");
+  GS_EXPECTS(options.max_iterations >= 1 && options.gmres_restart >= 1, "solve: iteration cap and restart must be ≥ 1");
+  GS_EXPECTS(options.precision == Precision::double_ || options.tolerance >= 1e-6,
+          "solve: tolerance " + std::to_string(options.tolerance) +
+              " is below what complex64 arithmetic can reach; use ≥ 1e-6 in single precision");
+  // Rotated gratings in their own frame (in_frame), turned back after the solve.
+  std::vector<Structure> frames(pairs.size());
+  std::vector<std::vector<Incidence>> turned(pairs.size());
+  std::vector<StructureIncidences> framed;
+  for (std::size_t k = 0; k < pairs.size(); ++k) {
+    if (pairs[k].structure.lattice.rotation_deg == 0) {
+      framed.push_back(pairs[k]);
+    } else {
+      in_frame(pairs[k].structure, pairs[k].incidences, frames[k], turned[k]);
+      framed.push_back({frames[k], turned[k]});
+    }
+  }
+  std::vector<SolveResult> results = solve_unrotated(framed, options);
+  for (std::size_t k = 0; k < pairs.size(); ++k)
+    if (pairs[k].structure.lattice.rotation_deg != 0)
+      to_lab(results[k], pairs[k].structure.lattice.rotation_deg, pairs[k].incidences);
+  return results;
+}
+
+SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {
+  const StructureIncidences pair{structure, incidences};
+  return std::move(solve({&pair, 1}, options).front());
 }
 
 }  // namespace gratingsim::physics

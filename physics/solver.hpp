@@ -62,12 +62,14 @@ struct SolverOptions {
   OnUnconverged on_unconverged = OnUnconverged::throw_error;
   bool keep_fields = false;           ///< return the field harmonics per slice
   double rayleigh_tolerance = 1e-6;   ///< |kz1| < tol·k1 counts as a Rayleigh anomaly
-  /// Wavelengths solved together as one batched problem, at most (issue #10; problem.hpp: each
-  /// wavelength a member with its own kernels on the shared slice grid, every right-hand side its own
-  /// Krylov iteration). Only wavelengths with equally many incidences share a batch (a sweep's θ × φ
-  /// list is the same at every wavelength); a batch holds as many as memory_limit_bytes (device: the
-  /// device's free memory) allows, the preconditioner included. 0: automatic, as many as fit on device
-  /// backends where one wavelength's problem has fewer than device_batch_unknowns unknowns (a small
+  /// Members solved together as one batched problem, at most (issue #10; problem.hpp: a member is one
+  /// structure at one wavelength, with its own kernels and slice grid, every right-hand side its own
+  /// Krylov iteration; a geometry batch, solve(pairs), has several structures per wavelength). Only
+  /// members with equally many incidences (a sweep's θ × φ list is the same at every wavelength),
+  /// equally many slices and the same lattice share a batch; a batch holds as many as
+  /// memory_limit_bytes (device: the device's free memory) allows, the preconditioner included.
+  /// 0: automatic, as many as fit on device
+  /// backends where one member's problem has fewer than device_batch_unknowns unknowns (a small
   /// problem's products are launch-bound: one batch launches once for all wavelengths), else one; one
   /// on host backends: there a batch saves nothing per product but keeps applying A
   /// to every wavelength until the slowest converges (configs/default.yaml's 41 wavelengths, one
@@ -80,9 +82,9 @@ struct SolverOptions {
   std::size_t memory_limit_bytes = std::size_t(16) << 30;
 };
 
-/// One wavelength's unknowns (3 components × orders × slices of the finest grid × right-hand sides)
-/// from which device backends solve each wavelength on its own when max_wavelengths_per_batch is
-/// automatic. A batch applies A to every wavelength until its slowest converges; it pays where one
+/// One member's unknowns (one wavelength of one structure: 3 components × orders × slices of the
+/// finest grid × right-hand sides) from which device backends solve each member on its own when
+/// max_wavelengths_per_batch is automatic. A batch applies A to every wavelength until its slowest converges; it pays where one
 /// wavelength's products are launch-bound. Measured on an H100 (session 10, gpu-fused, one wavelength
 /// against batches of 4–6 per problem, sweep of 5 runs each, app/work_units.hpp's units):
 /// configs/default.yaml (3e3 unknowns per wavelength) 361 → 535 points/s (medians); si_lines_metrology
@@ -166,5 +168,21 @@ struct SolveResult {
 /// and when the estimated memory exceeds memory_limit_bytes (saying how much is needed);
 /// NotConverged per on_unconverged.
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options);
+
+/// One structure with the incidences to solve on it: a pair of a batched solve.
+struct StructureIncidences {
+  const Structure& structure;
+  std::span<const Incidence> incidences;
+};
+
+/// Solves several structures at once (issue #11: a fit's finite-difference Jacobian, the structures
+/// at the perturbed parameters): every (structure, wavelength) is a member, and members of equally
+/// many incidences, equally many slices and the same lattice share batched problems as the
+/// wavelengths of one structure do (max_wavelengths_per_batch, memory_limit_bytes); the others are
+/// solved in batches of their own. One result per pair, in the order given, equal to solve(structure,
+/// incidences, options) of that pair (bit for bit on the host backends,
+/// validation/physics/test_batched_geometries.cpp), except `phases`: a batch's time is counted once,
+/// in the result of its first member's pair. Throws as solve() does.
+std::vector<SolveResult> solve(std::span<const StructureIncidences> pairs, const SolverOptions& options);
 
 }  // namespace gratingsim::physics

@@ -29,24 +29,21 @@ Complex expm1(Complex u) {
 // entry is the same expression of the same inputs as a direct per-entry evaluation, so the tables
 // equal it bit for bit, whatever the thread count (issue #15: this was 0.22 s of problem case 3 on
 // the GPU path, serial).
-GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences,
+GreenCoefficients green_coefficients(std::span<const ZGrid> grids, std::span<const FloquetOrders> incidences,
                                      SliceTables tables) {
   GS_EXPECTS(!incidences.empty(), "green_coefficients: no incidence");
-  GS_EXPECTS(grid.slices() >= 1, "green_coefficients: no slices");
+  GS_EXPECTS(!grids.empty() && incidences.size() % grids.size() == 0,
+             "green_coefficients: the incidences must come in one run per grid, equally many per grid");
   GreenCoefficients g;
   g.incidences = int(incidences.size());
   g.orders = int(incidences[0].orders.size());
-  g.slices = grid.slices();
-  g.grid = grid;
-  // Members: runs of equal k0 (one wavelength each), equally long.
-  std::size_t run = 1;
-  while (run < incidences.size() && incidences[run].k0 == incidences[0].k0) ++run;
-  GS_EXPECTS(incidences.size() % run == 0,
-             "green_coefficients: the incidences must come in runs of one wavelength, equally many per wavelength");
-  g.members = int(incidences.size() / run);
-  for (std::size_t a = 0; a < incidences.size(); ++a)
-    GS_EXPECTS(incidences[a].k0 == incidences[a / run * run].k0,
-               "green_coefficients: the incidences must come in runs of one wavelength, equally many per wavelength");
+  g.slices = grids[0].slices();
+  g.members = int(grids.size());
+  g.grids.assign(grids.begin(), grids.end());
+  GS_EXPECTS(g.slices >= 1, "green_coefficients: no slices");
+  for (const ZGrid& grid : grids)
+    GS_EXPECTS(grid.slices() == g.slices && grid.thickness.size() == grid.z.size(),
+               "green_coefficients: the members' grids must have equally many slices");
   g.k1.resize(incidences.size());
   const std::size_t n_io = std::size_t(g.incidences) * g.orders, n = n_io * g.slices, nz = std::size_t(g.slices);
   g.kz.resize(n_io);
@@ -74,44 +71,64 @@ GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetO
   g.weight.resize(n);
   g.self.resize(n);
   g.depth.resize(n);
-  // One row of tables per distinct kz (the first (incidence, order) that has it), then copies. Within a
-  // row, weight and self depend on Δ_p only and step on z_{p−1} − z_p only: an equal argument (a layer's
-  // uniform slices) reuses the previous slice's value, which is what the expression would give again.
-  const DistinctValues distinct = distinct_values(g.kz);
-  const std::ptrdiff_t rows = std::ptrdiff_t(distinct.first.size());
+  // Per member (its own grid): one row of tables per distinct kz of its incidences (the first
+  // (incidence, order) that has it), then copies. Within a row, weight and self depend on Δ_p only and
+  // step on z_{p−1} − z_p only: an equal argument (a layer's uniform slices) reuses the previous slice's
+  // value, which is what the expression would give again.
+  const std::size_t per_member = n_io / grids.size();
+  for (std::size_t w = 0; w < grids.size(); ++w) {
+    const ZGrid& grid = grids[w];
+    const std::size_t first_io = w * per_member;
+    const DistinctValues distinct = distinct_values(std::span<const Complex>(g.kz).subspan(first_io, per_member));
+    const std::ptrdiff_t rows = std::ptrdiff_t(distinct.first.size());
 #pragma omp parallel for schedule(dynamic, 8) if (std::size_t(rows) * nz >= 4096)
-  for (std::ptrdiff_t u = 0; u < rows; ++u) {
-    const std::size_t row = distinct.first[std::size_t(u)] * nz;
-    const Complex kz = g.kz[distinct.first[std::size_t(u)]];
-    for (std::size_t p = 0; p < nz; ++p) {
-      const std::size_t i = row + p;
-      const double d = grid.thickness[p];
-      if (p == 0) {
-        g.step[i] = Complex(0);
-      } else if (p >= 2 && grid.z[p - 1] - grid.z[p] == grid.z[p - 2] - grid.z[p - 1]) {
-        g.step[i] = g.step[i - 1];
-      } else {
-        g.step[i] = std::exp(I * kz * (grid.z[p - 1] - grid.z[p]));  // e^{ikz(z_{p−1} − z_p)}
+    for (std::ptrdiff_t u = 0; u < rows; ++u) {
+      const std::size_t io = first_io + distinct.first[std::size_t(u)], row = io * nz;
+      const Complex kz = g.kz[io];
+      for (std::size_t p = 0; p < nz; ++p) {
+        const std::size_t i = row + p;
+        const double d = grid.thickness[p];
+        if (p == 0) {
+          g.step[i] = Complex(0);
+        } else if (p >= 2 && grid.z[p - 1] - grid.z[p] == grid.z[p - 2] - grid.z[p - 1]) {
+          g.step[i] = g.step[i - 1];
+        } else {
+          g.step[i] = std::exp(I * kz * (grid.z[p - 1] - grid.z[p]));  // e^{ikz(z_{p−1} − z_p)}
+        }
+        if (p >= 1 && d == grid.thickness[p - 1]) {
+          g.weight[i] = g.weight[i - 1];
+          g.self[i] = g.self[i - 1];
+        } else {
+          g.weight[i] = d * sinc(kz * d / 2.0);            // 2 sin(kzΔ/2)/kz
+          g.self[i] = expm1(I * kz * d / 2.0) / (kz * kz);  // (e^{ikzΔ/2} − 1)/kz²
+        }
+        g.depth[i] = std::exp(I * kz * grid.z[p]);  // e^{ikz z_p}
       }
-      if (p >= 1 && d == grid.thickness[p - 1]) {
-        g.weight[i] = g.weight[i - 1];
-        g.self[i] = g.self[i - 1];
-      } else {
-        g.weight[i] = d * sinc(kz * d / 2.0);            // 2 sin(kzΔ/2)/kz
-        g.self[i] = expm1(I * kz * d / 2.0) / (kz * kz);  // (e^{ikzΔ/2} − 1)/kz²
-      }
-      g.depth[i] = std::exp(I * kz * grid.z[p]);  // e^{ikz z_p}
+    }
+    const std::ptrdiff_t n_rows = std::ptrdiff_t(per_member);
+#pragma omp parallel for schedule(static) if (per_member * nz >= 65536)
+    for (std::ptrdiff_t k = 0; k < n_rows; ++k) {
+      const std::size_t from = (first_io + distinct.first[distinct.class_of[std::size_t(k)]]) * nz,
+                        to = (first_io + std::size_t(k)) * nz;
+      if (from == to) continue;
+      for (std::vector<Complex>* table : {&g.step, &g.weight, &g.self, &g.depth})
+        std::copy_n(table->begin() + std::ptrdiff_t(from), nz, table->begin() + std::ptrdiff_t(to));
     }
   }
-  const std::ptrdiff_t n_rows = std::ptrdiff_t(n_io);
-#pragma omp parallel for schedule(static) if (n >= 65536)
-  for (std::ptrdiff_t io = 0; io < n_rows; ++io) {
-    const std::size_t from = distinct.first[distinct.class_of[std::size_t(io)]] * nz, to = std::size_t(io) * nz;
-    if (from == to) continue;
-    for (std::vector<Complex>* table : {&g.step, &g.weight, &g.self, &g.depth})
-      std::copy_n(table->begin() + std::ptrdiff_t(from), nz, table->begin() + std::ptrdiff_t(to));
-  }
   return g;
+}
+
+GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences,
+                                     SliceTables tables) {
+  GS_EXPECTS(!incidences.empty(), "green_coefficients: no incidence");
+  // Members: runs of equal k0 (one wavelength each), equally long.
+  std::size_t run = 1;
+  while (run < incidences.size() && incidences[run].k0 == incidences[0].k0) ++run;
+  const std::string runs = "green_coefficients: the incidences must come in runs of one wavelength, equally many per wavelength";
+  GS_EXPECTS(incidences.size() % run == 0, runs);
+  for (std::size_t a = 0; a < incidences.size(); ++a) GS_EXPECTS(incidences[a].k0 == incidences[a / run * run].k0, runs);
+  const std::vector<ZGrid> grids(incidences.size() / run, grid);
+  return green_coefficients(grids, incidences, tables);
 }
 
 namespace {

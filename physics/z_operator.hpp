@@ -33,13 +33,14 @@ struct ZGrid {
 };
 
 /// Per (incidence, order, slice) coefficients of K, host side in complex128. The incidences may be of
-/// several wavelengths (a batch of `members`, problem.hpp): they come in `members` runs of equally
-/// many incidences, each run one wavelength (its own k1 and kz), sharing the grid.
+/// several members (a batch, problem.hpp): they come in `members` runs of equally many incidences,
+/// each run one wavelength (its own k1 and kz) on its member's grid; the grids have equally many
+/// slices (a geometry batch's members differ in thicknesses, hence in z).
 struct GreenCoefficients {
   int incidences = 0, orders = 0, slices = 0;
-  int members = 1;                             ///< runs of one wavelength, incidences / members each
+  int members = 1;                             ///< runs of one member, incidences / members each
   std::vector<double> k1;                      ///< [incidence]: the superstrate wavenumber 2π n1/λ
-  ZGrid grid;                                  ///< the slices the tables are for
+  std::vector<ZGrid> grids;                    ///< [member]: the slices the tables are for
   std::vector<Complex> kz, rs, rp;             ///< [incidence·orders + m]
   std::vector<double> tx, ty, krho;            ///< [incidence·orders + m]
   std::vector<Complex> step, weight, self;     ///< [(incidence·orders + m)·slices + p]:
@@ -55,9 +56,14 @@ struct GreenCoefficients {
 /// or only the per-order ones (a device z-operator computes its per-slice tables on the device).
 enum class SliceTables { host, none };
 
-/// The incidences' members: runs as long as the first run of equal vacuum wavenumber k0 (one
-/// wavelength); each must hold one k0 (InvalidArgument otherwise). Every incidence has the same
-/// number of orders.
+/// One member per grid: the incidences come in grids.size() runs of equally many, run w on grids[w]
+/// (all grids equally many slices; InvalidArgument otherwise). Every incidence has the same number of
+/// orders.
+GreenCoefficients green_coefficients(std::span<const ZGrid> grids, std::span<const FloquetOrders> incidences,
+                                     SliceTables tables = SliceTables::host);
+/// Every member on one grid (the wavelengths of one structure): the members are the runs as long as
+/// the first run of equal vacuum wavenumber k0 (one wavelength); each must hold one k0
+/// (InvalidArgument otherwise).
 GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences,
                                      SliceTables tables = SliceTables::host);
 

@@ -327,7 +327,7 @@ TEST_CASE("the assembled coarse matrix A_c is the principal submatrix of A at th
       const auto problem_owner = random_problem(formulation, one_dimensional, inc);
       DiscreteProblem<double>& problem = *problem_owner;
       const int mc = 2;  // 2D: Mc1 = 2, Mc2 = min(2, M2) = 1
-      const CoarseMatrices coarse = coarse_matrices(problem.discretisation().grid, problem.orders(),
+      const CoarseMatrices coarse = coarse_matrices(problem.grids(), problem.orders(),
                                                     problem.convolution().problem(), problem.kernels(), mc);
       const int na = int(inc.size()), nz = int(problem.layout().slices);
       const std::size_t nc = coarse.orders.size(), n = coarse.n();
