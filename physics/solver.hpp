@@ -68,11 +68,10 @@ struct SolverOptions {
   /// members with equally many incidences (a sweep's θ × φ list is the same at every wavelength),
   /// equally many slices and the same lattice share a batch; a batch holds as many as
   /// memory_limit_bytes (device: the device's free memory) allows, the preconditioner included.
-  /// 0: automatic, as many as fit on device
-  /// backends where one member's problem has fewer than device_batch_unknowns unknowns (a small
-  /// problem's products are launch-bound: one batch launches once for all wavelengths), else one; one
-  /// on host backends: there a batch saves nothing per product but keeps applying A
-  /// to every wavelength until the slowest converges (configs/default.yaml's 41 wavelengths, one
+  /// 0: automatic, as many as fit on device backends where one member's problem has fewer than
+  /// device_batch_unknowns unknowns (a small problem's products are launch-bound: one batch launches
+  /// once for all members), else one; one on host backends: there a batch saves nothing per product
+  /// but keeps applying A to every member until the slowest converges (configs/default.yaml's 41 wavelengths, one
   /// thread of the dev machine, validation/scaling/wavelength_batch: cpu-fftw 1.8 s one by one, 6.6 s
   /// in one batch; the same 2516 iterations, at most 72 per rhs, and a basis 41× larger). Results do
   /// not depend on it (validation/physics/test_batched_wavelengths.cpp).
@@ -84,8 +83,8 @@ struct SolverOptions {
 
 /// One member's unknowns (one wavelength of one structure: 3 components × orders × slices of the
 /// finest grid × right-hand sides) from which device backends solve each member on its own when
-/// max_wavelengths_per_batch is automatic. A batch applies A to every wavelength until its slowest converges; it pays where one
-/// wavelength's products are launch-bound. Measured on an H100 (session 10, gpu-fused, one wavelength
+/// max_wavelengths_per_batch is automatic. A batch applies A to every member until its slowest
+/// converges; it pays where one member's products are launch-bound. Measured on an H100 (session 10, gpu-fused, one wavelength
 /// against batches of 4–6 per problem, sweep of 5 runs each, app/work_units.hpp's units):
 /// configs/default.yaml (3e3 unknowns per wavelength) 361 → 535 points/s (medians); si_lines_metrology
 /// (2.4e4, preconditioned, iterations 60–290 across its wavelengths) 96.5 → 73.9 points/s.
