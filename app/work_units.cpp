@@ -25,8 +25,9 @@ double batch_unknowns(const io::Problem& problem) {
 
 std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers) {
   if (conv::memory_of(problem.solver.backend) == Memory::host) return 1;
-  if (batch_unknowns(problem) >= physics::device_batch_unknowns) return 1;  // not launch-bound (solver.hpp)
-  const auto filling = std::size_t(std::ceil(gpu_filling_unknowns / std::max(batch_unknowns(problem), 1.0)));
+  const double unknowns = batch_unknowns(problem);
+  if (unknowns >= physics::device_batch_unknowns) return 1;  // not launch-bound (solver.hpp)
+  const auto filling = std::size_t(std::ceil(gpu_filling_unknowns / std::max(unknowns, 1.0)));
   const std::size_t balanced = batches / (units_per_device * std::size_t(std::max(workers, 1)));
   return std::clamp(std::min(filling, balanced), std::size_t(1), std::max(problem.layout.wavelength_nm.size(), std::size_t(1)));
 }
