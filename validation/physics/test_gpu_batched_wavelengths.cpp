@@ -10,6 +10,7 @@
 
 #include "physics/device.hpp"
 #include "physics/problem.hpp"
+#include "validation/physics/device_z_operator_check.hpp"
 #include "validation/physics/batched_wavelengths.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
@@ -20,8 +21,6 @@ using namespace gratingsim::physics;
 
 TEMPLATE_TEST_CASE("the device z-operator with k1 per incidence equals the host one on a batch of wavelengths",
                    "[physics][gpu][batch]", float, double) {
-  using Complex = std::complex<TestType>;
-  const double tol = std::is_same_v<TestType, float> ? 1e-6 : 1e-13;
   std::vector<std::string> warnings;
   ProblemSettings settings;
   settings.m1 = 3;
@@ -33,34 +32,7 @@ TEMPLATE_TEST_CASE("the device z-operator with k1 per incidence equals the host 
   const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
   REQUIRE(g.k1[0] != g.k1[2]);
   const std::vector<int> rhs_incidence{0, 0, 1, 1, 2, 2, 3, 3};
-  const BatchLayout layout = problem.layout();
-  for (int sources : {3, 4, 5}) {
-    INFO(sources << " source components");
-    auto host = make_host_z_operator<TestType>(g, rhs_incidence, sources);
-    auto dev = make_device_z_operator<TestType>(g, rhs_incidence, sources);
-    DeviceStream stream;
-    const BatchLayout source_layout{layout.slices, layout.rhs, layout.block / 3 * sources};
-    auto space = make_device_vector_space<TestType>(layout, 2, stream.get());
-    auto source_space = make_device_vector_space<TestType>(source_layout, 1, stream.get());
-    const auto x = test::random_complex<TestType>(layout.size()),
-               c = test::random_complex<TestType>(source_layout.size());
-    std::vector<Complex> expect(layout.size(), test::poison<TestType>());
-    host->apply(x.data(), c.data(), expect.data(), nullptr);
-    REQUIRE(test::l2_norm<TestType>(expect) > 0);
-    space->upload(x, 0);
-    source_space->upload(c, 0);
-    std::vector<Complex> got(layout.size(), test::poison<TestType>());
-    space->upload(got, 1);
-    dev->apply(space->data(0), source_space->data(0), space->data(1), stream.get());
-    space->download(1, got);
-    CHECK(test::relative_l2<TestType, TestType>(got, expect) <= tol);
-    const std::size_t sums = layout.rhs * (layout.block / 3) * 4;
-    std::vector<std::complex<double>> sums_host(sums, test::poison<double>()), sums_dev(sums, test::poison<double>());
-    host->far_field_sums(c.data(), sums_host.data(), nullptr);
-    dev->far_field_sums(source_space->data(0), sums_dev.data(), stream.get());
-    REQUIRE(test::l2_norm<double>(sums_host) > 0);
-    CHECK(test::relative_l2<double, double>(sums_dev, sums_host) <= 1e-13);
-  }
+  test::check_device_z_operator<TestType>(g, rhs_incidence, problem.layout(), {3, 4, 5});
 }
 
 TEST_CASE("GPU: a batch of wavelengths equals each wavelength solved alone, bit for bit", "[physics][gpu][batch]") {

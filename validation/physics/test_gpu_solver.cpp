@@ -18,6 +18,7 @@
 
 #include "physics/device.hpp"
 #include "physics/problem.hpp"
+#include "validation/physics/device_z_operator_check.hpp"
 #include "physics/solver.hpp"
 #include "validation/physics/batch_independence.hpp"
 #include "validation/physics/grating_cases.hpp"
@@ -210,8 +211,6 @@ TEMPLATE_TEST_CASE("the device basis pass (dots, combine) equals the host one, a
 }
 
 TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields", "[physics][gpu]", float, double) {
-  using Complex = std::complex<TestType>;
-  const double tol = std::is_same_v<TestType, float> ? 1e-6 : 1e-13;
   std::vector<std::string> warnings;
   ProblemSettings settings;
   settings.m1 = 3;
@@ -225,43 +224,7 @@ TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields",
   const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
   INFO(g.slices << " slices");
   REQUIRE(g.slices == pattern_slices + std::max(1, pattern_slices / 2));
-  const std::vector<int> rhs_incidence{0, 0, 1, 1};
-  const BatchLayout layout = problem.layout();
-  // Laurent's source (3 components per block) and the normal-vector ones (J and D_x; J, D_x and D_y).
-  for (int sources : {3, 4, 5}) {
-    INFO(sources << " source components");
-    auto host = make_host_z_operator<TestType>(g, rhs_incidence, sources);
-    auto dev = make_device_z_operator<TestType>(g, rhs_incidence, sources);
-    DeviceStream stream;
-    const BatchLayout source_layout{layout.slices, layout.rhs, layout.block / 3 * sources};
-    auto space = make_device_vector_space<TestType>(layout, 3, stream.get());
-    auto source_space = make_device_vector_space<TestType>(source_layout, 1, stream.get());
-    const auto x = test::random_complex<TestType>(layout.size()),
-               c = test::random_complex<TestType>(source_layout.size());
-    std::vector<Complex> expect(layout.size());
-    host->apply(x.data(), c.data(), expect.data(), nullptr);
-    REQUIRE(test::l2_norm<TestType>(expect) > 0);
-    // y distinct from x, then in place (y = x).
-    for (bool in_place : {false, true}) {
-      space->upload(x, 0);
-      source_space->upload(c, 0);
-      std::vector<Complex> got(layout.size(), test::poison<TestType>());
-      space->upload(got, 2);
-      Complex* y = in_place ? space->data(0) : space->data(2);
-      dev->apply(space->data(0), source_space->data(0), y, stream.get());
-      space->download(in_place ? 0 : 2, got);
-      INFO((in_place ? "in place" : "out of place"));
-      CHECK(test::relative_l2<TestType, TestType>(got, expect) <= tol);
-    }
-    // The far-field sums of the same source: complex128 sums of the same Real source in both.
-    const std::size_t sums = layout.rhs * (layout.block / 3) * 4;
-    std::vector<std::complex<double>> sums_host(sums), sums_dev(sums, test::poison<double>());
-    host->far_field_sums(c.data(), sums_host.data(), nullptr);
-    source_space->upload(c, 0);
-    dev->far_field_sums(source_space->data(0), sums_dev.data(), stream.get());
-    REQUIRE(test::l2_norm<double>(sums_host) > 0);
-    CHECK(test::relative_l2<double, double>(sums_dev, sums_host) <= 1e-13);
-  }
+  test::check_device_z_operator<TestType>(g, {0, 0, 1, 1}, problem.layout(), {3, 4, 5});
 }
 
 TEST_CASE("GPU solves equal the CPU solve, complex128", "[physics][gpu]") { check_backends_equal_cpu<double>(); }
