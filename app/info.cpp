@@ -24,6 +24,8 @@ std::string availability(conv::Backend backend) {
   const std::vector<std::complex<double>> kernels(problem.kernel_size(), {1.0, 0.0});
   try {
     conv::make_convolution<float>(backend, problem, kernels);
+    if (backend == conv::Backend::gpu_cufft_callbacks)
+      return "available (" + conv::cufft_callbacks_route(Precision::single) + ")";
     return "available";
   } catch (const Error& e) {
     return "unavailable: " + user_message(e);
