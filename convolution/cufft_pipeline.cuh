@@ -82,12 +82,8 @@ class CufftPlan {
     }
     owned_ = true;
   }
-  CufftPlan(CufftPlan&& other) noexcept { *this = std::move(other); }
-  CufftPlan& operator=(CufftPlan&& other) noexcept {  // swapped: `other` destroys what this held
-    std::swap(handle_, other.handle_);
-    std::swap(owned_, other.owned_);
-    return *this;
-  }
+  CufftPlan(const CufftPlan&) = delete;
+  CufftPlan& operator=(const CufftPlan&) = delete;
   ~CufftPlan() {
     if (owned_) cufftDestroy(handle_);  // no throw from a destructor
   }

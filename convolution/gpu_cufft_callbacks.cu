@@ -101,14 +101,8 @@ class LegacyPlan {
                  "gratingsim_legacy_callbacks_plan");
     owned_ = true;
   }
-  LegacyPlan(LegacyPlan&& o) noexcept { *this = std::move(o); }
-  LegacyPlan& operator=(LegacyPlan&& o) noexcept {
-    std::swap(handle_, o.handle_);
-    std::swap(owned_, o.owned_);
-    double_precision_ = o.double_precision_;
-    role_ = o.role_;
-    return *this;
-  }
+  LegacyPlan(const LegacyPlan&) = delete;
+  LegacyPlan& operator=(const LegacyPlan&) = delete;
   ~LegacyPlan() {
     if (owned_) gratingsim_legacy_callbacks_destroy(handle_);  // no throw from a destructor
   }
@@ -125,6 +119,62 @@ class LegacyPlan {
   LegacyCallbackRole role_ = legacy_forward_pad;
 };
 #endif
+
+/// The backend's two batched transforms with their callbacks, by one route, in place on L1×L2 blocks:
+/// forward (pad load) on `forward_batch` blocks, inverse (products load, extract store) on
+/// `inverse_batch`; callerInfo `params` (device memory; null for a probe whose plans never run).
+/// Only the route's plans are made (C++17: each member initialised straight from its prvalue).
+template <class Real>
+class CallbackTransforms {
+ public:
+  static constexpr bool single = std::is_same_v<Real, float>;
+  using DeviceComplex = typename Cufft<Real>::Complex;
+
+  CallbackTransforms(Route route, int l1, int l2, std::size_t forward_batch, std::size_t inverse_batch,
+                     CallbackParams* params)
+      : route_(route),
+        lto_forward_(route == Route::lto ? CufftPlan(l1, l2, forward_batch, Cufft<Real>::type,
+                                                     {callback("gratingsim_pad_load", single, true, params)})
+                                         : CufftPlan()),
+        lto_inverse_(route == Route::lto
+                         ? CufftPlan(l1, l2, inverse_batch, Cufft<Real>::type,
+                                     {callback("gratingsim_products_load", single, true, params),
+                                      callback("gratingsim_extract_store", single, false, params)})
+                         : CufftPlan())
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+        ,
+        legacy_forward_(route == Route::legacy
+                            ? LegacyPlan(l1, l2, forward_batch, !single, legacy_forward_pad, params)
+                            : LegacyPlan()),
+        legacy_inverse_(route == Route::legacy
+                            ? LegacyPlan(l1, l2, inverse_batch, !single, legacy_inverse_products, params)
+                            : LegacyPlan())
+#endif
+  {
+  }
+
+  /// The forward transforms, then the inverse ones on `inverse_data`, enqueued on `stream`.
+  void execute(DeviceComplex* forward_data, DeviceComplex* inverse_data, Stream stream) const {
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+    if (route_ == Route::legacy) {
+      legacy_forward_.execute(forward_data, stream);
+      legacy_inverse_.execute(inverse_data, stream);
+      return;
+    }
+#endif
+    GS_CUFFT_TRY(cufftSetStream(lto_forward_.get(), stream));
+    GS_CUFFT_TRY(Cufft<Real>::exec(lto_forward_.get(), forward_data, forward_data, CUFFT_FORWARD));
+    GS_CUFFT_TRY(cufftSetStream(lto_inverse_.get(), stream));
+    GS_CUFFT_TRY(Cufft<Real>::exec(lto_inverse_.get(), inverse_data, inverse_data, CUFFT_INVERSE));
+  }
+
+ private:
+  Route route_;
+  CufftPlan lto_forward_, lto_inverse_;
+#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
+  LegacyPlan legacy_forward_, legacy_inverse_;
+#endif
+};
 
 /// The route this process uses for `precision` (one small plan with each callback, per route, once per
 /// process), or the reasons neither works.
@@ -155,21 +205,8 @@ class GpuCufftCallbacks final : public Convolution<Real> {
         spectra_(g),
         pattern_(g),
         params_(1),
-        route_(usable_route(single ? Precision::single : Precision::double_)) {
-    const std::size_t inverse_batch = g.scalar() ? g.input_blocks() : g.output_blocks();
-    if (route_ == Route::lto) {
-      forward_plan_ = CufftPlan(g.l1, g.l2, g.input_blocks(), Cufft<Real>::type,
-                                {callback("gratingsim_pad_load", single, true, params_.data())});
-      inverse_plan_ = CufftPlan(g.l1, g.l2, inverse_batch, Cufft<Real>::type,
-                                {callback("gratingsim_products_load", single, true, params_.data()),
-                                 callback("gratingsim_extract_store", single, false, params_.data())});
-    }
-#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
-    if (route_ == Route::legacy) {
-      legacy_forward_ = LegacyPlan(g.l1, g.l2, g.input_blocks(), !single, legacy_forward_pad, params_.data());
-      legacy_inverse_ = LegacyPlan(g.l1, g.l2, inverse_batch, !single, legacy_inverse_products, params_.data());
-    }
-#endif
+        transforms_(usable_route(single ? Precision::single : Precision::double_), g.l1, g.l2, g.input_blocks(),
+                    g.scalar() ? g.input_blocks() : g.output_blocks(), params_.data()) {
     CallbackParams params{};
     params.input_spectra = x_.data();
     params.kernel_spectra = spectra_.data();
@@ -199,17 +236,7 @@ class GpuCufftCallbacks final : public Convolution<Real> {
     bind_buffers<<<1, 1, 0, stream>>>(params_.data(), in, out);
     GS_CUDA_CHECK_LAUNCH();
     DeviceComplex* y = g.scalar() ? x_.data() : y_.data();  // its input comes from the load callback
-#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
-    if (route_ == Route::legacy) {
-      legacy_forward_.execute(x_.data(), stream);
-      legacy_inverse_.execute(y, stream);
-      return;
-    }
-#endif
-    GS_CUFFT_TRY(cufftSetStream(forward_plan_.get(), stream));
-    GS_CUFFT_TRY(Cufft<Real>::exec(forward_plan_.get(), x_.data(), x_.data(), CUFFT_FORWARD));
-    GS_CUFFT_TRY(cufftSetStream(inverse_plan_.get(), stream));
-    GS_CUFFT_TRY(Cufft<Real>::exec(inverse_plan_.get(), y, y, CUFFT_INVERSE));
+    transforms_.execute(x_.data(), y, stream);
   }
 
   [[nodiscard]] Backend backend() const override { return Backend::gpu_cufft_callbacks; }
@@ -221,12 +248,7 @@ class GpuCufftCallbacks final : public Convolution<Real> {
   KernelSpectra<Real> spectra_;           // Ŝ_{p,k} unnormalised
   DevicePattern pattern_;                 // the pattern sorted by output (scalar: the one term)
   DeviceBuffer<CallbackParams> params_;   // the callbacks' callerInfo (before the plans, which point to it)
-  Route route_;                           // LTO or legacy callbacks (callbacks_route)
-  CufftPlan forward_plan_;                // LTO: input blocks' transforms, pad load callback
-  CufftPlan inverse_plan_;                // LTO: output blocks' inverse transforms, products load, extract store
-#if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
-  LegacyPlan legacy_forward_, legacy_inverse_;  // legacy: the same two transforms and callbacks
-#endif
+  CallbackTransforms<Real> transforms_;  // input blocks' forward and output blocks' inverse transforms
 };
 
 const RouteVerdict& callbacks_route(Precision precision) {
@@ -238,12 +260,14 @@ const RouteVerdict& callbacks_route(Precision precision) {
   if (v) return *v;
   v = RouteVerdict{};
   // callerInfo is only dereferenced when a transform runs; the probe plans never run.
+  const auto probe = [&](Route route) {
+    if (single)
+      CallbackTransforms<float>(route, 16, 16, 1, 1, nullptr);
+    else
+      CallbackTransforms<double>(route, 16, 16, 1, 1, nullptr);
+  };
   try {
-    const cufftType type = single ? CUFFT_C2C : CUFFT_Z2Z;
-    const CufftPlan forward(16, 16, 1, type, {callback("gratingsim_pad_load", single, true, nullptr)});
-    const CufftPlan inverse(16, 16, 1, type,
-                            {callback("gratingsim_products_load", single, true, nullptr),
-                             callback("gratingsim_extract_store", single, false, nullptr)});
+    probe(Route::lto);
     v->route = Route::lto;
     return *v;
   } catch (const CudaError& e) {
@@ -253,8 +277,7 @@ const RouteVerdict& callbacks_route(Precision precision) {
   }
 #if GRATINGSIM_CUFFT_LEGACY_CALLBACKS
   try {
-    const LegacyPlan forward(16, 16, 1, !single, legacy_forward_pad, nullptr);
-    const LegacyPlan inverse(16, 16, 1, !single, legacy_inverse_products, nullptr);
+    probe(Route::legacy);
     v->route = Route::legacy;
   } catch (const CudaError& e) {
     v->reason += std::string("; and its legacy callbacks (static cuFFT) failed: ") + e.what();
