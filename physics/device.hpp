@@ -18,6 +18,7 @@
 
 #include "convolution/convolution.hpp"
 #include "physics/preconditioner.hpp"
+#include "physics/sweep_preconditioner.hpp"
 #include "physics/vector_space.hpp"
 #include "physics/z_operator.hpp"
 
@@ -150,6 +151,14 @@ template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_device_coarse_preconditioner(std::unique_ptr<Preconditioner<Real>> averaged,
                                                                         const CoarseMatrices& coarse,
                                                                         std::vector<int> rhs_incidence, int orders);
+
+/// The sweep preconditioner (sweep_preconditioner.hpp) on the device: the host-built matrices uploaded,
+/// rounded to Real, and one launch per application on the given stream: a block per right-hand side
+/// sweeps its slices up and down, each step a few products of the slice's matrices with the block's
+/// vectors in shared memory. Waits for the calling thread's default stream before returning.
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_device_sweep_preconditioner(const SweepMatrices& sweep,
+                                                                       std::vector<int> rhs_incidence);
 
 }  // namespace gratingsim::physics
 #endif

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "physics/green_tensors.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -13,11 +14,14 @@
 
 namespace gratingsim::physics {
 
+using namespace detail;  // green_tensors.hpp
+
 std::string_view to_string(Preconditioning p) {
   switch (p) {
     case Preconditioning::automatic: return "auto";
     case Preconditioning::averaged: return "averaged";
     case Preconditioning::coarse: return "coarse";
+    case Preconditioning::sweep: return "sweep";
     case Preconditioning::none: return "none";
   }
   return "?";
@@ -25,9 +29,10 @@ std::string_view to_string(Preconditioning p) {
 
 Preconditioning parse_preconditioning(std::string_view name) {
   for (Preconditioning p :
-       {Preconditioning::automatic, Preconditioning::averaged, Preconditioning::coarse, Preconditioning::none})
+       {Preconditioning::automatic, Preconditioning::averaged, Preconditioning::coarse, Preconditioning::sweep,
+        Preconditioning::none})
     if (name == to_string(p)) return p;
-  GS_EXPECTS(false, "unknown preconditioner '" + std::string(name) + "' (choose auto, averaged, coarse or none)");
+  GS_EXPECTS(false, "unknown preconditioner '" + std::string(name) + "' (choose auto, averaged, coarse, sweep or none)");
   return Preconditioning::none;
 }
 
@@ -84,68 +89,6 @@ MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::co
   return t;
 }
 
-namespace {
-
-using Tensor = std::array<std::complex<double>, 9>;  // 3×3, row-major [row·3 + col]
-
-/// a·b for 3×3 tensors.
-Tensor product(const Tensor& a, const Tensor& b) {
-  Tensor c{};
-  for (int i = 0; i < 3; ++i)
-    for (int k = 0; k < 3; ++k)
-      for (int j = 0; j < 3; ++j) c[i * 3 + j] += a[i * 3 + k] * b[k * 3 + j];
-  return c;
-}
-
-/// u vᵀ for 3-vectors.
-Tensor dyad(const std::array<std::complex<double>, 3>& u, const std::array<std::complex<double>, 3>& v) {
-  Tensor t{};
-  for (int i = 0; i < 3; ++i)
-    for (int j = 0; j < 3; ++j) t[i * 3 + j] = u[i] * v[j];
-  return t;
-}
-
-/// The z-operator's Green function G = −k1² K (z_operator.hpp) at one (incidence, order) as 3×3
-/// tensors acting on the source J: between slices q ≠ p and q = p,
-///   G_qp = w_p e^{ikz|z_q − z_p|} (q < p: up, q > p: down) + e^{ikz z_q} e^{ikz z_p} w_p reflected,
-///   G_pp = e^{2ikz z_p} w_p reflected + c_p self + ẑẑ,
-/// with up = −k1² (i/2kz)(êê + p̂+p̂+), down = −k1² (i/2kz)(êê + p̂−p̂−), reflected = −k1² (i/2kz)
-/// (r_s êê + r_p p̂+p̂−), self = −k1² êê − kz² t̂t̂ − kρ² ẑẑ: the sums the z-operator's sweeps form for one
-/// source, written out (the same exponentials: e^{ikz|z_q − z_p|} is the product of the steps between).
-struct GreenTensors {
-  Tensor up, down, reflected, self, zz;
-};
-
-GreenTensors green_tensors(const GreenCoefficients& g, std::size_t io) {
-  using C = std::complex<double>;
-  const C kz = g.kz[io];
-  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io], k1 = g.k1[io / std::size_t(g.orders)], k1sq = k1 * k1;
-  const std::array<C, 3> e{-ty, tx, 0.0}, t{tx, ty, 0.0}, z{0.0, 0.0, 1.0};
-  const C pt = kz / k1, pz = -kr / k1;
-  const std::array<C, 3> plus{pt * tx, pt * ty, pz}, minus{-pt * tx, -pt * ty, pz};  // p̂±
-  const C scale = -k1sq * C(0.0, 1.0) / (2.0 * kz);
-  GreenTensors out;
-  const Tensor ee = dyad(e, e), pp = dyad(plus, plus), mm = dyad(minus, minus), pm = dyad(plus, minus);
-  const Tensor tt = dyad(t, t), zz = dyad(z, z);
-  for (int i = 0; i < 9; ++i) {
-    out.up[i] = scale * (ee[i] + pp[i]);
-    out.down[i] = scale * (ee[i] + mm[i]);
-    out.reflected[i] = scale * (g.rs[io] * ee[i] + g.rp[io] * pm[i]);
-    out.self[i] = -k1sq * ee[i] - kz * kz * tt[i] - kr * kr * zz[i];
-    out.zz[i] = zz[i];
-  }
-  return out;
-}
-
-/// G_pp (green_tensors) at slice p; i = (io·slices + p), the index of the per-slice coefficients.
-Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, std::size_t i) {
-  const std::complex<double> reflected = g.depth[i] * g.depth[i] * g.weight[i], self = g.self[i];
-  Tensor out;
-  for (int k = 0; k < 9; ++k) out[k] = reflected * t.reflected[k] + self * t.self[k] + t.zz[k];
-  return out;
-}
-
-}  // namespace
 
 AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
   using C = std::complex<double>;

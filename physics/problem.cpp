@@ -1,4 +1,5 @@
 #include "physics/problem.hpp"
+#include "physics/sweep_preconditioner.hpp"
 
 #include <cmath>
 #include <exception>
@@ -308,6 +309,17 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
   if (on_device) return make_device_coarse_preconditioner<Real>(std::move(outer), coarse, std::move(rhs_incidence), nm);
 #endif
   return make_host_coarse_preconditioner<Real>(std::move(outer), std::move(coarse), std::move(rhs_incidence), nm);
+}
+
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_sweep_preconditioner() const {
+  SweepMatrices sweep = sweep_matrices(green_coefficients(grids(), orders_), convolution_->problem(), kernels_);
+  std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
+#if GRATINGSIM_HAVE_CUDA
+  if (convolution_->memory() == Memory::device)
+    return make_device_sweep_preconditioner<Real>(sweep, std::move(rhs_incidence));
+#endif
+  return make_host_sweep_preconditioner<Real>(std::move(sweep), std::move(rhs_incidence));
 }
 
 template <class Real>

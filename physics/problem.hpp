@@ -139,6 +139,9 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// alone), in memory(): Ā and A_c assembled on the host; factored there (host problems) or inverted
   /// on the device (device problems, device.hpp).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_coarse_preconditioner(int mc) const;
+  /// The sweep preconditioner (sweep_preconditioner.hpp, P = A⁻¹), in memory(): built on the host in
+  /// complex128 (sweep_setup_work multiply-adds), applied there (host problems) or on the device.
+  [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_sweep_preconditioner() const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
   /// the slice centres (host), with the source s = k1² J: the z-operator's far_field_sums of the

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "physics/problem.hpp"
+#include "physics/sweep_preconditioner.hpp"
 #include "core/config.hpp"
 
 namespace gratingsim::physics {
@@ -132,7 +133,10 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   // Its matrices and scratch in Real, and while building, on the host, the same matrices in
   // complex128; on the device, while inverting (device.hpp), each part's matrices twice in complex128
   // (LU factors and inverses): at most twice `build` beside the inverses.
+  const bool on_host = conv::memory_of(options.backend) != Memory::device;
   const auto bytes = [&](std::size_t real) {
+    if (plan.kind == Preconditioning::sweep)  // the host keeps complex128 (sweep_preconditioner.hpp)
+      return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, on_host ? sizeof(double) : real);
     return plan.kind == Preconditioning::coarse
                ? coarse_preconditioner_bytes(std::size_t(slices), nm, incidences,
                                              plan.coarse_m >= 1
@@ -227,7 +231,9 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   if (precondition) {
     // Right preconditioning: A P u = b from u = 0, then x = P u (residuals are those of A x = b).
     const std::unique_ptr<Preconditioner<Real>> p =
-        kind == Preconditioning::coarse ? problem.make_coarse_preconditioner(coarse_m) : problem.make_preconditioner();
+        kind == Preconditioning::coarse  ? problem.make_coarse_preconditioner(coarse_m)
+        : kind == Preconditioning::sweep ? problem.make_sweep_preconditioner()
+                                         : problem.make_preconditioner();
     timer.lap(Phase::preconditioner);
     RightPreconditioned<Real> ap(problem, *p, problem.stream());
     std::vector<std::complex<Real>> u(x.size(), std::complex<Real>(0));

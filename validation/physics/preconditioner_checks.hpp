@@ -49,21 +49,24 @@ inline physics::Structure single_slice(bool one_dimensional) {
   return s;
 }
 
-/// max |P A x − x| / max |x| for random x, on `backend` in Real; P the averaged preconditioner, or with
-/// coarse ≥ 0 the coarse one for those coarse harmonics.
+/// max |P A x − x| / max |x| for random x, on `backend` in Real; P the averaged preconditioner, the
+/// coarse one for `coarse` coarse harmonics, or the sweep.
 template <class Real>
 double inverse_error(const physics::Structure& structure, conv::Backend backend, physics::Formulation formulation,
-                     int m1, int m2, int coarse = -1) {
+                     int m1, int m2, physics::Preconditioning kind = physics::Preconditioning::averaged,
+                     int coarse = 0,
+                     const std::vector<physics::Incidence>& inc = {{1.0, 25, 30}, {1.0, 10, 0}}) {
   using namespace physics;
   std::vector<std::string> warnings;
-  const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}};
   ProblemSettings settings;
   settings.m1 = m1;
   settings.m2 = m2;
   settings.backend = backend;
   settings.formulation = formulation;
   DiscreteProblem<Real> problem(structure, inc, settings, 1, warnings);
-  const auto p = coarse >= 0 ? problem.make_coarse_preconditioner(coarse) : problem.make_preconditioner();
+  const auto p = kind == Preconditioning::coarse  ? problem.make_coarse_preconditioner(coarse)
+                 : kind == Preconditioning::sweep ? problem.make_sweep_preconditioner()
+                                                  : problem.make_preconditioner();
   const BatchLayout& l = problem.layout();
   const auto x = random_complex<Real>(l.size());
   std::vector<std::complex<Real>> back(l.size(), poison<Real>());

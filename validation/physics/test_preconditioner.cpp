@@ -87,11 +87,11 @@ TEST_CASE("a singular averaged matrix or slice block is refused, naming it (host
   });
 }
 
-TEST_CASE("the preconditioner is named auto, averaged, coarse or none", "[physics][preconditioner]") {
-  for (Preconditioning p :
-       {Preconditioning::automatic, Preconditioning::averaged, Preconditioning::coarse, Preconditioning::none})
+TEST_CASE("the preconditioner is named auto, averaged, coarse, sweep or none", "[physics][preconditioner]") {
+  for (Preconditioning p : {Preconditioning::automatic, Preconditioning::averaged, Preconditioning::coarse,
+                            Preconditioning::sweep, Preconditioning::none})
     CHECK(parse_preconditioning(to_string(p)) == p);
-  CHECK_THROWS_WITH(parse_preconditioning("jacobi"), Catch::Contains("auto, averaged, coarse or none"));
+  CHECK_THROWS_WITH(parse_preconditioning("jacobi"), Catch::Contains("auto, averaged, coarse, sweep or none"));
 }
 
 TEST_CASE("preconditioned and unpreconditioned solves agree to the solver tolerance", "[physics][preconditioner]") {
@@ -380,11 +380,11 @@ TEST_CASE("the coarse preconditioner is the inverse of A when the coarse orders 
       const int m1 = 2, m2 = one_dimensional ? 0 : 1;
       INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
       CHECK(test::inverse_error<double>(test::single_slice(one_dimensional), conv::Backend::cpu_fftw, formulation, m1,
-                                        m2, 2) < 1e-11);
+                                        m2, Preconditioning::coarse, 2) < 1e-11);
       CHECK(test::inverse_error<double>(random_grating(one_dimensional, 2), conv::Backend::cpu_direct, formulation, m1,
-                                        m2, 2) < 1e-11);
+                                        m2, Preconditioning::coarse, 2) < 1e-11);
       CHECK(test::inverse_error<float>(random_grating(one_dimensional, 2), conv::Backend::cpu_direct, formulation, m1,
-                                       m2, 2) < 2e-4);
+                                       m2, Preconditioning::coarse, 2) < 2e-4);
     }
 }
 

@@ -1,0 +1,87 @@
+#pragma once
+// The z-operator's Green function G = −k1² K (z_operator.hpp) at one (incidence, order) as 3×3 tensors
+// acting on the source J, for the preconditioners' assemblies (preconditioner.cpp,
+// sweep_preconditioner.cpp). Private to physics/: header-only, no public header includes it.
+#include <array>
+#include <complex>
+#include <cstddef>
+
+#include "physics/z_operator.hpp"
+
+namespace gratingsim::physics::detail {
+
+using Tensor = std::array<std::complex<double>, 9>;  // 3×3, row-major [row·3 + col]
+using Vector3 = std::array<std::complex<double>, 3>;
+
+/// a·b for 3×3 tensors.
+inline Tensor product(const Tensor& a, const Tensor& b) {
+  Tensor c{};
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 3; ++k)
+      for (int j = 0; j < 3; ++j) c[i * 3 + j] += a[i * 3 + k] * b[k * 3 + j];
+  return c;
+}
+
+/// u vᵀ for 3-vectors.
+inline Tensor dyad(const Vector3& u, const Vector3& v) {
+  Tensor t{};
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) t[i * 3 + j] = u[i] * v[j];
+  return t;
+}
+
+/// Between slices q ≠ p and q = p,
+///   G_qp = w_p e^{ikz|z_q − z_p|} (q < p: up, q > p: down) + e^{ikz z_q} e^{ikz z_p} w_p reflected,
+///   G_pp = e^{2ikz z_p} w_p reflected + c_p self + ẑẑ,
+/// with up = scale (êê + p̂+p̂+), down = scale (êê + p̂−p̂−), reflected = scale (r_s êê + r_p p̂+p̂−),
+/// scale = −k1² (i/2kz), self = −k1² êê − kz² t̂t̂ − kρ² ẑẑ: the sums the z-operator's sweeps form for one
+/// source, written out (the same exponentials: e^{ikz|z_q − z_p|} is the product of the steps between).
+/// ê = ẑ × t̂, p̂± = (±(kz/k1) t̂, −kρ/k1); the dyads are bilinear (no conjugation).
+struct GreenTensors {
+  Tensor up, down, reflected, self, zz;
+  Vector3 e, plus, minus;  ///< ê, p̂+, p̂−
+  std::complex<double> scale;
+};
+
+inline GreenTensors green_tensors(const GreenCoefficients& g, std::size_t io) {
+  using C = std::complex<double>;
+  const C kz = g.kz[io];
+  const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io], k1 = g.k1[io / std::size_t(g.orders)], k1sq = k1 * k1;
+  const Vector3 e{-ty, tx, 0.0}, t{tx, ty, 0.0}, z{0.0, 0.0, 1.0};
+  const C pt = kz / k1, pz = -kr / k1;
+  GreenTensors out;
+  out.e = e;
+  out.plus = {pt * tx, pt * ty, pz};
+  out.minus = {-pt * tx, -pt * ty, pz};
+  out.scale = -k1sq * C(0.0, 1.0) / (2.0 * kz);
+  const Tensor ee = dyad(e, e), pp = dyad(out.plus, out.plus), mm = dyad(out.minus, out.minus),
+               pm = dyad(out.plus, out.minus);
+  const Tensor tt = dyad(t, t), zz = dyad(z, z);
+  for (int i = 0; i < 9; ++i) {
+    out.up[i] = out.scale * (ee[i] + pp[i]);
+    out.down[i] = out.scale * (ee[i] + mm[i]);
+    out.reflected[i] = out.scale * (g.rs[io] * ee[i] + g.rp[io] * pm[i]);
+    out.self[i] = -k1sq * ee[i] - kz * kz * tt[i] - kr * kr * zz[i];
+    out.zz[i] = zz[i];
+  }
+  return out;
+}
+
+/// G_pp (green_tensors) at slice p without its reflected part: c_p self + ẑẑ; i = (io·slices + p),
+/// the index of the per-slice coefficients.
+inline Tensor self_green(const GreenTensors& t, const GreenCoefficients& g, std::size_t i) {
+  const std::complex<double> self = g.self[i];
+  Tensor out;
+  for (int k = 0; k < 9; ++k) out[k] = self * t.self[k] + t.zz[k];
+  return out;
+}
+
+/// G_pp (green_tensors) at slice p, the reflected part included.
+inline Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, std::size_t i) {
+  const std::complex<double> reflected = g.depth[i] * g.depth[i] * g.weight[i];
+  Tensor out = self_green(t, g, i);
+  for (int k = 0; k < 9; ++k) out[k] += reflected * t.reflected[k];
+  return out;
+}
+
+}  // namespace gratingsim::physics::detail

@@ -1,0 +1,74 @@
+#pragma once
+// The exact preconditioner P = A⁻¹ by a sweep over the slices (issue #10; docs/solver.md §6.3): every
+// order coupled within a slice, the slices coupled through the z-operator's up- and down-going waves.
+//
+// Per incidence and order m the Green blocks of A = I + D⊛ + G C⊛ (G = −k1² K, z_operator.hpp) are
+// rank 2 in the direct parts and separable in the reflected one (preconditioner.cpp, green_tensors):
+//   up (p below q) = Ẽ⁺ Π⁺,  down (p above q) = Ẽ⁻ Π⁻,  reflected = Ẽ⁺ diag(r_s, r_p) Π⁻,
+//   Ẽ± = −k1² (i/2kz) [ê, p̂±] (3×2),  Π± = [ê, p̂±]ᵀ (2×3, bilinear: no conjugation).
+// With the source y_p = C_p x_p and two amplitudes per order and direction (e, p), the down-going
+// a⁻_q = Σ_{p<q} e^{ikz(z_p−z_q)} w_p Π⁻ y_p and the up-going a⁺_q (the sources below q and the
+// substrate's reflection of every down-going wave),
+//   (A x)_q = L'_q x_q + Ẽ⁺ a⁺_q + Ẽ⁻ a⁻_q,   L'_q = I + D_q⊛ + (c_q self + ẑẑ) C_q⊛ (3·orders square),
+//   a⁻_{q+1} = s_{q+1} (a⁻_q + Φ_q x_q),  Φ_q = W_q Π⁻ C_q,  a⁻_0 = 0,
+//   a⁺_q = s_{q+1} (a⁺_{q+1} + W_{q+1} Π⁺ C_{q+1} x_{q+1}),  a⁺_{N−1} = e^{2ikz z_{N−1}} r (a⁻_{N−1} + Φ_{N−1} x_{N−1}),
+// s_q = e^{ikz(z_{q−1} − z_q)} the z-operator's steps, W_q = w_q per order. Everything below slice q
+// answers a down-going wave leaving q (a⁻_q + Φ_q x_q) with a⁺_q = ρ_q (a⁻_q + Φ_q x_q) + g_q (the
+// Riccati form of invariant imbedding): ρ_{N−1} = e^{2ikz z_{N−1}} r, g_{N−1} = 0, and from slice j to
+// q = j − 1
+//   N_j = L'_j + Ẽ⁺ ρ_j Φ_j,  H_j = N_j⁻¹ (Ẽ⁺ ρ_j + Ẽ⁻),  K_j = N_j⁻¹ Ẽ⁺,  Γ_j = ρ_j Φ_j + W_j Π⁺ C_j,
+//   ρ_q = S_j (ρ_j − Γ_j H_j) S_j,        g_q = S_j (g_j + Γ_j v_j),  v_j = N_j⁻¹ b_j − K_j g_j,
+// S_j = diag(s_j). Applying P = A⁻¹ to b is then one sweep up (v_j and g, from the bottom) and one down:
+//   x_q = v_q − H_q a⁻_q,  a⁻_{q+1} = s_{q+1} (a⁻_q + Φ_q x_q).
+// Every factor is a step (modulus ≤ 1) or a slice's own response: nothing is divided by e^{ikz Δz}, so
+// the sweep is stable for evanescent orders as the z-operator's sweeps are. Cost per incidence: about
+// 114 H³ complex multiply-adds per slice to build (H = orders; dense products, one inverse of N_j),
+// memory 33 H² complex numbers per slice, and an application 33 H² multiply-adds per slice and
+// right-hand side. Exact in exact arithmetic: a Krylov solve preconditioned with it converges in one or
+// two iterations (the rounding of the set-up); worth it where H is small (1D gratings, coarse 2D ones),
+// where the iterations it saves are hundreds (docs/solver.md §6.3 has the measurements).
+#include <complex>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "convolution/convolution.hpp"
+#include "physics/preconditioner.hpp"
+#include "physics/z_operator.hpp"
+
+namespace gratingsim::physics {
+
+/// The sweep's matrices, per (incidence a, slice p), column-major, complex128, n = 3·orders (the
+/// batched layout's block: component·orders + m), h = 2·orders (amplitude: polarisation·orders + m,
+/// 0 = e, 1 = p):
+///   inverse N_p⁻¹ (n × n) at (a·slices + p)·n², gain_g K_p and gain_a H_p (n × h), up Γ_p and down Φ_p
+///   (h × n), each at (a·slices + p)·n·h; step s_p per order at (a·slices + p)·orders + m (0 at p = 0).
+struct SweepMatrices {
+  int incidences = 0, orders = 0, slices = 0;
+  std::vector<std::complex<double>> inverse, gain_g, gain_a, up, down, step;
+  [[nodiscard]] std::size_t n() const { return std::size_t(3) * orders; }
+  [[nodiscard]] std::size_t h() const { return std::size_t(2) * orders; }
+};
+
+/// Bytes of the sweep preconditioner: its matrices (33·orders² complex numbers per incidence and
+/// slice) and its scratch (a vector's worth per right-hand side, two per incidence), complex numbers of
+/// `real_bytes` parts (the host keeps complex128: real_bytes = 8 there).
+std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
+                                       std::size_t real_bytes);
+/// Complex multiply-adds of the set-up, about 114·orders³ per incidence and slice.
+double sweep_setup_work(std::size_t slices, std::size_t orders, std::size_t incidences);
+
+/// Builds the sweep for the Green coefficients of the problem (all its incidences, one or several
+/// members), its convolution problem and every engine slice's kernels (engine slice p·members + member,
+/// problem.hpp). OpenMP over the incidences. Throws InvalidArgument naming the incidence and slice
+/// where N_j is singular (smallest LU pivot not above 1e-13 of its largest element, or not finite).
+SweepMatrices sweep_matrices(const GreenCoefficients& coefficients, const conv::Problem& problem,
+                             std::span<const std::complex<double>> kernels);
+
+/// Host application: OpenMP over the right-hand sides, in complex128 (x and y rounded from and to Real).
+/// rhs_incidence[r] names rhs r's incidence.
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_host_sweep_preconditioner(SweepMatrices sweep, std::vector<int> rhs_incidence);
+
+}  // namespace gratingsim::physics
