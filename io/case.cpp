@@ -1117,6 +1117,7 @@ class CaseReader {
         solver.preconditioner = pc->choice<physics::Preconditioning>({{"auto", physics::Preconditioning::automatic},
                                                                        {"averaged", physics::Preconditioning::averaged},
                                                                        {"coarse", physics::Preconditioning::coarse},
+                                                                       {"sweep", physics::Preconditioning::sweep},
                                                                        {"none", physics::Preconditioning::none}});
       }
     }

@@ -1,5 +1,4 @@
 #include "physics/problem.hpp"
-#include "physics/sweep_preconditioner.hpp"
 
 #include <cmath>
 #include <exception>
@@ -312,8 +311,13 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
 }
 
 template <class Real>
+SweepMatrices DiscreteProblem<Real>::sweep() const {
+  return sweep_matrices(green_coefficients(grids(), orders_), convolution_->problem(), kernels_);
+}
+
+template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_sweep_preconditioner() const {
-  SweepMatrices sweep = sweep_matrices(green_coefficients(grids(), orders_), convolution_->problem(), kernels_);
+  SweepMatrices sweep = this->sweep();
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
 #if GRATINGSIM_HAVE_CUDA
   if (convolution_->memory() == Memory::device)

@@ -37,6 +37,7 @@
 #include "physics/normal_field.hpp"
 #include "physics/phase_times.hpp"
 #include "physics/preconditioner.hpp"
+#include "physics/sweep_preconditioner.hpp"
 #include "physics/z_operator.hpp"
 #include "core/config.hpp"
 
@@ -142,6 +143,8 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// The sweep preconditioner (sweep_preconditioner.hpp, P = A⁻¹), in memory(): built on the host in
   /// complex128 (sweep_setup_work multiply-adds), applied there (host problems) or on the device.
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_sweep_preconditioner() const;
+  /// The sweep's matrices of this problem (host, complex128), as make_sweep_preconditioner builds them.
+  [[nodiscard]] SweepMatrices sweep() const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
   /// the slice centres (host), with the source s = k1² J: the z-operator's far_field_sums of the

@@ -120,16 +120,19 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   MemoryPlan plan;
   plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
                              options.formulation, members);
-  // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes averaged for 1D lattices in
-  // the normal-vector formulation in complex128, none otherwise. coarse is asked for, not automatic: it
-  // cuts 2D iterations 1.5-2x but its set-up outweighed the saving on the GPU on every case measured.
+  // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes the sweep (A⁻¹) for 1D
+  // lattices up to sweep_orders_limit orders, averaged beyond that in the normal-vector formulation in
+  // complex128, none otherwise (2D lattices: the sweep's and coarse's set-ups outweighed their savings).
   plan.kind = dense ? Preconditioning::none : options.preconditioner;
   plan.coarse_m = coarse_harmonics(slices, options.m1, options.m2);
-  if (plan.kind == Preconditioning::automatic)
-    plan.kind = options.formulation == Formulation::normal_vector && options.precision == Precision::double_ &&
-                        structure.lattice.one_dimensional()
+  if (plan.kind == Preconditioning::automatic) {
+    const bool one_dimensional = structure.lattice.one_dimensional();
+    plan.kind = one_dimensional && nm <= sweep_orders_limit ? Preconditioning::sweep
+                : one_dimensional && options.formulation == Formulation::normal_vector &&
+                        options.precision == Precision::double_
                     ? Preconditioning::averaged
                     : Preconditioning::none;
+  }
   // Its matrices and scratch in Real, and while building, on the host, the same matrices in
   // complex128; on the device, while inverting (device.hpp), each part's matrices twice in complex128
   // (LU factors and inverses): at most twice `build` beside the inverses.

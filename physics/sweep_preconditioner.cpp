@@ -57,66 +57,117 @@ void slice_operators(const conv::Problem& problem, const C* slice_kernels, int n
 
 }  // namespace
 
+namespace {
+
+/// Whether no kernel term maps y onto x or z or back (1D normal-vector patterns and Laurent's χ I).
+bool kernels_split_y(const conv::Problem& problem) {
+  if (problem.n2 != 1) return false;  // a 2D lattice
+  if (problem.scalar()) return true;
+  for (const conv::Term& t : problem.pattern) {
+    const int out = t.output < 3 ? t.output : t.output - 3;
+    if ((out == 1) != (t.input == 1)) return false;
+  }
+  return true;
+}
+
+/// The groups of incidence a (SweepMatrices): two where s and p decouple, else one.
+std::vector<SweepGroup> incidence_groups(const GreenCoefficients& g, int a, bool kernels_split) {
+  bool along_x = kernels_split;
+  for (int m = 0; m < g.orders && along_x; ++m) along_x = g.ty[std::size_t(a) * g.orders + m] == 0.0;
+  if (along_x) return {SweepGroup{a, {1}, {0}}, SweepGroup{a, {0, 2}, {1}}};
+  return {SweepGroup{a, {0, 1, 2}, {0, 1}}};
+}
+
+}  // namespace
+
 SweepMatrices sweep_matrices(const GreenCoefficients& g, const conv::Problem& problem,
                              std::span<const std::complex<double>> kernels) {
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   GS_EXPECTS(std::size_t(nm) == problem.field_size() && kernels.size() == problem.kernels_total() &&
                  problem.slices == nz * g.members && !g.self.empty(),
              "sweep_matrices: sizes of the problem, kernels and Green coefficients disagree");
-  SweepMatrices out{na, nm, nz, {}, {}, {}, {}, {}, {}};
-  const Eigen::Index n = Eigen::Index(out.n()), h = Eigen::Index(out.h());
-  const std::size_t count = std::size_t(na) * nz;
-  out.inverse.resize(count * std::size_t(n * n));
-  for (auto* v : {&out.gain_g, &out.gain_a, &out.up, &out.down}) v->resize(count * std::size_t(n * h));
-  out.step.resize(count * nm);
+  SweepMatrices out{na, nm, nz, {}, {}, {}, {}, {}, {}, {}};
+  const bool split = kernels_split_y(problem);
+  std::size_t matrices = 0, gains = 0;
+  for (int a = 0; a < na; ++a)
+    for (SweepGroup& group : incidence_groups(g, a, split)) {
+      group.matrices = matrices;
+      group.gains = gains;
+      matrices += group.n(nm) * group.n(nm) * nz;
+      gains += group.n(nm) * group.h(nm) * nz;
+      out.groups.push_back(std::move(group));
+    }
+  out.inverse.resize(matrices);
+  for (auto* v : {&out.gain_g, &out.gain_a, &out.up, &out.down}) v->resize(gains);
+  out.step.resize(std::size_t(na) * nz * nm);
+  for (int a = 0; a < na; ++a)
+    for (int p = 0; p < nz; ++p)
+      for (int m = 0; m < nm; ++m)
+        out.step[(std::size_t(a) * nz + p) * nm + m] = g.step[(std::size_t(a) * nm + m) * nz + p];
   const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
-  std::string failure;  // the first singular N_p, by incidence (written under a critical section)
-  int failed_incidence = na;
-  // OpenMP over the incidences; each sweeps its slices bottom-up (ρ_q needs ρ_{q+1}) and writes its own
+  std::string failure;  // the first singular N_p, by group (written under a critical section)
+  int failed_group = int(out.groups.size());
+  // OpenMP over the groups; each sweeps its slices bottom-up (ρ_q needs ρ_{q+1}) and writes its own
   // matrices, so the result does not depend on the thread count.
 #pragma omp parallel for schedule(dynamic)
-  for (int a = 0; a < na; ++a) {
-    const int member = member_of(g, a);
+  for (int k = 0; k < int(out.groups.size()); ++k) {
+    const SweepGroup& group = out.groups[std::size_t(k)];
+    const int a = group.incidence, member = member_of(g, a);
+    const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
+    const int nc = int(group.components.size()), np = int(group.polarisations.size());
+    // The group's unknowns among the block's 3·orders, and the Green tensors per order.
+    std::vector<Eigen::Index> unknowns;
+    for (int c : group.components)
+      for (int m = 0; m < nm; ++m) unknowns.push_back(Eigen::Index(c) * nm + m);
     std::vector<GreenTensors> t;
     for (int m = 0; m < nm; ++m) t.push_back(detail::green_tensors(g, std::size_t(a) * nm + m));
     const auto coefficient_index = [&](int m, int p) { return (std::size_t(a) * nm + m) * nz + p; };
-    // Ẽ⁺, Ẽ⁻ (n × h): column (pol, m) holds scale·ê (pol 0) or scale·p̂± (pol 1) at rows (i, m).
+    // The amplitude vectors of polarisation pol: ê (pol 0) or p̂± (pol 1), component c.
+    const auto vector = [&](int m, int pol, int sign, int c) {
+      return pol == 0 ? t[m].e[c] : sign > 0 ? t[m].plus[c] : t[m].minus[c];
+    };
+    // Ẽ⁺, Ẽ⁻ (n × h): column (k, m) holds scale times the polarisation's vector at rows (c, m).
     Matrix e_plus = Matrix::Zero(n, h), e_minus = Matrix::Zero(n, h);
     for (int m = 0; m < nm; ++m)
-      for (int i = 0; i < 3; ++i) {
-        e_plus(i * nm + m, m) = e_minus(i * nm + m, m) = t[m].scale * t[m].e[i];
-        e_plus(i * nm + m, nm + m) = t[m].scale * t[m].plus[i];
-        e_minus(i * nm + m, nm + m) = t[m].scale * t[m].minus[i];
-      }
-    // ρ_{N−1} = e^{2ikz z_{N−1}} diag(r_s, r_p).
+      for (int ci = 0; ci < nc; ++ci)
+        for (int ki = 0; ki < np; ++ki) {
+          const int c = group.components[ci], pol = group.polarisations[ki];
+          e_plus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, +1, c);
+          e_minus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, -1, c);
+        }
+    // ρ_{N−1} = e^{2ikz z_{N−1}} diag(r_s, r_p) on the group's polarisations.
     Matrix rho = Matrix::Zero(h, h);
     for (int m = 0; m < nm; ++m) {
       const std::size_t io = std::size_t(a) * nm + m, i = coefficient_index(m, nz - 1);
-      const C depth2 = g.depth[i] * g.depth[i];
-      rho(m, m) = depth2 * g.rs[io];
-      rho(nm + m, nm + m) = depth2 * g.rp[io];
+      for (int ki = 0; ki < np; ++ki)
+        rho(ki * nm + m, ki * nm + m) = g.depth[i] * g.depth[i] * (group.polarisations[ki] == 0 ? g.rs[io] : g.rp[io]);
     }
-    Matrix c, d, phi(h, n), psi(h, n), lprime(n, n);
+    Matrix full_c, full_d, c, phi(h, n), psi(h, n), lprime(n, n);
     for (int p = nz - 1; p >= 0; --p) {
       const std::size_t engine_slice = std::size_t(p) * g.members + member;
-      slice_operators(problem, kernels.data() + engine_slice * per_slice, nm, c, d);
-      // L' = I + D + (c_p self + ẑẑ) C; Φ = W Π⁻ C, Ψ = W Π⁺ C (rows: amplitude (pol, m)).
-      lprime = d;
+      slice_operators(problem, kernels.data() + engine_slice * per_slice, nm, full_c, full_d);
+      c = full_c(unknowns, unknowns);
+      // L' = I + D + (c_p self + ẑẑ) C; Φ = W Π⁻ C, Ψ = W Π⁺ C (rows: amplitude (k, m)).
+      lprime = full_d(unknowns, unknowns);
       lprime.diagonal().array() += 1.0;
       for (int m = 0; m < nm; ++m) {
         const std::size_t i = coefficient_index(m, p);
         const Tensor gs = detail::self_green(t[m], g, i);
         const C w = g.weight[i];
-        for (int row = 0; row < 3; ++row)
-          for (int k = 0; k < 3; ++k)
-            if (gs[row * 3 + k] != C(0)) lprime.row(row * nm + m) += gs[row * 3 + k] * c.row(k * nm + m);
-        phi.row(m) = w * (t[m].e[0] * c.row(m) + t[m].e[1] * c.row(nm + m) + t[m].e[2] * c.row(2 * nm + m));
-        psi.row(m) = phi.row(m);
-        phi.row(nm + m) =
-            w * (t[m].minus[0] * c.row(m) + t[m].minus[1] * c.row(nm + m) + t[m].minus[2] * c.row(2 * nm + m));
-        psi.row(nm + m) =
-            w * (t[m].plus[0] * c.row(m) + t[m].plus[1] * c.row(nm + m) + t[m].plus[2] * c.row(2 * nm + m));
-        out.step[(std::size_t(a) * nz + p) * nm + m] = g.step[i];
+        for (int ri = 0; ri < nc; ++ri)
+          for (int ci = 0; ci < nc; ++ci) {
+            const C v = gs[group.components[ri] * 3 + group.components[ci]];
+            if (v != C(0)) lprime.row(ri * nm + m) += v * c.row(ci * nm + m);
+          }
+        for (int ki = 0; ki < np; ++ki) {
+          phi.row(ki * nm + m).setZero();
+          psi.row(ki * nm + m).setZero();
+          for (int ci = 0; ci < nc; ++ci) {
+            const int comp = group.components[ci], pol = group.polarisations[ki];
+            phi.row(ki * nm + m) += (w * vector(m, pol, -1, comp)) * c.row(ci * nm + m);
+            psi.row(ki * nm + m) += (w * vector(m, pol, +1, comp)) * c.row(ci * nm + m);
+          }
+        }
       }
       const Matrix e_rho = e_plus * rho;
       const Matrix big_n = lprime + e_rho * phi;
@@ -125,18 +176,18 @@ SweepMatrices sweep_matrices(const GreenCoefficients& g, const conv::Problem& pr
       const double pivot = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
       if (!(std::isfinite(largest) && pivot > 1e-13 * largest)) {
 #pragma omp critical(sweep_failure)
-        if (a < failed_incidence) {
-          failed_incidence = a;
+        if (k < failed_group) {
+          failed_group = k;
           failure = "the sweep preconditioner's slice matrix of incidence " + std::to_string(a) + ", slice " +
                     std::to_string(p) + " is singular (smallest pivot " + std::to_string(pivot) + " against " +
                     std::to_string(largest) + "): a resonance of the slices below it?";
         }
         break;
       }
-      const std::size_t k = std::size_t(a) * nz + p;
-      Eigen::Map<Matrix> inverse(&out.inverse[k * std::size_t(n * n)], n, n);
-      Eigen::Map<Matrix> gain_g(&out.gain_g[k * std::size_t(n * h)], n, h), gain_a(&out.gain_a[k * std::size_t(n * h)], n, h);
-      Eigen::Map<Matrix> up(&out.up[k * std::size_t(n * h)], h, n), down(&out.down[k * std::size_t(n * h)], h, n);
+      Eigen::Map<Matrix> inverse(&out.inverse[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
+      const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
+      Eigen::Map<Matrix> gain_g(&out.gain_g[at], n, h), gain_a(&out.gain_a[at], n, h);
+      Eigen::Map<Matrix> up(&out.up[at], h, n), down(&out.down[at], h, n);
       inverse = lu.inverse();
       gain_g.noalias() = inverse * e_plus;
       gain_a.noalias() = inverse * (e_rho + e_minus);
@@ -163,46 +214,65 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
  public:
   using Complex = std::complex<Real>;
   HostSweepPreconditioner(SweepMatrices sweep, std::vector<int> rhs_incidence)
-      : s_(std::move(sweep)), rhs_incidence_(std::move(rhs_incidence)), scratch_(per_rhs() * rhs_incidence_.size()) {}
+      : s_(std::move(sweep)), rhs_incidence_(std::move(rhs_incidence)), first_group_(std::size_t(s_.incidences) + 1, 0) {
+    // Per rhs: b, g, the down-going amplitude and v_p of every slice for the largest group, complex128.
+    for (const SweepGroup& group : s_.groups) {
+      per_rhs_ = std::max(per_rhs_, group.n(s_.orders) * (std::size_t(s_.slices) + 1) + 2 * group.h(s_.orders));
+      ++first_group_[std::size_t(group.incidence) + 1];
+    }
+    for (std::size_t a = 0; a < std::size_t(s_.incidences); ++a) first_group_[a + 1] += first_group_[a];
+    scratch_.resize(per_rhs_ * rhs_incidence_.size());
+  }
 
-  // x, y in the batched layout (slice p, rhs r, component·orders + m); per rhs one sweep up and one down
-  // (sweep_preconditioner.hpp), v_p kept in complex128 between them in the rhs's scratch.
+  // x, y in the batched layout (slice p, rhs r, component·orders + m); per rhs and group of its incidence
+  // one sweep up and one down (sweep_preconditioner.hpp), v_p kept in complex128 between them in the
+  // rhs's scratch.
   void apply(const Complex* x, Complex* y, Stream) override {
     const int nz = s_.slices, nm = s_.orders, nr = int(rhs_incidence_.size());
-    const Eigen::Index n = Eigen::Index(s_.n()), h = Eigen::Index(s_.h());
-    const auto block = [&](int p, int r) { return (std::size_t(p) * nr + r) * std::size_t(n); };
+    const std::size_t block_size = 3 * std::size_t(nm);
+    const auto element = [&](int p, int r, int c, int m) {
+      return (std::size_t(p) * nr + r) * block_size + std::size_t(c) * nm + std::size_t(m);
+    };
 #pragma omp parallel for schedule(static)
     for (int r = 0; r < nr; ++r) {
       const int a = rhs_incidence_[std::size_t(r)];
-      std::complex<double>* scratch = &scratch_[std::size_t(r) * per_rhs()];
-      Eigen::Map<Eigen::VectorXcd> b(scratch, n), g(scratch + n, h), amplitude(scratch + n + h, h);
-      const auto v = [&](int p) { return Eigen::Map<Eigen::VectorXcd>(scratch + n + 2 * h + p * n, n); };
-      g.setZero();
-      amplitude.setZero();
-      for (int p = nz - 1; p >= 0; --p) {
-        const std::size_t k = std::size_t(a) * nz + p;
-        for (Eigen::Index i = 0; i < n; ++i) b(i) = std::complex<double>(x[block(p, r) + std::size_t(i)]);
-        const Eigen::Map<const Matrix> inverse(&s_.inverse[k * std::size_t(n * n)], n, n);
-        const Eigen::Map<const Matrix> gain_g(&s_.gain_g[k * std::size_t(n * h)], n, h);
-        const Eigen::Map<const Matrix> up(&s_.up[k * std::size_t(n * h)], h, n);
-        auto vp = v(p);
-        vp.noalias() = inverse * b;
-        vp.noalias() -= gain_g * g;
-        if (p > 0) {
-          g.noalias() += up * vp;
-          for (Eigen::Index i = 0; i < h; ++i) g(i) *= s_.step[k * nm + std::size_t(i % nm)];
+      std::complex<double>* scratch = &scratch_[std::size_t(r) * per_rhs_];
+      for (int k = first_group_[std::size_t(a)]; k < first_group_[std::size_t(a) + 1]; ++k) {
+        const SweepGroup& group = s_.groups[std::size_t(k)];
+        const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
+        const int nc = int(group.components.size());
+        Eigen::Map<Eigen::VectorXcd> b(scratch, n), g(scratch + n, h), amplitude(scratch + n + h, h);
+        const auto v = [&](int p) { return Eigen::Map<Eigen::VectorXcd>(scratch + n + 2 * h + p * n, n); };
+        g.setZero();
+        amplitude.setZero();
+        for (int p = nz - 1; p >= 0; --p) {
+          for (int ci = 0; ci < nc; ++ci)
+            for (int m = 0; m < nm; ++m)
+              b(ci * nm + m) = std::complex<double>(x[element(p, r, group.components[std::size_t(ci)], m)]);
+          const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
+          const Eigen::Map<const Matrix> inverse(&s_.inverse[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
+          const Eigen::Map<const Matrix> gain_g(&s_.gain_g[at], n, h), up(&s_.up[at], h, n);
+          auto vp = v(p);
+          vp.noalias() = inverse * b;
+          vp.noalias() -= gain_g * g;
+          if (p > 0) {
+            g.noalias() += up * vp;
+            for (Eigen::Index i = 0; i < h; ++i) g(i) *= s_.step[(std::size_t(a) * nz + p) * nm + std::size_t(i % nm)];
+          }
         }
-      }
-      for (int p = 0; p < nz; ++p) {
-        const std::size_t k = std::size_t(a) * nz + p;
-        const Eigen::Map<const Matrix> gain_a(&s_.gain_a[k * std::size_t(n * h)], n, h);
-        const Eigen::Map<const Matrix> down(&s_.down[k * std::size_t(n * h)], h, n);
-        auto xp = v(p);
-        xp.noalias() -= gain_a * amplitude;
-        for (Eigen::Index i = 0; i < n; ++i) y[block(p, r) + std::size_t(i)] = Complex(xp(i));
-        if (p + 1 < nz) {
-          amplitude.noalias() += down * xp;
-          for (Eigen::Index i = 0; i < h; ++i) amplitude(i) *= s_.step[(k + 1) * nm + std::size_t(i % nm)];
+        for (int p = 0; p < nz; ++p) {
+          const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
+          const Eigen::Map<const Matrix> gain_a(&s_.gain_a[at], n, h), down(&s_.down[at], h, n);
+          auto xp = v(p);
+          xp.noalias() -= gain_a * amplitude;
+          for (int ci = 0; ci < nc; ++ci)
+            for (int m = 0; m < nm; ++m)
+              y[element(p, r, group.components[std::size_t(ci)], m)] = Complex(xp(ci * nm + m));
+          if (p + 1 < nz) {
+            amplitude.noalias() += down * xp;
+            for (Eigen::Index i = 0; i < h; ++i)
+              amplitude(i) *= s_.step[(std::size_t(a) * nz + p + 1) * nm + std::size_t(i % nm)];
+          }
         }
       }
     }
@@ -211,11 +281,10 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
   [[nodiscard]] Memory memory() const override { return Memory::host; }
 
  private:
-  /// Per rhs: b, g, the down-going amplitude and v_p of every slice, complex128.
-  [[nodiscard]] std::size_t per_rhs() const { return s_.n() * (std::size_t(s_.slices) + 1) + 2 * s_.h(); }
-
   SweepMatrices s_;
   std::vector<int> rhs_incidence_;
+  std::vector<int> first_group_;  // incidence a's groups: [first_group_[a], first_group_[a + 1])
+  std::size_t per_rhs_ = 0;
   std::vector<std::complex<double>> scratch_;
 };
 

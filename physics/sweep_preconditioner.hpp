@@ -39,24 +39,41 @@
 
 namespace gratingsim::physics {
 
-/// The sweep's matrices, per (incidence a, slice p), column-major, complex128, n = 3·orders (the
-/// batched layout's block: component·orders + m), h = 2·orders (amplitude: polarisation·orders + m,
-/// 0 = e, 1 = p):
-///   inverse N_p⁻¹ (n × n) at (a·slices + p)·n², gain_g K_p and gain_a H_p (n × h), up Γ_p and down Φ_p
-///   (h × n), each at (a·slices + p)·n·h; step s_p per order at (a·slices + p)·orders + m (0 at p = 0).
+/// The sweep's matrices. Without conical incidence on a 1D grating (every t̂ along x: ê along y, p̂± in the
+/// xz plane) and with kernels that do not mix y with x, z, the e amplitudes and E_y form a sweep of their
+/// own and the p amplitudes with E_x, E_z another (s and p polarisation decouple): an incidence then has
+/// two groups, n = orders and 2·orders, h = orders each, for about a third of the work; otherwise one
+/// group, n = 3·orders, h = 2·orders. Per group G and slice p, column-major, complex128, unknown
+/// (c, m) at c·orders + m over the group's components c (indices into x, y, z, in order), amplitude
+/// (k, m) at k·orders + m over its polarisations (0 = e, 1 = p):
+///   inverse N_p⁻¹ (n × n) at G.matrices + p·n²; gain_g K_p and gain_a H_p (n × h), up Γ_p and down Φ_p
+///   (h × n) at G.gains + p·n·h; step s_p per order at (a·slices + p)·orders + m (0 at p = 0).
+struct SweepGroup {
+  int incidence = 0;
+  std::vector<int> components, polarisations;
+  std::size_t matrices = 0, gains = 0;  ///< offsets into inverse and into gain_g, gain_a, up, down
+  [[nodiscard]] std::size_t n(int orders) const { return components.size() * std::size_t(orders); }
+  [[nodiscard]] std::size_t h(int orders) const { return polarisations.size() * std::size_t(orders); }
+};
 struct SweepMatrices {
   int incidences = 0, orders = 0, slices = 0;
+  std::vector<SweepGroup> groups;  ///< incidence by incidence
   std::vector<std::complex<double>> inverse, gain_g, gain_a, up, down, step;
-  [[nodiscard]] std::size_t n() const { return std::size_t(3) * orders; }
-  [[nodiscard]] std::size_t h() const { return std::size_t(2) * orders; }
 };
+
+/// The automatic choice (docs/solver.md §7) takes the sweep for 1D lattices up to this many orders
+/// (M ≤ 80): its set-up, about 37·orders³ complex multiply-adds per slice there (s and p decouple
+/// without conical incidence), took 4.1 s for all of validation/peers' metal_1d at M = 80 (16 + 32
+/// slices, one core of the dev CPU), whose solves did not converge in 3000 iterations without it.
+constexpr std::size_t sweep_orders_limit = 161;
 
 /// Bytes of the sweep preconditioner: its matrices (33·orders² complex numbers per incidence and
 /// slice) and its scratch (a vector's worth per right-hand side, two per incidence), complex numbers of
 /// `real_bytes` parts (the host keeps complex128: real_bytes = 8 there).
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
                                        std::size_t real_bytes);
-/// Complex multiply-adds of the set-up, about 114·orders³ per incidence and slice.
+/// Complex multiply-adds of the set-up, about 114·orders³ per incidence and slice (one group; a third of
+/// that where s and p decouple).
 double sweep_setup_work(std::size_t slices, std::size_t orders, std::size_t incidences);
 
 /// Builds the sweep for the Green coefficients of the problem (all its incidences, one or several

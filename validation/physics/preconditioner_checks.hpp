@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <limits>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -46,6 +47,23 @@ inline physics::Structure single_slice(bool one_dimensional) {
   s.layers[0].slices = 1;
   Rectangle& first = std::get<Rectangle>(one_dimensional ? s.layers[0].shapes[0] : s.layers[0].shapes[1]);
   first.material = Material::constant_permittivity({12.0, 0.5});
+  return s;
+}
+
+/// A lamellar grating or the crossed one with a random absorbing ridge over a second, laterally
+/// uniform layer of random thickness and another slice thickness: every component of the Green tensors
+/// is non-zero (at conical incidence) and the slices differ in their steps.
+inline physics::Structure random_stack(bool one_dimensional, int slices) {
+  using namespace physics;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Structure s = one_dimensional ? lamellar(slices) : crossed(slices);
+  Rectangle& ridge = std::get<Rectangle>(one_dimensional ? s.layers[0].shapes[0] : s.layers[0].shapes[1]);
+  ridge.material = Material::constant_permittivity({2.0 + 10.0 * u(rng()), 0.5 * u(rng())});
+  Layer film;
+  film.thickness = 0.07 + 0.1 * u(rng());
+  film.slices = 2;
+  film.background = Material::constant_permittivity({3.0, 0.1});
+  s.layers.push_back(film);
   return s;
 }
 

@@ -14,6 +14,7 @@
 
 #include "physics/preconditioner.hpp"
 #include "physics/solver.hpp"
+#include "physics/sweep_preconditioner.hpp"
 #include "validation/physics/preconditioner_checks.hpp"
 
 using namespace gratingsim;
@@ -129,7 +130,7 @@ TEST_CASE("preconditioned and unpreconditioned solves agree to the solver tolera
     }
 }
 
-TEST_CASE("auto preconditions normal-vector problems in complex128 and leaves the rest alone", "[physics][preconditioner]") {
+TEST_CASE("auto takes the sweep for 1D lattices and leaves 2D ones alone", "[physics][preconditioner]") {
   SolverOptions o;
   o.m1 = 2;
   o.m2 = 2;
@@ -141,17 +142,28 @@ TEST_CASE("auto preconditions normal-vector problems in complex128 and leaves th
   o.preconditioner = Preconditioning::automatic;
   o.formulation = Formulation::laurent;
   CHECK(solve(test::crossed(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
-  o.formulation = Formulation::normal_vector;
+  // 1D: the sweep in either formulation and precision; one or two iterations (A⁻¹ up to rounding).
   o.m2 = 0;
-  CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{true});
+  for (Formulation formulation : test::formulations)
+    for (Precision precision : {Precision::double_, Precision::single}) {
+      o.formulation = formulation;
+      o.precision = precision;
+      o.tolerance = precision == Precision::single ? 1e-6 : 1e-10;
+      const IncidenceResult r = solve(test::lamellar(2), inc, o).incidences[0];
+      CHECK(r.preconditioned == std::vector<bool>{true});
+      CHECK(r.solves[0][p_pol].iterations <= 2);
+    }
+  // Beyond sweep_orders_limit orders: averaged in the normal-vector formulation in complex128, else none.
+  o.m1 = int(sweep_orders_limit / 2) + 1;
+  o.precision = Precision::double_;
+  o.formulation = Formulation::normal_vector;
+  const IncidenceResult many = solve(test::lamellar(2), inc, o).incidences[0];
+  CHECK(many.preconditioned == std::vector<bool>{true});
+  CHECK(many.solves[0][p_pol].iterations > 2);
   o.formulation = Formulation::laurent;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
-  o.formulation = Formulation::normal_vector;
-  o.precision = Precision::single;
-  o.tolerance = 1e-6;
-  CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
-  o.precision = Precision::double_;
   o.method = Method::dense_lu;
+  o.m1 = 2;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
 }
 

@@ -5,7 +5,6 @@
 // unpreconditioned ones, including the high-contrast and metal p cases that need hundreds without.
 #include <cmath>
 #include <complex>
-#include <random>
 #include <vector>
 
 #include "physics/solver.hpp"
@@ -15,32 +14,12 @@
 using namespace gratingsim;
 using namespace gratingsim::physics;
 
-namespace {
-
-/// A lamellar grating or the crossed one with a random absorbing ridge over a second, laterally
-/// uniform layer of other slice thickness: every component of the Green tensors is non-zero and the
-/// slices differ in their steps.
-Structure random_grating(bool one_dimensional, int slices) {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  Structure s = one_dimensional ? test::lamellar(slices) : test::crossed(slices);
-  Rectangle& ridge = std::get<Rectangle>(one_dimensional ? s.layers[0].shapes[0] : s.layers[0].shapes[1]);
-  ridge.material = Material::constant_permittivity({2.0 + 10.0 * u(test::rng()), 0.5 * u(test::rng())});
-  Layer film;
-  film.thickness = 0.07 + 0.1 * u(test::rng());
-  film.slices = 2;
-  film.background = Material::constant_permittivity({3.0, 0.1});
-  s.layers.push_back(film);
-  return s;
-}
-
-}  // namespace
-
 TEST_CASE("the sweep preconditioner is the inverse of A (host)", "[physics][sweep]") {
   for (Formulation formulation : test::formulations)
     for (bool one_dimensional : {true, false}) {
       const int m1 = one_dimensional ? 6 : 2, m2 = one_dimensional ? 0 : 2;
       INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
-      const Structure s = random_grating(one_dimensional, 4);
+      const Structure s = test::random_stack(one_dimensional, 4);
       CHECK(test::inverse_error<double>(s, conv::Backend::cpu_direct, formulation, m1, m2, Preconditioning::sweep) <
             1e-10);
       CHECK(test::inverse_error<float>(s, conv::Backend::cpu_fftw, formulation, m1, m2, Preconditioning::sweep) < 2e-4);

@@ -1,0 +1,90 @@
+// The sweep preconditioner on the device (physics/device_sweep_preconditioner.cu): its application equals
+// the host's for the same matrices (both groupings, several wavelengths), it is A⁻¹ against the device
+// backends' own operators, and sweep-preconditioned device solves take a few iterations and equal host
+// solves.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "physics/device.hpp"
+#include "physics/problem.hpp"
+#include "physics/solver.hpp"
+#include "validation/physics/preconditioner_checks.hpp"
+
+using namespace gratingsim;
+using namespace gratingsim::physics;
+
+TEST_CASE("the sweep applies on the device as on the host", "[physics][sweep][gpu]") {
+  // Conical and φ = 0 incidences at two wavelengths: one group and two groups per incidence.
+  const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
+  for (Formulation formulation : test::formulations)
+    for (bool one_dimensional : {true, false}) {
+      INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
+      std::vector<std::string> warnings;
+      ProblemSettings settings;
+      settings.m1 = one_dimensional ? 9 : 3;
+      settings.m2 = one_dimensional ? 0 : 2;
+      settings.backend = conv::Backend::cpu_fftw;
+      settings.formulation = formulation;
+      const DiscreteProblem<double> problem(test::random_stack(one_dimensional, 5), inc, settings, 1, warnings);
+      const SweepMatrices sweep = problem.sweep();
+      std::vector<int> rhs_incidence;
+      for (int r = 0; r < problem.rhs(); ++r) rhs_incidence.push_back(r / 2);
+      const BatchLayout& layout = problem.layout();
+      const auto x = test::random_complex<double>(layout.size());
+      std::vector<std::complex<double>> on_host(x.size(), test::poison<double>());
+      make_host_sweep_preconditioner<double>(sweep, rhs_incidence)->apply(x.data(), on_host.data(), nullptr);
+      const auto device = make_device_sweep_preconditioner<double>(sweep, rhs_incidence);
+      DeviceStream stream;
+      auto space = make_device_vector_space<double>(layout, 2, stream.get());
+      space->upload(x, 0);
+      device->apply(space->data(0), space->data(1), stream.get());
+      std::vector<std::complex<double>> on_device(x.size(), test::poison<double>());
+      space->download(1, on_device);
+      CHECK(test::relative_difference(on_device, on_host) < 1e-12);
+    }
+}
+
+TEST_CASE("the sweep is the inverse of A on the device backends", "[physics][sweep][gpu]") {
+  for (conv::Backend backend : {conv::Backend::gpu_fused, conv::Backend::gpu_cufft, conv::Backend::gpu_direct})
+    for (Formulation formulation : test::formulations)
+      for (bool one_dimensional : {true, false}) {
+        if (!test::serves(backend, Precision::double_, formulation, one_dimensional)) continue;
+        const int m1 = one_dimensional ? 6 : 2, m2 = one_dimensional ? 0 : 2;
+        INFO(conv::to_string(backend) << ", " << to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
+        const Structure s = test::random_stack(one_dimensional, 4);
+        CHECK(test::inverse_error<double>(s, backend, formulation, m1, m2, Preconditioning::sweep) < 1e-10);
+        CHECK(test::inverse_error<float>(s, backend, formulation, m1, m2, Preconditioning::sweep) < 2e-4);
+      }
+}
+
+TEST_CASE("sweep-preconditioned device solves take a few iterations and equal host solves", "[physics][sweep][gpu]") {
+  Structure s = test::lamellar(12);
+  std::get<Rectangle>(s.layers[0].shapes[0]).material = Material::constant_permittivity({12.0, 0.2});
+  const std::vector<Incidence> inc{{1.0, 10, 0}, {1.0, 40, 25}};
+  for (Formulation formulation : test::formulations)
+    for (Precision precision : {Precision::double_, Precision::single}) {
+      INFO(to_string(formulation) << (precision == Precision::single ? ", complex64" : ", complex128"));
+      SolverOptions o;
+      o.m1 = 12;
+      o.formulation = formulation;
+      o.tolerance = 1e-10;
+      o.preconditioner = Preconditioning::sweep;
+      o.backend = conv::Backend::cpu_fftw;
+      const SolveResult host = solve(s, inc, o);
+      o.backend = conv::Backend::gpu_fused;
+      o.precision = precision;
+      if (precision == Precision::single) o.tolerance = 1e-6;
+      const SolveResult device = solve(s, inc, o);
+      const double tol = precision == Precision::single ? 1e-5 : 1e-8;
+      for (std::size_t i = 0; i < inc.size(); ++i)
+        for (int pol : {s_pol, p_pol}) {
+          CHECK(device.incidences[i].preconditioned == std::vector<bool>{true});
+          CHECK(device.incidences[i].solves[0][pol].converged);
+          CHECK(device.incidences[i].solves[0][pol].iterations <= 3);
+          CHECK(std::abs(device.incidences[i].total_R[pol] - host.incidences[i].total_R[pol]) < tol);
+          CHECK(std::abs(device.incidences[i].orders[0].reflection.p_from_p -
+                         host.incidences[i].orders[0].reflection.p_from_p) < tol);
+        }
+    }
+}
