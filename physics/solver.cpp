@@ -121,13 +121,16 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
                              options.formulation, members);
   // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes the sweep (A⁻¹) for 1D
-  // lattices up to sweep_orders_limit orders, averaged beyond that in the normal-vector formulation in
-  // complex128, none otherwise (2D lattices: the sweep's and coarse's set-ups outweighed their savings).
+  // lattices up to sweep_orders_limit orders on host backends, averaged otherwise for 1D lattices in the
+  // normal-vector formulation in complex128, none otherwise (2D lattices: the sweep's and coarse's
+  // set-ups outweighed their savings). Device backends keep averaged: the sweep's host set-up made
+  // the GPU sweeps of the metrology cases slower than averaged's longer Krylov phases (§7).
   plan.kind = dense ? Preconditioning::none : options.preconditioner;
   plan.coarse_m = coarse_harmonics(slices, options.m1, options.m2);
+  const bool on_host = conv::memory_of(options.backend) != Memory::device;
   if (plan.kind == Preconditioning::automatic) {
     const bool one_dimensional = structure.lattice.one_dimensional();
-    plan.kind = one_dimensional && nm <= sweep_orders_limit ? Preconditioning::sweep
+    plan.kind = one_dimensional && on_host && nm <= sweep_orders_limit ? Preconditioning::sweep
                 : one_dimensional && options.formulation == Formulation::normal_vector &&
                         options.precision == Precision::double_
                     ? Preconditioning::averaged
@@ -136,7 +139,6 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   // Its matrices and scratch in Real, and while building, on the host, the same matrices in
   // complex128; on the device, while inverting (device.hpp), each part's matrices twice in complex128
   // (LU factors and inverses): at most twice `build` beside the inverses.
-  const bool on_host = conv::memory_of(options.backend) != Memory::device;
   const auto bytes = [&](std::size_t real) {
     if (plan.kind == Preconditioning::sweep)  // the host keeps complex128 (sweep_preconditioner.hpp)
       return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, on_host ? sizeof(double) : real);

@@ -88,9 +88,10 @@ TEST_CASE("batched wavelengths: uneven incidence counts, Richardson, fields and 
     CHECK(batched.incidences[i].fields->harmonics == separate.incidences[i].fields->harmonics);
     CHECK(batched.incidences[i].slice_counts == separate.incidences[i].slice_counts);
   }
-  // A memory limit that holds 2 wavelengths of the 3 with 2 incidences (Laurent: no preconditioner;
+  // A memory limit that holds 2 wavelengths of the 3 with 2 incidences (Laurent, no preconditioner;
   // Richardson's finer grid sizes the batch): batches of 2, the same results.
   o.formulation = Formulation::laurent;
+  o.preconditioner = Preconditioning::none;
   o.keep_fields = false;
   o.max_wavelengths_per_batch = 1;
   const SolveResult laurent_separate = solve(c.structure, incidences, o);
