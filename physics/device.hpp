@@ -152,12 +152,13 @@ std::unique_ptr<Preconditioner<Real>> make_device_coarse_preconditioner(std::uni
                                                                         const CoarseMatrices& coarse,
                                                                         std::vector<int> rhs_incidence, int orders);
 
-/// The sweep preconditioner (sweep_preconditioner.hpp) on the device: the host-built matrices uploaded,
-/// rounded to Real, and one launch per application on the given stream: a block per right-hand side
-/// sweeps its slices up and down, each step a few products of the slice's matrices with the block's
-/// vectors in shared memory. Waits for the calling thread's default stream before returning.
+/// The sweep preconditioner (sweep_preconditioner.hpp) on the device: the host-built inputs uploaded, the
+/// recursion run on the device in complex128 (cuBLAS, batched over the groups of equal shape; throws as
+/// sweep_matrices does), the matrices kept rounded to Real, and one launch per application on the given
+/// stream: a block per right-hand side and group sweeps its slices up and down. The set-up runs on the
+/// calling thread's default stream and waits for it before returning.
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_device_sweep_preconditioner(const SweepMatrices& sweep,
+std::unique_ptr<Preconditioner<Real>> make_device_sweep_preconditioner(const SweepInputs& sweep,
                                                                        std::vector<int> rhs_incidence);
 
 }  // namespace gratingsim::physics

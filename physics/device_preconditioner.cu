@@ -16,8 +16,6 @@
 // Memory traffic per apply: every matrix once, three passes over the batched vector.
 // With an empty LocalMatrices only the first launch runs, into y (Ā⁻¹ alone: the coarse
 // preconditioner's outer part). The coarse preconditioner adds one launch after it (apply_coarse).
-#include <cublas_v2.h>
-
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -28,17 +26,8 @@
 #include "core/device_buffer.hpp"
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
+#include "physics/device_dense.cuh"
 #include "physics/preconditioner.hpp"
-
-/// Every cuBLAS call: a failure throws gratingsim::CudaError naming the call and the status, located here.
-#define GS_CUBLAS_TRY(call)                                                                        \
-  do {                                                                                             \
-    const cublasStatus_t cublas_try_status_ = (call);                                              \
-    if (cublas_try_status_ != CUBLAS_STATUS_SUCCESS)                                               \
-      throw ::gratingsim::CudaError(std::string(#call) + " failed: " + cublasGetStatusName(cublas_try_status_) + \
-                                        ": " + cublasGetStatusString(cublas_try_status_),          \
-                                    std::source_location::current());                              \
-  } while (0)
 
 namespace gratingsim::physics {
 namespace {
@@ -169,40 +158,6 @@ __global__ void __launch_bounds__(threads) smallest_pivots(const double2* factor
   }
   if (threadIdx.x == 0) smallest[blockIdx.x] = partial[0];
 }
-
-/// out[i] = in[i] rounded to Real.
-template <class V>
-__global__ void round_to(const double2* in, V* out, std::size_t count) {
-  const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count) out[i] = V{decltype(V::x)(in[i].x), decltype(V::y)(in[i].y)};
-}
-
-/// This thread's cuBLAS handle for the current device, on the thread's default stream
-/// (cudaStreamPerThread), created on first use and kept until the thread ends: cublasCreate and
-/// cublasDestroy allocate and free device memory, which synchronises the whole device, so a handle per
-/// set-up stalled every worker sharing the GPU (app/run.cpp). Per thread because a handle must not be
-/// used by two threads at once.
-class CublasHandle {
- public:
-  static cublasHandle_t get() {
-    thread_local std::map<int, CublasHandle> handles;
-    int device = 0;
-    GS_CUDA_TRY(cudaGetDevice(&device));
-    auto it = handles.find(device);
-    if (it == handles.end()) it = handles.try_emplace(device).first;
-    return it->second.handle_;
-  }
-  CublasHandle() {
-    GS_CUBLAS_TRY(cublasCreate(&handle_));
-    GS_CUBLAS_TRY(cublasSetStream(handle_, cudaStreamPerThread));
-  }
-  ~CublasHandle() { cublasDestroy(handle_); }  // no throw from a destructor
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
-
- private:
-  cublasHandle_t handle_ = nullptr;
-};
 
 /// The inverses of `count` n×n complex128 matrices (column-major, one after another), inverted on the
 /// device and returned rounded to Real (V). `expect_regular(largest, smallest_pivot)` checks them

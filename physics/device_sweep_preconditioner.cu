@@ -1,21 +1,34 @@
 // The sweep preconditioner P = A⁻¹ (sweep_preconditioner.hpp) on the device.
 //
-// Set-up: the host builds the sweep's matrices in complex128 (sweep_matrices); they are uploaded here
-// rounded to Real. Application: one launch on the problem's stream, one thread block per (right-hand
-// side, group of its incidence). The block runs the rhs's sweep up (v_p = N_p⁻¹ b_p − K_p g, then
-// g ← s_p (g + Γ_p v_p), from the bottom slice) and down (x_p = v_p − H_p a, then a ← s_{p+1} (a + Φ_p x_p));
-// v_p is kept in y between the two. Each product reads a slice matrix column-major, thread i forming rows
-// i, i + blockDim, ... (a warp reads consecutive addresses); the vectors (the slice's n values, g and a)
-// sit in shared memory in complex128 and every product sums in complex128. Three block-wide
-// synchronisations per slice and sweep: the depth is serial in the slices, as the z-operator's
-// unchunked sweeps were; the solves this preconditions take one or two iterations.
+// Set-up: the host builds the z-local inputs (sweep_inputs: L'_p, Φ_p, W Π⁺ C_p per group and slice, Ẽ±
+// and ρ_{N−1} per group) in complex128 and uploads them; the recursion runs here, from the bottom slice
+// up, in complex128, each step batched over the groups of equal shape (n, h) by cuBLAS:
+//   Ẽ⁺ρ (zgemmBatched), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), LU (zgetrfBatched),
+//   smallest |U_ii| (kernel), N⁻¹ (zgetriBatched), K = N⁻¹Ẽ⁺, H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ
+//   (zgemm, into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
+// about 12 launches per slice and shape on the calling thread's default stream, no host round trip
+// until the singularity test at the end (the host's: smallest pivot against largest element, per group
+// and slice), then the matrices are rounded to Real.
+// Application: one launch on the problem's stream, one thread block per (right-hand side, group of its
+// incidence). The block runs the rhs's sweep up (v_p = N_p⁻¹ b_p − K_p g, then g ← s_p (g + Γ_p v_p),
+// from the bottom slice) and down (x_p = v_p − H_p a, then a ← s_{p+1} (a + Φ_p x_p)); v_p is kept in y
+// between the two. Each product reads a slice matrix column-major, thread i forming rows i, i + blockDim,
+// ... (a warp reads consecutive addresses); the vectors (the slice's n values, g and a) sit in shared
+// memory in complex128 and every product sums in complex128. Three block-wide synchronisations per slice
+// and sweep: the depth is serial in the slices, as the z-operator's unchunked sweeps were; the solves
+// this preconditions take one or two iterations.
+#include <algorithm>
 #include <complex>
+#include <map>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "core/device_buffer.hpp"
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
+#include "physics/device_dense.cuh"
 #include "physics/sweep_preconditioner.hpp"
 
 namespace gratingsim::physics {
@@ -108,14 +121,208 @@ __global__ void __launch_bounds__(sweep_threads)
   }
 }
 
-template <class V>
-DeviceBuffer<V> rounded(const std::vector<std::complex<double>>& values) {
-  std::vector<V> host(values.size());
-  for (std::size_t i = 0; i < values.size(); ++i)
-    host[i] = V{decltype(V::x)(values[i].real()), decltype(V::x)(values[i].imag())};
-  DeviceBuffer<V> out(host.size());
-  out.upload(host);
+/// largest[k] = max |A_ij| of the n×n matrix matrices[k] (infinite where an element is not finite); a
+/// block per matrix.
+__global__ void __launch_bounds__(sweep_threads)
+    largest_of(const cuDoubleComplex* const* matrices, int n, double* const* largest) {
+  __shared__ double partial[sweep_threads];
+  const cuDoubleComplex* a = matrices[blockIdx.x];
+  double m = 0;
+  for (std::size_t i = threadIdx.x; i < std::size_t(n) * n; i += blockDim.x) {
+    const double v = hypot(a[i].x, a[i].y);
+    m = isfinite(v) ? fmax(m, v) : INFINITY;
+  }
+  partial[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) partial[threadIdx.x] = fmax(partial[threadIdx.x], partial[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *largest[blockIdx.x] = partial[0];
+}
+
+/// smallest[k] = min |U_ii| of the LU factors matrices[k]; a block per matrix.
+__global__ void __launch_bounds__(sweep_threads)
+    smallest_pivot_of(const cuDoubleComplex* const* matrices, int n, double* const* smallest) {
+  __shared__ double partial[sweep_threads];
+  const cuDoubleComplex* a = matrices[blockIdx.x];
+  double m = INFINITY;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const cuDoubleComplex d = a[std::size_t(i) * n + i];
+    const double v = hypot(d.x, d.y);
+    m = isfinite(v) ? fmin(m, v) : 0.0;
+  }
+  partial[threadIdx.x] = m;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) partial[threadIdx.x] = fmin(partial[threadIdx.x], partial[threadIdx.x + s]);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *smallest[blockIdx.x] = partial[0];
+}
+
+/// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a block
+/// per matrix.
+__global__ void __launch_bounds__(sweep_threads)
+    scale_by_steps(cuDoubleComplex* const* rho, const double2* const* steps, int h, int orders) {
+  cuDoubleComplex* r = rho[blockIdx.x];
+  const double2* s = steps[blockIdx.x];
+  for (int e = threadIdx.x; e < h * h; e += blockDim.x) {
+    const double2 si = s[(e % h) % orders], sj = s[(e / h) % orders];
+    const double2 f = {si.x * sj.x - si.y * sj.y, si.x * sj.y + si.y * sj.x};
+    const cuDoubleComplex v = r[e];
+    r[e] = {f.x * v.x - f.y * v.y, f.x * v.y + f.y * v.x};
+  }
+}
+
+/// The sweep's matrices in complex128 on the device, from the inputs (the recursion of
+/// sweep_preconditioner.hpp, batched over the groups of equal shape). Throws as the host's sweep_matrices
+/// does. Runs on the calling thread's default stream and waits for it (the test's download).
+struct DeviceSweepMatrices {
+  DeviceBuffer<double2> inverse, gain_g, gain_a, up, down, step;
+};
+
+DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
+  const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
+  const auto upload = [](const std::vector<std::complex<double>>& v) {
+    DeviceBuffer<double2> b(v.size());
+    b.upload(std::span(reinterpret_cast<const double2*>(v.data()), v.size()));
+    return b;
+  };
+  DeviceSweepMatrices out;
+  DeviceBuffer<double2> local = upload(in.local), source_up = upload(in.source_up), e_plus = upload(in.e_plus),
+                        e_minus = upload(in.e_minus), rho = upload(in.rho);
+  out.down = upload(in.down);
+  out.step = upload(in.step);
+  out.inverse = DeviceBuffer<double2>(in.local.size());
+  out.gain_g = DeviceBuffer<double2>(in.down.size());
+  out.gain_a = DeviceBuffer<double2>(in.down.size());
+  // Per group: Ẽ⁺ρ (n × h); the pivots and infos of one batched LU (cuBLAS writes them contiguously);
+  // per (group, slice): the largest element and the smallest pivot.
+  std::size_t e_rho_size = 0, pivot_size = 0;
+  std::vector<std::size_t> e_rho_at;
+  for (const SweepGroup& g : in.groups) {
+    e_rho_at.push_back(e_rho_size);
+    e_rho_size += g.n(nm) * g.h(nm);
+    pivot_size += g.n(nm);
+  }
+  DeviceBuffer<double2> e_rho(e_rho_size);
+  DeviceBuffer<int> pivots(pivot_size), info{std::size_t(ng)};
+  DeviceBuffer<double> largest{std::size_t(ng) * nz}, smallest{std::size_t(ng) * nz};
+  // Shapes (n, h) and their groups.
+  std::map<std::pair<int, int>, std::vector<int>> shapes;
+  for (int k = 0; k < ng; ++k)
+    shapes[{int(in.groups[std::size_t(k)].n(nm)), int(in.groups[std::size_t(k)].h(nm))}].push_back(k);
+  // Every pointer array of every step (slice p, shape), built on the host and uploaded once: the step's
+  // lists one after another, each with one pointer per group of the shape.
+  using Z = cuDoubleComplex;
+  std::vector<void*> host_pointers;
+  struct Step {
+    std::size_t first;  // index of the step's first pointer list in host_pointers
+    int n, h, count;
+  };
+  enum List { l_eplus, l_eminus, l_rho, l_erho, l_local, l_down, l_inverse, l_gain_g, l_gain_a, l_up, l_largest,
+              l_smallest, l_step, lists };
+  std::vector<Step> steps;  // (p from nz − 1 down, shape in map order)
+  const auto z = [](DeviceBuffer<double2>& b, std::size_t at) { return static_cast<void*>(b.data() + at); };
+  for (int p = nz - 1; p >= 0; --p)
+    for (const auto& [shape, members] : shapes) {
+      const auto [n, h] = shape;
+      Step st{host_pointers.size(), n, h, int(members.size())};
+      for (int list = 0; list < lists; ++list)
+        for (int k : members) {
+          const SweepGroup& g = in.groups[std::size_t(k)];
+          const std::size_t mat = g.matrices + std::size_t(p) * n * n, gain = g.gains + std::size_t(p) * n * h;
+          void* ptr = nullptr;
+          switch (List(list)) {
+            case l_eplus: ptr = z(e_plus, g.edges); break;
+            case l_eminus: ptr = z(e_minus, g.edges); break;
+            case l_rho: ptr = z(rho, g.rho); break;
+            case l_erho: ptr = z(e_rho, e_rho_at[std::size_t(k)]); break;
+            case l_local: ptr = z(local, mat); break;
+            case l_down: ptr = z(out.down, gain); break;
+            case l_inverse: ptr = z(out.inverse, mat); break;
+            case l_gain_g: ptr = z(out.gain_g, gain); break;
+            case l_gain_a: ptr = z(out.gain_a, gain); break;
+            case l_up: ptr = z(source_up, gain); break;
+            case l_largest: ptr = largest.data() + std::size_t(k) * nz + p; break;
+            case l_smallest: ptr = smallest.data() + std::size_t(k) * nz + p; break;
+            case l_step: ptr = z(out.step, (std::size_t(g.incidence) * nz + p) * nm); break;
+            case lists: break;
+          }
+          host_pointers.push_back(ptr);
+        }
+      steps.push_back(st);
+    }
+  DeviceBuffer<void*> pointers(host_pointers.size());
+  pointers.upload(host_pointers);
+  cublasHandle_t handle = CublasHandle::get();
+  const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
+  std::size_t s = 0;
+  for (int p = nz - 1; p >= 0; --p)
+    for (std::size_t shape = 0; shape < shapes.size(); ++shape, ++s) {
+      const Step& st = steps[s];
+      const int n = st.n, h = st.h, b = st.count;
+      const auto list = [&](List l) { return reinterpret_cast<Z**>(pointers.data() + st.first + std::size_t(l) * b); };
+      const auto clist = [&](List l) { return reinterpret_cast<const Z* const*>(list(l)); };
+      // Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'.
+      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, h, &one, clist(l_eplus), n, clist(l_rho),
+                                       h, &zero, list(l_erho), n, b));
+      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, h, &one, clist(l_erho), n, clist(l_down),
+                                       h, &one, list(l_local), n, b));
+      largest_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(clist(l_local), n,
+                                                                           reinterpret_cast<double* const*>(list(l_largest)));
+      GS_CUDA_CHECK_LAUNCH();
+      // info[k] > 0 where a pivot is exactly zero: the smallest-pivot test covers that case.
+      GS_CUBLAS_TRY(cublasZgetrfBatched(handle, n, list(l_local), n, pivots.data(), info.data(), b));
+      smallest_pivot_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(
+          clist(l_local), n, reinterpret_cast<double* const*>(list(l_smallest)));
+      GS_CUDA_CHECK_LAUNCH();
+      GS_CUBLAS_TRY(cublasZgetriBatched(handle, n, clist(l_local), n, pivots.data(), list(l_inverse), n, info.data(), b));
+      // K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻; Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C).
+      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
+                                       clist(l_eplus), n, &zero, list(l_gain_g), n, b));
+      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
+                                       clist(l_erho), n, &zero, list(l_gain_a), n, b));
+      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
+                                       clist(l_eminus), n, &one, list(l_gain_a), n, b));
+      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, h, n, h, &one, clist(l_rho), h,
+                                       clist(l_down), h, &one, list(l_up), h, b));
+      if (p > 0) {  // ρ ← S_p (ρ − Γ H) S_p
+        GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, h, h, n, &minus_one, clist(l_up), h,
+                                         clist(l_gain_a), n, &one, list(l_rho), h, b));
+        scale_by_steps<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(
+            list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
+        GS_CUDA_CHECK_LAUNCH();
+      }
+    }
+  // The host's singularity test, per group from the bottom slice up: the first failing group's first
+  // failing slice is named.
+  std::vector<double> largest_host(largest.size()), smallest_host(smallest.size());
+  largest.download(largest_host);  // waits for the recursion
+  smallest.download(smallest_host);
+  for (int k = 0; k < ng; ++k)
+    for (int p = nz - 1; p >= 0; --p) {
+      const double l = largest_host[std::size_t(k) * nz + p], m = smallest_host[std::size_t(k) * nz + p];
+      GS_EXPECTS(std::isfinite(l) && m > 1e-13 * l, singular_slice_text(in.groups[std::size_t(k)].incidence, p, m, l));
+    }
+  out.up = std::move(source_up);
   return out;
+}
+
+/// `values` rounded to V on the calling thread's default stream (the buffer itself where V is double2).
+template <class V>
+DeviceBuffer<V> rounded(DeviceBuffer<double2>&& values) {
+  if constexpr (std::is_same_v<V, double2>) {
+    return std::move(values);
+  } else {
+    DeviceBuffer<V> out(values.size());
+    if (values.size())
+      round_to<V><<<unsigned((values.size() + 255) / 256), 256, 0, cudaStreamPerThread>>>(values.data(), out.data(),
+                                                                                        values.size());
+    GS_CUDA_CHECK_LAUNCH();
+    return out;
+  }
 }
 
 template <class Real>
@@ -124,7 +331,7 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
   using typename Preconditioner<Real>::Complex;
   using V = Complex2<Real>;
 
-  DeviceSweepPreconditioner(const SweepMatrices& sweep, const std::vector<int>& rhs_incidence)
+  DeviceSweepPreconditioner(const SweepInputs& sweep, const std::vector<int>& rhs_incidence)
       : nm_(sweep.orders), nz_(sweep.slices), nr_(int(rhs_incidence.size())) {
     std::vector<DeviceGroup> groups;
     std::vector<int> first(std::size_t(sweep.incidences) + 1, 0);
@@ -159,12 +366,15 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
     first_group_.upload(first);
     rhs_incidence_ = DeviceBuffer<int>(rhs_incidence.size());
     rhs_incidence_.upload(rhs_incidence);
-    inverse_ = rounded<V>(sweep.inverse);
-    gain_g_ = rounded<V>(sweep.gain_g);
-    gain_a_ = rounded<V>(sweep.gain_a);
-    up_ = rounded<V>(sweep.up);
-    down_ = rounded<V>(sweep.down);
-    step_ = rounded<V>(sweep.step);
+    DeviceSweepMatrices m = device_sweep_matrices(sweep);
+    inverse_ = rounded<V>(std::move(m.inverse));
+    gain_g_ = rounded<V>(std::move(m.gain_g));
+    gain_a_ = rounded<V>(std::move(m.gain_a));
+    up_ = rounded<V>(std::move(m.up));
+    down_ = rounded<V>(std::move(m.down));
+    step_ = rounded<V>(std::move(m.step));
+    // The set-up ran on this thread's default stream; apply uses the problem's: wait for the former.
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
 
   [[nodiscard]] Memory memory() const override { return Memory::device; }
@@ -188,13 +398,13 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
 }  // namespace
 
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_device_sweep_preconditioner(const SweepMatrices& sweep,
+std::unique_ptr<Preconditioner<Real>> make_device_sweep_preconditioner(const SweepInputs& sweep,
                                                                        std::vector<int> rhs_incidence) {
   return std::make_unique<DeviceSweepPreconditioner<Real>>(sweep, rhs_incidence);
 }
-template std::unique_ptr<Preconditioner<float>> make_device_sweep_preconditioner<float>(const SweepMatrices&,
+template std::unique_ptr<Preconditioner<float>> make_device_sweep_preconditioner<float>(const SweepInputs&,
                                                                                         std::vector<int>);
-template std::unique_ptr<Preconditioner<double>> make_device_sweep_preconditioner<double>(const SweepMatrices&,
+template std::unique_ptr<Preconditioner<double>> make_device_sweep_preconditioner<double>(const SweepInputs&,
                                                                                           std::vector<int>);
 
 }  // namespace gratingsim::physics

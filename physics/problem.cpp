@@ -311,19 +311,18 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
 }
 
 template <class Real>
-SweepMatrices DiscreteProblem<Real>::sweep() const {
-  return sweep_matrices(green_coefficients(grids(), orders_), convolution_->problem(), kernels_);
+SweepInputs DiscreteProblem<Real>::sweep_inputs() const {
+  return physics::sweep_inputs(green_coefficients(grids(), orders_), convolution_->problem(), kernels_);
 }
 
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_sweep_preconditioner() const {
-  SweepMatrices sweep = this->sweep();
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
 #if GRATINGSIM_HAVE_CUDA
   if (convolution_->memory() == Memory::device)
-    return make_device_sweep_preconditioner<Real>(sweep, std::move(rhs_incidence));
+    return make_device_sweep_preconditioner<Real>(sweep_inputs(), std::move(rhs_incidence));
 #endif
-  return make_host_sweep_preconditioner<Real>(std::move(sweep), std::move(rhs_incidence));
+  return make_host_sweep_preconditioner<Real>(sweep_matrices(sweep_inputs()), std::move(rhs_incidence));
 }
 
 template <class Real>

@@ -140,11 +140,12 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// alone), in memory(): Ā and A_c assembled on the host; factored there (host problems) or inverted
   /// on the device (device problems, device.hpp).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_coarse_preconditioner(int mc) const;
-  /// The sweep preconditioner (sweep_preconditioner.hpp, P = A⁻¹), in memory(): built on the host in
-  /// complex128 (sweep_setup_work multiply-adds), applied there (host problems) or on the device.
+  /// The sweep preconditioner (sweep_preconditioner.hpp, P = A⁻¹), in memory(): its inputs built on the
+  /// host, the recursion (sweep_setup_work multiply-adds, complex128) run there (host problems) or on the
+  /// device, where it is applied (device problems).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_sweep_preconditioner() const;
-  /// The sweep's matrices of this problem (host, complex128), as make_sweep_preconditioner builds them.
-  [[nodiscard]] SweepMatrices sweep() const;
+  /// The sweep's inputs of this problem (host, complex128), as make_sweep_preconditioner builds them.
+  [[nodiscard]] SweepInputs sweep_inputs() const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
   /// the slice centres (host), with the source s = k1² J: the z-operator's far_field_sums of the

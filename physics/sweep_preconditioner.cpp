@@ -80,31 +80,120 @@ std::vector<SweepGroup> incidence_groups(const GreenCoefficients& g, int a, bool
 
 }  // namespace
 
-SweepMatrices sweep_matrices(const GreenCoefficients& g, const conv::Problem& problem,
-                             std::span<const std::complex<double>> kernels) {
+SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& problem,
+                         std::span<const std::complex<double>> kernels) {
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   GS_EXPECTS(std::size_t(nm) == problem.field_size() && kernels.size() == problem.kernels_total() &&
                  problem.slices == nz * g.members && !g.self.empty(),
-             "sweep_matrices: sizes of the problem, kernels and Green coefficients disagree");
-  SweepMatrices out{na, nm, nz, {}, {}, {}, {}, {}, {}, {}};
+             "sweep_inputs: sizes of the problem, kernels and Green coefficients disagree");
+  SweepInputs out{na, nm, nz, {}, {}, {}, {}, {}, {}, {}, {}};
   const bool split = kernels_split_y(problem);
-  std::size_t matrices = 0, gains = 0;
+  std::size_t matrices = 0, gains = 0, edges = 0, rho = 0;
   for (int a = 0; a < na; ++a)
     for (SweepGroup& group : incidence_groups(g, a, split)) {
+      const std::size_t n = group.n(nm), h = group.h(nm);
       group.matrices = matrices;
       group.gains = gains;
-      matrices += group.n(nm) * group.n(nm) * nz;
-      gains += group.n(nm) * group.h(nm) * nz;
+      group.edges = edges;
+      group.rho = rho;
+      matrices += n * n * nz;
+      gains += n * h * nz;
+      edges += n * h;
+      rho += h * h;
       out.groups.push_back(std::move(group));
     }
-  out.inverse.resize(matrices);
-  for (auto* v : {&out.gain_g, &out.gain_a, &out.up, &out.down}) v->resize(gains);
+  out.local.resize(matrices);
+  out.down.resize(gains);
+  out.source_up.resize(gains);
+  out.e_plus.resize(edges);
+  out.e_minus.resize(edges);
+  out.rho.resize(rho);
   out.step.resize(std::size_t(na) * nz * nm);
   for (int a = 0; a < na; ++a)
     for (int p = 0; p < nz; ++p)
       for (int m = 0; m < nm; ++m)
         out.step[(std::size_t(a) * nz + p) * nm + m] = g.step[(std::size_t(a) * nm + m) * nz + p];
   const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
+  const int ng = int(out.groups.size());
+  // OpenMP over (group, slice): every pair writes its own matrices.
+#pragma omp parallel for schedule(dynamic)
+  for (int kp = 0; kp < ng * nz; ++kp) {
+    const int k = kp / nz, p = kp % nz;
+    const SweepGroup& group = out.groups[std::size_t(k)];
+    const int a = group.incidence, member = member_of(g, a);
+    const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
+    const int nc = int(group.components.size()), np = int(group.polarisations.size());
+    std::vector<Eigen::Index> unknowns;  // the group's unknowns among the block's 3·orders
+    for (int c : group.components)
+      for (int m = 0; m < nm; ++m) unknowns.push_back(Eigen::Index(c) * nm + m);
+    std::vector<GreenTensors> t;
+    for (int m = 0; m < nm; ++m) t.push_back(detail::green_tensors(g, std::size_t(a) * nm + m));
+    const auto coefficient_index = [&](int m, int q) { return (std::size_t(a) * nm + m) * nz + q; };
+    // The amplitude vectors of polarisation pol: ê (pol 0) or p̂± (pol 1), component c.
+    const auto vector = [&](int m, int pol, int sign, int c) {
+      return pol == 0 ? t[m].e[c] : sign > 0 ? t[m].plus[c] : t[m].minus[c];
+    };
+    if (p == 0) {  // the group's own: Ẽ± (column (k, m): scale times the vector at rows (c, m)) and ρ_{N−1}
+      Eigen::Map<Matrix> e_plus(&out.e_plus[group.edges], n, h), e_minus(&out.e_minus[group.edges], n, h);
+      Eigen::Map<Matrix> rho(&out.rho[group.rho], h, h);
+      e_plus.setZero();
+      e_minus.setZero();
+      rho.setZero();
+      for (int m = 0; m < nm; ++m) {
+        for (int ci = 0; ci < nc; ++ci)
+          for (int ki = 0; ki < np; ++ki) {
+            const int c = group.components[ci], pol = group.polarisations[ki];
+            e_plus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, +1, c);
+            e_minus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, -1, c);
+          }
+        const std::size_t io = std::size_t(a) * nm + m, i = coefficient_index(m, nz - 1);
+        for (int ki = 0; ki < np; ++ki)
+          rho(ki * nm + m, ki * nm + m) = g.depth[i] * g.depth[i] * (group.polarisations[ki] == 0 ? g.rs[io] : g.rp[io]);
+      }
+    }
+    Matrix full_c, full_d;
+    const std::size_t engine_slice = std::size_t(p) * g.members + member;
+    slice_operators(problem, kernels.data() + engine_slice * per_slice, nm, full_c, full_d);
+    const Matrix c = full_c(unknowns, unknowns);
+    // L' = I + D + (c_p self + ẑẑ) C; Φ = W Π⁻ C, Ψ = W Π⁺ C (rows: amplitude (k, m)).
+    Eigen::Map<Matrix> lprime(&out.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
+    const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
+    Eigen::Map<Matrix> phi(&out.down[at], h, n), psi(&out.source_up[at], h, n);
+    lprime = full_d(unknowns, unknowns);
+    lprime.diagonal().array() += 1.0;
+    phi.setZero();
+    psi.setZero();
+    for (int m = 0; m < nm; ++m) {
+      const std::size_t i = coefficient_index(m, p);
+      const Tensor gs = detail::self_green(t[m], g, i);
+      const C w = g.weight[i];
+      for (int ri = 0; ri < nc; ++ri)
+        for (int ci = 0; ci < nc; ++ci) {
+          const C v = gs[group.components[ri] * 3 + group.components[ci]];
+          if (v != C(0)) lprime.row(ri * nm + m) += v * c.row(ci * nm + m);
+        }
+      for (int ki = 0; ki < np; ++ki)
+        for (int ci = 0; ci < nc; ++ci) {
+          const int comp = group.components[ci], pol = group.polarisations[ki];
+          phi.row(ki * nm + m) += (w * vector(m, pol, -1, comp)) * c.row(ci * nm + m);
+          psi.row(ki * nm + m) += (w * vector(m, pol, +1, comp)) * c.row(ci * nm + m);
+        }
+    }
+  }
+  return out;
+}
+
+std::string singular_slice_text(int incidence, int slice, double pivot, double largest) {
+  return "the sweep preconditioner's slice matrix of incidence " + std::to_string(incidence) + ", slice " +
+         std::to_string(slice) + " is singular (smallest pivot " + std::to_string(pivot) + " against " +
+         std::to_string(largest) + "): a resonance of the slices below it?";
+}
+
+SweepMatrices sweep_matrices(SweepInputs in) {
+  const int nz = in.slices, nm = in.orders;
+  SweepMatrices out{in.incidences, nm, nz, in.groups, {}, {}, {}, {}, std::move(in.down), std::move(in.step)};
+  out.inverse.resize(in.local.size());
+  for (auto* v : {&out.gain_g, &out.gain_a, &out.up}) v->resize(out.down.size());
   std::string failure;  // the first singular N_p, by group (written under a critical section)
   int failed_group = int(out.groups.size());
   // OpenMP over the groups; each sweeps its slices bottom-up (ρ_q needs ρ_{q+1}) and writes its own
@@ -112,63 +201,14 @@ SweepMatrices sweep_matrices(const GreenCoefficients& g, const conv::Problem& pr
 #pragma omp parallel for schedule(dynamic)
   for (int k = 0; k < int(out.groups.size()); ++k) {
     const SweepGroup& group = out.groups[std::size_t(k)];
-    const int a = group.incidence, member = member_of(g, a);
+    const int a = group.incidence;
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
-    const int nc = int(group.components.size()), np = int(group.polarisations.size());
-    // The group's unknowns among the block's 3·orders, and the Green tensors per order.
-    std::vector<Eigen::Index> unknowns;
-    for (int c : group.components)
-      for (int m = 0; m < nm; ++m) unknowns.push_back(Eigen::Index(c) * nm + m);
-    std::vector<GreenTensors> t;
-    for (int m = 0; m < nm; ++m) t.push_back(detail::green_tensors(g, std::size_t(a) * nm + m));
-    const auto coefficient_index = [&](int m, int p) { return (std::size_t(a) * nm + m) * nz + p; };
-    // The amplitude vectors of polarisation pol: ê (pol 0) or p̂± (pol 1), component c.
-    const auto vector = [&](int m, int pol, int sign, int c) {
-      return pol == 0 ? t[m].e[c] : sign > 0 ? t[m].plus[c] : t[m].minus[c];
-    };
-    // Ẽ⁺, Ẽ⁻ (n × h): column (k, m) holds scale times the polarisation's vector at rows (c, m).
-    Matrix e_plus = Matrix::Zero(n, h), e_minus = Matrix::Zero(n, h);
-    for (int m = 0; m < nm; ++m)
-      for (int ci = 0; ci < nc; ++ci)
-        for (int ki = 0; ki < np; ++ki) {
-          const int c = group.components[ci], pol = group.polarisations[ki];
-          e_plus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, +1, c);
-          e_minus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, -1, c);
-        }
-    // ρ_{N−1} = e^{2ikz z_{N−1}} diag(r_s, r_p) on the group's polarisations.
-    Matrix rho = Matrix::Zero(h, h);
-    for (int m = 0; m < nm; ++m) {
-      const std::size_t io = std::size_t(a) * nm + m, i = coefficient_index(m, nz - 1);
-      for (int ki = 0; ki < np; ++ki)
-        rho(ki * nm + m, ki * nm + m) = g.depth[i] * g.depth[i] * (group.polarisations[ki] == 0 ? g.rs[io] : g.rp[io]);
-    }
-    Matrix full_c, full_d, c, phi(h, n), psi(h, n), lprime(n, n);
+    const Eigen::Map<const Matrix> e_plus(&in.e_plus[group.edges], n, h), e_minus(&in.e_minus[group.edges], n, h);
+    Matrix rho = Eigen::Map<const Matrix>(&in.rho[group.rho], h, h);
     for (int p = nz - 1; p >= 0; --p) {
-      const std::size_t engine_slice = std::size_t(p) * g.members + member;
-      slice_operators(problem, kernels.data() + engine_slice * per_slice, nm, full_c, full_d);
-      c = full_c(unknowns, unknowns);
-      // L' = I + D + (c_p self + ẑẑ) C; Φ = W Π⁻ C, Ψ = W Π⁺ C (rows: amplitude (k, m)).
-      lprime = full_d(unknowns, unknowns);
-      lprime.diagonal().array() += 1.0;
-      for (int m = 0; m < nm; ++m) {
-        const std::size_t i = coefficient_index(m, p);
-        const Tensor gs = detail::self_green(t[m], g, i);
-        const C w = g.weight[i];
-        for (int ri = 0; ri < nc; ++ri)
-          for (int ci = 0; ci < nc; ++ci) {
-            const C v = gs[group.components[ri] * 3 + group.components[ci]];
-            if (v != C(0)) lprime.row(ri * nm + m) += v * c.row(ci * nm + m);
-          }
-        for (int ki = 0; ki < np; ++ki) {
-          phi.row(ki * nm + m).setZero();
-          psi.row(ki * nm + m).setZero();
-          for (int ci = 0; ci < nc; ++ci) {
-            const int comp = group.components[ci], pol = group.polarisations[ki];
-            phi.row(ki * nm + m) += (w * vector(m, pol, -1, comp)) * c.row(ci * nm + m);
-            psi.row(ki * nm + m) += (w * vector(m, pol, +1, comp)) * c.row(ci * nm + m);
-          }
-        }
-      }
+      const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
+      const Eigen::Map<const Matrix> lprime(&in.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
+      const Eigen::Map<const Matrix> phi(&out.down[at], h, n), psi(&in.source_up[at], h, n);
       const Matrix e_rho = e_plus * rho;
       const Matrix big_n = lprime + e_rho * phi;
       const Eigen::PartialPivLU<Matrix> lu(big_n);
@@ -178,25 +218,20 @@ SweepMatrices sweep_matrices(const GreenCoefficients& g, const conv::Problem& pr
 #pragma omp critical(sweep_failure)
         if (k < failed_group) {
           failed_group = k;
-          failure = "the sweep preconditioner's slice matrix of incidence " + std::to_string(a) + ", slice " +
-                    std::to_string(p) + " is singular (smallest pivot " + std::to_string(pivot) + " against " +
-                    std::to_string(largest) + "): a resonance of the slices below it?";
+          failure = singular_slice_text(a, p, pivot, largest);
         }
         break;
       }
       Eigen::Map<Matrix> inverse(&out.inverse[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
-      const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
-      Eigen::Map<Matrix> gain_g(&out.gain_g[at], n, h), gain_a(&out.gain_a[at], n, h);
-      Eigen::Map<Matrix> up(&out.up[at], h, n), down(&out.down[at], h, n);
+      Eigen::Map<Matrix> gain_g(&out.gain_g[at], n, h), gain_a(&out.gain_a[at], n, h), up(&out.up[at], h, n);
       inverse = lu.inverse();
       gain_g.noalias() = inverse * e_plus;
       gain_a.noalias() = inverse * (e_rho + e_minus);
       up = rho * phi + psi;
-      down = phi;
       if (p > 0) {  // ρ_{p−1} = S_p (ρ_p − Γ_p H_p) S_p
         rho -= up * gain_a;
         for (Eigen::Index i = 0; i < h; ++i) {
-          const C s = g.step[coefficient_index(int(i % nm), p)];
+          const C s = out.step[(std::size_t(a) * nz + p) * nm + std::size_t(i % nm)];
           rho.row(i) *= s;
           rho.col(i) *= s;
         }

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "convolution/convolution.hpp"
@@ -51,7 +52,8 @@ namespace gratingsim::physics {
 struct SweepGroup {
   int incidence = 0;
   std::vector<int> components, polarisations;
-  std::size_t matrices = 0, gains = 0;  ///< offsets into inverse and into gain_g, gain_a, up, down
+  std::size_t matrices = 0, gains = 0;  ///< offsets into inverse (local) and into gain_g, gain_a, up, down (source_up)
+  std::size_t edges = 0, rho = 0;       ///< offsets into SweepInputs' e_plus, e_minus and rho
   [[nodiscard]] std::size_t n(int orders) const { return components.size() * std::size_t(orders); }
   [[nodiscard]] std::size_t h(int orders) const { return polarisations.size() * std::size_t(orders); }
 };
@@ -76,12 +78,28 @@ std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, s
 /// that where s and p decouple).
 double sweep_setup_work(std::size_t slices, std::size_t orders, std::size_t incidences);
 
-/// Builds the sweep for the Green coefficients of the problem (all its incidences, one or several
-/// members), its convolution problem and every engine slice's kernels (engine slice p·members + member,
-/// problem.hpp). OpenMP over the incidences. Throws InvalidArgument naming the incidence and slice
-/// where N_j is singular (smallest LU pivot not above 1e-13 of its largest element, or not finite).
-SweepMatrices sweep_matrices(const GreenCoefficients& coefficients, const conv::Problem& problem,
-                             std::span<const std::complex<double>> kernels);
+/// What the sweep's recursion reads, the z-local parts, built for every (group, slice) at once: per group
+/// and slice L'_p (n × n, at G.matrices + p·n²), Φ_p (down) and W Π⁺ C_p (source_up; h × n, at G.gains +
+/// p·n·h); per group Ẽ⁺, Ẽ⁻ (n × h, at G.edges) and ρ_{N−1} (h × h, at G.rho); the steps as in
+/// SweepMatrices. Column-major, complex128.
+struct SweepInputs {
+  int incidences = 0, orders = 0, slices = 0;
+  std::vector<SweepGroup> groups;
+  std::vector<std::complex<double>> local, down, source_up, e_plus, e_minus, rho, step;
+};
+
+/// The inputs for the Green coefficients of the problem (all its incidences, one or several members),
+/// its convolution problem and every engine slice's kernels (engine slice p·members + member,
+/// problem.hpp). OpenMP over (group, slice).
+SweepInputs sweep_inputs(const GreenCoefficients& coefficients, const conv::Problem& problem,
+                         std::span<const std::complex<double>> kernels);
+
+/// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups. Throws
+/// InvalidArgument naming the incidence and slice where N_p is singular (smallest LU pivot not above
+/// 1e-13 of its largest element, or not finite).
+SweepMatrices sweep_matrices(SweepInputs inputs);
+/// The text of that refusal (the device set-up's too).
+std::string singular_slice_text(int incidence, int slice, double pivot, double largest);
 
 /// Host application: OpenMP over the right-hand sides, in complex128 (x and y rounded from and to Real).
 /// rhs_incidence[r] names rhs r's incidence.

@@ -1,5 +1,5 @@
-// The sweep preconditioner on the device (physics/device_sweep_preconditioner.cu): its application equals
-// the host's for the same matrices (both groupings, several wavelengths), it is A⁻¹ against the device
+// The sweep preconditioner on the device (physics/device_sweep_preconditioner.cu): its set-up (cuBLAS) and
+// application equal the host's for the same inputs (both groupings, several wavelengths), it is A⁻¹ against the device
 // backends' own operators, and sweep-preconditioned device solves take a few iterations and equal host
 // solves.
 #include <cmath>
@@ -14,7 +14,7 @@
 using namespace gratingsim;
 using namespace gratingsim::physics;
 
-TEST_CASE("the sweep applies on the device as on the host", "[physics][sweep][gpu]") {
+TEST_CASE("the sweep is built and applied on the device as on the host", "[physics][sweep][gpu]") {
   // Conical and φ = 0 incidences at two wavelengths: one group and two groups per incidence.
   const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
   for (Formulation formulation : test::formulations)
@@ -27,14 +27,14 @@ TEST_CASE("the sweep applies on the device as on the host", "[physics][sweep][gp
       settings.backend = conv::Backend::cpu_fftw;
       settings.formulation = formulation;
       const DiscreteProblem<double> problem(test::random_stack(one_dimensional, 5), inc, settings, 1, warnings);
-      const SweepMatrices sweep = problem.sweep();
+      const SweepInputs inputs = problem.sweep_inputs();
       std::vector<int> rhs_incidence;
       for (int r = 0; r < problem.rhs(); ++r) rhs_incidence.push_back(r / 2);
       const BatchLayout& layout = problem.layout();
       const auto x = test::random_complex<double>(layout.size());
       std::vector<std::complex<double>> on_host(x.size(), test::poison<double>());
-      make_host_sweep_preconditioner<double>(sweep, rhs_incidence)->apply(x.data(), on_host.data(), nullptr);
-      const auto device = make_device_sweep_preconditioner<double>(sweep, rhs_incidence);
+      make_host_sweep_preconditioner<double>(sweep_matrices(inputs), rhs_incidence)->apply(x.data(), on_host.data(), nullptr);
+      const auto device = make_device_sweep_preconditioner<double>(inputs, rhs_incidence);
       DeviceStream stream;
       auto space = make_device_vector_space<double>(layout, 2, stream.get());
       space->upload(x, 0);
