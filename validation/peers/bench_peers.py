@@ -12,7 +12,9 @@ so errors below ~2e-4 mean little; a series stops there).
 
 gratingsim: one `gratingsim run` process per setting (harmonics M, slices, Richardson on, precision),
 on a case YAML written from CASES (io/SCHEMA.md; backend from --backend, `auto` takes the GPU when
-there is one; GMRES(100), relative residual --tolerance 1e-6, at most 3000 iterations). Time: the wall
+there is one; GMRES(100), relative residual --tolerance 1e-6, at most 3000 iterations; 1D gratings with
+`preconditioner: sweep`, the exact inverse of docs/solver.md §6.3, without which the thin metal in p
+took thousands of iterations or did not converge). Time: the wall
 time of the process (start, CUDA context, plan, solve, HDF5 writing), and `solver/seconds` of the
 result file (the solve alone). The YAML reproduces validation/physics/test_peer_references.cpp's
 errors (CPU, tolerance 1e-9: pillars M = 10, 10 slices 7.4e-4; rectangles M = 10, 8 slices 1.69e-3;
@@ -118,8 +120,10 @@ def gratingsim_yaml(name: str, case: dict, m: int, slices: int, precision: str, 
         raise ValueError(shape["type"])
     if case["lattice"] == "1d":
         lattice, harmonics = f"{{period_x: {case['period_x']!r}}}", f"[{m}, 0]"
+        preconditioner = ", preconditioner: sweep"
     else:
         lattice, harmonics = f"{{period_x: {case['period_x']!r}, period_y: {case['period_y']!r}}}", f"[{m}, {m}]"
+        preconditioner = ""
     assert case["eps_sup"] == 1.0  # the superstrate is air, which also fills the pattern's background
     return f"""description: peers benchmark case {name} (validation/peers/compute_references.py)
 units: um
@@ -133,7 +137,7 @@ materials: {{sub: {{epsilon: [{complex(case['eps_sub']).real!r}, {complex(case['
 layers:
   - {{name: pattern, thickness: {case['height']!r}, slices: {slices}, shapes: [{shape_yaml}]}}
 numerics: {{harmonics: {harmonics}, richardson: true, precision: {precision}, backend: {backend},
-           solver: {{method: gmres, restart: 100, tolerance: {tolerance!r}, max_iterations: 3000}}}}
+           solver: {{method: gmres, restart: 100, tolerance: {tolerance!r}, max_iterations: 3000{preconditioner}}}}}
 output: {{fields: false}}
 """
 
