@@ -154,7 +154,7 @@ std::unique_ptr<Preconditioner<Real>> make_device_coarse_preconditioner(std::uni
 
 /// The sweep preconditioner (sweep_preconditioner.hpp) on the device: the host-built inputs uploaded, the
 /// recursion run on the device in complex128 (cuBLAS, batched over the groups of equal shape; throws as
-/// sweep_matrices does), the matrices kept rounded to Real, and one launch per application on the given
+/// sweep_matrices does), the matrices kept in complex128 (also for Real = float), and one launch per application on the given
 /// stream: a block per right-hand side and group sweeps its slices up and down. The set-up runs on the
 /// calling thread's default stream and waits for it before returning.
 template <class Real>

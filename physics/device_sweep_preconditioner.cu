@@ -8,20 +8,23 @@
 //   (zgemm, into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
 // about 12 launches per slice and shape on the calling thread's default stream, no host round trip
 // until the singularity test at the end (the host's: smallest pivot against largest element, per group
-// and slice), then the matrices are rounded to Real.
+// and slice). The matrices stay in complex128 also for complex64 solves: rounded to complex64, the
+// preconditioned operator of validation/peers' thin metal at M = 60 (ε = −20 + 1.5i, p) was too far
+// from the identity for GMRES(100) to converge in 3000 iterations (call C of session 12).
 // Application: one launch on the problem's stream, one thread block per (right-hand side, group of its
 // incidence). The block runs the rhs's sweep up (v_p = N_p⁻¹ b_p − K_p g, then g ← s_p (g + Γ_p v_p),
 // from the bottom slice) and down (x_p = v_p − H_p a, then a ← s_{p+1} (a + Φ_p x_p)); v_p is kept in y
-// between the two. Each product reads a slice matrix column-major, thread i forming rows i, i + blockDim,
-// ... (a warp reads consecutive addresses); the vectors (the slice's n values, g and a) sit in shared
-// memory in complex128 and every product sums in complex128. Three block-wide synchronisations per slice
-// and sweep: the depth is serial in the slices, as the z-operator's unchunked sweeps were; the solves
-// this preconditions take one or two iterations.
+// between the two. Each product (block_product) reads a slice matrix column-major, a warp's lanes over 32
+// consecutive rows (consecutive addresses) and the 8 warps over slices of the columns, so a thread's
+// loads are few and independent; the vectors (the slice's n values, g and a) sit in shared memory in
+// complex128 and every product sums in complex128. The depth is serial in the slices, as the
+// z-operator's unchunked sweeps were; the solves this preconditions take one or two iterations. (One
+// thread per row, each summing its whole row, was measured first: on si_lines_metrology's 72 slices at
+// n = 82 the Krylov phase it preconditioned took as long as averaged's 45× more iterations, session 12.)
 #include <algorithm>
 #include <complex>
 #include <map>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -43,17 +46,40 @@ struct DeviceGroup {
   std::size_t matrices = 0, gains = 0;
 };
 
-/// Σ_j M(i, j) v[j] for the column-major rows × columns matrix M, in complex128.
-template <class V>
-__device__ double2 row_product(const V* __restrict__ matrix, int rows, int columns, int i, const double2* v) {
-  double re = 0, im = 0;
-  for (int j = 0; j < columns; ++j) {
-    const V c = matrix[std::size_t(j) * rows + i];
-    const double2 w = v[j];
-    re += double(c.x) * w.x - double(c.y) * w.y;
-    im += double(c.x) * w.y + double(c.y) * w.x;
+constexpr int sweep_warps = sweep_threads / 32;
+
+/// For every row i < rows: store(i, Σ_j M(i, j) v[j]), M column-major rows × columns in complex128, by the
+/// whole block: lanes over 32 consecutive rows (a warp reads consecutive addresses), the warps over
+/// slices of the columns (a slice's loads are independent: latency overlaps), the warps' partial sums
+/// reduced through `partial` ([sweep_warps][32], shared); `store` runs in warp 0. Every thread must call
+/// it; it ends synchronised, the stores visible to the block.
+template <class Store>
+__device__ void block_product(const double2* __restrict__ matrix, int rows, int columns, const double2* v,
+                              double2* partial, Store store) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int chunk = (columns + sweep_warps - 1) / sweep_warps, first = warp * chunk,
+            last = min(columns, first + chunk);
+  for (int tile = 0; tile < rows; tile += 32) {
+    const int i = tile + lane;
+    double re = 0, im = 0;
+    if (i < rows)
+      for (int j = first; j < last; ++j) {
+        const double2 c = matrix[std::size_t(j) * rows + i], w = v[j];
+        re += c.x * w.x - c.y * w.y;
+        im += c.x * w.y + c.y * w.x;
+      }
+    partial[warp * 32 + lane] = {re, im};
+    __syncthreads();
+    if (warp == 0 && i < rows) {
+      double2 sum = {0, 0};
+      for (int w = 0; w < sweep_warps; ++w) {
+        sum.x += partial[w * 32 + lane].x;
+        sum.y += partial[w * 32 + lane].y;
+      }
+      store(i, sum);
+    }
+    __syncthreads();
   }
-  return {re, im};
 }
 
 __device__ double2 times(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
@@ -62,62 +88,51 @@ __device__ double2 times(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, 
 template <class Real>
 __global__ void __launch_bounds__(sweep_threads)
     apply_sweep(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
-                const int* __restrict__ rhs_incidence, const Complex2<Real>* __restrict__ inverse,
-                const Complex2<Real>* __restrict__ gain_g, const Complex2<Real>* __restrict__ gain_a,
-                const Complex2<Real>* __restrict__ up, const Complex2<Real>* __restrict__ down,
-                const Complex2<Real>* __restrict__ step, const Complex2<Real>* x, Complex2<Real>* y, int nm, int nz,
+                const int* __restrict__ rhs_incidence, const double2* __restrict__ inverse,
+                const double2* __restrict__ gain_g, const double2* __restrict__ gain_a,
+                const double2* __restrict__ up, const double2* __restrict__ down,
+                const double2* __restrict__ step, const Complex2<Real>* x, Complex2<Real>* y, int nm, int nz,
                 int nr) {
   using V = Complex2<Real>;
-  extern __shared__ double2 shared[];  // b [n], v or x_p [n], g [h], a [h]
+  extern __shared__ double2 shared[];  // b [n], v or x_p [n], g [h], a [h], partial sums [sweep_warps·32]
   const int r = blockIdx.x, a = rhs_incidence[r], k = first_group[a] + int(blockIdx.y);
   if (k >= first_group[a + 1]) return;
   const DeviceGroup group = groups[k];
   const int n = group.nc * nm, h = group.np * nm;
-  double2 *b = shared, *v = shared + n, *g = v + n, *amplitude = g + h;
+  double2 *b = shared, *v = shared + n, *g = v + n, *amplitude = g + h, *partial = amplitude + h;
   const auto element = [&](int p, int i) {
     return (std::size_t(p) * nr + r) * 3 * std::size_t(nm) + std::size_t(group.components[i / nm]) * nm + i % nm;
   };
-  const auto step_at = [&](int p, int i) {
-    const V s = step[(std::size_t(a) * nz + p) * nm + i % nm];
-    return double2{double(s.x), double(s.y)};
-  };
+  const auto step_at = [&](int p, int i) { return step[(std::size_t(a) * nz + p) * nm + i % nm]; };
   for (int i = threadIdx.x; i < h; i += blockDim.x) g[i] = amplitude[i] = double2{0, 0};
-  for (int p = nz - 1; p >= 0; --p) {  // up: v_p, then g
+  for (int p = nz - 1; p >= 0; --p) {  // up: v_p = N_p⁻¹ b_p − K_p g, then g ← s_p (g + Γ_p v_p)
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const V e = x[element(p, i)];
       b[i] = {double(e.x), double(e.y)};
     }
     __syncthreads();
     const std::size_t at = group.gains + std::size_t(p) * n * h;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const double2 t = row_product(inverse + group.matrices + std::size_t(p) * n * n, n, n, i, b);
-      const double2 c = row_product(gain_g + at, n, h, i, g);
-      v[i] = {t.x - c.x, t.y - c.y};
+    block_product(inverse + group.matrices + std::size_t(p) * n * n, n, n, b, partial,
+                  [&](int i, double2 t) { v[i] = t; });
+    block_product(gain_g + at, n, h, g, partial, [&](int i, double2 c) {
+      v[i] = {v[i].x - c.x, v[i].y - c.y};
       y[element(p, i)] = V{Real(v[i].x), Real(v[i].y)};
-    }
-    __syncthreads();
+    });
     if (p > 0)
-      for (int i = threadIdx.x; i < h; i += blockDim.x) {
-        const double2 c = row_product(up + at, h, n, i, v);
-        g[i] = times(step_at(p, i), {g[i].x + c.x, g[i].y + c.y});
-      }
-    __syncthreads();
+      block_product(up + at, h, n, v, partial,
+                    [&](int i, double2 c) { g[i] = times(step_at(p, i), {g[i].x + c.x, g[i].y + c.y}); });
   }
-  for (int p = 0; p < nz; ++p) {  // down: x_p, then a
+  for (int p = 0; p < nz; ++p) {  // down: x_p = v_p − H_p a, then a ← s_{p+1} (a + Φ_p x_p)
     const std::size_t at = group.gains + std::size_t(p) * n * h;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const V e = y[element(p, i)];  // v_p, written by this block above
-      const double2 c = row_product(gain_a + at, n, h, i, amplitude);
+    block_product(gain_a + at, n, h, amplitude, partial, [&](int i, double2 c) {
+      const V e = y[element(p, i)];  // v_p, written by this block's warp 0 above
       v[i] = {double(e.x) - c.x, double(e.y) - c.y};
       y[element(p, i)] = V{Real(v[i].x), Real(v[i].y)};
-    }
-    __syncthreads();
+    });
     if (p + 1 < nz)
-      for (int i = threadIdx.x; i < h; i += blockDim.x) {
-        const double2 c = row_product(down + at, h, n, i, v);
+      block_product(down + at, h, n, v, partial, [&](int i, double2 c) {
         amplitude[i] = times(step_at(p + 1, i), {amplitude[i].x + c.x, amplitude[i].y + c.y});
-      }
-    __syncthreads();
+      });
   }
 }
 
@@ -310,21 +325,6 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   return out;
 }
 
-/// `values` rounded to V on the calling thread's default stream (the buffer itself where V is double2).
-template <class V>
-DeviceBuffer<V> rounded(DeviceBuffer<double2>&& values) {
-  if constexpr (std::is_same_v<V, double2>) {
-    return std::move(values);
-  } else {
-    DeviceBuffer<V> out(values.size());
-    if (values.size())
-      round_to<V><<<unsigned((values.size() + 255) / 256), 256, 0, cudaStreamPerThread>>>(values.data(), out.data(),
-                                                                                        values.size());
-    GS_CUDA_CHECK_LAUNCH();
-    return out;
-  }
-}
-
 template <class Real>
 class DeviceSweepPreconditioner final : public Preconditioner<Real> {
  public:
@@ -346,7 +346,7 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
       groups.push_back(d);
       ++first[std::size_t(s.incidence) + 1];
       max_groups_ = std::max(max_groups_, first[std::size_t(s.incidence) + 1]);
-      largest = std::max(largest, 2 * (s.n(nm_) + s.h(nm_)));
+      largest = std::max(largest, 2 * (s.n(nm_) + s.h(nm_)) + std::size_t(sweep_warps) * 32);
     }
     for (std::size_t a = 0; a < std::size_t(sweep.incidences); ++a) first[a + 1] += first[a];
     for (int a : rhs_incidence)
@@ -367,12 +367,12 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
     rhs_incidence_ = DeviceBuffer<int>(rhs_incidence.size());
     rhs_incidence_.upload(rhs_incidence);
     DeviceSweepMatrices m = device_sweep_matrices(sweep);
-    inverse_ = rounded<V>(std::move(m.inverse));
-    gain_g_ = rounded<V>(std::move(m.gain_g));
-    gain_a_ = rounded<V>(std::move(m.gain_a));
-    up_ = rounded<V>(std::move(m.up));
-    down_ = rounded<V>(std::move(m.down));
-    step_ = rounded<V>(std::move(m.step));
+    inverse_ = std::move(m.inverse);
+    gain_g_ = std::move(m.gain_g);
+    gain_a_ = std::move(m.gain_a);
+    up_ = std::move(m.up);
+    down_ = std::move(m.down);
+    step_ = std::move(m.step);
     // The set-up ran on this thread's default stream; apply uses the problem's: wait for the former.
     GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
@@ -392,7 +392,7 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
   std::size_t shared_bytes_ = 0;
   DeviceBuffer<DeviceGroup> groups_;
   DeviceBuffer<int> first_group_, rhs_incidence_;
-  DeviceBuffer<V> inverse_, gain_g_, gain_a_, up_, down_, step_;
+  DeviceBuffer<double2> inverse_, gain_g_, gain_a_, up_, down_, step_;  // complex128 whatever Real is
 };
 
 }  // namespace

@@ -140,8 +140,8 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   // complex128; on the device, while inverting (device.hpp), each part's matrices twice in complex128
   // (LU factors and inverses): at most twice `build` beside the inverses.
   const auto bytes = [&](std::size_t real) {
-    if (plan.kind == Preconditioning::sweep)  // the host keeps complex128 (sweep_preconditioner.hpp)
-      return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, on_host ? sizeof(double) : real);
+    if (plan.kind == Preconditioning::sweep)  // complex128 on the host and the device (sweep_preconditioner.hpp)
+      return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, sizeof(double));
     return plan.kind == Preconditioning::coarse
                ? coarse_preconditioner_bytes(std::size_t(slices), nm, incidences,
                                              plan.coarse_m >= 1

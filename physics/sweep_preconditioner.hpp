@@ -71,7 +71,7 @@ constexpr std::size_t sweep_orders_limit = 161;
 
 /// Bytes of the sweep preconditioner: its matrices (33·orders² complex numbers per incidence and
 /// slice) and its scratch (a vector's worth per right-hand side, two per incidence), complex numbers of
-/// `real_bytes` parts (the host keeps complex128: real_bytes = 8 there).
+/// `real_bytes` parts (the host and the device keep complex128: real_bytes = 8).
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
                                        std::size_t real_bytes);
 /// Complex multiply-adds of the set-up, about 114·orders³ per incidence and slice (one group; a third of
