@@ -63,7 +63,7 @@ struct SweepMatrices {
   std::vector<std::complex<double>> inverse, gain_g, gain_a, up, down, step;
 };
 
-/// The automatic choice (docs/solver.md §7) takes the sweep for 1D lattices up to this many orders
+/// The automatic choice (docs/solver.md §7) takes the sweep on host backends for 1D lattices up to this many orders
 /// (M ≤ 80): its set-up, about 37·orders³ complex multiply-adds per slice there (s and p decouple
 /// without conical incidence), took 4.1 s for all of validation/peers' metal_1d at M = 80 (16 + 32
 /// slices, one core of the dev CPU), whose solves did not converge in 3000 iterations without it.
