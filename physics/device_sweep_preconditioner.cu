@@ -136,30 +136,36 @@ __global__ void __launch_bounds__(sweep_threads)
   }
 }
 
+/// The block's reduction of each thread's `value` by `combine`, returned to thread 0.
+template <class Combine>
+__device__ double block_reduce(double value, Combine combine) {
+  __shared__ double partial[sweep_threads];
+  partial[threadIdx.x] = value;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s /= 2) {
+    if (threadIdx.x < s) partial[threadIdx.x] = combine(partial[threadIdx.x], partial[threadIdx.x + s]);
+    __syncthreads();
+  }
+  return partial[0];
+}
+
 /// largest[k] = max |A_ij| of the n×n matrix matrices[k] (infinite where an element is not finite); a
 /// block per matrix.
 __global__ void __launch_bounds__(sweep_threads)
     largest_of(const cuDoubleComplex* const* matrices, int n, double* const* largest) {
-  __shared__ double partial[sweep_threads];
   const cuDoubleComplex* a = matrices[blockIdx.x];
   double m = 0;
   for (std::size_t i = threadIdx.x; i < std::size_t(n) * n; i += blockDim.x) {
     const double v = hypot(a[i].x, a[i].y);
     m = isfinite(v) ? fmax(m, v) : INFINITY;
   }
-  partial[threadIdx.x] = m;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) partial[threadIdx.x] = fmax(partial[threadIdx.x], partial[threadIdx.x + s]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *largest[blockIdx.x] = partial[0];
+  m = block_reduce(m, [](double x, double y) { return fmax(x, y); });
+  if (threadIdx.x == 0) *largest[blockIdx.x] = m;
 }
 
-/// smallest[k] = min |U_ii| of the LU factors matrices[k]; a block per matrix.
+/// smallest[k] = min |U_ii| of the LU factors matrices[k] (0 where one is not finite); a block per matrix.
 __global__ void __launch_bounds__(sweep_threads)
     smallest_pivot_of(const cuDoubleComplex* const* matrices, int n, double* const* smallest) {
-  __shared__ double partial[sweep_threads];
   const cuDoubleComplex* a = matrices[blockIdx.x];
   double m = INFINITY;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -167,13 +173,8 @@ __global__ void __launch_bounds__(sweep_threads)
     const double v = hypot(d.x, d.y);
     m = isfinite(v) ? fmin(m, v) : 0.0;
   }
-  partial[threadIdx.x] = m;
-  __syncthreads();
-  for (int s = blockDim.x / 2; s > 0; s /= 2) {
-    if (threadIdx.x < s) partial[threadIdx.x] = fmin(partial[threadIdx.x], partial[threadIdx.x + s]);
-    __syncthreads();
-  }
-  if (threadIdx.x == 0) *smallest[blockIdx.x] = partial[0];
+  m = block_reduce(m, [](double x, double y) { return fmin(x, y); });
+  if (threadIdx.x == 0) *smallest[blockIdx.x] = m;
 }
 
 /// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a block

@@ -1,10 +1,15 @@
 #pragma once
 // The z-operator's Green function G = −k1² K (z_operator.hpp) at one (incidence, order) as 3×3 tensors
-// acting on the source J, for the preconditioners' assemblies (preconditioner.cpp,
-// sweep_preconditioner.cpp). Private to physics/: header-only, no public header includes it.
+// acting on the source J, and a slice's kernels as dense operators over the orders, for the
+// preconditioners' assemblies (preconditioner.cpp, sweep_preconditioner.cpp). Private to physics/:
+// header-only (it uses Eigen), no public header includes it.
+#include <Eigen/Dense>
 #include <array>
 #include <complex>
 #include <cstddef>
+#include <vector>
+
+#include "convolution/convolution.hpp"
 
 #include "physics/z_operator.hpp"
 
@@ -82,6 +87,31 @@ inline Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, 
   Tensor out = self_green(t, g, i);
   for (int k = 0; k < 9; ++k) out[k] += reflected * t.reflected[k];
   return out;
+}
+
+/// The dense source C (rows J_i·orders + m, columns F_j·orders + m') and D (rows x, y only) of one
+/// engine slice over every pair of orders, from its kernels: Laurent C = χ ⊛ I, D = 0; normal-vector the
+/// pattern's terms (outputs 0..2 are J, 3..4 are D). χ_k(m − m') sits at (d1 + 2M1)·K2 + (d2 + 2M2).
+inline void slice_operators(const conv::Problem& problem, const std::complex<double>* slice_kernels, int nm,
+                            Eigen::MatrixXcd& c, Eigen::MatrixXcd& d) {
+  std::vector<conv::Term> source, d_terms;
+  if (problem.scalar())
+    source = {{0, 0, 0}, {1, 1, 0}, {2, 2, 0}};
+  else
+    for (const conv::Term& t : problem.pattern) (t.output < 3 ? source : d_terms).push_back(t);
+  const int n1 = problem.n1, n2 = problem.n2, k2 = 2 * n2 - 1;
+  const std::size_t ksize = problem.kernel_size();
+  const auto coefficient = [&](int k, int m, int mp) {
+    const int d1 = m / n2 - mp / n2, d2 = m % n2 - mp % n2;
+    return slice_kernels[std::size_t(k) * ksize + std::size_t(d1 + n1 - 1) * k2 + std::size_t(d2 + n2 - 1)];
+  };
+  c.setZero(3 * nm, 3 * nm);
+  d.setZero(3 * nm, 3 * nm);
+  for (int mp = 0; mp < nm; ++mp)
+    for (int m = 0; m < nm; ++m) {
+      for (const conv::Term& t : source) c(t.output * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
+      for (const conv::Term& t : d_terms) d((t.output - 3) * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
+    }
 }
 
 }  // namespace gratingsim::physics::detail

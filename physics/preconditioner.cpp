@@ -163,13 +163,6 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
       std::copy(d.begin(), d.end(), &gpp[(io * nz + p) * 9]);
     }
   }
-  // The pattern's terms: J (outputs 0..2) and D (outputs 3, 4); Laurent: J_i = χ ⊛ e_i.
-  std::vector<conv::Term> source, d_terms;
-  if (problem.scalar())
-    source = {{0, 0, 0}, {1, 1, 0}, {2, 2, 0}};
-  else
-    for (const conv::Term& t : problem.pattern) (t.output < 3 ? source : d_terms).push_back(t);
-  const int n1 = problem.n1, n2 = problem.n2, k2 = 2 * n2 - 1;
   const std::size_t ksize = problem.kernel_size();
   out.matrices.assign(std::size_t(na) * nz * n * n, C(0));
   out.averaged.assign(std::size_t(na) * nm * nz * 9, C(0));
@@ -179,23 +172,17 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
     const int a = int(ap / nz), p = int(ap % nz);
     const std::size_t engine_slice = std::size_t(p) * g.members + member_of(g, a);  // the kernels a's rhs see
     const MeanTensors& slice_mean = mean[engine_slice];
-    const C* slice_kernels = kernels.data() + engine_slice * problem.kernels * ksize;
-    // χ_k(m − m') for orders m, m' in the harmonic layout (m1 + M1)·N2 + (m2 + M2).
-    const auto coefficient = [&](int k, int m, int mp) {
-      const int d1 = m / n2 - mp / n2, d2 = m % n2 - mp % n2;
-      return slice_kernels[std::size_t(k) * ksize + std::size_t(d1 + n1 - 1) * k2 + std::size_t(d2 + n2 - 1)];
-    };
+    Eigen::MatrixXcd c, d;  // the slice's source and D over all orders (green_tensors.hpp)
+    slice_operators(problem, kernels.data() + engine_slice * problem.kernels * ksize, nm, c, d);
+    // L = I + D + G_pp C, G_pp one 3×3 per order acting on the rows of that order.
     Eigen::Map<Eigen::MatrixXcd> l(&out.matrices[std::size_t(ap) * n * n], Eigen::Index(n), Eigen::Index(n));
-    l.setIdentity();
+    l = d;
+    l.diagonal().array() += 1.0;
     for (int m = 0; m < nm; ++m) {
       const C* gm = &gpp[((std::size_t(a) * nm + m) * nz + p) * 9];
-      for (int mp = 0; mp < nm; ++mp) {
-        for (const conv::Term& t : d_terms) l((t.output - 3) * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
-        for (const conv::Term& t : source) {
-          const C k = coefficient(t.kernel, m, mp);
-          for (int row = 0; row < 3; ++row) l(row * nm + m, t.input * nm + mp) += gm[row * 3 + t.output] * k;
-        }
-      }
+      for (int row = 0; row < 3; ++row)
+        for (int k = 0; k < 3; ++k)
+          if (gm[row * 3 + k] != C(0)) l.row(row * nm + m) += gm[row * 3 + k] * c.row(k * nm + m);
       // L̄ = I + D̄ + G C̄ at this order.
       C* lbar = &out.averaged[((std::size_t(a) * nm + m) * nz + p) * 9];
       for (int i = 0; i < 3; ++i)

@@ -12,6 +12,7 @@
 namespace gratingsim::physics {
 
 using detail::GreenTensors;
+using detail::slice_operators;
 using detail::Tensor;
 
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
@@ -31,29 +32,6 @@ namespace {
 using Matrix = Eigen::MatrixXcd;
 using C = std::complex<double>;
 
-/// The dense source C (rows J_i·orders + m, columns F_j·orders + m') and D (rows x, y only) of one
-/// engine slice over every pair of orders, from its kernels: Laurent C = χ ⊛ I, D = 0; normal-vector the
-/// pattern's terms (outputs 0..2 are J, 3..4 are D). χ_k(m − m') sits at (d1 + 2M1)·K2 + (d2 + 2M2).
-void slice_operators(const conv::Problem& problem, const C* slice_kernels, int nm, Matrix& c, Matrix& d) {
-  std::vector<conv::Term> source, d_terms;
-  if (problem.scalar())
-    source = {{0, 0, 0}, {1, 1, 0}, {2, 2, 0}};
-  else
-    for (const conv::Term& t : problem.pattern) (t.output < 3 ? source : d_terms).push_back(t);
-  const int n1 = problem.n1, n2 = problem.n2, k2 = 2 * n2 - 1;
-  const std::size_t ksize = problem.kernel_size();
-  const auto coefficient = [&](int k, int m, int mp) {
-    const int d1 = m / n2 - mp / n2, d2 = m % n2 - mp % n2;
-    return slice_kernels[std::size_t(k) * ksize + std::size_t(d1 + n1 - 1) * k2 + std::size_t(d2 + n2 - 1)];
-  };
-  c.setZero(3 * nm, 3 * nm);
-  d.setZero(3 * nm, 3 * nm);
-  for (int mp = 0; mp < nm; ++mp)
-    for (int m = 0; m < nm; ++m) {
-      for (const conv::Term& t : source) c(t.output * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
-      for (const conv::Term& t : d_terms) d((t.output - 3) * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
-    }
-}
 
 }  // namespace
 
