@@ -26,12 +26,13 @@ install(TARGETS ${gratingsim_library_targets} EXPORT gratingsimTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 
 # Every header at the top of a library's folder is public (subfolders hold kernel internals), except
-# the seams that include a vendor header (CUDA; io's HDF5 and yaml-cpp): those stay in the source tree,
+# the seams that include a vendor header (CUDA; io's HDF5 and yaml-cpp; physics' private Eigen assembly
+# helpers, green_tensors.hpp): those stay in the source tree,
 # and validation/package/ checks that no installed header names a vendor header.
 # The fitting interface (fitting/, and io's measured data, fit settings and fit files that use it) is
 # written in Eigen types: not installed yet.
 set(gratingsim_private_headers core/cuda_check.hpp core/device_buffer.hpp io/hdf5_handles.hpp io/strict_yaml.hpp
-  io/dimension_scales.hpp io/measured.hpp io/fit_settings.hpp io/fit_results.hpp)
+  io/dimension_scales.hpp io/measured.hpp io/fit_settings.hpp io/fit_results.hpp physics/green_tensors.hpp)
 foreach(folder IN ITEMS core convolution physics io)
   file(GLOB headers RELATIVE ${PROJECT_SOURCE_DIR} CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${folder}/*.hpp)
   list(REMOVE_ITEM headers ${gratingsim_private_headers})
