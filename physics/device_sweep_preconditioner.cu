@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(sweep_threads)
 
 /// The sweep's matrices in complex128 on the device, from the inputs (the recursion of
 /// sweep_preconditioner.hpp, batched over the groups of equal shape). Throws as the host's sweep_matrices
-/// does. Runs on the calling thread's default stream and waits for it (the test's download).
+/// does. Runs on the calling thread's default stream and waits for it (the singularity test's download).
 struct DeviceSweepMatrices {
   DeviceBuffer<double2> inverse, gain_g, gain_a, up, down, step;
 };
@@ -335,7 +335,6 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
   DeviceSweepPreconditioner(const SweepInputs& sweep, const std::vector<int>& rhs_incidence)
       : nm_(sweep.orders), nz_(sweep.slices), nr_(int(rhs_incidence.size())) {
     std::vector<DeviceGroup> groups;
-    std::vector<int> first(std::size_t(sweep.incidences) + 1, 0);
     std::size_t largest = 0;
     for (const SweepGroup& s : sweep.groups) {
       DeviceGroup d;
@@ -345,11 +344,10 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
       d.matrices = s.matrices;
       d.gains = s.gains;
       groups.push_back(d);
-      ++first[std::size_t(s.incidence) + 1];
-      max_groups_ = std::max(max_groups_, first[std::size_t(s.incidence) + 1]);
       largest = std::max(largest, 2 * (s.n(nm_) + s.h(nm_)) + std::size_t(sweep_warps) * 32);
     }
-    for (std::size_t a = 0; a < std::size_t(sweep.incidences); ++a) first[a + 1] += first[a];
+    const std::vector<int> first = first_groups(sweep.groups, sweep.incidences);
+    for (std::size_t a = 0; a < std::size_t(sweep.incidences); ++a) max_groups_ = std::max(max_groups_, first[a + 1] - first[a]);
     for (int a : rhs_incidence)
       GS_EXPECTS(a >= 0 && a < sweep.incidences, "device sweep preconditioner: a right-hand side's incidence is out of range");
     shared_bytes_ = largest * sizeof(double2);

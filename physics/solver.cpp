@@ -123,8 +123,9 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes the sweep (A⁻¹) for 1D
   // lattices up to sweep_orders_limit orders on host backends, averaged otherwise for 1D lattices in the
   // normal-vector formulation in complex128, none otherwise (2D lattices: the sweep's and coarse's
-  // set-ups outweighed their savings). Device backends keep averaged: the sweep's host set-up made
-  // the GPU sweeps of the metrology cases slower than averaged's longer Krylov phases (§7).
+  // set-ups outweighed their savings). Device backends keep averaged: the sweep's set-up (a dozen cuBLAS
+  // launches per slice) made the GPU sweeps of the metrology cases slower than averaged's longer Krylov
+  // phases (§6.3).
   plan.kind = dense ? Preconditioning::none : options.preconditioner;
   plan.coarse_m = coarse_harmonics(slices, options.m1, options.m2);
   const bool on_host = conv::memory_of(options.backend) != Memory::device;

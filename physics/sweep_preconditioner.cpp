@@ -23,8 +23,11 @@ std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, s
   return std::size_t(std::min(complex_numbers * 2.0 * double(real_bytes), 1.8e19));
 }
 
-double sweep_setup_work(std::size_t slices, std::size_t orders, std::size_t incidences) {
-  return 114.0 * double(orders) * double(orders) * double(orders) * double(slices) * double(incidences);
+std::vector<int> first_groups(std::span<const SweepGroup> groups, int incidences) {
+  std::vector<int> first(std::size_t(incidences) + 1, 0);
+  for (const SweepGroup& group : groups) ++first[std::size_t(group.incidence) + 1];
+  for (std::size_t a = 0; a < std::size_t(incidences); ++a) first[a + 1] += first[a];
+  return first;
 }
 
 namespace {
@@ -227,13 +230,10 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
  public:
   using Complex = std::complex<Real>;
   HostSweepPreconditioner(SweepMatrices sweep, std::vector<int> rhs_incidence)
-      : s_(std::move(sweep)), rhs_incidence_(std::move(rhs_incidence)), first_group_(std::size_t(s_.incidences) + 1, 0) {
+      : s_(std::move(sweep)), rhs_incidence_(std::move(rhs_incidence)), first_group_(first_groups(s_.groups, s_.incidences)) {
     // Per rhs: b, g, the down-going amplitude and v_p of every slice for the largest group, complex128.
-    for (const SweepGroup& group : s_.groups) {
+    for (const SweepGroup& group : s_.groups)
       per_rhs_ = std::max(per_rhs_, group.n(s_.orders) * (std::size_t(s_.slices) + 1) + 2 * group.h(s_.orders));
-      ++first_group_[std::size_t(group.incidence) + 1];
-    }
-    for (std::size_t a = 0; a < std::size_t(s_.incidences); ++a) first_group_[a + 1] += first_group_[a];
     scratch_.resize(per_rhs_ * rhs_incidence_.size());
   }
 

@@ -74,9 +74,9 @@ constexpr std::size_t sweep_orders_limit = 161;
 /// `real_bytes` parts (the host and the device keep complex128: real_bytes = 8).
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
                                        std::size_t real_bytes);
-/// Complex multiply-adds of the set-up, about 114·orders³ per incidence and slice (one group; a third of
-/// that where s and p decouple).
-double sweep_setup_work(std::size_t slices, std::size_t orders, std::size_t incidences);
+/// Where incidence a's groups stand among `groups` (which come incidence by incidence): [first[a],
+/// first[a + 1]), `incidences` + 1 entries.
+std::vector<int> first_groups(std::span<const SweepGroup> groups, int incidences);
 
 /// What the sweep's recursion reads, the z-local parts, built for every (group, slice) at once: per group
 /// and slice L'_p (n × n, at G.matrices + p·n²), Φ_p (down) and W Π⁺ C_p (source_up; h × n, at G.gains +
