@@ -10,6 +10,7 @@
 #include "app/work_units.hpp"
 #include "convolution/autotune.hpp"
 #include "convolution/devices.hpp"
+#include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
 
 namespace gratingsim::app {
@@ -77,9 +78,11 @@ conv::Problem convolution_geometry(const io::Problem& problem) {
     for (const physics::Layer& layer : s.layers) n += layer.slices;
     slices = std::max(slices, n);
   }
+  bool sloped = physics::sloped_walls(problem.structure());
+  for (const physics::Structure& s : problem.structures) sloped = sloped || physics::sloped_walls(s);
   return physics::convolution_problem(problem.solver.formulation, problem.structure().lattice, problem.solver.m1,
                                       problem.solver.m2, slices * (c.numerics.richardson ? 2 : 1),
-                                      c.incidence.theta_deg.size() * c.incidence.phi_deg.size());
+                                      c.incidence.theta_deg.size() * c.incidence.phi_deg.size(), 1, sloped);
 }
 
 conv::Backend automatic_backend(const io::Problem& problem) {

@@ -125,10 +125,10 @@ std::unique_ptr<DeviceArnoldi<Real>> make_device_arnoldi(VectorSpace<Real>& spac
 /// of a warp (consecutive orders) read consecutive addresses; the per-slice tables (step, weight,
 /// self, depth) are computed on the device from kz and coefficients.grids (each member's), by the host's expressions
 /// (whether or not `coefficients` holds them: green_coefficients(..., SliceTables::none) suffices).
-/// source_components as for make_host_z_operator.
+/// d_axes as for make_host_z_operator.
 template <class Real>
 std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
-                                                        std::vector<int> rhs_incidence, int source_components = 3);
+                                                        std::vector<int> rhs_incidence, unsigned d_axes = 0);
 
 /// The averaged preconditioner of preconditioner.hpp on the device: the host-assembled matrices are
 /// uploaded and inverted on the device in complex128 (cuBLAS batched LU, the host's singularity test:

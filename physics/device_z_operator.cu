@@ -57,16 +57,21 @@ struct Projections {
 /// tables (computed here once, so that both read the same numbers the same way).
 struct OrderSetup {
   int r, m, a, nr, nm, nz, sc;  // a: r's incidence
+  unsigned d_axes;              // D's components in c (z_operator.hpp's d_output)
   double k1sq;
   Cx kz, rs, rp;
   double tx, ty, kr;
   double ex, ey;  // ê = ẑ × t̂
   Cx pt;          // p̂± = (±pt t̂, pz ẑ): pt = kz/k1, pz = −kρ/k1
   double pz;
-  /// Element (p, r, component, m) of the convolution output c: sc (3, 4 or 5) components per block,
-  /// 0..2 the source, 3 and 4 (where present) D_x, D_y added to y (z_operator.hpp).
+  /// Element (p, r, component, m) of the convolution output c: sc = 3 + |d_axes| components per block,
+  /// 0..2 the source, then D's components in increasing axis order, added to y (z_operator.hpp).
   __device__ std::size_t c_at(int p, int comp) const {
     return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m;
+  }
+  /// The component of c holding D_axis, or −1 (z_operator.hpp's d_output).
+  __device__ int d_at(int axis) const {
+    return (d_axes >> axis & 1u) ? 3 + __popc(d_axes & ((1u << axis) - 1u)) : -1;
   }
   /// Slice p's entry of the per-slice tables, coefficient (a, p, m).
   __device__ std::size_t coef(int p) const { return (std::size_t(a) * nz + p) * nm + m; }
@@ -81,13 +86,13 @@ struct OrderSetup {
 };
 
 __device__ inline OrderSetup order_setup(const Coefficients& g, const int* rhs_incidence, int t, int nr, int nm, int nz,
-                                         int sc) {
+                                         unsigned d_axes) {
   const int r = t / nm, m = t % nm, a = rhs_incidence[r];
   const double k1 = g.k1[a];
   const std::size_t io = std::size_t(a) * nm + m;
   const Cx kz = widen(g.kz[io]);
   const double tx = g.tx[io], ty = g.ty[io], kr = g.krho[io];
-  return {.r = r, .m = m, .a = a, .nr = nr, .nm = nm, .nz = nz, .sc = sc, .k1sq = k1 * k1, .kz = kz,
+  return {.r = r, .m = m, .a = a, .nr = nr, .nm = nm, .nz = nz, .sc = 3 + __popc(d_axes), .d_axes = d_axes, .k1sq = k1 * k1, .kz = kz,
           .rs = widen(g.rs[io]), .rp = widen(g.rp[io]), .tx = tx, .ty = ty, .kr = kr, .ex = -ty, .ey = tx,
           .pt = kz / k1, .pz = -kr / k1};
 }
@@ -126,7 +131,7 @@ template <class Real>
 __global__ void __launch_bounds__(32 * sweep_warps) z_sweeps(const Complex2<Real>* x, const Complex2<Real>* __restrict__ c,
                                                            Complex2<Real>* y, Coefficients g,
                                                            const int* __restrict__ rhs_incidence, int nr, int nm,
-                                                           int nz, int sc, int chunk) {
+                                                           int nz, unsigned d_axes, int chunk) {
   using V = Complex2<Real>;
   __shared__ ChunkMaps maps[sweep_warps][32];
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;
@@ -134,7 +139,7 @@ __global__ void __launch_bounds__(32 * sweep_warps) z_sweeps(const Complex2<Real
   const int lo = warp * chunk, hi = min(nz, lo + chunk), chunks = (nz + chunk - 1) / chunk;
   const bool active = t < nr * nm && lo < hi;  // no early return: the block meets at a barrier
   OrderSetup o{};
-  if (t < nr * nm) o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc);
+  if (t < nr * nm) o = order_setup(g, rhs_incidence, t, nr, nm, nz, d_axes);
   const auto project_slice = [&](int p) {
     V cs[3];
     for (int comp = 0; comp < 3; ++comp) cs[comp] = c[o.c_at(p, comp)];
@@ -207,8 +212,8 @@ __global__ void __launch_bounds__(32 * sweep_warps) z_sweeps(const Complex2<Real
     for (int comp = 0; comp < 3; ++comp) {
       s.c[comp] = c[o.c_at(p, comp)];
       s.v[comp] = from[at(p, comp)];
-      if (with_self && comp + 3 < sc) {
-        const V d = c[o.c_at(p, comp + 3)];
+      if (const int at_d = o.d_at(comp); with_self && at_d >= 0) {
+        const V d = c[o.c_at(p, at_d)];
         s.v[comp] = V{Real(double(s.v[comp].x) + double(d.x)), Real(double(s.v[comp].y) + double(d.y))};
       }
     }
@@ -277,10 +282,10 @@ __global__ void __launch_bounds__(32 * sweep_warps) z_sweeps(const Complex2<Real
 template <class Real>
 __global__ void __launch_bounds__(64) far_field_sums_kernel(const Complex2<Real>* __restrict__ c, Coefficients g,
                                                             const int* __restrict__ rhs_incidence, int nr, int nm,
-                                                            int nz, int sc, double2* sums) {
+                                                            int nz, unsigned d_axes, double2* sums) {
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
   if (t >= nr * nm) return;
-  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, sc);
+  const OrderSetup o = order_setup(g, rhs_incidence, t, nr, nm, nz, d_axes);
   const bool up = o.kz.im == 0 && o.kz.re > 0;  // Order::propagates_up
   Cx ue, upp, de, dp;
   for (int p = 0; p < nz; ++p) {
@@ -355,8 +360,8 @@ class DeviceZOperator final : public ZOperator<Real> {
   using typename ZOperator<Real>::Complex;
   using V = Complex2<Real>;
 
-  DeviceZOperator(const GreenCoefficients& g, std::vector<int> rhs_incidence, int source_components)
-      : sc_(source_components),
+  DeviceZOperator(const GreenCoefficients& g, std::vector<int> rhs_incidence, unsigned d_axes)
+      : d_axes_(d_axes),
         nr_(int(rhs_incidence.size())),
         nm_(g.orders),
         nz_(g.slices),
@@ -369,7 +374,7 @@ class DeviceZOperator final : public ZOperator<Real> {
         rhs_incidence_(rhs_incidence.size()),
         far_field_sums_(rhs_incidence.size() * std::size_t(g.orders) * 4) {
     GS_EXPECTS(nr_ >= 1, "z-operator: no right-hand side");
-    GS_EXPECTS(sc_ >= 3 && sc_ <= 5, "z-operator: the source has 3, 4 or 5 components per block");
+    GS_EXPECTS(d_axes_ < 8, "z-operator: D's components are a mask of x, y, z");
     for (int a : rhs_incidence) GS_EXPECTS(a >= 0 && a < g.incidences, "z-operator: rhs names an unknown incidence");
     GS_EXPECTS(std::size_t(nr_) * std::size_t(nm_) < std::size_t(1) << 31, "z-operator: too many (rhs, order) pairs");
     const auto as_double2 = [](const std::vector<std::complex<double>>& v) {
@@ -416,14 +421,14 @@ class DeviceZOperator final : public ZOperator<Real> {
     const int pairs = nr_ * nm_;
     z_sweeps<Real><<<(pairs + 31) / 32, 32 * sweep_warps, 0, stream>>>(
         reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), coefficients(),
-        rhs_incidence_.data(), nr_, nm_, nz_, sc_, sweep_chunk(nz_));
+        rhs_incidence_.data(), nr_, nm_, nz_, d_axes_, sweep_chunk(nz_));
     GS_CUDA_CHECK_LAUNCH();
   }
 
   void far_field_sums(const Complex* c, std::complex<double>* sums, Stream stream) override {
     const int pairs = nr_ * nm_;
     far_field_sums_kernel<Real><<<(pairs + sweep_threads - 1) / sweep_threads, sweep_threads, 0, stream>>>(
-        reinterpret_cast<const V*>(c), coefficients(), rhs_incidence_.data(), nr_, nm_, nz_, sc_,
+        reinterpret_cast<const V*>(c), coefficients(), rhs_incidence_.data(), nr_, nm_, nz_, d_axes_,
         far_field_sums_.data());
     GS_CUDA_CHECK_LAUNCH();
     GS_CUDA_TRY(cudaMemcpyAsync(sums, far_field_sums_.data(), far_field_sums_.bytes(), cudaMemcpyDeviceToHost, stream));
@@ -437,7 +442,7 @@ class DeviceZOperator final : public ZOperator<Real> {
             krho_.data(), step_.data(), weight_.data(), self_.data(), depth_.data()};
   }
 
-  int sc_;
+  unsigned d_axes_;
   int nr_, nm_, nz_;
   std::size_t per_order_, per_slice_;
   DeviceBuffer<double> k1_;  // per incidence
@@ -452,12 +457,12 @@ class DeviceZOperator final : public ZOperator<Real> {
 
 template <class Real>
 std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
-                                                        std::vector<int> rhs_incidence, int source_components) {
-  return std::make_unique<DeviceZOperator<Real>>(coefficients, std::move(rhs_incidence), source_components);
+                                                        std::vector<int> rhs_incidence, unsigned d_axes) {
+  return std::make_unique<DeviceZOperator<Real>>(coefficients, std::move(rhs_incidence), d_axes);
 }
 template std::unique_ptr<ZOperator<float>> make_device_z_operator<float>(const GreenCoefficients&, std::vector<int>,
-                                                                         int);
+                                                                         unsigned);
 template std::unique_ptr<ZOperator<double>> make_device_z_operator<double>(const GreenCoefficients&, std::vector<int>,
-                                                                           int);
+                                                                           unsigned);
 
 }  // namespace gratingsim::physics

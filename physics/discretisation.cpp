@@ -164,6 +164,23 @@ Layer cut_into_steps(const Layer& layer, const Lattice& lattice) {
   return cut;
 }
 
+bool sloped_walls(const Structure& structure) {
+  if (!structure.lattice.one_dimensional()) return false;
+  const auto sloped = [](const Shape& s) {
+    const auto* line = std::get_if<TrapezoidLine>(&s);
+    return line && line->sidewall_angle_deg != 90;
+  };
+  for (const Layer& layer : structure.layers) {
+    if (std::any_of(layer.shapes.begin(), layer.shapes.end(), sloped) &&
+        std::none_of(layer.shapes.begin(), layer.shapes.end(),
+                     [](const Shape& s) { return std::holds_alternative<TaperedEllipse>(s); }))
+      return true;
+    for (const auto& step : layer.steps)
+      if (std::any_of(step.begin(), step.end(), sloped)) return true;
+  }
+  return false;
+}
+
 ZGrid slice_grid(const Structure& structure, int slice_factor) {
   GS_EXPECTS(slice_factor >= 1, "slice factor must be ≥ 1");
   ZGrid grid;
@@ -222,6 +239,15 @@ Discretisation discretise(const Structure& structure, int slice_factor) {
       content.background = layer.background;
       for (std::size_t i = 0; i < shapes.size(); ++i)
         content.shapes.push_back(sample(shapes[i], lattice, zc - bottom, where + ", shape " + std::to_string(i)));
+      if (lattice.one_dimensional()) {
+        // Walls of a trapezoid line: x_left(h) = x_c − w0/2 + h·cot α, x_right(h) = x_c + w0/2 − h·cot α.
+        for (const Shape& shape : shapes) {
+          const auto* line = std::get_if<TrapezoidLine>(&shape);
+          const double cot = line ? sidewall_cot(line->sidewall_angle_deg, where) : 0.0;
+          content.wall_slopes.push_back({cot, -cot});
+        }
+        if (!content.sloped()) content.wall_slopes.clear();
+      }
       d.contents.push_back(std::move(content));
       d.content_of_slice.push_back(int(d.contents.size()) - 1);
       if (!z_varying) {

@@ -26,6 +26,10 @@ Discretisation discretise(const Structure& structure, int slice_factor = 1);
 /// shape at the step's centre height h = thickness·(1 − (j + ½)/slices); any other layer unchanged.
 Layer cut_into_steps(const Layer& layer, const Lattice& lattice);
 
+/// Whether discretise() gives some slice sloped walls (SliceContent::wall_slopes): a 1D lattice with a
+/// trapezoid line whose sidewall is not vertical, in a layer's shapes or steps.
+bool sloped_walls(const Structure& structure);
+
 /// The slice grid of discretise() alone (checking only the layers' thicknesses and slice counts):
 /// what the solve's fields are sampled on, known before any solve.
 ZGrid slice_grid(const Structure& structure, int slice_factor = 1);

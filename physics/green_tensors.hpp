@@ -11,6 +11,7 @@
 
 #include "convolution/convolution.hpp"
 
+#include "physics/normal_field.hpp"
 #include "physics/z_operator.hpp"
 
 namespace gratingsim::physics::detail {
@@ -89,16 +90,22 @@ inline Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, 
   return out;
 }
 
-/// The dense source C (rows J_i·orders + m, columns F_j·orders + m') and D (rows x, y only) of one
+/// The dense source C (rows J_i·orders + m, columns F_j·orders + m') and D (rows D_i·orders + m) of one
 /// engine slice over every pair of orders, from its kernels: Laurent C = χ ⊛ I, D = 0; normal-vector the
-/// pattern's terms (outputs 0..2 are J, 3..4 are D). χ_k(m − m') sits at (d1 + 2M1)·K2 + (d2 + 2M2).
+/// pattern's terms (outputs 0..2 are J, then D's components: normal_field.hpp's d_axes).
+/// χ_k(m − m') sits at (d1 + 2M1)·K2 + (d2 + 2M2).
 inline void slice_operators(const conv::Problem& problem, const std::complex<double>* slice_kernels, int nm,
                             Eigen::MatrixXcd& c, Eigen::MatrixXcd& d) {
-  std::vector<conv::Term> source, d_terms;
+  std::vector<conv::Term> source, d_terms;  // d_terms' output: D's axis
   if (problem.scalar())
     source = {{0, 0, 0}, {1, 1, 0}, {2, 2, 0}};
   else
-    for (const conv::Term& t : problem.pattern) (t.output < 3 ? source : d_terms).push_back(t);
+    for (const conv::Term& t : problem.pattern) {
+      if (t.output < 3)
+        source.push_back(t);
+      else
+        d_terms.push_back({d_axis(d_axes(problem), t.output), t.input, t.kernel});
+    }
   const int n1 = problem.n1, n2 = problem.n2, k2 = 2 * n2 - 1;
   const std::size_t ksize = problem.kernel_size();
   const auto coefficient = [&](int k, int m, int mp) {
@@ -110,7 +117,7 @@ inline void slice_operators(const conv::Problem& problem, const std::complex<dou
   for (int mp = 0; mp < nm; ++mp)
     for (int m = 0; m < nm; ++m) {
       for (const conv::Term& t : source) c(t.output * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
-      for (const conv::Term& t : d_terms) d((t.output - 3) * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
+      for (const conv::Term& t : d_terms) d(t.output * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
     }
 }
 

@@ -572,6 +572,98 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
   return out;
 }
 
+/// A 1D slice's normal field tilted in the xz plane along its sloped walls (normal_field.hpp): its
+/// material edges (sorted, one period from the first) with the angle φ of n = (cos φ, 0, sin φ) there.
+/// A wall of slope τ = dx/dz has tangent (τ, 1) and normal (1, −τ)/√(1 + τ²), so φ = −atan τ ∈ (−π/2, π/2).
+/// Between two edges φ is linear in x; region r (−1 the background, k shape k) lies between edge j and j + 1.
+struct TiltedEdges {
+  std::vector<double> x, phi;
+  std::vector<int> region;  ///< region between edge j and edge j + 1 (the last: up to x[0] + Λ)
+};
+
+TiltedEdges tilted_edges(const Lattice& lattice, const SliceContent& slice) {
+  const double period = lattice.period_x;
+  const PaintedCell cell(lattice, slice.shapes);
+  const auto wrap = [&](double x) { return x - period * std::floor((x + period / 2) / period); };
+  const auto region_at = [&](double x) { return cell.region_at({wrap(x), 0.0}); };
+  // Candidate edges: every rectangle wall, wrapped into the cell; kept where the regions on either side differ.
+  struct Wall {
+    double x;
+    int shape, side;  // side 0: left wall (x − w/2), 1: right wall
+  };
+  std::vector<Wall> walls;
+  for (std::size_t k = 0; k < slice.shapes.size(); ++k) {
+    const auto& r = std::get<Rectangle>(slice.shapes[k]);
+    if (r.width_x >= period) continue;  // spans the period: no wall
+    walls.push_back({wrap(r.center.x - r.width_x / 2), int(k), 0});
+    walls.push_back({wrap(r.center.x + r.width_x / 2), int(k), 1});
+  }
+  std::sort(walls.begin(), walls.end(), [](const Wall& a, const Wall& b) { return a.x < b.x; });
+  const double hair = 1e-9 * period;
+  TiltedEdges e;
+  for (std::size_t j = 0; j < walls.size(); ++j) {
+    const Wall& w = walls[j];
+    if (!e.x.empty() && w.x - e.x.back() < 2 * hair) continue;  // coincident walls: one edge
+    const int left = region_at(w.x - hair), right = region_at(w.x + hair);
+    if (left == right) continue;
+    // The wall seen is the later-painted shape's: its left wall where it lies to the right, else its right wall.
+    const int owner = std::max(left, right), side = owner == right ? 0 : 1;
+    const double slope = slice.wall_slopes.empty() ? 0.0 : slice.wall_slopes[std::size_t(owner)][std::size_t(side)];
+    e.x.push_back(w.x);
+    e.phi.push_back(-std::atan(slope));
+  }
+  for (std::size_t j = 0; j < e.x.size(); ++j) {
+    const double end = j + 1 < e.x.size() ? e.x[j + 1] : e.x[0] + period;
+    e.region.push_back(region_at((e.x[j] + end) / 2));
+  }
+  return e;
+}
+
+/// (1/Λ) ∫_a^b e^{i(p x + q)} dx, stable as p → 0.
+Complex interval_integral(double a, double b, double p, double q, double period) {
+  const double length = b - a, half = p * length / 2;
+  const double sinc = std::abs(half) < 1e-8 ? 1.0 - half * half / 6 : std::sin(half) / half;
+  return std::exp(I * (p * (a + b) / 2 + q)) * (length * sinc / period);
+}
+
+/// The seven kernels of a 1D slice with the tilted field (normal_field.hpp's 1D tilted pattern),
+/// exact: per interval between edges the material values are constant and n n^T = ½[[1 + cos 2φ,
+/// sin 2φ], [sin 2φ, 1 − cos 2φ]] (xz block) with φ = φ_a + s(x − a), whose transforms are closed
+/// forms (interval_integral of e^{±2iφ(x)} e^{−iG_n x}).
+std::vector<Complex> tilted_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength, int n1_max, const std::function<Complex(Complex)>& chi,
+                                    const std::function<Complex(Complex)>& beta,
+                                    const std::function<Complex(Complex)>& gamma) {
+  const std::size_t size = std::size_t(2 * n1_max + 1);
+  std::vector<Complex> out(7 * size, 0.0);
+  TiltedEdges e = tilted_edges(lattice, slice);
+  if (e.x.empty()) e = {{-lattice.period_x / 2}, {0.0}, {PaintedCell(lattice, slice.shapes).region_at({0.0, 0.0})}};
+  const std::vector<Complex> eps = region_permittivities(slice, wavelength);  // [0] background, [1 + k] shape k
+  const double period = lattice.period_x;
+  for (std::size_t j = 0; j < e.x.size(); ++j) {
+    const double a = e.x[j], b = j + 1 < e.x.size() ? e.x[j + 1] : e.x[0] + period;
+    const double pa = e.phi[j], pb = e.phi[(j + 1) % e.x.size()], slope = (pb - pa) / (b - a);
+    const Complex eps_r = eps[std::size_t(e.region[j] + 1)];
+    const Complex x = chi(eps_r), bt = beta(eps_r), g = gamma(eps_r);
+    for (int n = -n1_max; n <= n1_max; ++n) {
+      const double k = 2 * pi * n / period;
+      const Complex one = interval_integral(a, b, -k, 0.0, period);
+      const Complex plus = interval_integral(a, b, 2 * slope - k, 2 * (pa - slope * a), period);
+      const Complex minus = interval_integral(a, b, -2 * slope - k, -2 * (pa - slope * a), period);
+      const Complex cos2 = (plus + minus) / 2.0, sin2 = (plus - minus) / (2.0 * I);
+      const Complex xx = (one + cos2) / 2.0, xz = sin2 / 2.0, zz = (one - cos2) / 2.0;
+      const std::size_t i = std::size_t(n + n1_max);
+      out[0 * size + i] += x * one;
+      out[1 * size + i] += x * one + bt * xx;
+      out[2 * size + i] += bt * xz;
+      out[3 * size + i] += x * one + bt * zz;
+      out[4 * size + i] += g * xx;
+      out[5 * size + i] += g * xz;
+      out[6 * size + i] += g * zz;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string_view to_string(Formulation formulation) {
@@ -584,10 +676,15 @@ Formulation parse_formulation(std::string_view name) {
   GS_EXPECTS(false, "unknown formulation '" + std::string(name) + "' (expected normal-vector or laurent)");
 }
 
-conv::Problem normal_vector_problem(bool one_dimensional) {
+conv::Problem normal_vector_problem(bool one_dimensional, bool tilted) {
+  GS_EXPECTS(one_dimensional || !tilted, "tilted normal fields are for 1D lattices");
   conv::Problem p;
   p.inputs = 3;
-  if (one_dimensional) {
+  if (tilted) {
+    p.kernels = 7;
+    p.outputs = 5;
+    p.pattern = {{0, 0, 1}, {0, 2, 2}, {1, 1, 0}, {2, 0, 2}, {2, 2, 3}, {3, 0, 4}, {3, 2, 5}, {4, 0, 5}, {4, 2, 6}};
+  } else if (one_dimensional) {
     p.kernels = 3;
     p.outputs = 4;
     p.pattern = {{0, 0, 1}, {1, 1, 0}, {2, 2, 0}, {3, 0, 2}};
@@ -597,6 +694,16 @@ conv::Problem normal_vector_problem(bool one_dimensional) {
     p.pattern = {{0, 0, 1}, {0, 1, 2}, {1, 0, 2}, {1, 1, 3}, {2, 2, 0}, {3, 0, 4}, {3, 1, 5}, {4, 0, 5}, {4, 1, 6}};
   }
   return p;
+}
+
+unsigned d_axes(const conv::Problem& problem) {
+  if (problem.scalar()) return 0;
+  unsigned axes = 0;
+  for (const conv::Term& t : problem.pattern)
+    if (t.output >= 3) axes |= 1u << t.input;
+  GS_EXPECTS(problem.outputs == 3 + std::popcount(axes),
+             "normal-vector pattern: its D outputs must read exactly the components they add to");
+  return axes;
 }
 
 int default_normal_field_resolution(int m1, int m2) {
@@ -650,7 +757,7 @@ NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent
 }
 
 std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength,
-                                           Complex eps1, int m1, int m2, int resolution) {
+                                           Complex eps1, int m1, int m2, int resolution, bool tilted) {
   GS_EXPECTS(m1 >= 0 && m2 >= 0, "harmonic counts M1, M2 must be ≥ 0");
   const int n1 = 2 * m1, n2 = 2 * m2;
   const std::size_t size = std::size_t(2 * n1 + 1) * (2 * n2 + 1), zero = std::size_t(n1) * (2 * n2 + 1) + n2;
@@ -665,6 +772,10 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
     return material_harmonics(lattice, slice, wavelength, f, n1, n2);
   };
   std::vector<Complex> out;
+  GS_EXPECTS(!tilted || lattice.one_dimensional(), "tilted normal fields are for 1D lattices");
+  GS_EXPECTS(tilted || !slice.sloped(), "a slice with sloped walls needs the tilted normal field");
+  const bool has_raster = !slice.shapes.empty() && std::holds_alternative<Raster>(slice.shapes.front());
+  if (tilted && !slice.shapes.empty() && !has_raster) return tilted_kernels(lattice, slice, wavelength, n1, chi, beta, gamma);
   if (lattice.one_dimensional()) {  // n = x̂: C_xx = χ + β = 1 − ε1/ε, exact transforms
     for (const auto& f : {std::function<Complex(Complex)>(chi), std::function<Complex(Complex)>([&](Complex eps) {
                             return 1.0 - eps1 / nonzero(eps);
@@ -672,6 +783,14 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
                           std::function<Complex(Complex)>(gamma)}) {
       const auto k = harmonics(f);
       out.insert(out.end(), k.begin(), k.end());
+    }
+    if (tilted) {  // a uniform or raster slice (vertical walls) in the tilted layout: C_xz = 0, C_zz = χ, γn_xn_z = γn_z² = 0
+      const std::vector<Complex> x(out.begin(), out.begin() + std::ptrdiff_t(size));
+      out.resize(7 * size, 0.0);
+      std::copy(out.begin() + std::ptrdiff_t(2 * size), out.begin() + std::ptrdiff_t(3 * size),
+                out.begin() + std::ptrdiff_t(4 * size));
+      std::fill(out.begin() + std::ptrdiff_t(2 * size), out.begin() + std::ptrdiff_t(4 * size), 0.0);
+      std::copy(x.begin(), x.end(), out.begin() + std::ptrdiff_t(3 * size));
     }
     return out;
   }

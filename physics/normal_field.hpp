@@ -10,10 +10,20 @@
 //     o3 D_x = γn_x²⊛F_x + γn_xn_y⊛F_y, o4 D_y = γn_xn_y⊛F_x + γn_y²⊛F_y;
 //   1D (n = x̂; K = 3: k0 χ, k1 C_xx = 1 − ε1/ε, k2 γ; P = 4): J_x = C_xx⊛F_x, J_y = χ⊛F_y,
 //     J_z = χ⊛F_z, D_x = γ⊛F_x.
+//   1D tilted (n = (n_x, 0, n_z); K = 7: k0 χ, k1 C_xx, k2 C_xz, k3 C_zz, k4 γn_x², k5 γn_xn_z, k6 γn_z²;
+//     P = 5): J_x = C_xx⊛F_x + C_xz⊛F_z, J_y = χ⊛F_y, J_z = C_xz⊛F_x + C_zz⊛F_z,
+//     o3 D_x = γn_x²⊛F_x + γn_xn_z⊛F_z, o4 D_z = γn_xn_z⊛F_x + γn_z²⊛F_z.
+// Outputs 0..2 are J; outputs from 3 on are the components of D in increasing axis order, the axes being
+// those the D outputs read (n nᵀ is symmetric): d_axes().
 // Kernels are in the engine's layout (convolution.hpp), |n_i| ≤ 2M_i, block k of a slice = kernel k.
 //
 // 1D gratings: C_xx and γ are piecewise constant in x; their coefficients are the exact transforms
 // of shape_functions.hpp with the region values 1 − ε1/ε_r and ε1/ε_r − 1.
+// 1D gratings with sloped walls (trapezoid lines, SliceContent::wall_slopes): a slice's walls are
+// vertical steps of a wall that is not, and across a sloped wall it is the field along its true normal
+// (1, 0, −dx/dz)/|·| whose D is continuous, so E_z jumps there and χ ⊛ E_z converges like 1/M
+// (validation/results/tilted-normal-cpu.txt). The tilted field n = (cos φ, 0, sin φ) takes φ = −atan(dx/dz)
+// on every wall and φ linear in x between neighbouring walls; its kernels are exact closed forms.
 // 2D gratings: normal_field.cpp builds n on a raster (construction stated there): exact for a slice
 // holding one ellipse (or circle), the structure tensor of the area fractions otherwise.
 #include <complex>
@@ -34,9 +44,15 @@ std::string_view to_string(Formulation formulation);  ///< "normal-vector" / "la
 Formulation parse_formulation(std::string_view name);
 
 /// The convolution problem of one slice group: Q = 3 inputs (F_x, F_y, F_z), the pattern above
-/// (1D: K = 3, P = 4; 2D: K = 7, P = 5). Sizes (n1, n2, slices, per_slice = right-hand sides) are
-/// the caller's.
-conv::Problem normal_vector_problem(bool one_dimensional);
+/// (1D: K = 3, P = 4; 1D tilted: K = 7, P = 5; 2D: K = 7, P = 5). Sizes (n1, n2, slices, per_slice =
+/// right-hand sides) are the caller's. tilted: 1D only, for structures with sloped walls.
+conv::Problem normal_vector_problem(bool one_dimensional, bool tilted = false);
+
+/// The field components that a pattern's outputs 3, 4, ... add to (E = F + D), as a bit mask (bit i:
+/// D_i present, at output 3 + the number of lower bits set): 0 for Laurent's scalar problem, 0b001 for
+/// 1D, 0b101 for 1D tilted, 0b011 for 2D.
+/// z_operator.hpp's d_output() finds D_i's output.
+unsigned d_axes(const conv::Problem& problem);
 
 /// Pixels per axis of the raster on which 2D normal fields are built when the caller gives none: the
 /// smallest power of two ≥ 8·(4·max(M1, M2) + 1), at least 256.
@@ -44,8 +60,10 @@ int default_normal_field_resolution(int m1, int m2);
 
 /// The K kernels of one slice at `wavelength`, concatenated (kernel k at k·(4M1+1)(4M2+1)).
 /// resolution: raster pixels per axis for 2D slices with shapes (0: the default above); unused in 1D.
+/// tilted: the 1D tilted pattern's seven kernels (needed for slices with sloped walls).
 std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength,
-                                           Complex superstrate_permittivity, int m1, int m2, int resolution = 0);
+                                           Complex superstrate_permittivity, int m1, int m2, int resolution = 0,
+                                           bool tilted = false);
 
 /// The geometry-only part of a 2D slice's normal field: per region r (0 the slice background, 1 + k
 /// shape k, or 1 + k a raster's material k) and ij ∈ {xx, xy, yy}, the coefficients of a_r n_i n_j

@@ -7,6 +7,7 @@
 
 #include "core/error.hpp"
 #include "physics/green_tensors.hpp"
+#include "physics/normal_field.hpp"
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -78,13 +79,14 @@ MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::co
     for (int i = 0; i < 3; ++i) t.c[i * 3 + i] = coefficient(0);
     return t;
   }
-  GS_EXPECTS(problem.inputs == 3 && problem.outputs >= 3 && problem.outputs <= 5,
-          "kernel_tensors: expected the normal-vector pattern (3 inputs, 3 to 5 outputs)");
+  GS_EXPECTS(problem.inputs == 3 && problem.outputs >= 3 && problem.outputs <= 6,
+          "kernel_tensors: expected the normal-vector pattern (3 inputs, 3 to 6 outputs)");
+  const unsigned axes = d_axes(problem);
   for (const conv::Term& term : problem.pattern) {
     if (term.output < 3)
       t.c[term.output * 3 + term.input] += coefficient(term.kernel);
     else
-      t.d[(term.output - 3) * 3 + term.input] += coefficient(term.kernel);
+      t.d[d_axis(axes, term.output) * 3 + term.input] += coefficient(term.kernel);
   }
   return t;
 }
@@ -126,8 +128,7 @@ AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const M
       Tensor diagonal = product(diagonal_green(t, g, io * nz + p), c);
       for (int i = 0; i < 3; ++i) {
         diagonal[i * 4] += 1.0;
-        if (i < 2)
-          for (int j = 0; j < 3; ++j) diagonal[i * 3 + j] += mean.d[i * 3 + j];
+        for (int j = 0; j < 3; ++j) diagonal[i * 3 + j] += mean.d[i * 3 + j];
       }
       put(p, p, 1.0, diagonal, 0.0, reflected);
       C e = 1.0;  // e^{ikz|z_q − z_p|}
@@ -187,7 +188,7 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
       C* lbar = &out.averaged[((std::size_t(a) * nm + m) * nz + p) * 9];
       for (int i = 0; i < 3; ++i)
         for (int j = 0; j < 3; ++j) {
-          C v = (i == j ? 1.0 : 0.0) + (i < 2 ? slice_mean.d[i * 3 + j] : C(0));
+          C v = (i == j ? 1.0 : 0.0) + slice_mean.d[i * 3 + j];
           for (int k = 0; k < 3; ++k) v += gm[i * 3 + k] * slice_mean.c[k * 3 + j];
           lbar[i * 3 + j] = v;
         }
@@ -263,7 +264,7 @@ CoarseMatrices coarse_matrices(std::span<const ZGrid> grids, std::span<const Flo
                 const C gik = ig[(std::size_t(p) * 3 + k) * ng + std::size_t(q) * 3 + i] - (q == p && i == k ? 1.0 : 0.0);
                 v += gik * t.c[k * 3 + j];
               }
-              if (q == p) v += (m == mp && i == j ? 1.0 : 0.0) + (i < 2 ? t.d[i * 3 + j] : C(0));
+              if (q == p) v += (m == mp && i == j ? 1.0 : 0.0) + t.d[i * 3 + j];
               const std::size_t row = (std::size_t(q) * 3 + i) * nc + m, column = (std::size_t(p) * 3 + j) * nc + mp;
               matrix[column * n + row] = v;
             }

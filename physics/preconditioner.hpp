@@ -78,9 +78,10 @@ struct AveragedMatrices {
 /// Bytes the preconditioner needs in Real storage (its matrices and two scratch vectors).
 std::size_t preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, std::size_t real_bytes);
 
-/// The 3×3 mean tensors of one slice, row-major [row·3 + col]: c (the source J = C̄ f) and d (D̄,
-/// rows x, y; row z is zero), from the slice's kernels (K blocks of (2N1−1)(2N2−1) coefficients,
-/// the engine's layout) and the convolution problem's pattern (outputs 0..2 are J, 3..4 are D).
+/// The 3×3 mean tensors of one slice, row-major [row·3 + col]: c (the source J = C̄ f) and d (D̄;
+/// rows of absent components zero), from the slice's kernels (K blocks of (2N1−1)(2N2−1) coefficients,
+/// the engine's layout) and the convolution problem's pattern (outputs 0..2 are J, then D's
+/// components: normal_field.hpp's d_axes).
 /// The scalar problem (Laurent) gives c = χ̄ I, d = 0.
 struct MeanTensors {
   std::array<std::complex<double>, 9> c{}, d{};

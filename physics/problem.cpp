@@ -96,10 +96,13 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
   // The convolution problem: Laurent's scalar one (3 components per rhs, kernel χ), or the
   // normal-vector pattern (one group of F_x, F_y, F_z per rhs; normal_field.hpp).
   const bool normal_vector = formulation_ == Formulation::normal_vector;
+  bool tilted = false;  // some member's slices have sloped walls: the tilted 1D field (normal_field.hpp)
+  for (const ProblemMember& member : members) tilted = tilted || sloped_walls(member.structure);
   const conv::Problem geometry =
-      convolution_problem(formulation_, lattice, settings.m1, settings.m2, nz, per_member, nw);
+      convolution_problem(formulation_, lattice, settings.m1, settings.m2, nz, per_member, nw, tilted);
   const int n1 = geometry.n1, n2 = geometry.n2;
   sources_per_block_ = normal_vector ? geometry.outputs : 3;
+  d_axes_ = d_axes(geometry);
   if (normal_vector) {
     const Precision precision = precision_of<Real>();
     const conv::BackendTraits& traits = conv::traits(settings.backend);
@@ -144,7 +147,7 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
     try {
       const auto [w, c] = pair_content[i];
       per_pair[i] = normal_vector ? normal_vector_kernels(lattice, *c, wavelengths[w], eps1[w], settings.m1,
-                                                          settings.m2, settings.normal_field_resolution)
+                                                          settings.m2, settings.normal_field_resolution, tilted)
                                   : contrast_harmonics(lattice, *c, wavelengths[w], eps1[w], settings.m1, settings.m2);
     } catch (...) {
       failures[i] = std::current_exception();
@@ -198,13 +201,13 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
   lap(Phase::z_operator);
   if (convolution_->memory() == Memory::device) {
 #if GRATINGSIM_HAVE_CUDA
-    z_operator_ = make_device_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
+    z_operator_ = make_device_z_operator<Real>(std::move(green), std::move(rhs_incidence), d_axes_);
 #else
     GS_SUPPORTS(false, "backend " + std::string(conv::to_string(settings.backend)) +
                         " keeps its buffers on the device, and this build has no CUDA");
 #endif
   } else {
-    z_operator_ = make_host_z_operator<Real>(std::move(green), std::move(rhs_incidence), sources_per_block_);
+    z_operator_ = make_host_z_operator<Real>(std::move(green), std::move(rhs_incidence), d_axes_);
   }
   work_ = make_output_space(1);
   lap(Phase::uploads);
@@ -366,11 +369,12 @@ template <class Real>
 std::vector<std::complex<Real>> DiscreteProblem<Real>::physical_field(std::span<const Complex> solution) {
   std::vector<Complex> e(solution.begin(), solution.end());
   if (formulation_ == Formulation::laurent) return e;
-  const std::vector<Complex> c = convolve_on_host(solution);  // E = F + D, D = (D_x, D_y, 0)
+  const std::vector<Complex> c = convolve_on_host(solution);  // E = F + D (d_axes_: D's components)
   const std::size_t blocks = layout_.slices * layout_.rhs, nm = layout_.block / 3, sc = std::size_t(sources_per_block_);
   for (std::size_t b = 0; b < blocks; ++b)
-    for (std::size_t comp = 0; comp + 3 < sc; ++comp)
-      for (std::size_t m = 0; m < nm; ++m) e[b * 3 * nm + comp * nm + m] += c[b * sc * nm + (comp + 3) * nm + m];
+    for (int comp = 0; comp < 3; ++comp)
+      if (const int o = d_output(d_axes_, comp); o >= 0)
+        for (std::size_t m = 0; m < nm; ++m) e[b * 3 * nm + comp * nm + m] += c[b * sc * nm + std::size_t(o) * nm + m];
   return e;
 }
 
@@ -410,10 +414,10 @@ std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> 
 }
 
 conv::Problem convolution_problem(Formulation formulation, const Lattice& lattice, int m1, int m2, int slices,
-                                  std::size_t incidences, int members) {
+                                  std::size_t incidences, int members, bool sloped_walls) {
   const bool normal_vector = formulation == Formulation::normal_vector;
   const int rhs = int(2 * incidences);  // s and p per incidence
-  conv::Problem g = normal_vector ? normal_vector_problem(lattice.one_dimensional()) : conv::Problem{};
+  conv::Problem g = normal_vector ? normal_vector_problem(lattice.one_dimensional(), sloped_walls) : conv::Problem{};
   g.n1 = 2 * m1 + 1;
   g.n2 = 2 * m2 + 1;
   g.slices = slices * members;  // engine slice p·members + w

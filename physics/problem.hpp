@@ -171,7 +171,8 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_output_space(int count) const;
 
   Formulation formulation_;
-  int sources_per_block_ = 3;  // components of the convolution output per (slice, rhs): 3, 4 or 5
+  int sources_per_block_ = 3;  // components of the convolution output per (slice, rhs): 3 + popcount(d_axes_)
+  unsigned d_axes_ = 0;        // the components of D among them (normal_field.hpp's d_axes)
   int members_ = 1;
   std::vector<Discretisation> discretisations_;  // one per distinct structure (by address) of the members
   std::vector<int> discretisation_of_;           // [member]
@@ -194,9 +195,10 @@ class DiscreteProblem final : public LinearOperator<Real> {
 /// with the normal-vector pattern of normal_field.hpp with one group of F_x, F_y, F_z per right-hand
 /// side of its member, or Laurent's scalar problem with 3 components per right-hand side.
 /// What an automatic backend choice must time and check: a backend that serves the scalar shape may
-/// refuse the pattern at this size and precision.
+/// refuse the pattern at this size and precision. sloped_walls: some member has sloped walls
+/// (discretisation.hpp's sloped_walls()), so the 1D normal-vector pattern is the tilted one.
 conv::Problem convolution_problem(Formulation formulation, const Lattice& lattice, int m1, int m2, int slices,
-                                  std::size_t incidences, int members = 1);
+                                  std::size_t incidences, int members = 1, bool sloped_walls = false);
 
 /// Bytes the solve of `incidences` incidences of `members` wavelengths (one problem) needs (Krylov vectors, right-hand sides, convolution output,
 /// Green coefficients, kernels and their FFT spectra; a backend's private scratch is not counted;

@@ -22,6 +22,7 @@
 // sized so that the phase changes by less than ~2 rad per panel (converged to rounding).
 // A shape without overlaps therefore reproduces the textbook closed forms: the rectangle's sinc
 // product, the ellipse's Bessel form and the polygon's edge sum.
+#include <array>
 #include <complex>
 #include <functional>
 #include <span>
@@ -39,6 +40,15 @@ using PlanarShape = std::variant<Rectangle, Ellipse, Polygon, Raster>;
 struct SliceContent {
   Material background;
   std::vector<PlanarShape> shapes;
+  /// 1D lattices: per shape, the slopes dx/dz of its left and right walls (x − w/2 and x + w/2) where
+  /// the shape is a slice of a sloped line (a trapezoid line: +cot α on the left, −cot α on the right);
+  /// empty when every wall is vertical. The normal-vector field follows them (normal_field.hpp).
+  std::vector<std::array<double, 2>> wall_slopes = {};
+  [[nodiscard]] bool sloped() const {
+    for (const auto& s : wall_slopes)
+      if (s[0] != 0 || s[1] != 0) return true;
+    return false;
+  }
 };
 
 /// The geometry of a painted cell, analysed once; its transform for any values of the regions.

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
 #include "physics/sweep_preconditioner.hpp"
 #include "core/config.hpp"
@@ -519,7 +520,8 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
       const auto serves = [&](std::size_t w) {
         return traits
             .can_implement(conv::resolve(convolution_problem(options.formulation, structure.lattice, options.m1,
-                                                             options.m2, finest, count, int(w))),
+                                                             options.m2, finest, count, int(w),
+                                                             sloped_walls(structure))),
                            options.precision)
             .ok;
       };

@@ -44,8 +44,9 @@ namespace {
 bool kernels_split_y(const conv::Problem& problem) {
   if (problem.n2 != 1) return false;  // a 2D lattice
   if (problem.scalar()) return true;
+  const unsigned axes = d_axes(problem);
   for (const conv::Term& t : problem.pattern) {
-    const int out = t.output < 3 ? t.output : t.output - 3;
+    const int out = t.output < 3 ? t.output : d_axis(axes, t.output);
     if ((out == 1) != (t.input == 1)) return false;
   }
   return true;

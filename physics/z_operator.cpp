@@ -1,6 +1,7 @@
 #include "physics/z_operator.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <string>
 
@@ -137,17 +138,16 @@ template <class Real>
 class HostZOperator final : public ZOperator<Real> {
  public:
   using typename ZOperator<Real>::Complex;
-  HostZOperator(GreenCoefficients g, std::vector<int> rhs_incidence, int source_components)
-      : g_(std::move(g)), rhs_(std::move(rhs_incidence)), source_components_(source_components) {
+  HostZOperator(GreenCoefficients g, std::vector<int> rhs_incidence, unsigned d_axes)
+      : g_(std::move(g)), rhs_(std::move(rhs_incidence)), d_axes_(d_axes), source_components_(3 + std::popcount(d_axes)) {
     for (int a : rhs_) GS_EXPECTS(a >= 0 && a < g_.incidences, "z-operator: rhs names an unknown incidence");
-    GS_EXPECTS(source_components >= 3 && source_components <= 5,
-            "z-operator: the source has 3, 4 or 5 components per block, got " + std::to_string(source_components));
+    GS_EXPECTS(d_axes < 8, "z-operator: D's components are a mask of x, y, z, got " + std::to_string(d_axes));
   }
 
   [[nodiscard]] Memory memory() const override { return Memory::host; }
 
   void apply(const Complex* x, const Complex* c, Complex* y, Stream) override {
-    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
+    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size());
     const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
 #pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
     for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
@@ -164,11 +164,13 @@ class HostZOperator final : public ZOperator<Real> {
         y[at(p, 1)] = Complex(C(y[at(p, 1)]) - vy);
         y[at(p, 2)] = Complex(C(y[at(p, 2)]) - az);
       };
-      // y ← x + D (D_x, D_y: components 3, 4 of c where present).
+      // y ← x + D (D_i at component d_output(d_axes, i) of c where present).
+      int d_at[3];
+      for (int comp = 0; comp < 3; ++comp) d_at[comp] = d_output(d_axes_, comp);
       for (int p = 0; p < nz; ++p)
         for (int comp = 0; comp < 3; ++comp) {
           C v = x[at(p, comp)];
-          if (comp + 3 < sc) v += C(c[o.c_at(p, comp + 3)]);
+          if (d_at[comp] >= 0) v += C(c[o.c_at(p, d_at[comp])]);
           y[at(p, comp)] = Complex(v);
         }
 
@@ -280,6 +282,7 @@ class HostZOperator final : public ZOperator<Real> {
 
   GreenCoefficients g_;
   std::vector<int> rhs_;
+  unsigned d_axes_;
   int source_components_;
 };
 
@@ -287,10 +290,10 @@ class HostZOperator final : public ZOperator<Real> {
 
 template <class Real>
 std::unique_ptr<ZOperator<Real>> make_host_z_operator(GreenCoefficients coefficients, std::vector<int> rhs_incidence,
-                                                      int source_components) {
-  return std::make_unique<HostZOperator<Real>>(std::move(coefficients), std::move(rhs_incidence), source_components);
+                                                      unsigned d_axes) {
+  return std::make_unique<HostZOperator<Real>>(std::move(coefficients), std::move(rhs_incidence), d_axes);
 }
-template std::unique_ptr<ZOperator<float>> make_host_z_operator<float>(GreenCoefficients, std::vector<int>, int);
-template std::unique_ptr<ZOperator<double>> make_host_z_operator<double>(GreenCoefficients, std::vector<int>, int);
+template std::unique_ptr<ZOperator<float>> make_host_z_operator<float>(GreenCoefficients, std::vector<int>, unsigned);
+template std::unique_ptr<ZOperator<double>> make_host_z_operator<double>(GreenCoefficients, std::vector<int>, unsigned);
 
 }  // namespace gratingsim::physics

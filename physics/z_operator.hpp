@@ -67,16 +67,32 @@ GreenCoefficients green_coefficients(std::span<const ZGrid> grids, std::span<con
 GreenCoefficients green_coefficients(const ZGrid& grid, std::span<const FloquetOrders> incidences,
                                      SliceTables tables = SliceTables::host);
 
+/// The component of the convolution output holding D_axis when D has the components of the mask
+/// `d_axes` (bit i: D_i present; they follow J's three in increasing axis order), or −1 where absent.
+constexpr int d_output(unsigned d_axes, int axis) {
+  if (!(d_axes >> axis & 1u)) return -1;
+  int below = 0;
+  for (int i = 0; i < axis; ++i) below += int(d_axes >> i & 1u);
+  return 3 + below;
+}
+/// The axis whose D component output `output` (≥ 3) holds under `d_axes`, or −1: d_output's inverse.
+constexpr int d_axis(unsigned d_axes, int output) {
+  for (int axis = 0; axis < 3; ++axis)
+    if (d_output(d_axes, axis) == output) return axis;
+  return -1;
+}
+
 template <class Real>
 class ZOperator {
  public:
   using Complex = std::complex<Real>;
   virtual ~ZOperator() = default;
   /// y ← x + D − K (k1² J) for every right-hand side (k1 of the rhs's incidence), x and y in the batched layout of
-  /// vector_space.hpp and in memory(). c is the convolution output with `source_components` (3, 4 or
-  /// 5) components per (slice, rhs) block: element (p, r, comp, m) at (p·n_rhs + r)·S·orders +
-  /// comp·orders + m; components 0..2 are the source J (Laurent: χ ⊛ e), 3 and 4 (when present) are
-  /// D_x and D_y, added to y's x and y components (docs/normal-vector.md §2: (M F) = F + D, D = (D_x, D_y, 0)).
+  /// vector_space.hpp and in memory(). c is the convolution output with S = 3 + (D's components)
+  /// components per (slice, rhs) block: element (p, r, comp, m) at (p·n_rhs + r)·S·orders +
+  /// comp·orders + m; components 0..2 are the source J (Laurent: χ ⊛ e), then D's components in
+  /// increasing axis order (d_axes), each added to y's component of its axis (docs/normal-vector.md §2:
+  /// (M F) = F + D).
   /// x and y may be the same buffer; c must not alias y.
   virtual void apply(const Complex* x, const Complex* c, Complex* y, Stream stream) = 0;
   /// The far-field sums of the source s = k1² c[0..2] (c in memory(), apply()'s layout) for every
@@ -92,10 +108,10 @@ class ZOperator {
 
 /// Host implementation: OpenMP over (rhs, order) pairs, sweeps in complex128.
 /// rhs_incidence[r] names the incidence (index into the coefficients) of right-hand side r.
-/// source_components: components of c per (slice, rhs) block (3: Laurent; 4: 1D normal-vector with
-/// D_x; 5: 2D normal-vector with D_x, D_y).
+/// d_axes: the components of D in c, a mask (normal_field.hpp's d_axes(): 0 Laurent, 0b001 1D,
+/// 0b101 1D tilted, 0b011 2D normal-vector).
 template <class Real>
 std::unique_ptr<ZOperator<Real>> make_host_z_operator(GreenCoefficients coefficients, std::vector<int> rhs_incidence,
-                                                      int source_components = 3);
+                                                      unsigned d_axes = 0);
 
 }  // namespace gratingsim::physics

@@ -1,9 +1,10 @@
 #pragma once
 // The device z-operator (physics/device_z_operator.cu) against the host one on fresh random fields, for
 // the GPU tests of one problem, of batched wavelengths (k1 per incidence) and of batched geometries
-// (a grid per member): apply() out of place and in place (y = x), and far_field_sums(), for each count of
-// source components (3: Laurent; 4, 5: normal-vector with D_x, D_y). Tolerances: relative l2 1e-6
+// (a grid per member): apply() out of place and in place (y = x), and far_field_sums(), for each set of
+// D components (z_operator.hpp's d_axes mask: 0 Laurent; 0b001, 0b011, 0b101 normal-vector 1D, 2D, 1D tilted). Tolerances: relative l2 1e-6
 // (complex64 storage) or 1e-13 (complex128): both sweep in complex128, in different summation orders.
+#include <bit>
 #include <complex>
 #include <initializer_list>
 #include <type_traits>
@@ -19,13 +20,14 @@ namespace gratingsim::test {
 
 template <class Real>
 void check_device_z_operator(const physics::GreenCoefficients& g, const std::vector<int>& rhs_incidence,
-                             const physics::BatchLayout& layout, std::initializer_list<int> source_counts) {
+                             const physics::BatchLayout& layout, std::initializer_list<unsigned> d_axes_list) {
   using Complex = std::complex<Real>;
   const double tol = std::is_same_v<Real, float> ? 1e-6 : 1e-13;
-  for (int sources : source_counts) {
-    INFO(sources << " source components");
-    auto host = physics::make_host_z_operator<Real>(g, rhs_incidence, sources);
-    auto dev = physics::make_device_z_operator<Real>(g, rhs_incidence, sources);
+  for (unsigned d_axes : d_axes_list) {
+    INFO("D components (mask) " << d_axes);
+    const int sources = 3 + std::popcount(d_axes);
+    auto host = physics::make_host_z_operator<Real>(g, rhs_incidence, d_axes);
+    auto dev = physics::make_device_z_operator<Real>(g, rhs_incidence, d_axes);
     physics::DeviceStream stream;
     const physics::BatchLayout source_layout{layout.slices, layout.rhs, layout.block / 3 * sources};
     auto space = physics::make_device_vector_space<Real>(layout, 3, stream.get());

@@ -52,13 +52,23 @@ inline physics::Structure single_slice(bool one_dimensional) {
 
 /// A lamellar grating or the crossed one with a random absorbing ridge over a second, laterally
 /// uniform layer of random thickness and another slice thickness: every component of the Green tensors
-/// is non-zero (at conical incidence) and the slices differ in their steps.
+/// is non-zero (at conical incidence) and the slices differ in their steps. The 1D ridge is a trapezoid
+/// line with sloped walls (75°–88°), so its normal-vector field is the tilted one (every kernel of that
+/// pattern, D_z among them, non-zero).
 inline physics::Structure random_stack(bool one_dimensional, int slices) {
   using namespace physics;
   std::uniform_real_distribution<double> u(0.0, 1.0);
   Structure s = one_dimensional ? lamellar(slices) : crossed(slices);
   Rectangle& ridge = std::get<Rectangle>(one_dimensional ? s.layers[0].shapes[0] : s.layers[0].shapes[1]);
   ridge.material = Material::constant_permittivity({2.0 + 10.0 * u(rng()), 0.5 * u(rng())});
+  if (one_dimensional) {
+    TrapezoidLine line;
+    line.center_x = ridge.center.x;
+    line.bottom_width = ridge.width_x;
+    line.sidewall_angle_deg = 75 + 13 * u(rng());
+    line.material = ridge.material;
+    s.layers[0].shapes = {line};
+  }
   Layer film;
   film.thickness = 0.07 + 0.1 * u(rng());
   film.slices = 2;

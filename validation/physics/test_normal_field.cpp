@@ -4,7 +4,9 @@
 // coefficients consistent with the exact shape transforms, convergence as the raster is refined),
 // the energy balance of crossed gratings against the truncation, and the refusal of backends that
 // cannot serve the pattern yet.
+#include <array>
 #include <cmath>
+#include <functional>
 #include <numbers>
 
 #include "physics/discretisation.hpp"
@@ -524,4 +526,131 @@ TEST_CASE("a backend without the normal-vector pattern is refused, naming backen
     o.formulation = Formulation::laurent;  // Laurent's scalar problem still runs there
     CHECK(solve_one(test::lamellar(2), {1.0, 10, 0}, o).total_R[s_pol] > 0);
   }
+}
+
+TEST_CASE("1D sloped walls: the tilted field's seven kernels equal a quadrature of their definition", "[physics][normal]") {
+  // normal_field.hpp: n = (cos φ, 0, sin φ), φ = −atan(dx/dz) on each wall, linear in x between neighbouring
+  // walls; kernels k0 χ, k1 χ + β cos²φ, k2 β sin φ cos φ, k3 χ + β sin²φ, k4 γ cos²φ, k5 γ sin φ cos φ,
+  // k6 γ sin²φ, each (1/Λ) ∫ f(x) e^{−2πinx/Λ} dx, here by composite Simpson per interval (smooth there).
+  const double period = 1.2;
+  const C eps1 = 1.0, eps_bg = 1.7, eps_a = C(-8.0, 1.2), eps_b = 6.0;
+  Rectangle a, b;  // a: sloped walls (slopes +0.3 left, −0.3 right); b: vertical
+  a.center = {-0.25, 0};
+  a.width_x = 0.35;
+  a.material = Material::constant_permittivity(eps_a);
+  b.center = {0.3, 0};
+  b.width_x = 0.2;
+  b.material = Material::constant_permittivity(eps_b);
+  SliceContent slice{Material::constant_permittivity(eps_bg), {a, b}};
+  slice.wall_slopes = {{0.3, -0.3}, {0.0, 0.0}};
+  const int m1 = 5, n_max = 2 * m1, size = 2 * n_max + 1;
+  const std::vector<C> k = normal_vector_kernels({period, 0.0}, slice, 1.0, eps1, m1, 0, 0, true);
+  REQUIRE(k.size() == std::size_t(7 * size));
+  // The walls in x order, the angle there, and the permittivity up to the next wall.
+  const double x[4] = {-0.425, -0.075, 0.2, 0.4}, phi[4] = {-std::atan(0.3), std::atan(0.3), 0.0, 0.0};
+  const C eps[4] = {eps_a, eps_bg, eps_b, eps_bg};
+  const auto chi = [&](C e) { return e / eps1 - 1.0; };
+  const auto beta = [&](C e) { return 2.0 - eps1 / e - e / eps1; };
+  const auto gamma = [&](C e) { return eps1 / e - 1.0; };
+  for (int n = -n_max; n <= n_max; ++n) {
+    C expect[7] = {};
+    for (int j = 0; j < 4; ++j) {
+      const double lo = x[j], hi = j < 3 ? x[j + 1] : x[0] + period, pa = phi[j], pb = phi[(j + 1) % 4];
+      const int panels = 4000;
+      const double h = (hi - lo) / panels;
+      for (int i = 0; i <= panels; ++i) {
+        const double xi = lo + i * h, p = pa + (pb - pa) * (xi - lo) / (hi - lo);
+        const double w = (i == 0 || i == panels ? 1.0 : i % 2 ? 4.0 : 2.0) * h / 3 / period;
+        const C e = std::polar(w, -2 * pi * n * xi / period);
+        const double cc = std::cos(p) * std::cos(p), sc = std::sin(p) * std::cos(p), ss = std::sin(p) * std::sin(p);
+        const C values[7] = {chi(eps[j]),          chi(eps[j]) + beta(eps[j]) * cc, beta(eps[j]) * sc,
+                             chi(eps[j]) + beta(eps[j]) * ss, gamma(eps[j]) * cc, gamma(eps[j]) * sc,
+                             gamma(eps[j]) * ss};
+        for (int kk = 0; kk < 7; ++kk) expect[kk] += values[kk] * e;
+      }
+    }
+    for (int kk = 0; kk < 7; ++kk) {
+      INFO("kernel " << kk << ", n = " << n);
+      CHECK(std::abs(k[std::size_t(kk) * size + n + n_max] - expect[kk]) < 1e-10);
+    }
+  }
+  // Vertical walls only: the tilted layout holds the 1D kernels (χ, 1 − ε1/ε, γ) and C_xz = γn_xn_z = γn_z² = 0,
+  // C_zz = χ; the slice without slopes must refuse the untilted pattern only when it has them.
+  slice.wall_slopes.clear();
+  const std::vector<C> vertical = normal_vector_kernels({period, 0.0}, slice, 1.0, eps1, m1, 0, 0, true);
+  const std::vector<C> plain = normal_vector_kernels({period, 0.0}, slice, 1.0, eps1, m1, 0);
+  REQUIRE(plain.size() == std::size_t(3 * size));
+  const int from[7] = {0, 1, -1, 0, 2, -1, -1};
+  for (int kk = 0; kk < 7; ++kk)
+    for (int i = 0; i < size; ++i) {
+      INFO("kernel " << kk << ", index " << i);
+      const C expect = from[kk] < 0 ? C(0) : plain[std::size_t(from[kk]) * size + i];
+      CHECK(std::abs(vertical[std::size_t(kk) * size + i] - expect) < 1e-13);
+    }
+  slice.wall_slopes = {{0.3, -0.3}, {0.0, 0.0}};
+  CHECK_THROWS_WITH(normal_vector_kernels({period, 0.0}, slice, 1.0, eps1, m1, 0),
+                    Catch::Contains("sloped walls needs the tilted normal field"));
+}
+
+namespace {
+
+/// Si-like lines (ε = 16 + 0.5i, 80° walls, 8 slices) on glass, as a trapezoid line (the tilted field) or
+/// as the staircase of its slices given as explicit steps (vertical walls: n = x̂).
+Structure sloped_lines(bool as_steps, int slices = 8) {
+  Structure s;
+  s.lattice = {0.5, 0.0};
+  s.superstrate = Material::constant_index(1.0);
+  s.substrate = Material::constant_permittivity(2.25);
+  Layer l;
+  l.thickness = 0.15;
+  l.slices = slices;
+  l.background = Material::constant_index(1.0);
+  TrapezoidLine t;
+  t.bottom_width = 0.16;
+  t.sidewall_angle_deg = 80;
+  t.material = Material::constant_permittivity(C(16.0, 0.5));
+  if (!as_steps) {
+    l.shapes = {t};
+  } else {
+    for (int k = 0; k < l.slices; ++k) {  // top step first, at the slice centres
+      const double h = l.thickness * (1 - (k + 0.5) / l.slices);
+      Rectangle r;
+      r.width_x = t.bottom_width - 2 * h / std::tan(t.sidewall_angle_deg * pi / 180);
+      r.material = t.material;
+      l.steps.push_back({r});
+    }
+  }
+  s.layers = {l};
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("1D sloped walls: the tilted field converges fast in M to the staircase's limit", "[physics][normal]") {
+  // Both structures are the same staircase slice by slice (the same χ in every slice); only the normal field
+  // differs, so both converge to one limit as M grows. Across a sloped wall E_z jumps (D along the true normal
+  // is continuous), so with n = x̂ χ ⊛ E_z converges like 1/M; the tilted field treats it by Li's rule.
+  // The limit is estimated independently from the vertical field's 1/M tail (Richardson in M over 40, 80).
+  SolverOptions o;
+  const Incidence inc{0.45, 40, 0};
+  const auto r0 = [&](const Structure& s, int m) {
+    o.m1 = m;
+    const IncidenceResult r = solve_one(s, inc, o);
+    const DiffractionOrder* z = test::find_order(r, 0, 0);
+    REQUIRE(z != nullptr);
+    return std::array<double, 2>{z->R[s_pol], z->R[p_pol]};
+  };
+  // 64 slices: the steps (Δz·cot 80° = 4e-4) are far below the harmonics' resolution Λ/(2M) ≥ 3e-3.
+  const Structure tilted = sloped_lines(false, 64), steps = sloped_lines(true, 64);
+  const auto t10 = r0(tilted, 10), t20 = r0(tilted, 20), t40 = r0(tilted, 40);
+  const auto s20 = r0(steps, 20), s40 = r0(steps, 40), s80 = r0(steps, 80);
+  const double limit = 2 * s80[1] - s40[1];  // the vertical field's X(M) = X∞ + a/M
+  INFO("R0 p: tilted M = 10, 20, 40: " << t10[1] << ", " << t20[1] << ", " << t40[1] << "; steps M = 20, 40, 80: "
+                                      << s20[1] << ", " << s40[1] << ", " << s80[1] << "; their 1/M limit " << limit);
+  CHECK(std::abs(t20[1] - t40[1]) < 5e-5);  // converged at M = 20 (the vertical field moves 6e-4 from 40 to 80)
+  CHECK(std::abs(s40[1] - s80[1]) > 10 * std::abs(t20[1] - t40[1]));  // the vertical field is not at M = 80
+  CHECK(std::abs(t40[1] - limit) < 1.5e-4);          // one limit (the 1/M extrapolation's own error ~ 1e-4)
+  CHECK(std::abs(t10[1] - limit) < std::abs(s40[1] - limit));  // tilted at M = 10 beats vertical at M = 40
+  // s (E along y, tangential to every wall): the fields coincide.
+  CHECK(std::abs(t20[0] - s20[0]) < 1e-10);
 }

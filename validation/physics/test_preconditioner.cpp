@@ -283,7 +283,7 @@ TEST_CASE("the assembled Ā and L̄ equal the z-operator on unit vectors and L_p
       std::vector<C> reference_bar(local.averaged.size(), test::poison<double>());
       std::vector<int> one_rhs_per_incidence(std::size_t(na), 0);
       for (int a = 0; a < na; ++a) one_rhs_per_incidence[std::size_t(a)] = a;
-      const auto z = make_host_z_operator<double>(g, one_rhs_per_incidence, 5);
+      const auto z = make_host_z_operator<double>(g, one_rhs_per_incidence, 0b011);
       std::vector<C> x(std::size_t(nz) * na * block), c(std::size_t(nz) * na * 5 * nm), y(x.size());
       for (int a = 0; a < na; ++a)
         for (int m = 0; m < nm; ++m)

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstring>
@@ -143,17 +144,18 @@ TEST_CASE("green coefficients: the tables do not depend on the thread count", "[
 namespace {
 
 /// Host z-operator apply against the direct sums of z_operator.hpp in long double, on random x and c
-/// (5 source components: J and D_x, D_y), 2 right-hand sides per incidence; tolerance `tol` relative to
-/// the sum of the magnitudes of every term of each element. Also 1 vs 4 threads, equal to the bit.
+/// (J and the D components of d_axes: D_x, D_y in 2D, D_x, D_z in 1D tilted), 2 right-hand sides per
+/// incidence; tolerance `tol` relative to the sum of the magnitudes of every term of each element. Also 1
+/// vs 4 threads, equal to the bit.
 template <class Real>
-void check_host_apply(double tol) {
+void check_host_apply(double tol, unsigned d_axes) {
   using LongComplex = std::complex<long double>;
   using RealComplex = std::complex<Real>;
   const ZGrid grid = random_grid(12);
   const std::vector<FloquetOrders> incidences = random_incidences(4, 3, 2);  // two wavelengths: k1 per incidence
   const GreenCoefficients g = green_coefficients(grid, incidences);
   REQUIRE(g.members == 2);
-  const int nz = g.slices, nm = g.orders, sc = 5;
+  const int nz = g.slices, nm = g.orders, sc = 3 + std::popcount(d_axes);
   std::vector<int> rhs_incidence;
   for (int a = 0; a < g.incidences; ++a) rhs_incidence.insert(rhs_incidence.end(), {a, a});
   const int nr = int(rhs_incidence.size());
@@ -162,9 +164,9 @@ void check_host_apply(double tol) {
   std::vector<RealComplex> y(x.size()), y1(x.size());
   const int threads = omp_get_max_threads();
   omp_set_num_threads(1);
-  make_host_z_operator<Real>(g, rhs_incidence, sc)->apply(x.data(), c.data(), y1.data(), nullptr);
+  make_host_z_operator<Real>(g, rhs_incidence, d_axes)->apply(x.data(), c.data(), y1.data(), nullptr);
   omp_set_num_threads(4);
-  make_host_z_operator<Real>(g, rhs_incidence, sc)->apply(x.data(), c.data(), y.data(), nullptr);
+  make_host_z_operator<Real>(g, rhs_incidence, d_axes)->apply(x.data(), c.data(), y.data(), nullptr);
   omp_set_num_threads(threads);
   CHECK(std::memcmp(y.data(), y1.data(), y.size() * sizeof(RealComplex)) == 0);
 
@@ -190,7 +192,13 @@ void check_host_apply(double tol) {
         for (int comp = 0; comp < 3; ++comp) {
           const std::size_t xi = (std::size_t(q) * nr + r) * 3 * nm + std::size_t(comp) * nm + m;
           ref[comp] = LongComplex(x[xi]);
-          if (comp < 2) ref[comp] += LongComplex(c[(std::size_t(q) * nr + r) * sc * nm + std::size_t(comp + 3) * nm + m]);
+          int d_at = -1;  // D's components follow J's in increasing axis order
+          for (int axis = 0, next = 3; axis < 3; ++axis)
+            if (d_axes >> axis & 1u) {
+              if (axis == comp) d_at = next;
+              ++next;
+            }
+          if (d_at >= 0) ref[comp] += LongComplex(c[(std::size_t(q) * nr + r) * sc * nm + std::size_t(d_at) * nm + m]);
           scale[comp] = std::abs(ref[comp]);
         }
         const LongComplex pref = i / (2.0L * kz);
@@ -235,8 +243,11 @@ void check_host_apply(double tol) {
 
 TEST_CASE("host z-operator: apply equals the direct sums over the slices, whatever the thread count",
           "[physics][z_operator]") {
-  check_host_apply<double>(1e-12);
-  check_host_apply<float>(1e-5);  // y rounded to complex64: a few eps_f of the terms' scale
+  for (unsigned d_axes : {0b011u, 0b101u}) {  // 2D (D_x, D_y) and 1D tilted (D_x, D_z)
+    INFO("D components (mask) " << d_axes);
+    check_host_apply<double>(1e-12, d_axes);
+    check_host_apply<float>(1e-5, d_axes);  // y rounded to complex64: a few eps_f of the terms' scale
+  }
 }
 
 TEST_CASE("host z-operator: the far-field sums equal the direct sums over the slices", "[physics][z_operator]") {
@@ -246,12 +257,12 @@ TEST_CASE("host z-operator: the far-field sums equal the direct sums over the sl
   const ZGrid grid = random_grid(10);
   const std::vector<FloquetOrders> incidences = random_incidences(3, 2, 2);  // two wavelengths: k1 per incidence
   const GreenCoefficients g = green_coefficients(grid, incidences);
-  const int nz = g.slices, nm = g.orders, sc = 4;
+  const int nz = g.slices, nm = g.orders, sc = 4;  // J and D_x (1D)
   const std::vector<int> rhs_incidence{0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5};
   const int nr = int(rhs_incidence.size());
   const std::vector<std::complex<double>> c = test::random_complex<double>(std::size_t(nz) * nr * sc * nm);
   std::vector<std::complex<double>> sums(std::size_t(nr) * nm * 4, test::poison<double>());
-  make_host_z_operator<double>(g, rhs_incidence, sc)->far_field_sums(c.data(), sums.data(), nullptr);
+  make_host_z_operator<double>(g, rhs_incidence, 0b001)->far_field_sums(c.data(), sums.data(), nullptr);
   const LongComplex i(0, 1);
   int upward = 0;
   for (int r = 0; r < nr; ++r)
@@ -315,7 +326,7 @@ template <class Real>
 void check_member_independence() {
   using RealComplex = std::complex<Real>;
   const ZGrid grid = random_grid(6);
-  constexpr int members = 3, per_member = 3, sc = 5;
+  constexpr int members = 3, per_member = 3, sc = 5;  // J, D_x, D_y
   const std::vector<FloquetOrders> incidences = random_incidences(2, 2, members);
   const GreenCoefficients g = green_coefficients(grid, incidences);
   REQUIRE(g.members == members);
@@ -326,7 +337,7 @@ void check_member_independence() {
   const std::vector<RealComplex> c = test::random_complex<Real>(std::size_t(nz) * nr * sc * nm);
   std::vector<RealComplex> y(x.size(), test::poison<Real>());
   std::vector<std::complex<double>> sums(std::size_t(nr) * nm * 4, test::poison<double>());
-  auto batch = make_host_z_operator<Real>(g, rhs_incidence, sc);
+  auto batch = make_host_z_operator<Real>(g, rhs_incidence, 0b011);
   batch->apply(x.data(), c.data(), y.data(), nullptr);
   batch->far_field_sums(c.data(), sums.data(), nullptr);
   for (int w = 0; w < members; ++w) {
@@ -349,7 +360,7 @@ void check_member_independence() {
     const std::vector<RealComplex> xw = part(x, 3), cw = part(c, sc);
     std::vector<RealComplex> yw(xw.size(), test::poison<Real>());
     std::vector<std::complex<double>> sums_w(std::size_t(nr_member) * nm * 4, test::poison<double>());
-    auto alone = make_host_z_operator<Real>(gw, rhs_own, sc);
+    auto alone = make_host_z_operator<Real>(gw, rhs_own, 0b011);
     alone->apply(xw.data(), cw.data(), yw.data(), nullptr);
     alone->far_field_sums(cw.data(), sums_w.data(), nullptr);
     const std::vector<RealComplex> expected = part(y, 3);
