@@ -301,7 +301,10 @@ class GpuDirect final : public Convolution<Real> {
     GS_SUPPORTS(blocks <= std::size_t(INT32_MAX), "gpu-direct: batch too large for one grid (" + std::to_string(blocks) +
                                                    " CUDA blocks, limit 2^31 - 1)");
     blocks_ = static_cast<unsigned>(blocks);
-    GS_CUDA_TRY(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes_)));
+    // The attribute belongs to the kernel function, shared by every plan that instantiates it: set to this
+    // plan's need, a later plan needing less would make this one's launches fail (cudaErrorInvalidValue).
+    // The device's opt-in maximum serves every plan.
+    GS_CUDA_TRY(cudaFuncSetAttribute(kernel_, cudaFuncAttributeMaxDynamicSharedMemorySize, limits.shared_bytes_per_block));
     set_kernels(kernels);
   }
 

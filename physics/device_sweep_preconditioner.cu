@@ -358,7 +358,9 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
                "the sweep preconditioner on the device: " + std::to_string(nm_) + " orders need " +
                    std::to_string(shared_bytes_) + " bytes of shared memory per block, the device allows " +
                    std::to_string(limit) + "; choose preconditioner: averaged or none, or a host backend");
-    GS_CUDA_TRY(cudaFuncSetAttribute(apply_sweep<Real>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared_bytes_)));
+    // The device's maximum, not this preconditioner's need: the attribute is the kernel function's, shared by
+    // every preconditioner alive, and one needing less must not lower another's limit.
+    GS_CUDA_TRY(cudaFuncSetAttribute(apply_sweep<Real>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
     groups_ = DeviceBuffer<DeviceGroup>(groups.size());
     groups_.upload(groups);
     first_group_ = DeviceBuffer<int>(first.size());

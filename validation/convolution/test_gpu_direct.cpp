@@ -133,6 +133,28 @@ TEMPLATE_TEST_CASE("gpu-direct on a non-blocking stream, with kernels replaced",
   }
 }
 
+TEMPLATE_TEST_CASE("gpu-direct: a plan still runs after a later plan of the same kernel needing less shared memory",
+                   "[convolution][gpu-direct]", float, double) {
+  // The dynamic shared-memory limit is an attribute of the kernel function, not of a plan: the Richardson
+  // pair of a 1D solve (the same pattern on 80 and on 40 slices) once made the first plan's launches fail.
+  // Many slices: one chunk of 4 fields per block; few: a block per field (to fill the SMs), less memory.
+  Problem large{.n1 = 49, .n2 = 1, .slices = 600, .per_slice = 4}, small = large;
+  small.slices = 10;
+  const DirectTiling tiling{DirectForm::direct_sum, 1};
+  const auto kernels = test::random_kernels<TestType>(large);
+  const auto small_kernels = test::random_kernels<TestType>(small);
+  const test::TestStream stream;
+  auto first = conv::detail::make_gpu_direct<TestType>(large, kernels, tiling);
+  auto second = conv::detail::make_gpu_direct<TestType>(small, small_kernels, tiling);
+  const auto in = test::random_complex<TestType>(large.input_size());
+  const auto out = test::run_on_stream(*first, in, stream.get());
+  CHECK(test::worst_error_against_direct<TestType>(large, kernels, in, out) <= test::backend_tolerance<TestType>());
+  const auto small_in = test::random_complex<TestType>(small.input_size());
+  const auto small_out = test::run_on_stream(*second, small_in, stream.get());
+  CHECK(test::worst_error_against_direct<TestType>(small, small_kernels, small_in, small_out) <=
+        test::backend_tolerance<TestType>());
+}
+
 TEMPLATE_TEST_CASE("gpu-direct shifts a field by a delta kernel exactly", "[convolution][gpu-direct]", float, double) {
   // χ = δ(n − s): out(m) = in(m − s) inside the block, 0 where m − s leaves it; a sum of exact zeros and
   // one product by 1, so the result is exact in any precision.
