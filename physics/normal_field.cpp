@@ -587,29 +587,25 @@ TiltedEdges tilted_edges(const Lattice& lattice, const SliceContent& slice) {
   const auto wrap = [&](double x) { return x - period * std::floor((x + period / 2) / period); };
   const auto region_at = [&](double x) { return cell.region_at({wrap(x), 0.0}); };
   // Candidate edges: every rectangle wall, wrapped into the cell; kept where the regions on either side differ.
-  struct Wall {
-    double x;
-    int shape, side;  // side 0: left wall (x − w/2), 1: right wall
-  };
-  std::vector<Wall> walls;
-  for (std::size_t k = 0; k < slice.shapes.size(); ++k) {
-    const auto& r = std::get<Rectangle>(slice.shapes[k]);
+  // (Which shape and side a kept edge belongs to follows from the regions beside it, below.)
+  std::vector<double> walls;
+  for (const PlanarShape& shape : slice.shapes) {
+    const auto& r = std::get<Rectangle>(shape);
     if (r.width_x >= period) continue;  // spans the period: no wall
-    walls.push_back({wrap(r.center.x - r.width_x / 2), int(k), 0});
-    walls.push_back({wrap(r.center.x + r.width_x / 2), int(k), 1});
+    walls.push_back(wrap(r.center.x - r.width_x / 2));
+    walls.push_back(wrap(r.center.x + r.width_x / 2));
   }
-  std::sort(walls.begin(), walls.end(), [](const Wall& a, const Wall& b) { return a.x < b.x; });
+  std::sort(walls.begin(), walls.end());
   const double hair = 1e-9 * period;
   TiltedEdges e;
-  for (std::size_t j = 0; j < walls.size(); ++j) {
-    const Wall& w = walls[j];
-    if (!e.x.empty() && w.x - e.x.back() < 2 * hair) continue;  // coincident walls: one edge
-    const int left = region_at(w.x - hair), right = region_at(w.x + hair);
+  for (const double w : walls) {
+    if (!e.x.empty() && w - e.x.back() < 2 * hair) continue;  // coincident walls: one edge
+    const int left = region_at(w - hair), right = region_at(w + hair);
     if (left == right) continue;
     // The wall seen is the later-painted shape's: its left wall where it lies to the right, else its right wall.
     const int owner = std::max(left, right), side = owner == right ? 0 : 1;
     const double slope = slice.wall_slopes.empty() ? 0.0 : slice.wall_slopes[std::size_t(owner)][std::size_t(side)];
-    e.x.push_back(w.x);
+    e.x.push_back(w);
     e.phi.push_back(-std::atan(slope));
   }
   for (std::size_t j = 0; j < e.x.size(); ++j) {
