@@ -130,15 +130,15 @@ template <class Real>
 std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients& coefficients,
                                                         std::vector<int> rhs_incidence, unsigned d_axes = 0);
 
-/// The averaged preconditioner of preconditioner.hpp on the device: the host-assembled matrices are
-/// uploaded and inverted on the device in complex128 (cuBLAS batched LU, the host's singularity test:
-/// throws as expect_regular_* does), the inverses kept rounded to Real. The set-up runs on the calling
+/// The averaged preconditioner of preconditioner.hpp on the device: Ā's sweep uploaded as the host built
+/// it (complex128) and applied by one thread per (rhs, order); the host-assembled L_p uploaded and
+/// inverted on the device in complex128 (cuBLAS batched LU, the host's singularity test: throws as
+/// expect_regular_local does), the inverses kept rounded to Real. The set-up runs on the calling
 /// thread's default stream (cudaStreamPerThread) and waits for it, not for other streams, before
-/// returning. Device memory while building: beside the
-/// inverses, one part's matrices twice in complex128. The rhs must be grouped by incidence, one or two
-/// per incidence (physics' s, p pairs).
+/// returning. Device memory while building: beside the inverses, L_p twice in complex128. The rhs must
+/// be grouped by incidence, one or two per incidence (physics' s, p pairs).
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedMatrices& averaged,
+std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedSweep& averaged,
                                                                  const LocalMatrices& local,
                                                                  std::vector<int> rhs_incidence);
 

@@ -1,19 +1,19 @@
 // The preconditioner P = L⁻¹ L̄ Ā⁻¹ (preconditioner.hpp) on the device.
 //
-// Set-up: the host assembles Ā and L_p in complex128; they are uploaded and inverted here by cuBLAS's
-// batched LU (cublasZgetrfBatched, partial pivoting, then cublasZgetriBatched into a second array), in
-// complex128, one part after the other; the singularity test is the host's (expect_regular_*: the
-// largest |A_ij| per matrix before, the smallest pivot |U_ii| after the factorisation, computed by two
-// small kernels and checked on the host). The inverses are kept rounded to Real.
+// Set-up: the host builds Ā's sweep (AveragedSweep, complex128, uploaded as it is) and assembles L_p in
+// complex128; L_p is uploaded and inverted here by cuBLAS's batched LU (cublasZgetrfBatched, partial
+// pivoting, then cublasZgetriBatched into a second array), in complex128; the singularity test is the
+// host's (expect_regular_local: the largest |A_ij| per matrix before, the smallest pivot |U_ii| after the
+// factorisation, computed by two small kernels and checked on the host). The inverses are kept rounded
+// to Real.
 //
 // Application, three launches on the problem's stream:
-//   Ā⁻¹: one thread block per (incidence, order); its right-hand sides' n = 3·Nz values are gathered
-//        into shared memory (complex128), then each thread forms rows i, i + blockDim, ... reading the
-//        column-major inverse, so the threads of a warp read consecutive addresses;
+//   Ā⁻¹: one thread per (rhs, order) runs the averaged sweep up and down the slices (complex128, v_p in
+//        a complex128 scratch vector; consecutive orders read consecutive addresses);
 //   L̄:   one thread per (slice, rhs, order), a 3×3 product;
 //   L⁻¹: one thread block per (slice, rhs), the contiguous block of 3·orders values gathered into
-//        shared memory, rows as for Ā⁻¹.
-// Memory traffic per apply: every matrix once, three passes over the batched vector.
+//        shared memory, each thread forming rows i, i + blockDim, ... of the column-major inverse.
+// Memory traffic per apply: every matrix once, about five passes over the batched vector.
 // With an empty LocalMatrices only the first launch runs, into y (Ā⁻¹ alone: the coarse
 // preconditioner's outer part). The coarse preconditioner adds one launch after it (apply_coarse).
 #include <cmath>
@@ -34,39 +34,75 @@ namespace {
 
 constexpr int threads = 128;
 
-/// x, y: batched layout, element (slice p, rhs r, comp, order m) at (p·nr + r)·3·nm + comp·nm + m;
-/// the rhs of incidence a are a·per .. a·per + per − 1.
-template <class Real, int Per>
-__global__ void __launch_bounds__(threads)
-    apply_inverses(const Complex2<Real>* __restrict__ matrices, const Complex2<Real>* x, Complex2<Real>* y, int nm,
-                   int nz, int nr) {
-  extern __shared__ double2 gathered[];  // [Per][n]
-  const int am = blockIdx.x, a = am / nm, m = am % nm;
-  const int n = 3 * nz;
-  const std::size_t block = 3 * std::size_t(nm);
-  const auto at = [&](int i, int r) { return (std::size_t(i / 3) * nr + r) * block + std::size_t(i % 3) * nm + m; };
-  for (int i = threadIdx.x; i < n; i += blockDim.x)
-    for (int k = 0; k < Per; ++k) {
-      const auto v = x[at(i, a * Per + k)];
-      gathered[k * n + i] = {double(v.x), double(v.y)};
+__device__ inline double2 multiply_add(double2 acc, double2 a, double2 b) {
+  return {acc.x + a.x * b.x - a.y * b.y, acc.y + a.x * b.y + a.y * b.x};
+}
+__device__ inline double2 multiply(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
+
+/// y ← Ā⁻¹ x by the averaged sweep (AveragedSweep), one thread per (rhs r, order m): v_p = N⁻¹ b_p − K g
+/// from the bottom slice up (into `v`, complex128, at (p·3 + c)·nr·nm + r·nm + m), then x_p = v_p − H a
+/// from the top down. x, y: batched layout, element (slice p, rhs r, comp, order m) at
+/// (p·nr + r)·3·nm + comp·nm + m; values at ((a·nz + p)·entries + e)·nm + m, a = rhs_incidence[r].
+template <class Real>
+__global__ void apply_averaged_sweep(const double2* __restrict__ values, const int* __restrict__ rhs_incidence,
+                                     const Complex2<Real>* x, Complex2<Real>* y, double2* v, int nm, int nz, int nr) {
+  using S = AveragedSweep;
+  using V = Complex2<Real>;
+  const std::size_t index = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (index >= std::size_t(nr) * nm) return;
+  const int m = int(index % nm), r = int(index / nm), a = rhs_incidence[r];
+  const std::size_t lanes = std::size_t(nr) * nm;
+  const auto value = [&](int p, int entry) {
+    return values[((std::size_t(a) * nz + p) * S::entries + entry) * nm + m];
+  };
+  const auto element = [&](int p, int c) { return (std::size_t(p) * nr + r) * 3 * std::size_t(nm) + std::size_t(c) * nm + m; };
+  double2 g[2] = {{0, 0}, {0, 0}};
+  for (int p = nz - 1; p >= 0; --p) {
+    double2 b[3], vp[3];
+    for (int c = 0; c < 3; ++c) {
+      const V e = x[element(p, c)];
+      b[c] = {double(e.x), double(e.y)};
     }
-  __syncthreads();
-  const auto* matrix = matrices + std::size_t(am) * n * n;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    double2 sum[Per];
-    for (int k = 0; k < Per; ++k) sum[k] = {0, 0};
-    for (int j = 0; j < n; ++j) {
-      const auto mij = matrix[std::size_t(j) * n + i];
-      const double re = mij.x, im = mij.y;
-      for (int k = 0; k < Per; ++k) {
-        const double2 v = gathered[k * n + j];
-        sum[k].x += re * v.x - im * v.y;
-        sum[k].y += re * v.y + im * v.x;
+    for (int i = 0; i < 3; ++i) {
+      double2 sum = multiply(value(p, S::inverse + 3 * i), b[0]);
+      sum = multiply_add(sum, value(p, S::inverse + 3 * i + 1), b[1]);
+      sum = multiply_add(sum, value(p, S::inverse + 3 * i + 2), b[2]);
+      const double2 kg = multiply_add(multiply(value(p, S::gain_g + 2 * i), g[0]), value(p, S::gain_g + 2 * i + 1), g[1]);
+      vp[i] = {sum.x - kg.x, sum.y - kg.y};
+      v[(std::size_t(p) * 3 + i) * lanes + index] = vp[i];
+    }
+    if (p > 0) {
+      const double2 step = value(p, S::step);
+      double2 next[2];
+      for (int k = 0; k < 2; ++k) {
+        double2 sum = g[k];
+        for (int c = 0; c < 3; ++c) sum = multiply_add(sum, value(p, S::up + 3 * k + c), vp[c]);
+        next[k] = multiply(step, sum);
       }
+      g[0] = next[0];
+      g[1] = next[1];
     }
-    for (int k = 0; k < Per; ++k) {
-      using V = Complex2<Real>;
-      y[at(i, a * Per + k)] = V{Real(sum[k].x), Real(sum[k].y)};
+  }
+  double2 amplitude[2] = {{0, 0}, {0, 0}};
+  for (int p = 0; p < nz; ++p) {
+    double2 xp[3];
+    for (int i = 0; i < 3; ++i) {
+      const double2 ha =
+          multiply_add(multiply(value(p, S::gain_a + 2 * i), amplitude[0]), value(p, S::gain_a + 2 * i + 1), amplitude[1]);
+      const double2 vi = v[(std::size_t(p) * 3 + i) * lanes + index];
+      xp[i] = {vi.x - ha.x, vi.y - ha.y};
+      y[element(p, i)] = V{Real(xp[i].x), Real(xp[i].y)};
+    }
+    if (p + 1 < nz) {
+      const double2 step = value(p + 1, S::step);
+      double2 next[2];
+      for (int k = 0; k < 2; ++k) {
+        double2 sum = amplitude[k];
+        for (int c = 0; c < 3; ++c) sum = multiply_add(sum, value(p, S::down + 3 * k + c), xp[c]);
+        next[k] = multiply(step, sum);
+      }
+      amplitude[0] = next[0];
+      amplitude[1] = next[1];
     }
   }
 }
@@ -221,7 +257,7 @@ class DevicePreconditioner final : public Preconditioner<Real> {
   using typename Preconditioner<Real>::Complex;
   using V = Complex2<Real>;
 
-  DevicePreconditioner(const AveragedMatrices& averaged, const LocalMatrices& local, const std::vector<int>& rhs_incidence)
+  DevicePreconditioner(const AveragedSweep& averaged, const LocalMatrices& local, const std::vector<int>& rhs_incidence)
       : nm_(averaged.orders), nz_(averaged.slices), na_(averaged.incidences), nr_(int(rhs_incidence.size())) {
     GS_EXPECTS(local.incidences == na_ && local.orders == nm_ && local.slices == nz_,
             "device preconditioner: the averaged and local parts disagree in size");
@@ -230,17 +266,18 @@ class DevicePreconditioner final : public Preconditioner<Real> {
             "device preconditioner: expects one or two right-hand sides per incidence");
     for (int r = 0; r < nr_; ++r)
       GS_EXPECTS(rhs_incidence[r] == r / per_, "device preconditioner: right-hand sides must be grouped by incidence");
-    shared_bytes_ = std::size_t(per_) * averaged.n() * sizeof(double2);
-    GS_EXPECTS(shared_bytes_ <= 48 * 1024, "device preconditioner: " + std::to_string(averaged.slices) +
-                                            " slices exceed the shared memory of one block; use preconditioner: none");
     averaged_only_ = local.matrices.empty();  // Ā⁻¹ alone (the coarse preconditioner's outer part)
     local_shared_bytes_ = local.n() * sizeof(double2);
     GS_EXPECTS(averaged_only_ || local_shared_bytes_ <= 48 * 1024,
                "device preconditioner: " + std::to_string(nm_) +
                    " orders exceed the shared memory of one block; use preconditioner: none");
-    const int orders = nm_, slices = nz_;
-    matrices_ = invert_on_device<V>(averaged.matrices, averaged.n(), averaged.count(),
-                                    [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
+    const int slices = nz_;
+    // Uploads on this thread's default stream (DeviceBuffer's copies), like the inversion below.
+    sweep_ = DeviceBuffer<double2>(averaged.values.size());
+    sweep_.upload(std::span(reinterpret_cast<const double2*>(averaged.values.data()), averaged.values.size()));
+    rhs_incidence_ = DeviceBuffer<int>(rhs_incidence.size());
+    rhs_incidence_.upload(rhs_incidence);
+    sweep_scratch_ = DeviceBuffer<double2>(std::size_t(nz_) * 3 * nr_ * nm_);
     if (!averaged_only_) {
       local_ = invert_on_device<V>(local.matrices, local.n(), local.count(),
                                    [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
@@ -260,12 +297,10 @@ class DevicePreconditioner final : public Preconditioner<Real> {
   void apply(const Complex* x, Complex* y, Stream stream) override {
     const auto* in = reinterpret_cast<const V*>(x);
     auto* out = reinterpret_cast<V*>(y);
-    const unsigned blocks = unsigned(na_) * unsigned(nm_);
     V* averaged_out = averaged_only_ ? out : t1_.data();
-    if (per_ == 2)
-      apply_inverses<Real, 2><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, averaged_out, nm_, nz_, nr_);
-    else
-      apply_inverses<Real, 1><<<blocks, threads, shared_bytes_, stream>>>(matrices_.data(), in, averaged_out, nm_, nz_, nr_);
+    const std::size_t lanes = std::size_t(nr_) * nm_;
+    apply_averaged_sweep<Real><<<unsigned((lanes + threads - 1) / threads), threads, 0, stream>>>(
+        sweep_.data(), rhs_incidence_.data(), in, averaged_out, sweep_scratch_.data(), nm_, nz_, nr_);
     GS_CUDA_CHECK_LAUNCH();
     if (averaged_only_) return;
     const std::size_t elements = std::size_t(nz_) * nr_ * nm_;
@@ -280,8 +315,10 @@ class DevicePreconditioner final : public Preconditioner<Real> {
  private:
   int nm_, nz_, na_, nr_, per_ = 0;
   bool averaged_only_ = false;
-  std::size_t shared_bytes_ = 0, local_shared_bytes_ = 0;
-  DeviceBuffer<V> matrices_, local_, t1_, t2_;
+  std::size_t local_shared_bytes_ = 0;
+  DeviceBuffer<double2> sweep_, sweep_scratch_;
+  DeviceBuffer<int> rhs_incidence_;
+  DeviceBuffer<V> local_, t1_, t2_;
   DeviceBuffer<double2> local_averaged_;
 };
 
@@ -394,15 +431,15 @@ template std::unique_ptr<Preconditioner<double>> make_device_coarse_precondition
     std::unique_ptr<Preconditioner<double>>, const CoarseMatrices&, std::vector<int>, int);
 
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedMatrices& averaged,
+std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedSweep& averaged,
                                                                  const LocalMatrices& local,
                                                                  std::vector<int> rhs_incidence) {
   return std::make_unique<DevicePreconditioner<Real>>(averaged, local, rhs_incidence);
 }
-template std::unique_ptr<Preconditioner<float>> make_device_preconditioner<float>(const AveragedMatrices&,
+template std::unique_ptr<Preconditioner<float>> make_device_preconditioner<float>(const AveragedSweep&,
                                                                                   const LocalMatrices&,
                                                                                   std::vector<int>);
-template std::unique_ptr<Preconditioner<double>> make_device_preconditioner<double>(const AveragedMatrices&,
+template std::unique_ptr<Preconditioner<double>> make_device_preconditioner<double>(const AveragedSweep&,
                                                                                     const LocalMatrices&,
                                                                                     std::vector<int>);
 

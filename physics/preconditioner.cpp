@@ -38,10 +38,13 @@ Preconditioning parse_preconditioning(std::string_view name) {
 }
 
 std::size_t preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, std::size_t real_bytes) {
-  const std::size_t n = 3 * slices, n_l = 3 * orders, complex_bytes = 2 * real_bytes;
-  const std::size_t averaged = n * n * orders * incidences, local = n_l * n_l * slices * incidences;
+  const std::size_t n_l = 3 * orders, complex_bytes = 2 * real_bytes;
+  const std::size_t local = n_l * n_l * slices * incidences;
   const std::size_t scratch = 2 * slices * 2 * incidences * 3 * orders;  // two batched vectors
-  return (averaged + local + scratch) * complex_bytes + 9 * orders * slices * incidences * 16;
+  // complex128: the averaged sweep's entries and its v_p (a vector's worth), L̄ (9 per slice and order)
+  const std::size_t exact = (std::size_t(AveragedSweep::entries) + 9) * orders * slices * incidences +
+                            slices * 2 * incidences * 3 * orders;
+  return (local + scratch) * complex_bytes + exact * 16;
 }
 
 std::size_t coarse_unknowns(int slices, int m1, int m2, int mc) {
@@ -143,6 +146,84 @@ AveragedMatrices averaged_matrices(const GreenCoefficients& g, std::span<const M
       }
     }
   }
+  return out;
+}
+
+AveragedSweep averaged_sweep(const GreenCoefficients& g, std::span<const MeanTensors> slices) {
+  using C = std::complex<double>;
+  using Matrix3 = Eigen::Matrix3cd;
+  using Matrix32 = Eigen::Matrix<C, 3, 2>;
+  using Matrix23 = Eigen::Matrix<C, 2, 3>;
+  GS_EXPECTS(int(slices.size()) == g.slices * g.members && !g.self.empty(),
+             "averaged_sweep: one mean tensor per (slice, member), and the per-slice Green tables");
+  const int nz = g.slices, nm = g.orders, na = g.incidences;
+  using S = AveragedSweep;
+  AveragedSweep out{na, nm, nz, {}};
+  out.values.assign(std::size_t(na) * nz * S::entries * nm, C(0));
+  const auto tensor = [](const Tensor& t) { return Eigen::Map<const Eigen::Matrix<C, 3, 3, Eigen::RowMajor>>(t.data()); };
+  std::string failure;  // the first singular N_p, by (incidence, order)
+  std::ptrdiff_t failed = std::ptrdiff_t(na) * nm;
+  // OpenMP over (incidence, order): each sweeps its slices bottom-up (ρ_{p−1} needs ρ_p) and writes its
+  // own entries, so the result does not depend on the thread count.
+  const std::ptrdiff_t count = std::ptrdiff_t(na) * nm;
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t am = 0; am < count; ++am) {
+    const int a = int(am / nm), m = int(am % nm), member = member_of(g, a);
+    const std::size_t io = std::size_t(am);
+    const GreenTensors t = green_tensors(g, io);
+    Matrix32 e_plus, e_minus;  // Ẽ± = scale [ê, p̂±]; Π± = [ê, p̂±]ᵀ
+    Matrix23 pi_plus, pi_minus;
+    for (int c = 0; c < 3; ++c) {
+      pi_plus(0, c) = pi_minus(0, c) = t.e[std::size_t(c)];
+      pi_plus(1, c) = t.plus[std::size_t(c)];
+      pi_minus(1, c) = t.minus[std::size_t(c)];
+    }
+    e_plus = t.scale * pi_plus.transpose();
+    e_minus = t.scale * pi_minus.transpose();
+    const C bottom = g.depth[io * nz + std::size_t(nz - 1)];
+    Eigen::Matrix2cd rho = Eigen::Matrix2cd::Zero();
+    rho(0, 0) = bottom * bottom * g.rs[io];
+    rho(1, 1) = bottom * bottom * g.rp[io];
+    const auto store = [&](int p, int entry, const auto& matrix) {  // row-major from the entry offset
+      for (Eigen::Index i = 0; i < matrix.rows(); ++i)
+        for (Eigen::Index j = 0; j < matrix.cols(); ++j)
+          out.values[out.at(a, p, entry + int(i * matrix.cols() + j), m)] = matrix(i, j);
+    };
+    for (int p = nz - 1; p >= 0; --p) {
+      const MeanTensors& mean = slices[std::size_t(p) * g.members + member];  // engine slice p·members + member
+      const std::size_t i = io * nz + std::size_t(p);
+      const Matrix3 c = tensor(mean.c);
+      const Matrix3 lprime = Matrix3::Identity() + tensor(mean.d) + tensor(self_green(t, g, i)) * c;
+      const Matrix23 phi = g.weight[i] * pi_minus * c, psi = g.weight[i] * pi_plus * c;
+      const Matrix32 e_rho = e_plus * rho;
+      const Matrix3 big_n = lprime + e_rho * phi;
+      const Eigen::PartialPivLU<Matrix3> lu(big_n);
+      const double largest = big_n.cwiseAbs().maxCoeff();
+      const double pivot = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
+      if (!(std::isfinite(largest) && pivot > 1e-13 * largest)) {
+#pragma omp critical(averaged_sweep_failure)
+        if (am < failed) {
+          failed = am;
+          failure = "the laterally averaged problem is singular for incidence " + std::to_string(a) + ", order index " +
+                    std::to_string(m) + " at slice " + std::to_string(p) +
+                    " (a guided resonance of the averaged stack?): use preconditioner: none";
+        }
+        break;
+      }
+      const Matrix3 inverse = lu.inverse();
+      const Matrix32 gain_a = inverse * (e_rho + e_minus);
+      const Matrix23 up = rho * phi + psi;
+      store(p, S::inverse, inverse);
+      store(p, S::gain_g, Matrix32(inverse * e_plus));
+      store(p, S::gain_a, gain_a);
+      store(p, S::up, up);
+      store(p, S::down, phi);
+      const C s = p > 0 ? g.step[i] : C(0);
+      out.values[out.at(a, p, S::step, m)] = s;
+      rho = s * s * (rho - up * gain_a);
+    }
+  }
+  GS_EXPECTS(failure.empty(), failure);
   return out;
 }
 
@@ -281,15 +362,6 @@ bool regular(double largest, double smallest_pivot) {
 }
 
 }  // namespace
-
-void expect_regular_averaged(std::span<const double> largest, std::span<const double> smallest_pivot, int orders) {
-  GS_EXPECTS(largest.size() == smallest_pivot.size() && orders > 0, "expect_regular_averaged: sizes");
-  for (std::size_t am = 0; am < largest.size(); ++am)
-    GS_EXPECTS(regular(largest[am], smallest_pivot[am]),
-            "the laterally averaged problem is singular for incidence " + std::to_string(am / orders) +
-                ", order index " + std::to_string(am % orders) +
-                " (a guided resonance of the averaged stack?): use preconditioner: none");
-}
 
 void expect_regular_coarse(std::span<const double> largest, std::span<const double> smallest_pivot) {
   GS_EXPECTS(largest.size() == smallest_pivot.size(), "expect_regular_coarse: sizes");
@@ -544,44 +616,32 @@ template <class Real>
 class HostPreconditioner final : public Preconditioner<Real> {
  public:
   using typename Preconditioner<Real>::Complex;
-  HostPreconditioner(AveragedMatrices averaged, LocalMatrices local, std::vector<int> rhs_incidence)
-      : incidences_(averaged.incidences), orders_(averaged.orders), slices_(averaged.slices),
-        rhs_(std::move(rhs_incidence)), local_averaged_(std::move(local.averaged)) {
-    GS_EXPECTS(local.incidences == incidences_ && local.orders == orders_ && local.slices == slices_,
+  HostPreconditioner(AveragedSweep averaged, LocalMatrices local, std::vector<int> rhs_incidence)
+      : orders_(averaged.orders), slices_(averaged.slices), rhs_(std::move(rhs_incidence)),
+        averaged_(std::move(averaged)), local_averaged_(std::move(local.averaged)) {
+    GS_EXPECTS(local.incidences == averaged_.incidences && local.orders == orders_ && local.slices == slices_,
             "preconditioner: the averaged and local parts disagree in size");
-    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < incidences_, "preconditioner: rhs names an unknown incidence");
+    for (int a : rhs_) GS_EXPECTS(a >= 0 && a < averaged_.incidences, "preconditioner: rhs names an unknown incidence");
     const int orders = orders_, slices = slices_;
-    // Unknown i of Ā is (slice i / 3, component i % 3), of L_p (component i / orders, order i % orders).
-    std::vector<int> averaged_component(averaged.n()), local_component(local.n());
-    for (std::size_t i = 0; i < averaged.n(); ++i) averaged_component[i] = int(i % 3);
-    for (std::size_t i = 0; i < local.n(); ++i) local_component[i] = int(i / std::size_t(orders));
-    averaged_ = factor<Real>(averaged.matrices, averaged.n(), averaged.count(), averaged_component,
-                             [&](auto largest, auto pivots) { expect_regular_averaged(largest, pivots, orders); });
-    averaged.matrices = {};  // the complex128 matrices go before the next part's factors come
     averaged_only_ = local.matrices.empty();
     if (!averaged_only_) {
+      // Unknown i of L_p is (component i / orders, order i % orders).
+      std::vector<int> local_component(local.n());
+      for (std::size_t i = 0; i < local.n(); ++i) local_component[i] = int(i / std::size_t(orders));
       local_ = factor<Real>(local.matrices, local.n(), local.count(), local_component,
                             [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
       const BatchLayout l{std::size_t(slices_), rhs_.size(), 3 * std::size_t(orders_)};
       t1_.resize(l.size());
       t2_.resize(l.size());
     }
-    std::size_t most = 0;
-    for (int a = 0; a < incidences_; ++a) {
-      std::vector<int> mine;
-      for (std::size_t r = 0; r < rhs_.size(); ++r)
-        if (rhs_[r] == a) mine.push_back(int(r));
-      most = std::max(most, mine.size());
-      rhs_of_.push_back(mine);
-    }
 #ifdef _OPENMP
     const int threads = omp_get_max_threads();
 #else
     const int threads = 1;
 #endif
-    // per thread: the gathered values (real and imaginary parts) of one (incidence, order)'s rhs, or
-    // of one (slice, rhs) block
-    scratch_per_thread_ = 2 * std::max(most * averaged.n(), local.n());
+    // per thread: v_p of one (rhs, order)'s averaged sweep (3·Nz complex128), or the gathered values
+    // (real and imaginary parts) of one (slice, rhs) block of L⁻¹
+    scratch_per_thread_ = std::max(6 * std::size_t(slices_), 2 * local.n());
     scratch_.resize(std::size_t(threads) * scratch_per_thread_);
   }
 
@@ -638,37 +698,57 @@ class HostPreconditioner final : public Preconditioner<Real> {
         }
   }
 
-  /// y ← Ā⁻¹ x per (incidence, order), all of the incidence's rhs in one pass over the factors.
+  /// y ← Ā⁻¹ x by the averaged sweep (AveragedSweep), one (rhs, order) at a time, in complex128: v_p
+  /// from the bottom up, then x_p from the top down.
   void apply_averaged(const Complex* x, Complex* y) {
-    const std::size_t n = averaged_.n, nm = std::size_t(orders_), nr = rhs_.size(), block = 3 * nm;
-    const std::ptrdiff_t count = std::ptrdiff_t(incidences_) * orders_;
-#pragma omp parallel for schedule(static) if (count * n * n >= 65536)
-    for (std::ptrdiff_t am = 0; am < count; ++am) {
-      const std::size_t a = std::size_t(am) / nm, m = std::size_t(am) % nm;
-      const std::vector<int>& mine = rhs_of_[a];
-      double *re = thread_scratch(), *im = re + mine.size() * n;
-      // Element (slice p, rhs r, component comp, order m) at (p·nr + r)·block + comp·nm + m.
-      const auto at = [&](std::size_t i, std::size_t r) { return ((i / 3) * nr + r) * block + (i % 3) * nm + m; };
-      const int* rows = &averaged_.rows[std::size_t(am) * n];
-      for (std::size_t k = 0; k < mine.size(); ++k)
-        for (std::size_t i = 0; i < n; ++i) {
-          const Complex v = x[at(std::size_t(rows[i]), std::size_t(mine[k]))];
-          re[k * n + i] = double(v.real());
-          im[k * n + i] = double(v.imag());
+    using C = std::complex<double>;
+    using S = AveragedSweep;
+    const int nz = slices_, nm = orders_, nr = int(rhs_.size());
+    const std::size_t block = 3 * std::size_t(nm);
+    const std::ptrdiff_t count = std::ptrdiff_t(nr) * nm;
+#pragma omp parallel for schedule(static) if (count * nz >= 4096)
+    for (std::ptrdiff_t rm = 0; rm < count; ++rm) {
+      const int r = int(rm / nm), m = int(rm % nm), a = rhs_[std::size_t(r)];
+      C* v = reinterpret_cast<C*>(thread_scratch());  // v_p at 3p
+      const auto value = [&](int p, int entry) { return averaged_.values[averaged_.at(a, p, entry, m)]; };
+      const auto element = [&](int p, int c) { return (std::size_t(p) * nr + r) * block + std::size_t(c) * nm + m; };
+      C g[2] = {0.0, 0.0};
+      for (int p = nz - 1; p >= 0; --p) {
+        const C b[3] = {C(x[element(p, 0)]), C(x[element(p, 1)]), C(x[element(p, 2)])};
+        C* vp = v + 3 * p;
+        for (int i = 0; i < 3; ++i)
+          vp[i] = value(p, S::inverse + 3 * i) * b[0] + value(p, S::inverse + 3 * i + 1) * b[1] +
+                  value(p, S::inverse + 3 * i + 2) * b[2] - value(p, S::gain_g + 2 * i) * g[0] -
+                  value(p, S::gain_g + 2 * i + 1) * g[1];
+        if (p > 0) {
+          const C step = value(p, S::step), g0 = g[0], g1 = g[1];
+          g[0] = step * (g0 + value(p, S::up) * vp[0] + value(p, S::up + 1) * vp[1] + value(p, S::up + 2) * vp[2]);
+          g[1] = step * (g1 + value(p, S::up + 3) * vp[0] + value(p, S::up + 4) * vp[1] + value(p, S::up + 5) * vp[2]);
         }
-      lu_solve(averaged_, std::size_t(am), re, im, mine.size());
-      const int* columns = &averaged_.columns[std::size_t(am) * n];
-      for (std::size_t k = 0; k < mine.size(); ++k)
-        for (std::size_t i = 0; i < n; ++i)
-          y[at(std::size_t(columns[i]), std::size_t(mine[k]))] = Complex(Real(re[k * n + i]), Real(im[k * n + i]));
+      }
+      C amplitude[2] = {0.0, 0.0};
+      for (int p = 0; p < nz; ++p) {
+        C* xp = v + 3 * p;
+        for (int i = 0; i < 3; ++i) {
+          xp[i] -= value(p, S::gain_a + 2 * i) * amplitude[0] + value(p, S::gain_a + 2 * i + 1) * amplitude[1];
+          y[element(p, i)] = Complex(xp[i]);
+        }
+        if (p + 1 < nz) {
+          const C step = value(p + 1, S::step), a0 = amplitude[0], a1 = amplitude[1];
+          amplitude[0] =
+              step * (a0 + value(p, S::down) * xp[0] + value(p, S::down + 1) * xp[1] + value(p, S::down + 2) * xp[2]);
+          amplitude[1] =
+              step * (a1 + value(p, S::down + 3) * xp[0] + value(p, S::down + 4) * xp[1] + value(p, S::down + 5) * xp[2]);
+        }
+      }
     }
   }
 
-  int incidences_, orders_, slices_;
+  int orders_, slices_;
   bool averaged_only_ = false;
   std::vector<int> rhs_;
-  std::vector<std::vector<int>> rhs_of_;
-  LuFactors<Real> averaged_, local_;
+  AveragedSweep averaged_;
+  LuFactors<Real> local_;
   std::vector<std::complex<double>> local_averaged_;
   std::vector<double> scratch_;
   std::size_t scratch_per_thread_ = 0;
@@ -769,13 +849,13 @@ template std::unique_ptr<Preconditioner<double>> make_host_coarse_preconditioner
     std::unique_ptr<Preconditioner<double>>, CoarseMatrices, std::vector<int>, int);
 
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedMatrices averaged, LocalMatrices local,
+std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedSweep averaged, LocalMatrices local,
                                                                std::vector<int> rhs_incidence) {
   return std::make_unique<HostPreconditioner<Real>>(std::move(averaged), std::move(local), std::move(rhs_incidence));
 }
-template std::unique_ptr<Preconditioner<float>> make_host_preconditioner<float>(AveragedMatrices, LocalMatrices,
+template std::unique_ptr<Preconditioner<float>> make_host_preconditioner<float>(AveragedSweep, LocalMatrices,
                                                                                 std::vector<int>);
-template std::unique_ptr<Preconditioner<double>> make_host_preconditioner<double>(AveragedMatrices, LocalMatrices,
+template std::unique_ptr<Preconditioner<double>> make_host_preconditioner<double>(AveragedSweep, LocalMatrices,
                                                                                   std::vector<int>);
 
 }  // namespace gratingsim::physics

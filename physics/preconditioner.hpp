@@ -8,8 +8,10 @@
 // (incidence, order m) Ā couples only the n = 3·Nz values (slice p, Cartesian component):
 //   (Ā f)_q = f_q + D̄_q f_q − Σ_p K_qp(m) k1² C̄_p f_p,
 // with the 3×3 mean tensors C̄_p (the source: the pattern's outputs 0..2; χ̄ I for Laurent) and D̄_p
-// (outputs 3, 4: the mean of γ n nᵀ; zero for Laurent). It is the exact operator of the averaged
-// (laterally uniform, possibly anisotropic) stack, with all slices coupled.
+// (the D outputs: the mean of γ n nᵀ; zero for Laurent). It is the exact operator of the averaged
+// (laterally uniform, possibly anisotropic) stack, with all slices coupled. Ā⁻¹ is applied by a sweep
+// over the slices per (incidence, order) (AveragedSweep: sweep_preconditioner.hpp's recursion for one
+// order, 3×3 blocks), O(Nz) to build and to apply, not by a dense LU of the 3Nz × 3Nz matrix.
 //
 // L_p, the slice's own block of A (z-local, all orders coupled): L_p = I + D_p⊛ − K_pp k1² C_p⊛, and
 // L̄_p its averaged counterpart (3×3 per order). L⁻¹ L̄ corrects Ā⁻¹ for the lateral structure of
@@ -17,14 +19,13 @@
 // (Ā⁻¹ alone was measured too: on a wire-grid polariser in p it took 3–6× more iterations than no
 // preconditioner; the product is better or equal on every case measured, see the closing note of #10.)
 //
-// Both parts are assembled from the z-operator's own GreenCoefficients (the same exponentials, weights
-// and self terms: docs/formulation.md §6, written out per 3×3 block in O(1) each, docs/solver.md §6),
-// in complex128, then factored by partial-pivoting LU in
+// Both parts are built from the z-operator's own GreenCoefficients (the same exponentials, weights
+// and self terms: docs/formulation.md §6), in complex128. L_p is factored by partial-pivoting LU in
 // complex128: on the host the LU factors are kept (rounded to Real) and applied by two triangular
-// solves, on the device (device.hpp) cuBLAS inverts them and the inverses are kept (rounded to Real):
-//   memory  (3Nz)²·orders·incidences + (3·orders)²·Nz·incidences complex numbers;
-//   apply   the same number of multiply-adds per right-hand side (a triangular pair costs n², as a
-//           product with the inverse does; factoring took 0.43 of the time of inverting, docs/solver.md §6).
+// solves, on the device (device.hpp) cuBLAS inverts them and the inverses are kept (rounded to Real);
+// the sweep's matrices stay in complex128 on both:
+//   memory  34·Nz·orders·incidences complex128 (Ā⁻¹) + (3·orders)²·Nz·incidences complex (L_p);
+//   apply   about 40·Nz·orders multiply-adds per right-hand side for Ā⁻¹, (3·orders)²·Nz for L⁻¹.
 // The second term grows as orders²: for 2D lattices (orders = N1·N2) it dominates quickly.
 #include <array>
 #include <complex>
@@ -66,13 +67,35 @@ enum class Preconditioning { automatic, averaged, coarse, sweep, none };
 std::string_view to_string(Preconditioning p);   ///< "auto", "averaged", "coarse", "sweep", "none"
 Preconditioning parse_preconditioning(std::string_view name);  ///< throws InvalidArgument naming the choices
 
-/// Per (incidence a, order m) the matrix Ā, n = 3·slices, column-major: element (i, j) at
-/// ((a·orders + m)·n + j)·n + i, with i = slice·3 + component (x, y, z).
+/// Per (incidence a, order m) the dense matrix Ā, n = 3·slices, column-major: element (i, j) at
+/// ((a·orders + m)·n + j)·n + i, with i = slice·3 + component (x, y, z). The coarse preconditioner's
+/// Green blocks are assembled as one (with C̄ = I, D̄ = 0); the preconditioner itself applies Ā⁻¹ by
+/// AveragedSweep.
 struct AveragedMatrices {
   int incidences = 0, orders = 0, slices = 0;
   std::vector<std::complex<double>> matrices;
   [[nodiscard]] std::size_t n() const { return std::size_t(3) * slices; }
   [[nodiscard]] std::size_t count() const { return std::size_t(incidences) * orders; }
+};
+
+/// Ā⁻¹ by the sweep of sweep_preconditioner.hpp for one order at a time: per (incidence a, order m) the
+/// averaged stack's slices are 3×3 blocks (L'_p = I + D̄_p + (c_p self + ẑẑ) C̄_p), its waves the e and p
+/// amplitudes of order m, so every matrix of the recursion is 3×3, 3×2, 2×3 or 2×2:
+///   N_p = L'_p + Ẽ⁺ ρ_p Φ_p,  K_p = N_p⁻¹ Ẽ⁺,  H_p = N_p⁻¹ (Ẽ⁺ ρ_p + Ẽ⁻),  Γ_p = ρ_p Φ_p + w_p Π⁺ C̄_p,
+///   Φ_p = w_p Π⁻ C̄_p,  ρ_{N−1} = e^{2ikz z_{N−1}} diag(r_s, r_p),  ρ_{p−1} = s_p² (ρ_p − Γ_p H_p),
+/// and Ā⁻¹ b is one sweep up (v_p = N_p⁻¹ b_p − K_p g_p, g_{p−1} = s_p (g_p + Γ_p v_p), g_{N−1} = 0) and
+/// one down (x_p = v_p − H_p a_p, a_{p+1} = s_{p+1} (a_p + Φ_p x_p), a_0 = 0). Built in O(Nz) per order
+/// (the dense Ā's LU cost (3Nz)³), applied in about 40 multiply-adds per slice and order.
+/// values: complex128, entry e of (a, p, m) at ((a·slices + p)·entries + e)·orders + m (consecutive
+/// orders adjacent: a device thread per order reads consecutive addresses); the small matrices
+/// row-major from their entry offset; step s_p (0 at p = 0).
+struct AveragedSweep {
+  static constexpr int inverse = 0, gain_g = 9, gain_a = 15, up = 21, down = 27, step = 33, entries = 34;
+  int incidences = 0, orders = 0, slices = 0;
+  std::vector<std::complex<double>> values;
+  [[nodiscard]] std::size_t at(int a, int p, int entry, int m) const {
+    return ((std::size_t(a) * slices + std::size_t(p)) * entries + std::size_t(entry)) * orders + std::size_t(m);
+  }
 };
 
 /// Bytes the preconditioner needs in Real storage (its matrices and two scratch vectors).
@@ -97,6 +120,12 @@ MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::co
 /// (problem.hpp), incidence a's slice p reads member_of(coefficients, a)'s.
 AveragedMatrices averaged_matrices(const GreenCoefficients& coefficients, std::span<const MeanTensors> slices);
 
+/// The sweep of Ā for the slices' mean tensors (one per engine slice p·members + member, as
+/// averaged_matrices). Throws InvalidArgument naming the incidence, order index and slice where N_p is
+/// singular (smallest LU pivot not above 1e-13 of its largest element, or not finite): a guided resonance
+/// of the averaged stack below that slice.
+AveragedSweep averaged_sweep(const GreenCoefficients& coefficients, std::span<const MeanTensors> slices);
+
 /// The z-local part of A: per (incidence a, slice p) L_p, the diagonal block of A in the slices with
 /// all orders coupled,
 ///   L_p = I + D_p⊛ − K_pp k1² C_p⊛    (K_pp: the diagonal block of K, self and reflected parts, one
@@ -116,13 +145,12 @@ struct LocalMatrices {
 LocalMatrices local_matrices(const GreenCoefficients& coefficients, const conv::Problem& problem,
                              std::span<const std::complex<double>> kernels, std::span<const MeanTensors> slices);
 
-/// The singularity test of both parts, the same on the host and the device. Partial pivoting never
+/// The singularity test of L_p, the same on the host and the device. Partial pivoting never
 /// reports singularity, so a matrix counts as singular when its smallest LU pivot |U_ii| is not above
 /// 1e-13 of its largest element |A_ij| (about 450 ulp of complex128), or when an element is not
 /// finite. `largest` per matrix is the largest |A_ij| (infinite where an element is not finite),
-/// `smallest_pivot` the smallest |U_ii| of its factorisation. Throws InvalidArgument naming the first singular Ā (incidence, order index:
-/// "a guided resonance of the averaged stack?") or L_p (slice), as the part's matrices are indexed.
-void expect_regular_averaged(std::span<const double> largest, std::span<const double> smallest_pivot, int orders);
+/// `smallest_pivot` the smallest |U_ii| of its factorisation. Throws InvalidArgument naming the first
+/// singular L_p (slice).
 void expect_regular_local(std::span<const double> largest, std::span<const double> smallest_pivot, int slices);
 
 /// The two-level preconditioner (`coarse`, docs/solver.md §6): on the coarse orders |m1| ≤ Mc1, |m2| ≤ Mc2
@@ -165,7 +193,7 @@ std::size_t coarse_preconditioner_bytes(std::size_t slices, std::size_t orders, 
 CoarseMatrices coarse_matrices(std::span<const ZGrid> grids, std::span<const FloquetOrders> orders, const conv::Problem& problem,
                                std::span<const std::complex<double>> kernels, int mc);
 
-/// As expect_regular_averaged for A_c per incidence.
+/// As expect_regular_local for A_c per incidence.
 void expect_regular_coarse(std::span<const double> largest, std::span<const double> smallest_pivot);
 
 /// y ← P x for the whole batch (batched layout of vector_space.hpp; x and y distinct, in memory()).
@@ -178,17 +206,16 @@ class Preconditioner {
   [[nodiscard]] virtual Memory memory() const = 0;
 };
 
-/// Host application of P = L⁻¹ L̄ Ā⁻¹: factors every Ā and L_p (partial-pivoting LU in complex128,
-/// OpenMP over the matrices; throws as expect_regular_* does) and keeps the factors rounded to Real;
-/// a matrix whose Cartesian components split into groups that no element couples (φ = 0 on a 1D
+/// Host application of P = L⁻¹ L̄ Ā⁻¹: factors every L_p (partial-pivoting LU in complex128, OpenMP
+/// over the matrices; throws as expect_regular_local does) and keeps the factors rounded to Real; a
+/// matrix whose Cartesian components split into groups that no element couples (φ = 0 on a 1D
 /// grating: y | x, z) is factored and applied group by group (docs/solver.md §6).
-/// apply: OpenMP over (incidence, order) for Ā⁻¹ (gathering the n values of the incidence's rhs, both
-/// solved in one pass over the factors) and over (slice, rhs) blocks for L⁻¹, each a forward and a
-/// back substitution summed in complex128. rhs_incidence[r] names rhs r's incidence.
-/// `local` without matrices (empty vectors, sizes as `averaged`): P = Ā⁻¹ alone (the coarse
+/// apply: Ā⁻¹ by the averaged sweep, OpenMP over (rhs, order), in complex128; L⁻¹ OpenMP over (slice,
+/// rhs) blocks, a forward and a back substitution summed in complex128. rhs_incidence[r] names rhs r's
+/// incidence. `local` without matrices (empty vectors, sizes as `averaged`): P = Ā⁻¹ alone (the coarse
 /// preconditioner's outer part).
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedMatrices averaged, LocalMatrices local,
+std::unique_ptr<Preconditioner<Real>> make_host_preconditioner(AveragedSweep averaged, LocalMatrices local,
                                                                std::vector<int> rhs_incidence);
 
 /// The coarse preconditioner on the host: `averaged` (Ā⁻¹ alone, from make_host_preconditioner with an

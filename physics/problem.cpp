@@ -273,7 +273,7 @@ std::vector<int> rhs_incidences(std::size_t rhs) {
 
 /// P = L⁻¹ L̄ Ā⁻¹ (Ā⁻¹ alone when `local` holds no matrices) in the problem's memory.
 template <class Real>
-std::unique_ptr<Preconditioner<Real>> averaged_preconditioner(AveragedMatrices averaged, LocalMatrices local,
+std::unique_ptr<Preconditioner<Real>> averaged_preconditioner(AveragedSweep averaged, LocalMatrices local,
                                                               std::vector<int> rhs_incidence, [[maybe_unused]] bool on_device) {
 #if GRATINGSIM_HAVE_CUDA
   if (on_device) return make_device_preconditioner<Real>(averaged, local, std::move(rhs_incidence));
@@ -288,7 +288,7 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
   const conv::Problem& pattern = convolution_->problem();
   const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices));
   const GreenCoefficients g = green_coefficients(grids(), orders_);
-  AveragedMatrices averaged = averaged_matrices(g, tensors);
+  AveragedSweep averaged = averaged_sweep(g, tensors);
   LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
   return averaged_preconditioner<Real>(std::move(averaged), std::move(local), rhs_incidences(layout_.rhs),
                                        convolution_->memory() == Memory::device);
@@ -297,8 +297,8 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_preconditioner(int mc) const {
   const conv::Problem& pattern = convolution_->problem();
-  AveragedMatrices averaged = averaged_matrices(green_coefficients(grids(), orders_),
-                                                slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
+  AveragedSweep averaged = averaged_sweep(green_coefficients(grids(), orders_),
+                                          slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
   LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
   const bool on_device = convolution_->memory() == Memory::device;

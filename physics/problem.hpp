@@ -131,14 +131,14 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] Formulation formulation() const { return formulation_; }
 
   /// The averaged preconditioner (preconditioner.hpp) of this problem, in memory(): builds the
-  /// mean tensors of every slice's kernels, assembles Ā per (incidence, order) and L_p per
-  /// (incidence, slice) on the host, and factors them there (host problems) or inverts them on the
-  /// device (device problems). Memory preconditioner_bytes(...) in Real, plus twice that in
+  /// mean tensors of every slice's kernels, Ā's sweep per (incidence, order) and L_p per
+  /// (incidence, slice) on the host, and factors L_p there (host problems) or inverts it on the
+  /// device (device problems). Memory preconditioner_bytes(...) in Real, plus twice L_p's part in
   /// complex128 on the host while building (and on the device, device.hpp).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_preconditioner() const;
   /// The coarse preconditioner (preconditioner.hpp, CoarseMatrices) for coarse harmonics mc (0: Ā⁻¹
-  /// alone), in memory(): Ā and A_c assembled on the host; factored there (host problems) or inverted
-  /// on the device (device problems, device.hpp).
+  /// alone), in memory(): Ā's sweep and A_c built on the host; A_c factored there (host problems) or
+  /// inverted on the device (device problems, device.hpp).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_coarse_preconditioner(int mc) const;
   /// The sweep preconditioner (sweep_preconditioner.hpp, P = A⁻¹), in memory(): its inputs built on the
   /// host, the recursion (about 114·orders³ multiply-adds per slice and incidence, complex128) run there (host problems) or on the

@@ -111,16 +111,36 @@ double inverse_error(const physics::Structure& structure, conv::Backend backend,
   return err / scale;
 }
 
-/// Random Ā, L_p and L̄_p for `incidences` × `orders` × `slices` (fresh random, no structure: partial
-/// pivoting has rows to swap).
-inline std::pair<physics::AveragedMatrices, physics::LocalMatrices> random_parts(int incidences, int orders, int slices) {
-  const std::size_t n = 3 * std::size_t(slices), n_l = 3 * std::size_t(orders);
-  physics::AveragedMatrices averaged{incidences, orders, slices,
-                                     random_complex<double>(n * n * std::size_t(orders) * incidences)};
-  physics::LocalMatrices local{incidences, orders, slices,
-                               random_complex<double>(n_l * n_l * std::size_t(slices) * incidences),
-                               random_complex<double>(9 * std::size_t(orders) * slices * incidences)};
-  return {std::move(averaged), std::move(local)};
+/// The parts of the averaged preconditioner for a random absorbing grating (random_stack: the sloped 1D
+/// ridge for m2 = 0, else the crossed grating, each over a film; normal-vector formulation) at two
+/// incidences, one conical, harmonics m1 × m2: Ā assembled densely (the reference: its assembly is
+/// checked against the z-operator on unit vectors in test_preconditioner.cpp), Ā's sweep, and random
+/// L_p and L̄_p (fresh random, no structure: partial pivoting has rows to swap).
+struct RandomParts {
+  physics::AveragedMatrices dense;
+  physics::AveragedSweep sweep;
+  physics::LocalMatrices local;
+};
+inline RandomParts random_parts(int m1, int m2, int ridge_slices) {
+  using namespace physics;
+  std::vector<std::string> warnings;
+  ProblemSettings settings;
+  settings.m1 = m1;
+  settings.m2 = m2;
+  settings.backend = conv::Backend::cpu_direct;
+  const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}};
+  DiscreteProblem<double> problem(random_stack(m2 == 0, ridge_slices), inc, settings, 1, warnings);
+  const conv::Problem& pattern = problem.convolution().problem();
+  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
+  std::vector<MeanTensors> tensors;
+  for (int p = 0; p < pattern.slices; ++p)
+    tensors.push_back(mean_tensors(pattern, std::span(problem.kernels()).subspan(std::size_t(p) * per_slice, per_slice)));
+  const GreenCoefficients g = green_coefficients(problem.grids(), problem.orders());
+  const std::size_t n_l = 3 * std::size_t(g.orders);
+  return {averaged_matrices(g, tensors), averaged_sweep(g, tensors),
+          LocalMatrices{g.incidences, g.orders, g.slices,
+                        random_complex<double>(n_l * n_l * std::size_t(g.slices) * g.incidences),
+                        random_complex<double>(9 * std::size_t(g.orders) * g.slices * g.incidences)}};
 }
 
 /// The largest 2-norm condition number of the matrices the averaged preconditioner inverts (every Ā
@@ -140,25 +160,22 @@ inline double largest_condition(const physics::AveragedMatrices& averaged, const
   return worst;
 }
 
-/// A singular Ā (a zero column), a singular slice block L_p (a row of 1e-15) and a NaN entry are refused,
-/// the first two naming the matrix, and the random parts themselves are accepted. `make(Real{}, averaged,
-/// local, rhs_incidence)` builds a preconditioner of precision Real (host or device).
+/// A singular slice block L_p (a row of 1e-15) and a NaN entry are refused, the first naming the slice,
+/// and the parts themselves are accepted. `make(Real{}, averaged_sweep, local, rhs_incidence)` builds a
+/// preconditioner of precision Real (host or device).
 template <class Make>
 void check_singular_parts_refused(Make make) {
   const std::vector<int> rhs{0, 0, 1, 1};
-  auto [averaged, local] = random_parts(2, 3, 2);
-  const std::size_t n = averaged.n(), n_l = local.n();
-  auto singular_averaged = averaged;
-  for (std::size_t i = 0; i < n; ++i) singular_averaged.matrices[((1 * 3 + 2) * n + 4) * n + i] = 0.0;  // column 4
-  CHECK_THROWS_WITH(make(double{}, singular_averaged, local, rhs),
-                    Catch::Contains("singular for incidence 1, order index 2"));
+  const RandomParts parts = random_parts(1, 0, 2);
+  const physics::LocalMatrices& local = parts.local;
+  const std::size_t n_l = local.n();
   auto singular_local = local;
-  for (std::size_t j = 0; j < n_l; ++j) singular_local.matrices[((0 * 2 + 1) * n_l + j) * n_l + 5] = 1e-15;  // row 5
-  CHECK_THROWS_WITH(make(double{}, averaged, singular_local, rhs), Catch::Contains("slice block of slice 1 is singular"));
-  auto not_finite = averaged;
+  for (std::size_t j = 0; j < n_l; ++j) singular_local.matrices[((0 * local.slices + 1) * n_l + j) * n_l + 5] = 1e-15;  // row 5
+  CHECK_THROWS_WITH(make(double{}, parts.sweep, singular_local, rhs), Catch::Contains("slice block of slice 1 is singular"));
+  auto not_finite = local;
   not_finite.matrices[7] = std::numeric_limits<double>::quiet_NaN();
-  CHECK_THROWS_AS(make(float{}, not_finite, local, rhs), InvalidArgument);
-  CHECK_NOTHROW(make(double{}, averaged, local, rhs));
+  CHECK_THROWS_AS(make(float{}, parts.sweep, not_finite, rhs), InvalidArgument);
+  CHECK_NOTHROW(make(double{}, parts.sweep, local, rhs));
 }
 
 /// Ā⁻¹ x per (rhs, order) for the batched layout (rhs r of incidence rhs_incidence[r]), from dense
@@ -216,17 +233,17 @@ inline std::vector<std::complex<double>> dense_apply(const physics::AveragedMatr
   return y;
 }
 
-/// Random parts of the coarse preconditioner: Ā per (incidence, order) for `orders` orders (harmonics
-/// M1 = (orders1 − 1)/2 by M2) and A_c per incidence on the coarse orders |m1|, |m2| ≤ 1, each with
-/// `shift`·I added (well conditioned: the float comparisons measure rounding, not conditioning).
-inline std::pair<physics::AveragedMatrices, physics::CoarseMatrices> random_coarse_parts(int incidences, int m1, int m2,
-                                                                                     int slices, double shift) {
-  const int orders = (2 * m1 + 1) * (2 * m2 + 1);
-  const std::size_t n = 3 * std::size_t(slices);
-  physics::AveragedMatrices averaged{incidences, orders, slices,
-                                     random_complex<double>(n * n * std::size_t(orders) * incidences)};
-  for (std::size_t k = 0; k < averaged.count(); ++k)
-    for (std::size_t i = 0; i < n; ++i) averaged.matrices[(k * n + i) * n + i] += shift;
+/// Parts of the coarse preconditioner: Ā (dense and its sweep) of random_parts(m1, m2, ridge_slices) and
+/// a random A_c per incidence on the coarse orders |m1|, |m2| ≤ 1 with `shift`·I added (well
+/// conditioned: the float comparisons measure rounding, not conditioning).
+struct RandomCoarseParts {
+  physics::AveragedMatrices dense;
+  physics::AveragedSweep sweep;
+  physics::CoarseMatrices coarse;
+};
+inline RandomCoarseParts random_coarse_parts(int m1, int m2, int ridge_slices, double shift) {
+  RandomParts parts = random_parts(m1, m2, ridge_slices);
+  const int incidences = parts.sweep.incidences, slices = parts.sweep.slices;
   physics::CoarseMatrices coarse{incidences, slices, std::min(1, m1), std::min(1, m2), {}, {}};
   for (int c1 = -coarse.m1; c1 <= coarse.m1; ++c1)
     for (int c2 = -coarse.m2; c2 <= coarse.m2; ++c2) coarse.orders.push_back((c1 + m1) * (2 * m2 + 1) + c2 + m2);
@@ -234,7 +251,7 @@ inline std::pair<physics::AveragedMatrices, physics::CoarseMatrices> random_coar
   coarse.matrices = random_complex<double>(nc * nc * std::size_t(incidences));
   for (int a = 0; a < incidences; ++a)
     for (std::size_t i = 0; i < nc; ++i) coarse.matrices[(a * nc + i) * nc + i] += shift;
-  return {std::move(averaged), std::move(coarse)};
+  return {std::move(parts.dense), std::move(parts.sweep), std::move(coarse)};
 }
 
 /// P x of the coarse preconditioner from dense inverses that Eigen computes here: Ā⁻¹ per (rhs, order),

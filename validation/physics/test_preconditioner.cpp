@@ -34,58 +34,95 @@ TEST_CASE("P is the exact inverse of A for laterally uniform stacks and for one 
     }
 }
 
-TEST_CASE("the host application from LU factors equals the product with dense inverses (random matrices)", "[physics][preconditioner]") {
-  // Odd and even sizes (the substitutions take two columns at a time), one and two rhs per incidence.
-  for (const auto& [orders, slices] : {std::pair{5, 3}, std::pair{4, 4}, std::pair{1, 1}})
+TEST_CASE("the host application (Ā's sweep, L_p's LU factors) equals dense inverses", "[physics][preconditioner]") {
+  // Ā of a random absorbing grating (sloped 1D ridge or crossed, conical incidence) assembled densely
+  // and inverted by Eigen, against its sweep; random L_p against Eigen's inverses. Odd and even sizes
+  // (the substitutions take two columns at a time), one and two rhs per incidence, 1 to 9 orders.
+  for (const auto& [m1, m2, slices] : {std::tuple{2, 0, 3}, std::tuple{1, 1, 2}, std::tuple{0, 0, 1}})
     for (const std::vector<int>& rhs : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{1, 0}}) {
-      INFO(orders << " orders, " << slices << " slices, " << rhs.size() << " rhs");
-      const auto [averaged, local] = test::random_parts(2, orders, slices);
-      const auto p = make_host_preconditioner<double>(averaged, local, rhs);
-      const auto x = test::random_complex<double>(std::size_t(slices) * rhs.size() * 3 * orders);
+      INFO("M = " << m1 << ", " << m2 << ", " << slices << " ridge slices, " << rhs.size() << " rhs");
+      const test::RandomParts parts = test::random_parts(m1, m2, slices);
+      const BatchLayout layout{std::size_t(parts.sweep.slices), rhs.size(), 3 * std::size_t(parts.sweep.orders)};
+      const auto x = test::random_complex<double>(layout.size());
+      // Two correct inversions agree to about κ·ε: 1e-12, or more for an ill-conditioned draw.
+      const double tol = std::max(1e-12, 100 * std::numeric_limits<double>::epsilon() *
+                                             test::largest_condition(parts.dense, parts.local));
+      INFO("tolerance " << tol);
+      {
+        const LocalMatrices no_local{parts.sweep.incidences, parts.sweep.orders, parts.sweep.slices, {}, {}};
+        std::vector<std::complex<double>> y(x.size(), test::poison<double>());
+        make_host_preconditioner<double>(parts.sweep, no_local, rhs)->apply(x.data(), y.data(), nullptr);
+        CHECK(test::relative_difference(y, test::dense_averaged_apply(parts.dense, rhs, x)) < tol);
+      }
+      const auto p = make_host_preconditioner<double>(parts.sweep, parts.local, rhs);
       std::vector<std::complex<double>> y(x.size(), test::poison<double>());
       p->apply(x.data(), y.data(), nullptr);
-      // Two correct inversions agree to about κ·ε: 1e-12, or more for an ill-conditioned draw.
-      const double tol =
-          std::max(1e-12, 100 * std::numeric_limits<double>::epsilon() * test::largest_condition(averaged, local));
-      CHECK(test::relative_difference(y, test::dense_apply(averaged, local, rhs, x)) < tol);
+      CHECK(test::relative_difference(y, test::dense_apply(parts.dense, parts.local, rhs, x)) < tol);
     }
 }
 
-TEST_CASE("the host application equals dense inverses when the components decouple (random block matrices)", "[physics][preconditioner]") {
-  // Ā and L_p split into groups of Cartesian components without conical incidence (y | x, z); the
+TEST_CASE("the host application equals dense inverses when the components of L_p decouple (random block matrices)",
+          "[physics][preconditioner]") {
+  // L_p splits into groups of Cartesian components without conical incidence (y | x, z); the
   // factorisation then factors each group alone. Random matrices with the elements between groups
   // zeroed, for the 1D split and for three separate components, against Eigen's dense inverses.
   using Groups = std::array<int, 3>;
   for (const Groups& groups : {Groups{0, 1, 0}, Groups{0, 1, 2}})
-    for (const auto& [orders, slices] : {std::pair{5, 3}, std::pair{4, 4}, std::pair{1, 1}}) {
-      INFO(orders << " orders, " << slices << " slices, groups " << groups[0] << groups[1] << groups[2]);
-      auto [averaged, local] = test::random_parts(2, orders, slices);
-      const std::size_t n = averaged.n(), n_l = local.n();
-      for (std::size_t k = 0; k < averaged.count(); ++k)  // unknown i of Ā: component i % 3
-        for (std::size_t j = 0; j < n; ++j)
-          for (std::size_t i = 0; i < n; ++i)
-            if (groups[i % 3] != groups[j % 3]) averaged.matrices[(k * n + j) * n + i] = 0.0;
+    for (const auto& [m1, slices] : {std::pair{2, 3}, std::pair{0, 1}}) {
+      INFO("M = " << m1 << ", " << slices << " ridge slices, groups " << groups[0] << groups[1] << groups[2]);
+      test::RandomParts parts = test::random_parts(m1, 0, slices);
+      LocalMatrices& local = parts.local;
+      const std::size_t n_l = local.n(), orders = std::size_t(local.orders);
       for (std::size_t k = 0; k < local.count(); ++k)  // unknown i of L_p: component i / orders
         for (std::size_t j = 0; j < n_l; ++j)
           for (std::size_t i = 0; i < n_l; ++i)
             if (groups[i / orders] != groups[j / orders]) local.matrices[(k * n_l + j) * n_l + i] = 0.0;
       const std::vector<int> rhs{0, 0, 1, 1};
-      const auto p = make_host_preconditioner<double>(averaged, local, rhs);
-      const auto x = test::random_complex<double>(std::size_t(slices) * rhs.size() * 3 * orders);
+      const auto p = make_host_preconditioner<double>(parts.sweep, local, rhs);
+      const BatchLayout layout{std::size_t(local.slices), rhs.size(), 3 * orders};
+      const auto x = test::random_complex<double>(layout.size());
       std::vector<std::complex<double>> y(x.size(), test::poison<double>());
       p->apply(x.data(), y.data(), nullptr);
-      CHECK(test::relative_difference(y, test::dense_apply(averaged, local, rhs, x)) < 1e-12);
+      const double tol = std::max(1e-12, 100 * std::numeric_limits<double>::epsilon() *
+                                             test::largest_condition(parts.dense, local));
+      CHECK(test::relative_difference(y, test::dense_apply(parts.dense, local, rhs, x)) < tol);
       // A singular group is still found: zero a y column of one L_p.
-      for (std::size_t i = 0; i < n_l; ++i) local.matrices[((1 * slices + 0) * n_l + orders) * n_l + i] = 0.0;
-      CHECK_THROWS_WITH(make_host_preconditioner<double>(averaged, local, rhs),
+      for (std::size_t i = 0; i < n_l; ++i) local.matrices[((1 * std::size_t(local.slices) + 0) * n_l + orders) * n_l + i] = 0.0;
+      CHECK_THROWS_WITH(make_host_preconditioner<double>(parts.sweep, local, rhs),
                         Catch::Contains("slice block of slice 0 is singular"));
     }
 }
 
-TEST_CASE("a singular averaged matrix or slice block is refused, naming it (host)", "[physics][preconditioner]") {
+TEST_CASE("a singular slice block is refused, naming it (host)", "[physics][preconditioner]") {
   test::check_singular_parts_refused([](auto real, const auto& averaged, const auto& local, const std::vector<int>& rhs) {
     return make_host_preconditioner<decltype(real)>(averaged, local, rhs);
   });
+}
+
+TEST_CASE("a singular averaged stack is refused by its sweep, naming incidence, order and slice", "[physics][preconditioner]") {
+  // The bottom slice with C̄ = 0 and D̄ = −ŷŷ: its N = I + D̄ has a zero row and column (no wave reaches
+  // it: Φ = 0), for every incidence and order; the first one is named. A NaN tensor is refused too.
+  std::vector<std::string> warnings;
+  ProblemSettings settings;
+  settings.m1 = 2;
+  settings.backend = conv::Backend::cpu_direct;
+  const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}};
+  DiscreteProblem<double> problem(test::random_stack(true, 2), inc, settings, 1, warnings);
+  const conv::Problem& pattern = problem.convolution().problem();
+  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
+  std::vector<MeanTensors> tensors;
+  for (int p = 0; p < pattern.slices; ++p)
+    tensors.push_back(mean_tensors(pattern, std::span(problem.kernels()).subspan(std::size_t(p) * per_slice, per_slice)));
+  const GreenCoefficients g = green_coefficients(problem.grids(), problem.orders());
+  CHECK_NOTHROW(averaged_sweep(g, tensors));
+  auto singular = tensors;
+  singular.back() = MeanTensors{};
+  singular.back().d[4] = -1.0;
+  CHECK_THROWS_WITH(averaged_sweep(g, singular),
+                    Catch::Contains("singular for incidence 0, order index 0 at slice " + std::to_string(g.slices - 1)));
+  auto not_finite = tensors;
+  not_finite[1].c[0] = std::numeric_limits<double>::quiet_NaN();
+  CHECK_THROWS_AS(averaged_sweep(g, not_finite), InvalidArgument);
 }
 
 TEST_CASE("the preconditioner is named auto, averaged, coarse, sweep or none", "[physics][preconditioner]") {
@@ -360,29 +397,29 @@ TEST_CASE("the assembled coarse matrix A_c is the principal submatrix of A at th
     }
 }
 
-TEST_CASE("the coarse host application equals Ā⁻¹ and A_c⁻¹ from dense inverses (random matrices)", "[physics][preconditioner]") {
+TEST_CASE("the coarse host application equals Ā⁻¹ and A_c⁻¹ from dense inverses", "[physics][preconditioner]") {
   for (const auto& [m1, m2, slices] : {std::tuple{3, 2, 2}, std::tuple{2, 0, 3}, std::tuple{1, 1, 1}})
     for (const std::vector<int>& rhs : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{1, 0}}) {
-      INFO("M = " << m1 << ", " << m2 << ", " << slices << " slices, " << rhs.size() << " rhs");
-      const auto [averaged, coarse] = test::random_coarse_parts(2, m1, m2, slices, 0.0);
-      const LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};
-      const auto p = make_host_coarse_preconditioner<double>(make_host_preconditioner<double>(averaged, no_local, rhs),
-                                                             coarse, rhs, averaged.orders);
-      const auto x = test::random_complex<double>(std::size_t(slices) * rhs.size() * 3 * averaged.orders);
+      INFO("M = " << m1 << ", " << m2 << ", " << slices << " ridge slices, " << rhs.size() << " rhs");
+      const auto [dense, sweep, coarse] = test::random_coarse_parts(m1, m2, slices, 0.0);
+      const LocalMatrices no_local{sweep.incidences, sweep.orders, sweep.slices, {}, {}};
+      const auto p = make_host_coarse_preconditioner<double>(make_host_preconditioner<double>(sweep, no_local, rhs),
+                                                             coarse, rhs, sweep.orders);
+      const auto x = test::random_complex<double>(std::size_t(sweep.slices) * rhs.size() * 3 * sweep.orders);
       std::vector<std::complex<double>> y(x.size(), test::poison<double>());
       p->apply(x.data(), y.data(), nullptr);
-      CHECK(test::relative_difference(y, test::dense_coarse_apply(averaged, coarse, rhs, x)) < 1e-12);
+      CHECK(test::relative_difference(y, test::dense_coarse_apply(dense, coarse, rhs, x)) < 1e-11);
     }
 }
 
 TEST_CASE("a singular coarse matrix is refused, naming its incidence (host)", "[physics][preconditioner]") {
-  auto [averaged, coarse] = test::random_coarse_parts(2, 2, 1, 2, 0.0);
+  auto [dense, sweep, coarse] = test::random_coarse_parts(2, 1, 2, 0.0);
   const std::size_t n = coarse.n();
   for (std::size_t i = 0; i < n; ++i) coarse.matrices[(1 * n + 7) * n + i] = 0.0;  // incidence 1, column 7
-  const LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};
+  const LocalMatrices no_local{sweep.incidences, sweep.orders, sweep.slices, {}, {}};
   CHECK_THROWS_WITH(make_host_coarse_preconditioner<double>(
-                        make_host_preconditioner<double>(averaged, no_local, {0, 0, 1, 1}), coarse, {0, 0, 1, 1},
-                        averaged.orders),
+                        make_host_preconditioner<double>(sweep, no_local, {0, 0, 1, 1}), coarse, {0, 0, 1, 1},
+                        sweep.orders),
                     Catch::Contains("coarse problem (A at the lowest orders) is singular for incidence 1"));
 }
 
