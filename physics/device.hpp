@@ -132,8 +132,9 @@ std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients&
 
 /// The averaged preconditioner of preconditioner.hpp on the device: Ā's sweep uploaded as the host built
 /// it (complex128) and applied by one thread per (rhs, order); the host-assembled L_p uploaded and
-/// inverted on the device in complex128 (cuBLAS batched LU, the host's singularity test: throws as
-/// expect_regular_local does), the inverses kept rounded to Real. The set-up runs on the calling
+/// inverted on the device in complex128, each group of components that no element couples alone
+/// (coupled_components; cuBLAS batched LU, the host's singularity test: throws as expect_regular_local
+/// does), the inverses kept rounded to Real. The set-up runs on the calling
 /// thread's default stream (cudaStreamPerThread) and waits for it, not for other streams, before
 /// returning. Device memory while building: beside the inverses, L_p twice in complex128. The rhs must
 /// be grouped by incidence, one or two per incidence (physics' s, p pairs).

@@ -415,6 +415,27 @@ std::array<int, 3> component_groups(const std::complex<double>* a, std::size_t n
   return group;
 }
 
+}  // namespace
+
+std::array<int, 3> coupled_components(const LocalMatrices& local) {
+  const std::size_t n = local.n(), count = local.count();
+  GS_EXPECTS(local.matrices.size() == n * n * count, "coupled_components: matrix sizes");
+  std::vector<int> component(n);
+  for (std::size_t i = 0; i < n; ++i) component[i] = int(i / std::size_t(local.orders));
+  // The union of every matrix's couplings: merge each matrix's groups into the running ones.
+  std::array<int, 3> group{0, 1, 2};
+  for (std::size_t k = 0; k < count && group != std::array<int, 3>{0, 0, 0}; ++k) {
+    const std::array<int, 3> mine = component_groups(&local.matrices[k * n * n], n, component);
+    for (int pass = 0; pass < 2; ++pass)
+      for (int c = 0; c < 3; ++c)
+        for (int d = 0; d < 3; ++d)
+          if (mine[c] == mine[d] || group[c] == group[d]) group[c] = group[d] = std::min(group[c], group[d]);
+  }
+  return group;
+}
+
+namespace {
+
 /// Partial-pivoting LU of the n×n column-major matrix a in place, group by group (component_groups):
 /// each group's submatrix S_g is factored alone, P S_g = L U, and its factors are written back at
 /// the group's elements of a (elements between groups are zero and stay so). rows, columns, sizes:

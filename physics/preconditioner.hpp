@@ -145,6 +145,11 @@ struct LocalMatrices {
 LocalMatrices local_matrices(const GreenCoefficients& coefficients, const conv::Problem& problem,
                              std::span<const std::complex<double>> kernels, std::span<const MeanTensors> slices);
 
+/// The groups of Cartesian components that no element of any L_p couples: group[c] is the smallest
+/// component that component c is connected to (1D gratings without conical incidence: {0, 1, 0}, y
+/// apart from x and z; otherwise usually {0, 0, 0}). The device inverts each group's submatrices alone.
+std::array<int, 3> coupled_components(const LocalMatrices& local);
+
 /// The singularity test of L_p, the same on the host and the device. Partial pivoting never
 /// reports singularity, so a matrix counts as singular when its smallest LU pivot |U_ii| is not above
 /// 1e-13 of its largest element |A_ij| (about 450 ulp of complex128), or when an element is not

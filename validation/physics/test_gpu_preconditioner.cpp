@@ -1,6 +1,7 @@
 // The preconditioner on the device (physics/device_preconditioner.cu): its application (Ā's sweep, cuBLAS
 // inverses of L_p) equals the host's and dense inverses, singular slice blocks are refused as on the host, exact inverse in the same limits as on the host, and device-preconditioned solves equal
 // host-preconditioned ones. The coarse preconditioner's device application equals the host's.
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -56,6 +57,37 @@ TEST_CASE("the device application (Ā's sweep, cuBLAS inverses of L_p) equals th
       const std::vector<std::complex<double>> widened(single.begin(), single.end());
       CHECK(test::relative_difference(widened, averaged) < 1e6 * tol);
     }
+}
+
+TEST_CASE("the device inverts the groups of components of L_p that no element couples alone (random block matrices)",
+          "[physics][preconditioner][gpu]") {
+  // Random L_p with the elements between groups zeroed (the 1D split y | x, z and three separate
+  // components) against the host's factors and Eigen's dense inverses; a singular group is still found.
+  using Groups = std::array<int, 3>;
+  for (const Groups& groups : {Groups{0, 1, 0}, Groups{0, 1, 2}}) {
+    INFO("groups " << groups[0] << groups[1] << groups[2]);
+    test::RandomParts parts = test::random_parts(6, 0, 4);
+    LocalMatrices& local = parts.local;
+    const std::size_t n_l = local.n(), orders = std::size_t(local.orders);
+    for (std::size_t k = 0; k < local.count(); ++k)
+      for (std::size_t j = 0; j < n_l; ++j)
+        for (std::size_t i = 0; i < n_l; ++i)
+          if (groups[i / orders] != groups[j / orders]) local.matrices[(k * n_l + j) * n_l + i] = 0.0;
+    REQUIRE(coupled_components(local) == groups);
+    const std::vector<int> rhs{0, 0, 1, 1};
+    const BatchLayout layout{std::size_t(local.slices), rhs.size(), 3 * orders};
+    const auto x = test::random_complex<double>(layout.size());
+    const auto on_device = device_apply(*make_device_preconditioner<double>(parts.sweep, local, rhs), layout, x);
+    std::vector<std::complex<double>> on_host(x.size(), test::poison<double>());
+    make_host_preconditioner<double>(parts.sweep, local, rhs)->apply(x.data(), on_host.data(), nullptr);
+    const double tol = std::max(1e-12, 100 * std::numeric_limits<double>::epsilon() *
+                                           test::largest_condition(parts.dense, local));
+    CHECK(test::relative_difference(on_device, on_host) < tol);
+    CHECK(test::relative_difference(on_device, test::dense_apply(parts.dense, local, rhs, x)) < tol);
+    for (std::size_t i = 0; i < n_l; ++i) local.matrices[((1 * std::size_t(local.slices) + 2) * n_l + orders) * n_l + i] = 0.0;
+    CHECK_THROWS_WITH(make_device_preconditioner<double>(parts.sweep, local, rhs),
+                      Catch::Contains("slice block of slice 2 is singular"));
+  }
 }
 
 TEST_CASE("a singular slice block is refused on the device as on the host", "[physics][preconditioner][gpu]") {
