@@ -6,6 +6,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -111,17 +112,21 @@ double inverse_error(const physics::Structure& structure, conv::Backend backend,
   return err / scale;
 }
 
-/// The parts of the averaged preconditioner for a random absorbing grating (random_stack: the sloped 1D
-/// ridge for m2 = 0, else the crossed grating, each over a film; normal-vector formulation) at two
-/// incidences, one conical, harmonics m1 × m2: Ā assembled densely (the reference: its assembly is
-/// checked against the z-operator on unit vectors in test_preconditioner.cpp), Ā's sweep, and random
-/// L_p and L̄_p (fresh random, no structure: partial pivoting has rows to swap).
-struct RandomParts {
-  physics::AveragedMatrices dense;
-  physics::AveragedSweep sweep;
-  physics::LocalMatrices local;
-};
-inline RandomParts random_parts(int m1, int m2, int ridge_slices) {
+/// Every engine slice's mean tensors (preconditioner.hpp), from the problem's kernels.
+inline std::vector<physics::MeanTensors> slice_mean_tensors(const physics::DiscreteProblem<double>& problem) {
+  const conv::Problem& pattern = problem.convolution().problem();
+  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
+  std::vector<physics::MeanTensors> tensors;
+  for (int p = 0; p < pattern.slices; ++p)
+    tensors.push_back(
+        physics::mean_tensors(pattern, std::span(problem.kernels()).subspan(std::size_t(p) * per_slice, per_slice)));
+  return tensors;
+}
+
+/// A random absorbing grating (random_stack: the sloped 1D ridge for m2 = 0, else the crossed grating,
+/// each over a film; normal-vector formulation, cpu-direct) at two incidences, one conical, harmonics
+/// m1 × m2.
+inline std::unique_ptr<physics::DiscreteProblem<double>> random_stack_problem(int m1, int m2, int ridge_slices) {
   using namespace physics;
   std::vector<std::string> warnings;
   ProblemSettings settings;
@@ -129,13 +134,23 @@ inline RandomParts random_parts(int m1, int m2, int ridge_slices) {
   settings.m2 = m2;
   settings.backend = conv::Backend::cpu_direct;
   const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}};
-  DiscreteProblem<double> problem(random_stack(m2 == 0, ridge_slices), inc, settings, 1, warnings);
-  const conv::Problem& pattern = problem.convolution().problem();
-  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
-  std::vector<MeanTensors> tensors;
-  for (int p = 0; p < pattern.slices; ++p)
-    tensors.push_back(mean_tensors(pattern, std::span(problem.kernels()).subspan(std::size_t(p) * per_slice, per_slice)));
-  const GreenCoefficients g = green_coefficients(problem.grids(), problem.orders());
+  return std::make_unique<DiscreteProblem<double>>(random_stack(m2 == 0, ridge_slices), inc, settings, 1, warnings);
+}
+
+/// The parts of the averaged preconditioner for random_stack_problem(m1, m2, ridge_slices): Ā assembled
+/// densely (the reference: its assembly is checked against the z-operator on unit vectors in
+/// test_preconditioner.cpp), Ā's sweep, and random L_p and L̄_p (fresh random, no structure: partial
+/// pivoting has rows to swap).
+struct RandomParts {
+  physics::AveragedMatrices dense;
+  physics::AveragedSweep sweep;
+  physics::LocalMatrices local;
+};
+inline RandomParts random_parts(int m1, int m2, int ridge_slices) {
+  using namespace physics;
+  const auto problem = random_stack_problem(m1, m2, ridge_slices);
+  const std::vector<MeanTensors> tensors = slice_mean_tensors(*problem);
+  const GreenCoefficients g = green_coefficients(problem->grids(), problem->orders());
   const std::size_t n_l = 3 * std::size_t(g.orders);
   return {averaged_matrices(g, tensors), averaged_sweep(g, tensors),
           LocalMatrices{g.incidences, g.orders, g.slices,

@@ -102,18 +102,9 @@ TEST_CASE("a singular slice block is refused, naming it (host)", "[physics][prec
 TEST_CASE("a singular averaged stack is refused by its sweep, naming incidence, order and slice", "[physics][preconditioner]") {
   // The bottom slice with C̄ = 0 and D̄ = −ŷŷ: its N = I + D̄ has a zero row and column (no wave reaches
   // it: Φ = 0), for every incidence and order; the first one is named. A NaN tensor is refused too.
-  std::vector<std::string> warnings;
-  ProblemSettings settings;
-  settings.m1 = 2;
-  settings.backend = conv::Backend::cpu_direct;
-  const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}};
-  DiscreteProblem<double> problem(test::random_stack(true, 2), inc, settings, 1, warnings);
-  const conv::Problem& pattern = problem.convolution().problem();
-  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
-  std::vector<MeanTensors> tensors;
-  for (int p = 0; p < pattern.slices; ++p)
-    tensors.push_back(mean_tensors(pattern, std::span(problem.kernels()).subspan(std::size_t(p) * per_slice, per_slice)));
-  const GreenCoefficients g = green_coefficients(problem.grids(), problem.orders());
+  const auto problem = test::random_stack_problem(2, 0, 2);
+  const std::vector<MeanTensors> tensors = test::slice_mean_tensors(*problem);
+  const GreenCoefficients g = green_coefficients(problem->grids(), problem->orders());
   CHECK_NOTHROW(averaged_sweep(g, tensors));
   auto singular = tensors;
   singular.back() = MeanTensors{};
@@ -304,12 +295,8 @@ TEST_CASE("the assembled Ā and L̄ equal the z-operator on unit vectors and L_p
       const std::vector<Incidence> inc = random_incidences();
       const auto problem_owner = random_problem(formulation, one_dimensional, inc);
       DiscreteProblem<double>& problem = *problem_owner;
-      const int slices = int(problem.layout().slices);
       const conv::Problem& pattern = problem.convolution().problem();
-      const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
-      std::vector<MeanTensors> tensors;
-      for (int p = 0; p < slices; ++p)
-        tensors.push_back(mean_tensors(pattern, std::span(problem.kernels()).subspan(p * per_slice, per_slice)));
+      const std::vector<MeanTensors> tensors = test::slice_mean_tensors(problem);
       const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
       const AveragedMatrices averaged = averaged_matrices(g, tensors);
       const LocalMatrices local = local_matrices(g, pattern, problem.kernels(), tensors);
