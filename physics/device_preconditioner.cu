@@ -60,6 +60,18 @@ __global__ void apply_averaged_sweep(const double2* __restrict__ values, const i
     return values[((std::size_t(a) * nz + p) * S::entries + entry) * nm + m];
   };
   const auto element = [&](int p, int c) { return (std::size_t(p) * nr + r) * 3 * std::size_t(nm) + std::size_t(c) * nm + m; };
+  // Row i of the 3×2 matrix at `entry` of slice p times the amplitudes w.
+  const auto row_times = [&](int p, int entry, int i, const double2 (&w)[2]) {
+    return multiply_add(multiply(value(p, entry + 2 * i), w[0]), value(p, entry + 2 * i + 1), w[1]);
+  };
+  // w ← s (w + M u), M the 2×3 matrix at `entry` of slice p: the amplitudes carried to the next slice.
+  const auto carry = [&](double2 (&w)[2], int p, int entry, const double2 (&u)[3], double2 s) {
+    for (int k = 0; k < 2; ++k) {
+      double2 sum = w[k];
+      for (int c = 0; c < 3; ++c) sum = multiply_add(sum, value(p, entry + 3 * k + c), u[c]);
+      w[k] = multiply(s, sum);
+    }
+  };
   double2 g[2] = {{0, 0}, {0, 0}};
   for (int p = nz - 1; p >= 0; --p) {
     double2 b[3], vp[3];
@@ -71,43 +83,22 @@ __global__ void apply_averaged_sweep(const double2* __restrict__ values, const i
       double2 sum = multiply(value(p, S::inverse + 3 * i), b[0]);
       sum = multiply_add(sum, value(p, S::inverse + 3 * i + 1), b[1]);
       sum = multiply_add(sum, value(p, S::inverse + 3 * i + 2), b[2]);
-      const double2 kg = multiply_add(multiply(value(p, S::gain_g + 2 * i), g[0]), value(p, S::gain_g + 2 * i + 1), g[1]);
+      const double2 kg = row_times(p, S::gain_g, i, g);
       vp[i] = {sum.x - kg.x, sum.y - kg.y};
       v[(std::size_t(p) * 3 + i) * lanes + index] = vp[i];
     }
-    if (p > 0) {
-      const double2 step = value(p, S::step);
-      double2 next[2];
-      for (int k = 0; k < 2; ++k) {
-        double2 sum = g[k];
-        for (int c = 0; c < 3; ++c) sum = multiply_add(sum, value(p, S::up + 3 * k + c), vp[c]);
-        next[k] = multiply(step, sum);
-      }
-      g[0] = next[0];
-      g[1] = next[1];
-    }
+    if (p > 0) carry(g, p, S::up, vp, value(p, S::step));
   }
   double2 amplitude[2] = {{0, 0}, {0, 0}};
   for (int p = 0; p < nz; ++p) {
     double2 xp[3];
     for (int i = 0; i < 3; ++i) {
-      const double2 ha =
-          multiply_add(multiply(value(p, S::gain_a + 2 * i), amplitude[0]), value(p, S::gain_a + 2 * i + 1), amplitude[1]);
+      const double2 ha = row_times(p, S::gain_a, i, amplitude);
       const double2 vi = v[(std::size_t(p) * 3 + i) * lanes + index];
       xp[i] = {vi.x - ha.x, vi.y - ha.y};
       y[element(p, i)] = V{Real(xp[i].x), Real(xp[i].y)};
     }
-    if (p + 1 < nz) {
-      const double2 step = value(p + 1, S::step);
-      double2 next[2];
-      for (int k = 0; k < 2; ++k) {
-        double2 sum = amplitude[k];
-        for (int c = 0; c < 3; ++c) sum = multiply_add(sum, value(p, S::down + 3 * k + c), xp[c]);
-        next[k] = multiply(step, sum);
-      }
-      amplitude[0] = next[0];
-      amplitude[1] = next[1];
-    }
+    if (p + 1 < nz) carry(amplitude, p, S::down, xp, value(p + 1, S::step));
   }
 }
 

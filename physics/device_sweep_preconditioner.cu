@@ -320,7 +320,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   for (int k = 0; k < ng; ++k)
     for (int p = nz - 1; p >= 0; --p) {
       const double l = largest_host[std::size_t(k) * nz + p], m = smallest_host[std::size_t(k) * nz + p];
-      GS_EXPECTS(std::isfinite(l) && m > 1e-13 * l, singular_slice_text(in.groups[std::size_t(k)].incidence, p, m, l));
+      GS_EXPECTS(regular_factorisation(l, m), singular_slice_text(in.groups[std::size_t(k)].incidence, p, m, l));
     }
   out.up = std::move(source_up);
   return out;

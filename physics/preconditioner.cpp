@@ -69,6 +69,15 @@ MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::comp
   return kernel_tensors(problem, slice_kernels, 0, 0);
 }
 
+std::vector<MeanTensors> slice_mean_tensors(const conv::Problem& problem, std::span<const std::complex<double>> kernels) {
+  const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
+  GS_EXPECTS(kernels.size() == problem.kernels_total(), "slice_mean_tensors: kernel count of the problem");
+  std::vector<MeanTensors> tensors;
+  for (std::size_t p = 0; p < std::size_t(problem.slices); ++p)
+    tensors.push_back(mean_tensors(problem, kernels.subspan(p * per_slice, per_slice)));
+  return tensors;
+}
+
 MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels, int d1,
                            int d2) {
   const std::size_t size = problem.kernel_size();
@@ -200,7 +209,7 @@ AveragedSweep averaged_sweep(const GreenCoefficients& g, std::span<const MeanTen
       const Eigen::PartialPivLU<Matrix3> lu(big_n);
       const double largest = big_n.cwiseAbs().maxCoeff();
       const double pivot = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
-      if (!(std::isfinite(largest) && pivot > 1e-13 * largest)) {
+      if (!regular_factorisation(largest, pivot)) {
 #pragma omp critical(averaged_sweep_failure)
         if (am < failed) {
           failed = am;
@@ -354,19 +363,14 @@ CoarseMatrices coarse_matrices(std::span<const ZGrid> grids, std::span<const Flo
   return out;
 }
 
-namespace {
-
-/// expect_regular_*'s test; NaN compares false.
-bool regular(double largest, double smallest_pivot) {
-  return std::isfinite(largest) && smallest_pivot > 1e-13 * largest;
+bool regular_factorisation(double largest, double smallest_pivot) {
+  return std::isfinite(largest) && smallest_pivot > 1e-13 * largest;  // NaN compares false
 }
-
-}  // namespace
 
 void expect_regular_coarse(std::span<const double> largest, std::span<const double> smallest_pivot) {
   GS_EXPECTS(largest.size() == smallest_pivot.size(), "expect_regular_coarse: sizes");
   for (std::size_t a = 0; a < largest.size(); ++a)
-    GS_EXPECTS(regular(largest[a], smallest_pivot[a]),
+    GS_EXPECTS(regular_factorisation(largest[a], smallest_pivot[a]),
                "the coarse problem (A at the lowest orders) is singular for incidence " + std::to_string(a) +
                    ": use preconditioner: averaged or none");
 }
@@ -374,7 +378,7 @@ void expect_regular_coarse(std::span<const double> largest, std::span<const doub
 void expect_regular_local(std::span<const double> largest, std::span<const double> smallest_pivot, int slices) {
   GS_EXPECTS(largest.size() == smallest_pivot.size() && slices > 0, "expect_regular_local: sizes");
   for (std::size_t ap = 0; ap < largest.size(); ++ap)
-    GS_EXPECTS(regular(largest[ap], smallest_pivot[ap]),
+    GS_EXPECTS(regular_factorisation(largest[ap], smallest_pivot[ap]),
             "the slice block of slice " + std::to_string(ap % slices) + " is singular");
 }
 
@@ -733,34 +737,33 @@ class HostPreconditioner final : public Preconditioner<Real> {
       C* v = reinterpret_cast<C*>(thread_scratch());  // v_p at 3p
       const auto value = [&](int p, int entry) { return averaged_.values[averaged_.at(a, p, entry, m)]; };
       const auto element = [&](int p, int c) { return (std::size_t(p) * nr + r) * block + std::size_t(c) * nm + m; };
+      // Row i of the 3×2 matrix at `entry` of slice p times the amplitudes w.
+      const auto row_times = [&](int p, int entry, int i, const C (&w)[2]) {
+        return value(p, entry + 2 * i) * w[0] + value(p, entry + 2 * i + 1) * w[1];
+      };
+      // w ← s (w + M u), M the 2×3 matrix at `entry` of slice p: the amplitudes carried to the next slice.
+      const auto carry = [&](C (&w)[2], int p, int entry, const C* u, C s) {
+        for (int k = 0; k < 2; ++k)
+          w[k] = s * (w[k] + value(p, entry + 3 * k) * u[0] + value(p, entry + 3 * k + 1) * u[1] +
+                      value(p, entry + 3 * k + 2) * u[2]);
+      };
       C g[2] = {0.0, 0.0};
       for (int p = nz - 1; p >= 0; --p) {
         const C b[3] = {C(x[element(p, 0)]), C(x[element(p, 1)]), C(x[element(p, 2)])};
         C* vp = v + 3 * p;
         for (int i = 0; i < 3; ++i)
           vp[i] = value(p, S::inverse + 3 * i) * b[0] + value(p, S::inverse + 3 * i + 1) * b[1] +
-                  value(p, S::inverse + 3 * i + 2) * b[2] - value(p, S::gain_g + 2 * i) * g[0] -
-                  value(p, S::gain_g + 2 * i + 1) * g[1];
-        if (p > 0) {
-          const C step = value(p, S::step), g0 = g[0], g1 = g[1];
-          g[0] = step * (g0 + value(p, S::up) * vp[0] + value(p, S::up + 1) * vp[1] + value(p, S::up + 2) * vp[2]);
-          g[1] = step * (g1 + value(p, S::up + 3) * vp[0] + value(p, S::up + 4) * vp[1] + value(p, S::up + 5) * vp[2]);
-        }
+                  value(p, S::inverse + 3 * i + 2) * b[2] - row_times(p, S::gain_g, i, g);
+        if (p > 0) carry(g, p, S::up, vp, value(p, S::step));
       }
       C amplitude[2] = {0.0, 0.0};
       for (int p = 0; p < nz; ++p) {
         C* xp = v + 3 * p;
         for (int i = 0; i < 3; ++i) {
-          xp[i] -= value(p, S::gain_a + 2 * i) * amplitude[0] + value(p, S::gain_a + 2 * i + 1) * amplitude[1];
+          xp[i] -= row_times(p, S::gain_a, i, amplitude);
           y[element(p, i)] = Complex(xp[i]);
         }
-        if (p + 1 < nz) {
-          const C step = value(p + 1, S::step), a0 = amplitude[0], a1 = amplitude[1];
-          amplitude[0] =
-              step * (a0 + value(p, S::down) * xp[0] + value(p, S::down + 1) * xp[1] + value(p, S::down + 2) * xp[2]);
-          amplitude[1] =
-              step * (a1 + value(p, S::down + 3) * xp[0] + value(p, S::down + 4) * xp[1] + value(p, S::down + 5) * xp[2]);
-        }
+        if (p + 1 < nz) carry(amplitude, p, S::down, xp, value(p + 1, S::step));
       }
     }
   }

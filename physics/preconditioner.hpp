@@ -110,6 +110,8 @@ struct MeanTensors {
   std::array<std::complex<double>, 9> c{}, d{};
 };
 MeanTensors mean_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels);
+/// mean_tensors of every engine slice of the problem, from all its kernels (the engine's layout).
+std::vector<MeanTensors> slice_mean_tensors(const conv::Problem& problem, std::span<const std::complex<double>> kernels);
 /// The same tensors at any Fourier offset Δ = (d1, d2) = m − m' (|d1| ≤ 2M1, |d2| ≤ 2M2): the
 /// convolution maps order m' onto order m with C(Δ) and D(Δ); mean_tensors is Δ = 0.
 MeanTensors kernel_tensors(const conv::Problem& problem, std::span<const std::complex<double>> slice_kernels, int d1,
@@ -150,12 +152,15 @@ LocalMatrices local_matrices(const GreenCoefficients& coefficients, const conv::
 /// apart from x and z; otherwise usually {0, 0, 0}). The device inverts each group's submatrices alone.
 std::array<int, 3> coupled_components(const LocalMatrices& local);
 
-/// The singularity test of L_p, the same on the host and the device. Partial pivoting never
-/// reports singularity, so a matrix counts as singular when its smallest LU pivot |U_ii| is not above
-/// 1e-13 of its largest element |A_ij| (about 450 ulp of complex128), or when an element is not
-/// finite. `largest` per matrix is the largest |A_ij| (infinite where an element is not finite),
-/// `smallest_pivot` the smallest |U_ii| of its factorisation. Throws InvalidArgument naming the first
-/// singular L_p (slice).
+/// The singularity test of every factorisation the preconditioners make (L_p, A_c, the sweeps' N_p), the
+/// same on the host and the device. Partial pivoting never reports singularity, so a matrix counts as
+/// singular when its smallest LU pivot |U_ii| is not above 1e-13 of its largest element |A_ij| (about
+/// 450 ulp of complex128), or when an element is not finite: `largest` is the largest |A_ij| (infinite
+/// where an element is not finite; NaN fails too), `smallest_pivot` the smallest |U_ii|.
+bool regular_factorisation(double largest, double smallest_pivot);
+
+/// regular_factorisation for every L_p (`largest`, `smallest_pivot` per matrix). Throws InvalidArgument
+/// naming the first singular L_p (slice).
 void expect_regular_local(std::span<const double> largest, std::span<const double> smallest_pivot, int slices);
 
 /// The two-level preconditioner (`coarse`, docs/solver.md §6): on the coarse orders |m1| ≤ Mc1, |m2| ≤ Mc2

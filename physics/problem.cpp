@@ -255,15 +255,6 @@ void DiscreteProblem<Real>::apply_z_operator(const Complex* x, Complex* y) {
 
 namespace {
 
-/// Each engine slice's mean tensors (preconditioner.hpp), from its kernels in the plan's layout.
-std::vector<MeanTensors> slice_mean_tensors(const conv::Problem& pattern, std::span<const std::complex<double>> kernels,
-                                            std::size_t slices) {
-  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
-  std::vector<MeanTensors> tensors;
-  for (std::size_t p = 0; p < slices; ++p) tensors.push_back(mean_tensors(pattern, kernels.subspan(p * per_slice, per_slice)));
-  return tensors;
-}
-
 /// Right-hand side r is incidence r / 2 (s, p).
 std::vector<int> rhs_incidences(std::size_t rhs) {
   std::vector<int> incidence;
@@ -286,7 +277,7 @@ std::unique_ptr<Preconditioner<Real>> averaged_preconditioner(AveragedSweep aver
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner() const {
   const conv::Problem& pattern = convolution_->problem();
-  const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices));
+  const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_);
   const GreenCoefficients g = green_coefficients(grids(), orders_);
   AveragedSweep averaged = averaged_sweep(g, tensors);
   LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
@@ -298,7 +289,7 @@ template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_preconditioner(int mc) const {
   const conv::Problem& pattern = convolution_->problem();
   AveragedSweep averaged = averaged_sweep(green_coefficients(grids(), orders_),
-                                          slice_mean_tensors(pattern, kernels_, std::size_t(pattern.slices)));
+                                          slice_mean_tensors(pattern, kernels_));
   LocalMatrices no_local{averaged.incidences, averaged.orders, averaged.slices, {}, {}};  // Ā⁻¹ alone
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
   const bool on_device = convolution_->memory() == Memory::device;

@@ -196,7 +196,7 @@ SweepMatrices sweep_matrices(SweepInputs in) {
       const Eigen::PartialPivLU<Matrix> lu(big_n);
       const double largest = big_n.cwiseAbs().maxCoeff();
       const double pivot = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
-      if (!(std::isfinite(largest) && pivot > 1e-13 * largest)) {
+      if (!regular_factorisation(largest, pivot)) {
 #pragma omp critical(sweep_failure)
         if (k < failed_group) {
           failed_group = k;

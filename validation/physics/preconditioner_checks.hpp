@@ -112,17 +112,6 @@ double inverse_error(const physics::Structure& structure, conv::Backend backend,
   return err / scale;
 }
 
-/// Every engine slice's mean tensors (preconditioner.hpp), from the problem's kernels.
-inline std::vector<physics::MeanTensors> slice_mean_tensors(const physics::DiscreteProblem<double>& problem) {
-  const conv::Problem& pattern = problem.convolution().problem();
-  const std::size_t per_slice = std::size_t(pattern.kernels) * pattern.kernel_size();
-  std::vector<physics::MeanTensors> tensors;
-  for (int p = 0; p < pattern.slices; ++p)
-    tensors.push_back(
-        physics::mean_tensors(pattern, std::span(problem.kernels()).subspan(std::size_t(p) * per_slice, per_slice)));
-  return tensors;
-}
-
 /// A random absorbing grating (random_stack: the sloped 1D ridge for m2 = 0, else the crossed grating,
 /// each over a film; normal-vector formulation, cpu-direct) at two incidences, one conical, harmonics
 /// m1 × m2.
@@ -149,7 +138,7 @@ struct RandomParts {
 inline RandomParts random_parts(int m1, int m2, int ridge_slices) {
   using namespace physics;
   const auto problem = random_stack_problem(m1, m2, ridge_slices);
-  const std::vector<MeanTensors> tensors = slice_mean_tensors(*problem);
+  const std::vector<MeanTensors> tensors = slice_mean_tensors(problem->convolution().problem(), problem->kernels());
   const GreenCoefficients g = green_coefficients(problem->grids(), problem->orders());
   const std::size_t n_l = 3 * std::size_t(g.orders);
   return {averaged_matrices(g, tensors), averaged_sweep(g, tensors),

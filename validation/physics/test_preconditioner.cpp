@@ -103,7 +103,7 @@ TEST_CASE("a singular averaged stack is refused by its sweep, naming incidence, 
   // The bottom slice with C̄ = 0 and D̄ = −ŷŷ: its N = I + D̄ has a zero row and column (no wave reaches
   // it: Φ = 0), for every incidence and order; the first one is named. A NaN tensor is refused too.
   const auto problem = test::random_stack_problem(2, 0, 2);
-  const std::vector<MeanTensors> tensors = test::slice_mean_tensors(*problem);
+  const std::vector<MeanTensors> tensors = slice_mean_tensors(problem->convolution().problem(), problem->kernels());
   const GreenCoefficients g = green_coefficients(problem->grids(), problem->orders());
   CHECK_NOTHROW(averaged_sweep(g, tensors));
   auto singular = tensors;
@@ -296,7 +296,7 @@ TEST_CASE("the assembled Ā and L̄ equal the z-operator on unit vectors and L_p
       const auto problem_owner = random_problem(formulation, one_dimensional, inc);
       DiscreteProblem<double>& problem = *problem_owner;
       const conv::Problem& pattern = problem.convolution().problem();
-      const std::vector<MeanTensors> tensors = test::slice_mean_tensors(problem);
+      const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, problem.kernels());
       const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
       const AveragedMatrices averaged = averaged_matrices(g, tensors);
       const LocalMatrices local = local_matrices(g, pattern, problem.kernels(), tensors);
