@@ -1,6 +1,7 @@
 #include "physics/discretisation.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
@@ -108,6 +109,19 @@ PlanarShape sample(const Shape& shape, const Lattice& lattice, double height, co
       shape);
 }
 
+/// SliceContent::wall_slopes of a shape as sampled from `shape` (zero for shapes that do not vary with z).
+std::array<double, 2> wall_rates(const Shape& shape, const Lattice& lattice, const std::string& what) {
+  if (const auto* line = std::get_if<TrapezoidLine>(&shape)) {
+    const double cot = sidewall_cot(line->sidewall_angle_deg, what);
+    return lattice.one_dimensional() ? std::array{cot, -cot} : std::array{-cot, 0.0};
+  }
+  if (const auto* polygon = std::get_if<SlopedPolygon>(&shape); polygon && !lattice.one_dimensional()) {
+    const double cot = sidewall_cot(polygon->sidewall_angle_deg, what);
+    return {-cot, -cot};
+  }
+  return {0.0, 0.0};
+}
+
 /// The slices of one layer (checked): its slice count, or ceil(thickness / max_slice_thickness)
 /// rounded to a multiple of its steps, times slice_factor.
 int slice_count(const Layer& layer, int slice_factor, const std::string& where) {
@@ -134,7 +148,7 @@ double stack_height(const Structure& structure) {
 
 }  // namespace
 
-Layer cut_into_steps(const Layer& layer, const Lattice& lattice) {
+Layer cut_into_steps(const Layer& layer, const Lattice& lattice, std::vector<std::vector<std::array<double, 2>>>* rates) {
   const auto tapered = [](const Shape& s) { return std::holds_alternative<TaperedEllipse>(s); };
   if (std::none_of(layer.shapes.begin(), layer.shapes.end(), tapered)) return layer;
   GS_EXPECTS(layer.steps.empty(), "a layer holding a tapered ellipse is cut into steps: give no steps of its own");
@@ -149,34 +163,53 @@ Layer cut_into_steps(const Layer& layer, const Lattice& lattice) {
     const double f = h / layer.thickness;  // 0 at the bottom, 1 at the top
     const auto between = [f](double bottom, double top) { return bottom + (top - bottom) * f; };
     auto& step = cut.steps.emplace_back();
+    std::vector<std::array<double, 2>> step_rates;
     for (const Shape& shape : layer.shapes) {
       if (const auto* e = std::get_if<TaperedEllipse>(&shape)) {
         const double a = between(e->bottom_semi_axis_x, e->top_semi_axis_x);
         const double b = between(e->bottom_semi_axis_y, e->top_semi_axis_y);
-        if (a > 0 && b > 0) step.push_back(Ellipse{e->center, a, b, e->rotation_deg, e->material});
-      } else if (const auto* line = std::get_if<TrapezoidLine>(&shape)) {
-        step.push_back(trapezoid_at(*line, lattice, h, "a line in a layer holding a tapered ellipse"));
+        if (a > 0 && b > 0) {
+          step.push_back(Ellipse{e->center, a, b, e->rotation_deg, e->material});
+          step_rates.push_back({(e->top_semi_axis_x - e->bottom_semi_axis_x) / layer.thickness,
+                                (e->top_semi_axis_y - e->bottom_semi_axis_y) / layer.thickness});
+        }
       } else {
-        step.push_back(shape);
+        const std::string what = "a shape in a layer holding a tapered ellipse";
+        // 1D: the lines of such a layer are vertical steps (sloped_walls() leaves it untilted).
+        step_rates.push_back(lattice.one_dimensional() ? std::array{0.0, 0.0} : wall_rates(shape, lattice, what));
+        if (const auto* line = std::get_if<TrapezoidLine>(&shape))
+          step.push_back(trapezoid_at(*line, lattice, h, what));
+        else
+          step.push_back(shape);
       }
     }
+    if (rates != nullptr) rates->push_back(std::move(step_rates));
   }
   return cut;
 }
 
 bool sloped_walls(const Structure& structure) {
-  if (!structure.lattice.one_dimensional()) return false;
-  const auto sloped = [](const Shape& s) {
-    const auto* line = std::get_if<TrapezoidLine>(&s);
-    return line && line->sidewall_angle_deg != 90;
+  const bool one_dimensional = structure.lattice.one_dimensional();
+  const auto sloped = [one_dimensional](const Shape& s) {
+    if (const auto* line = std::get_if<TrapezoidLine>(&s)) return line->sidewall_angle_deg != 90;
+    if (one_dimensional) return false;
+    if (const auto* polygon = std::get_if<SlopedPolygon>(&s)) return polygon->sidewall_angle_deg != 90;
+    if (const auto* e = std::get_if<TaperedEllipse>(&s))
+      return e->top_semi_axis_x != e->bottom_semi_axis_x || e->top_semi_axis_y != e->bottom_semi_axis_y;
+    return false;
+  };
+  // 1D: any sloped line (a layer holding a tapered ellipse samples its lines as vertical steps); 2D: a
+  // sloped shape alone in its layer or step, the slices normal_field.cpp tilts.
+  const auto tilts = [&](const std::vector<Shape>& shapes) {
+    if (one_dimensional)
+      return std::any_of(shapes.begin(), shapes.end(), sloped) &&
+             std::none_of(shapes.begin(), shapes.end(), [](const Shape& s) { return std::holds_alternative<TaperedEllipse>(s); });
+    return shapes.size() == 1 && sloped(shapes.front());
   };
   for (const Layer& layer : structure.layers) {
-    if (std::any_of(layer.shapes.begin(), layer.shapes.end(), sloped) &&
-        std::none_of(layer.shapes.begin(), layer.shapes.end(),
-                     [](const Shape& s) { return std::holds_alternative<TaperedEllipse>(s); }))
-      return true;
+    if (tilts(layer.shapes)) return true;
     for (const auto& step : layer.steps)
-      if (std::any_of(step.begin(), step.end(), sloped)) return true;
+      if (tilts(step)) return true;
   }
   return false;
 }
@@ -208,7 +241,8 @@ Discretisation discretise(const Structure& structure, int slice_factor) {
   double top = stack_height(structure);
   std::size_t first = 0;  // the layer's first slice
   for (std::size_t l = 0; l < structure.layers.size(); ++l) {
-    const Layer layer = cut_into_steps(structure.layers[l], lattice);
+    std::vector<std::vector<std::array<double, 2>>> step_rates;  // per step and shape, where tapered ellipses made the steps
+    const Layer layer = cut_into_steps(structure.layers[l], lattice, &step_rates);
     const std::string where = "layer " + std::to_string(l);
     const int steps = layer.steps.empty() ? 1 : int(layer.steps.size());
     const int slices = slice_count(layer, slice_factor, where);
@@ -237,17 +271,13 @@ Discretisation discretise(const Structure& structure, int slice_factor) {
       }
       SliceContent content;
       content.background = layer.background;
-      for (std::size_t i = 0; i < shapes.size(); ++i)
-        content.shapes.push_back(sample(shapes[i], lattice, zc - bottom, where + ", shape " + std::to_string(i)));
-      if (lattice.one_dimensional()) {
-        // Walls of a trapezoid line: x_left(h) = x_c − w0/2 + h·cot α, x_right(h) = x_c + w0/2 − h·cot α.
-        for (const Shape& shape : shapes) {
-          const auto* line = std::get_if<TrapezoidLine>(&shape);
-          const double cot = line ? sidewall_cot(line->sidewall_angle_deg, where) : 0.0;
-          content.wall_slopes.push_back({cot, -cot});
-        }
-        if (!content.sloped()) content.wall_slopes.clear();
+      for (std::size_t i = 0; i < shapes.size(); ++i) {
+        const std::string what = where + ", shape " + std::to_string(i);
+        content.shapes.push_back(sample(shapes[i], lattice, zc - bottom, what));
+        content.wall_slopes.push_back(step_rates.empty() ? wall_rates(shapes[i], lattice, what)
+                                                         : step_rates[std::size_t(step)][i]);
       }
+      if (!content.sloped()) content.wall_slopes.clear();
       d.contents.push_back(std::move(content));
       d.content_of_slice.push_back(int(d.contents.size()) - 1);
       if (!z_varying) {

@@ -1,6 +1,7 @@
 #pragma once
 // Cutting the layer stack into slices (docs/formulation.md §6) and sampling z-varying shapes at each
 // slice's centre height.
+#include <array>
 #include <vector>
 
 #include "physics/shape_functions.hpp"
@@ -24,10 +25,14 @@ Discretisation discretise(const Structure& structure, int slice_factor = 1);
 /// A layer holding a TaperedEllipse as the steps it is solved with (structure.hpp): one step per
 /// slice of its own count (slices, or ceil(thickness / max_slice_thickness)), top step first, every
 /// shape at the step's centre height h = thickness·(1 − (j + ½)/slices); any other layer unchanged.
-Layer cut_into_steps(const Layer& layer, const Lattice& lattice);
+/// `rates` (if given, for a cut layer): per step, SliceContent::wall_slopes of each of its shapes.
+Layer cut_into_steps(const Layer& layer, const Lattice& lattice,
+                     std::vector<std::vector<std::array<double, 2>>>* rates = nullptr);
 
-/// Whether discretise() gives some slice sloped walls (SliceContent::wall_slopes): a 1D lattice with a
-/// trapezoid line whose sidewall is not vertical, in a layer's shapes or steps.
+/// Whether the normal-vector field is tilted along sloped walls somewhere (normal_field.hpp): on a 1D
+/// lattice a trapezoid line whose sidewall is not vertical, in a layer's shapes or steps (not in a layer
+/// holding a tapered ellipse, whose lines are sampled as vertical steps); on a 2D lattice a sloped shape
+/// (tapered ellipse, sloped polygon, trapezoid line) alone in its layer or step.
 bool sloped_walls(const Structure& structure);
 
 /// The slice grid of discretise() alone (checking only the layers' thicknesses and slice counts):

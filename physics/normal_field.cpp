@@ -32,6 +32,23 @@
 //     They depend on geometry only and are cached process-wide; per wavelength the kernels are sums
 //     over regions with β_r = 2 − ε1/ε_r − ε_r/ε1 and γ_r = ε1/ε_r − 1 (both constant per region):
 //     C_ij = χ δ_ij + Σ_r β_r coef_r,ij, γ n_i n_j = Σ_r γ_r coef_r,ij. χ keeps its exact transform.
+//  5. Tilt (a slice holding one sloped shape alone, tilts_normal_field(); problems with sloped walls):
+//     the wall of the shape moves outward at speed τ = dr/dz (SliceContent::wall_slopes: uniform for a
+//     sloped polygon or tapered circle, (a′b cos²θ + b′a sin²θ)/|(b cos θ, a sin θ)| at parameter θ of a
+//     tapered ellipse), so its true normal is (n_out, −τ)/√(1 + τ²) (n_out the outward in-plane normal;
+//     the 1D tilted field's (1, 0, −dx/dz) in 1D). Three line measures of the boundary are smoothed by
+//     the same filter as T (F = G_ρ + w G_ρw): v1 = F * (n_out δ), vτ = F * (τ n_out δ), μ = F * δ
+//     (|v1| ≤ μ everywhere; v1 = μ n_out on a straight wall away from corners), their Fourier series
+//     exact per polygon edge and by the 256-point trapezoidal rule on an ellipse (spectrally accurate),
+//     kept where F > 1e-17. With N = n̂n̂ᵀ the in-plane field of steps 2–3′ (its sign is free) and
+//     u = N v1/μ (along n̂, |u| ≤ 1), the tilt is
+//       b = −g(|u|) N vτ/μ,  g(s) = f(s/w0)/s,  f(x) = 1 − (1 − x)³ for x < 1, 1 beyond,  w0 = 0.9,
+//       n nᵀ = [[N, b], [bᵀ, |b|²]]/(1 + |b|²)   (b ∥ n̂: n ∝ (n̂, b·n̂), a unit field).
+//     Near a wall |u| ≥ w0 (≥ 0.98 on the walls of the configs' circles), so b = −τ n_out there exactly
+//     (the curvature's shrinking of vτ and v1 cancels for uniform τ); where walls cancel (the shape's
+//     centre, midway between images) u → 0 and the field turns smoothly back into the plane (f(0) = 0,
+//     b ≈ −3 N vτ/(w0 μ), no sign jump as n̂ flips). The coefficients are then step 4's, six maps per
+//     region; a tilted circle takes that raster route instead of step 4′.
 // A slice without shapes takes n = x̂ (any constant unit field is exact there).
 // The field converges as R grows (validation/physics/test_normal_field.cpp measures it).
 #include "physics/normal_field.hpp"
@@ -63,6 +80,8 @@ constexpr double gradient_smoothing_pixels = 2;   // σ
 constexpr double tensor_smoothing = 0.04;         // ρ / min(Λx, Λy)
 constexpr double far_smoothing = 0.25;            // ρw / min(Λx, Λy)
 constexpr double far_weight = 1e-3;               // w
+constexpr double tilt_saturation = 0.9;           // w0 of step 5
+constexpr int ellipse_wall_points = 256;          // trapezoidal rule on an ellipse's boundary (step 5)
 /// Bytes of region coefficients kept across problems (every slice of a sweep's structure, so that
 /// later wavelengths only combine them: problem case 4's 256 slices take 0.4 GiB).
 constexpr std::size_t cache_bytes = std::size_t(1) << 30;
@@ -379,9 +398,137 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
   return out;
 }
 
+/// The boundary of a lone sloped shape (step 5) as straight segments (polygons, rectangles) or
+/// quadrature points (ellipses), each with its outward unit normal and outward speed τ.
+struct WallSegment {
+  Point a, b, normal;
+  double rate = 0;
+};
+struct WallPoint {
+  Point p, normal;
+  double rate = 0, length = 0;  // τ; the arc length the point stands for
+};
+
+void polygon_walls(std::vector<Point> v, double rate, std::vector<WallSegment>& out) {
+  double area = 0;
+  for (std::size_t i = 0, j = v.size() - 1; i < v.size(); j = i++) area += v[j].x * v[i].y - v[i].x * v[j].y;
+  if (area < 0) std::reverse(v.begin(), v.end());  // counter-clockwise: the outward normal is (t_y, −t_x)/L
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const Point a = v[i], b = v[(i + 1) % v.size()];
+    const double l = std::hypot(b.x - a.x, b.y - a.y);
+    if (l > 0) out.push_back({a, b, {(b.y - a.y) / l, -(b.x - a.x) / l}, rate});
+  }
+}
+
+/// n nᵀ of step 5 from the in-plane field `nn` (xx, xy, yy rescaled; xz, yz, zz set).
+void tilt_field(const Lattice& lattice, const SliceContent& slice, NormalFieldRaster& nn) {
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  const int r = nn.resolution;
+  std::vector<WallSegment> segments;
+  std::vector<WallPoint> points;
+  const auto& rates = slice.wall_slopes.front();
+  std::visit(
+      [&](const auto& shape) {
+        using T = std::decay_t<decltype(shape)>;
+        if constexpr (std::is_same_v<T, Polygon>) {
+          polygon_walls(shape.vertices, rates[0], segments);
+        } else if constexpr (std::is_same_v<T, Rectangle>) {
+          // Counter-clockwise from the bottom-left corner: bottom, right, top, left; a side spanning its period
+          // (a line drawn as a rectangle of width Λy) has no walls across it.
+          const double hx = shape.width_x / 2, hy = shape.width_y / 2, cx = shape.center.x, cy = shape.center.y;
+          const Point c[4] = {{cx - hx, cy - hy}, {cx + hx, cy - hy}, {cx + hx, cy + hy}, {cx - hx, cy + hy}};
+          const Point normal[4] = {{0, -1}, {1, 0}, {0, 1}, {-1, 0}};
+          for (int e = 0; e < 4; ++e) {
+            const bool along_x = e % 2 == 0;  // bottom and top: walls across y
+            if (along_x ? shape.width_y >= ly : shape.width_x >= lx) continue;
+            segments.push_back({c[e], c[(e + 1) % 4], normal[e], along_x ? rates[1] : rates[0]});
+          }
+        } else if constexpr (std::is_same_v<T, Ellipse>) {
+          const double a = shape.semi_axis_x, b = shape.semi_axis_y, da = rates[0], db = rates[1];
+          const double cr = std::cos(shape.rotation_deg * pi / 180), sr = std::sin(shape.rotation_deg * pi / 180);
+          for (int j = 0; j < ellipse_wall_points; ++j) {
+            const double t = 2 * pi * (j + 0.5) / ellipse_wall_points, ct = std::cos(t), st = std::sin(t);
+            const double nu = b * ct, nv = a * st, norm = std::hypot(nu, nv);  // outward, in the ellipse's axes
+            const double u = a * ct, v = b * st;
+            WallPoint w;
+            w.p = {shape.center.x + cr * u - sr * v, shape.center.y + sr * u + cr * v};
+            w.normal = {(cr * nu - sr * nv) / norm, (sr * nu + cr * nv) / norm};
+            w.rate = (da * b * ct * ct + db * a * st * st) / norm;
+            w.length = std::hypot(a * st, b * ct) * 2 * pi / ellipse_wall_points;
+            points.push_back(w);
+          }
+        }
+      },
+      slice.shapes.front());
+  // The series at |n_i| ≤ c_i, where the filter exceeds e^{−40.5} ≈ 2.6e-18.
+  const double rho = tensor_smoothing * std::min(lx, ly), rho_far = far_smoothing * std::min(lx, ly);
+  const int c1 = std::min(r / 2 - 1, int(std::ceil(9 * lx / (2 * pi * rho))));
+  const int c2 = std::min(r / 2 - 1, int(std::ceil(9 * ly / (2 * pi * rho))));
+  const std::size_t n = std::size_t(r) * r;
+  std::vector<Complex> unit(n, 0.0), rate(n, 0.0), length(n, 0.0);  // v1, vτ (x + i y packed), μ
+  const double x0 = -lx / 2 + 0.5 * lx / r, y0 = -ly / 2 + 0.5 * ly / r;
+  const auto wrap = [r](int k) { return std::size_t(((k % r) + r) % r); };
+  std::vector<Complex> ex(std::size_t(2 * c1 + 1)), ey(std::size_t(2 * c2 + 1));
+  for (int i = -c1; i <= c1; ++i)
+    for (int j = -c2; j <= c2; ++j) {
+      const double gx = 2 * pi * i / lx, gy = 2 * pi * j / ly;
+      const double f = std::exp(-0.5 * rho * rho * (gx * gx + gy * gy)) +
+                       far_weight * std::exp(-0.5 * rho_far * rho_far * (gx * gx + gy * gy));
+      Complex su = 0, sr = 0, sl = 0;
+      for (const WallSegment& w : segments) {  // ∫ e^{−iG·s} ds = L sinc(G·d/2) e^{−iG·m}
+        const double dx = w.b.x - w.a.x, dy = w.b.y - w.a.y, half = 0.5 * (gx * dx + gy * dy);
+        const double l = std::hypot(dx, dy), sinc_half = std::abs(half) < 1e-12 ? 1.0 : std::sin(half) / half;
+        const Complex e = l * sinc_half * std::polar(1.0, -(gx * 0.5 * (w.a.x + w.b.x) + gy * 0.5 * (w.a.y + w.b.y)));
+        const Complex normal{w.normal.x, w.normal.y};
+        su += e * normal;
+        sr += e * w.rate * normal;
+        sl += e;
+      }
+      for (const WallPoint& w : points) {
+        const Complex e = w.length * std::polar(1.0, -(gx * w.p.x + gy * w.p.y));
+        const Complex normal{w.normal.x, w.normal.y};
+        su += e * normal;
+        sr += e * w.rate * normal;
+        sl += e;
+      }
+      // Evaluated at the pixel centres x0 + j h by the inverse DFT: the phase e^{iG·x0}.
+      const Complex shift = f * std::polar(1.0, gx * x0 + gy * y0);
+      const std::size_t k = wrap(j) * r + wrap(i);
+      unit[k] = su * shift;
+      rate[k] = sr * shift;
+      length[k] = sl * shift;
+    }
+  fft2(unit, r, true);
+  fft2(rate, r, true);
+  fft2(length, r, true);
+  double mu_max = 0;
+  for (const Complex& m : length) mu_max = std::max(mu_max, m.real());
+  nn.xz.assign(n, 0.0);
+  nn.yz.assign(n, 0.0);
+  nn.zz.assign(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double mu = length[i].real();
+    if (!(mu > 1e-12 * mu_max)) continue;  // no wall within reach: in-plane
+    const double xx = nn.xx[i], xy = nn.xy[i], yy = nn.yy[i];
+    const double v1x = unit[i].real() / mu, v1y = unit[i].imag() / mu, vtx = rate[i].real() / mu, vty = rate[i].imag() / mu;
+    const double s = std::hypot(xx * v1x + xy * v1y, xy * v1x + yy * v1y);  // |u|
+    const double x = s / tilt_saturation;
+    const double g = x >= 1 ? 1 / s : (s > 0 ? (1 - (1 - x) * (1 - x) * (1 - x)) / s : 3 / tilt_saturation);
+    const double bx = -g * (xx * vtx + xy * vty), by = -g * (xy * vtx + yy * vty), b2 = bx * bx + by * by;
+    const double q = 1 / (1 + b2);
+    nn.xx[i] = xx * q;
+    nn.xy[i] = xy * q;
+    nn.yy[i] = yy * q;
+    nn.xz[i] = bx * q;
+    nn.yz[i] = by * q;
+    nn.zz[i] = b2 * q;
+  }
+}
+
 int power_of_two_at_least(int n) { return int(std::bit_ceil(unsigned(std::max(n, 1)))); }
 
-std::string geometry_key(const Lattice& lattice, const SliceContent& slice, int n1_max, int n2_max, int resolution) {
+std::string geometry_key(const Lattice& lattice, const SliceContent& slice, int n1_max, int n2_max, int resolution,
+                         bool tilt) {
   std::string key;
   const auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   put(lattice.period_x);
@@ -389,6 +536,9 @@ std::string geometry_key(const Lattice& lattice, const SliceContent& slice, int 
   put(n1_max);
   put(n2_max);
   put(resolution);
+  put(tilt);
+  if (tilt)
+    for (const auto& rates : slice.wall_slopes) put(rates);
   for (const PlanarShape& s : slice.shapes) {
     put(int(s.index()));
     std::visit(
@@ -418,10 +568,12 @@ std::string geometry_key(const Lattice& lattice, const SliceContent& slice, int 
   return key;
 }
 
-/// Pixel-exact transforms of a·n_i n_j (ij ∈ {xx, xy, yy}) on the R × R raster, for |n_i| ≤ n_i_max, into
-/// region `reg` of `out`: ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1 + n2)(1 − 1/R)} DFT[f](n mod R) / R².
+/// Pixel-exact transforms of a·n_i n_j (ij ∈ {xx, xy, yy}, then xz, yz, zz where out.components = 6) on the
+/// R × R raster, for |n_i| ≤ n_i_max, into region `reg` of `out`:
+/// ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1 + n2)(1 − 1/R)} DFT[f](n mod R) / R².
 void transform_region(std::span<const double> a, const NormalFieldRaster& nn, int r, RegionNormalCoefficients& out,
                       int reg) {
+  const int nc = out.components;
   const int n1_max = out.n1_max, n2_max = out.n2_max, k2 = 2 * n2_max + 1;
   const std::size_t size = out.size(), n = std::size_t(r) * r;
   std::vector<Complex> phase_x(2 * n1_max + 1), phase_y(k2);
@@ -433,23 +585,36 @@ void transform_region(std::span<const double> a, const NormalFieldRaster& nn, in
   // Only the x frequencies |n1| ≤ n1_max are read below: the column transforms of the others are skipped.
   std::vector<std::size_t> columns;
   for (int i = -n1_max; i <= n1_max; ++i) columns.push_back(wrap(i));
-  std::vector<Complex> both(n), cross(n);
+  // Two real maps per transform: (xx, yy) and xy; tilted, (xy, zz) and (xz, yz) instead of xy alone.
+  std::vector<Complex> both(n), cross(n), out_of_plane(nc == 6 ? n : 0);
   for (std::size_t i = 0; i < n; ++i) {
     both[i] = {a[i] * nn.xx[i], a[i] * nn.yy[i]};
-    cross[i] = a[i] * nn.xy[i];
+    cross[i] = nc == 6 ? Complex{a[i] * nn.xy[i], a[i] * nn.zz[i]} : Complex{a[i] * nn.xy[i]};
+    if (nc == 6) out_of_plane[i] = {a[i] * nn.xz[i], a[i] * nn.yz[i]};
   }
   fft2_columns(both, r, columns);
   fft2_columns(cross, r, columns);
+  if (nc == 6) fft2_columns(out_of_plane, r, columns);
   for (int i = -n1_max; i <= n1_max; ++i)
     for (int j = -n2_max; j <= n2_max; ++j) {
       // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
       // Y(k) = (H(k) − H(−k)*)/(2i).
-      const Complex h = both[wrap(j) * r + wrap(i)], hm = std::conj(both[wrap(-j) * r + wrap(-i)]);
+      const std::size_t at = wrap(j) * r + wrap(i), mirror = wrap(-j) * r + wrap(-i);
+      const Complex h = both[at], hm = std::conj(both[mirror]);
       const Complex factor = phase_x[i + n1_max] * phase_y[j + n2_max];
       const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
-      out.values[(reg * 3 + 0) * size + idx] = factor * 0.5 * (h + hm);
-      out.values[(reg * 3 + 1) * size + idx] = factor * cross[wrap(j) * r + wrap(i)];
-      out.values[(reg * 3 + 2) * size + idx] = factor * (h - hm) / (2.0 * I);
+      const auto put = [&](int ij, Complex v) { out.values[std::size_t(reg * nc + ij) * size + idx] = factor * v; };
+      put(0, 0.5 * (h + hm));
+      put(2, (h - hm) / (2.0 * I));
+      if (nc == 3) {
+        put(1, cross[at]);
+        continue;
+      }
+      const Complex c = cross[at], cm = std::conj(cross[mirror]), o = out_of_plane[at], om = std::conj(out_of_plane[mirror]);
+      put(1, 0.5 * (c + cm));
+      put(5, (c - cm) / (2.0 * I));
+      put(3, 0.5 * (o + om));
+      put(4, (o - om) / (2.0 * I));
     }
 }
 
@@ -549,21 +714,23 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
 
 std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(const Lattice& lattice,
                                                                             const SliceContent& slice, int n1_max,
-                                                                            int n2_max, int r) {
+                                                                            int n2_max, int r, bool tilt) {
   const Ellipse* ellipse = lone_ellipse(slice);
-  if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y)
+  if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y && !tilt)
     return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r);
   const Regions regions = regions_of(lattice, slice);
   const auto a = area_fractions(lattice, regions, r);
   const std::vector<Point> polygon = lone_polygon(slice);
-  const NormalFieldRaster nn = ellipse ? ellipse_normal_field(lattice, *ellipse, r)
-                                       : normal_field(lattice, a, r, polygon.empty() ? nullptr : &polygon);
+  NormalFieldRaster nn = ellipse ? ellipse_normal_field(lattice, *ellipse, r)
+                                 : normal_field(lattice, a, r, polygon.empty() ? nullptr : &polygon);
+  if (tilt) tilt_field(lattice, slice, nn);
   auto out = std::make_shared<RegionNormalCoefficients>();
   out->regions = regions.count;
+  out->components = tilt ? 6 : 3;
   out->n1_max = n1_max;
   out->n2_max = n2_max;
   out->resolution = r;
-  out->values.assign(std::size_t(regions.count) * 3 * out->size(), 0.0);
+  out->values.assign(std::size_t(regions.count) * out->components * out->size(), 0.0);
   for (int reg = 0; reg < regions.count; ++reg) {
     const auto& ar = a[reg];
     if (std::all_of(ar.begin(), ar.end(), [](double v) { return v == 0; })) continue;
@@ -672,11 +839,22 @@ Formulation parse_formulation(std::string_view name) {
   GS_EXPECTS(false, "unknown formulation '" + std::string(name) + "' (expected normal-vector or laurent)");
 }
 
+bool tilts_normal_field(const Lattice& lattice, const SliceContent& slice) {
+  return !lattice.one_dimensional() && slice.shapes.size() == 1 && slice.sloped() &&
+         !std::holds_alternative<Raster>(slice.shapes.front());
+}
+
 conv::Problem normal_vector_problem(bool one_dimensional, bool tilted) {
-  GS_EXPECTS(one_dimensional || !tilted, "tilted normal fields are for 1D lattices");
   conv::Problem p;
   p.inputs = 3;
-  if (tilted) {
+  if (tilted && !one_dimensional) {  // C and γ n nᵀ symmetric: kernel of (i, j) at sym[i][j], + 6 for γ
+    constexpr int sym[3][3] = {{0, 1, 2}, {1, 3, 4}, {2, 4, 5}};
+    p.kernels = 12;
+    p.outputs = 6;
+    p.pattern.clear();
+    for (int o = 0; o < 6; ++o)
+      for (int j = 0; j < 3; ++j) p.pattern.push_back({o, j, sym[o % 3][j] + (o >= 3 ? 6 : 0)});
+  } else if (tilted) {
     p.kernels = 7;
     p.outputs = 5;
     p.pattern = {{0, 0, 1}, {0, 2, 2}, {1, 1, 0}, {2, 0, 2}, {2, 2, 3}, {3, 0, 4}, {3, 2, 5}, {4, 0, 5}, {4, 2, 6}};
@@ -708,7 +886,7 @@ int default_normal_field_resolution(int m1, int m2) {
 
 std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const Lattice& lattice,
                                                                            const SliceContent& slice, int n1_max,
-                                                                           int n2_max, int resolution) {
+                                                                           int n2_max, int resolution, bool tilted) {
   GS_EXPECTS(!lattice.one_dimensional(), "normal fields on a raster are for 2D lattices");
   GS_EXPECTS(!slice.shapes.empty(), "region_normal_coefficients: the slice has no shape");
   GS_EXPECTS(resolution >= 8 && std::has_single_bit(unsigned(resolution)),
@@ -721,7 +899,8 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
   static std::list<std::pair<std::string, std::shared_ptr<const RegionNormalCoefficients>>> cache;
   static std::size_t cached_bytes = 0;
   const auto bytes = [](const RegionNormalCoefficients& c) { return c.values.size() * sizeof(Complex); };
-  const std::string key = geometry_key(lattice, slice, n1_max, n2_max, resolution);
+  const bool tilt = tilted && tilts_normal_field(lattice, slice);
+  const std::string key = geometry_key(lattice, slice, n1_max, n2_max, resolution, tilt);
   {
     const std::lock_guard lock(mutex);
     for (auto it = cache.begin(); it != cache.end(); ++it)
@@ -730,7 +909,7 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
         return it->second;
       }
   }
-  auto value = compute_region_coefficients(lattice, slice, n1_max, n2_max, resolution);
+  auto value = compute_region_coefficients(lattice, slice, n1_max, n2_max, resolution, tilt);
   const std::lock_guard lock(mutex);
   cache.emplace_front(key, value);
   cached_bytes += bytes(*value);
@@ -742,14 +921,17 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
 }
 
 NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent& slice, int resolution,
-                                      bool exact_where_possible) {
+                                      bool exact_where_possible, bool tilted) {
   GS_EXPECTS(!lattice.one_dimensional() && !slice.shapes.empty(), "normal_field_raster: a 2D slice with shapes");
-  if (const Ellipse* ellipse = lone_ellipse(slice); ellipse && exact_where_possible)
-    return ellipse_normal_field(lattice, *ellipse, resolution);
   const std::vector<Point> polygon = exact_where_possible ? lone_polygon(slice) : std::vector<Point>{};
-  if (!polygon.empty()) return normal_field(lattice, {}, resolution, &polygon);
-  const Regions regions = regions_of(lattice, slice);
-  return normal_field(lattice, area_fractions(lattice, regions, resolution), resolution, nullptr);
+  const Ellipse* ellipse = lone_ellipse(slice);
+  NormalFieldRaster nn = ellipse && exact_where_possible ? ellipse_normal_field(lattice, *ellipse, resolution)
+                         : !polygon.empty()
+                             ? normal_field(lattice, {}, resolution, &polygon)
+                             : normal_field(lattice, area_fractions(lattice, regions_of(lattice, slice), resolution),
+                                            resolution, nullptr);
+  if (tilted && tilts_normal_field(lattice, slice)) tilt_field(lattice, slice, nn);
+  return nn;
 }
 
 std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceContent& slice, double wavelength,
@@ -768,10 +950,11 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
     return material_harmonics(lattice, slice, wavelength, f, n1, n2);
   };
   std::vector<Complex> out;
-  GS_EXPECTS(!tilted || lattice.one_dimensional(), "tilted normal fields are for 1D lattices");
-  GS_EXPECTS(tilted || !slice.sloped(), "a slice with sloped walls needs the tilted normal field");
+  // 1D: the pattern of a problem with sloped walls is the tilted one (2D slices may keep in-plane fields).
+  GS_EXPECTS(tilted || !slice.sloped() || !lattice.one_dimensional(), "a slice with sloped walls needs the tilted normal field");
   const bool has_raster = !slice.shapes.empty() && std::holds_alternative<Raster>(slice.shapes.front());
-  if (tilted && !slice.shapes.empty() && !has_raster) return tilted_kernels(lattice, slice, wavelength, n1, chi, beta, gamma);
+  if (tilted && lattice.one_dimensional() && !slice.shapes.empty() && !has_raster)
+    return tilted_kernels(lattice, slice, wavelength, n1, chi, beta, gamma);
   if (lattice.one_dimensional()) {  // n = x̂: C_xx = χ + β = 1 − ε1/ε, exact transforms
     for (const auto& f : {std::function<Complex(Complex)>(chi), std::function<Complex(Complex)>([&](Complex eps) {
                             return 1.0 - eps1 / nonzero(eps);
@@ -790,32 +973,38 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
     }
     return out;
   }
+  // The kernels of C = χ I + β n nᵀ and of γ n nᵀ per component ij: in-plane K = 7 (χ, C_xx, C_xy, C_yy,
+  // γ xx, γ xy, γ yy), tilted K = 12 (C_xx, C_xy, C_xz, C_yy, C_yz, C_zz, then γ in that order).
+  // ij = 0..5 is xx, xy, yy, xz, yz, zz (RegionNormalCoefficients' order).
+  constexpr int in_plane_c[3] = {1, 2, 3}, tilted_c[6] = {0, 1, 3, 2, 4, 5};
+  const int components = tilted ? 6 : 3, gamma_offset = tilted ? 6 : 3;
+  const int* c_kernel = tilted ? tilted_c : in_plane_c;
   const std::vector<Complex> x = harmonics(chi);
-  out.assign(7 * size, 0.0);
+  out.assign((tilted ? 12 : 7) * size, 0.0);
   const auto kernel = [&](int k) { return out.data() + k * size; };
-  std::copy(x.begin(), x.end(), kernel(0));
-  std::copy(x.begin(), x.end(), kernel(1));
-  std::copy(x.begin(), x.end(), kernel(3));
+  if (!tilted) std::copy(x.begin(), x.end(), kernel(0));
+  for (int ij : {0, 2, 5})  // the diagonal's χ
+    if (ij < components) std::copy(x.begin(), x.end(), kernel(c_kernel[ij]));
   if (slice.shapes.empty()) {  // uniform slice: n = x̂
     const Complex eps = slice.background.permittivity(wavelength);
-    kernel(1)[zero] += beta(eps);
-    kernel(4)[zero] += gamma(eps);
+    kernel(c_kernel[0])[zero] += beta(eps);
+    kernel(c_kernel[0] + gamma_offset)[zero] += gamma(eps);
     return out;
   }
   const auto coef = region_normal_coefficients(lattice, slice, n1, n2,
-                                               resolution > 0 ? resolution : default_normal_field_resolution(m1, m2));
+                                               resolution > 0 ? resolution : default_normal_field_resolution(m1, m2),
+                                               tilted);
   const std::vector<Complex> eps = region_permittivities(slice, wavelength);
   GS_EXPECTS(int(eps.size()) == coef->regions, "normal field: region count mismatch");
   for (int r = 0; r < coef->regions; ++r) {
     const Complex b = beta(eps[r]), g = gamma(eps[r]);
-    const Complex *xx = coef->at(r, 0), *xy = coef->at(r, 1), *yy = coef->at(r, 2);
-    for (std::size_t i = 0; i < size; ++i) {
-      kernel(1)[i] += b * xx[i];
-      kernel(2)[i] += b * xy[i];
-      kernel(3)[i] += b * yy[i];
-      kernel(4)[i] += g * xx[i];
-      kernel(5)[i] += g * xy[i];
-      kernel(6)[i] += g * yy[i];
+    for (int ij = 0; ij < coef->components; ++ij) {  // an in-plane slice of a tilted problem: xz = yz = zz = 0
+      const Complex* nn = coef->at(r, ij);
+      Complex *c = kernel(c_kernel[ij]), *d = kernel(c_kernel[ij] + gamma_offset);
+      for (std::size_t i = 0; i < size; ++i) {
+        c[i] += b * nn[i];
+        d[i] += g * nn[i];
+      }
     }
   }
   return out;

@@ -424,8 +424,9 @@ std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t i
   const bool normal_vector = formulation == Formulation::normal_vector;
   const double rhs = 2 * double(incidences), nz = double(slices), nm = double(orders), real = double(real_bytes);
   const double field = nz * rhs * 3 * nm * 2 * real;               // one batched vector
-  const double output = field / 3 * (normal_vector ? 5 : 3);         // the convolution output c
-  const double per_slice = normal_vector ? 7 : 1;                    // kernels per slice
+  // Normal-vector: the largest pattern (2D tilted: 6 outputs, 12 kernels), an upper bound for the others.
+  const double output = field / 3 * (normal_vector ? 6 : 3);         // the convolution output c
+  const double per_slice = normal_vector ? 12 : 1;                   // kernels per slice
   const double l1 = double(conv::minimal_fft_length(2 * m1 + 1)), l2 = double(conv::minimal_fft_length(2 * m2 + 1));
   const double kernels = nz * double(members) * per_slice * ((4 * double(m1) + 1) * (4 * double(m2) + 1) * 16 + l1 * l2 * 2 * real);
   const double green = double(incidences) * nm * nz * 4 * 16;

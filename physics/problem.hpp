@@ -203,8 +203,8 @@ conv::Problem convolution_problem(Formulation formulation, const Lattice& lattic
 /// Bytes the solve of `incidences` incidences of `members` wavelengths (one problem) needs (Krylov vectors, right-hand sides, convolution output,
 /// Green coefficients, kernels and their FFT spectra; a backend's private scratch is not counted;
 /// the dense reference adds n²·16 per rhs). krylov_vectors: GMRES restart + 4, BiCGStab 8, dense 3.
-/// The normal-vector formulation is counted as the 2D pattern (5 output components per block, 7
-/// kernels per slice), an upper bound for 1D gratings (4 and 3).
+/// The normal-vector formulation is counted as its largest pattern, the 2D tilted one (6 output components per
+/// block, 12 kernels per slice), an upper bound for the others (2D 5 and 7, 1D tilted 5 and 7, 1D 4 and 3).
 /// Computed in floating point: a size beyond std::size_t saturates at its maximum, never wraps.
 std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t incidences, int m1, int m2,
                            std::size_t real_bytes, int krylov_vectors, bool dense, Formulation formulation,

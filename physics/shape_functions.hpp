@@ -40,9 +40,14 @@ using PlanarShape = std::variant<Rectangle, Ellipse, Polygon, Raster>;
 struct SliceContent {
   Material background;
   std::vector<PlanarShape> shapes;
-  /// 1D lattices: per shape, the slopes dx/dz of its left and right walls (x − w/2 and x + w/2) where
-  /// the shape is a slice of a sloped line (a trapezoid line: +cot α on the left, −cot α on the right);
+  /// Per shape, how its walls move with height z (z upward) where the slice samples a z-varying shape;
   /// empty when every wall is vertical. The normal-vector field follows them (normal_field.hpp).
+  ///  1D lattices: the slopes dx/dz of its left and right walls (x − w/2 and x + w/2): a trapezoid line
+  ///   +cot α on the left, −cot α on the right.
+  ///  2D lattices: the rates of its half-extents along its own axes: an ellipse's d(semi-axis x)/dz and
+  ///   d(semi-axis y)/dz (a tapered ellipse); a rectangle's d(width_x/2)/dz and d(width_y/2)/dz (a
+  ///   trapezoid line spanning Λy: −cot α, 0); a polygon's outward edge speed, twice (a sloped
+  ///   polygon: −cot α).
   std::vector<std::array<double, 2>> wall_slopes = {};
   [[nodiscard]] bool sloped() const {
     for (const auto& s : wall_slopes)

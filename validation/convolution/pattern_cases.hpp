@@ -1,6 +1,6 @@
 #pragma once
 // Problems with K kernels and a sparse P×Q pattern (convolution.hpp): the normal-vector patterns physics
-// uses (2D: K = 7, P = 5, Q = 3; 1D: K = 3, P = 4, Q = 3; see notes/COMMON.md), random patterns, and the
+// uses (2D: K = 7, P = 5, Q = 3; 1D: K = 3, P = 4, Q = 3; 2D tilted: K = 12, P = 6, Q = 3), random patterns, and the
 // shapes they are tested on; every backend's pattern results against cpu-direct on fresh random data,
 // and cpu-direct's pattern sums against an independent reference: one scalar cpu-direct convolution
 // per term, summed.
@@ -40,6 +40,14 @@ inline Pattern normal_vector_1d_pattern() {
   return {"NV 1D (K 3, P 4, Q 3)", 3, 3, 4, {{0, 0, 1}, {1, 1, 0}, {2, 2, 0}, {3, 0, 2}}};
 }
 
+/// The 2D tilted normal-vector pattern (n with an out-of-plane part): kernels C_xx, C_xy, C_xz, C_yy, C_yz,
+/// C_zz, then γ n_i n_j in that order; outputs J_x, J_y, J_z = C F, D_x, D_y, D_z = γ n nᵀ F (18 terms).
+inline Pattern normal_vector_tilted_pattern() {
+  return {"NV 2D tilted (K 12, P 6, Q 3)", 12, 3, 6,
+          {{0, 0, 0}, {0, 1, 1}, {0, 2, 2}, {1, 0, 1}, {1, 1, 3}, {1, 2, 4}, {2, 0, 2}, {2, 1, 4}, {2, 2, 5},
+           {3, 0, 6}, {3, 1, 7}, {3, 2, 8}, {4, 0, 7}, {4, 1, 9}, {4, 2, 10}, {5, 0, 8}, {5, 1, 10}, {5, 2, 11}}};
+}
+
 /// A random pattern: K, P, Q uniform in 1..4, each (output, input) pair a term with probability 1/2
 /// and a random kernel, an output left without a term given one on a random input.
 inline Pattern random_pattern() {
@@ -66,7 +74,8 @@ inline Pattern random_pattern() {
 
 /// The NV patterns and three fresh random ones.
 inline std::vector<Pattern> test_patterns() {
-  return {normal_vector_pattern(), normal_vector_1d_pattern(), random_pattern(), random_pattern(), random_pattern()};
+  return {normal_vector_pattern(), normal_vector_1d_pattern(), normal_vector_tilted_pattern(), random_pattern(),
+          random_pattern(), random_pattern()};
 }
 
 /// Shapes the patterns are tested on: 2D square, odd and mixed N1 ≠ N2, L above the minimal, 1D gratings

@@ -2,7 +2,7 @@
 // The device z-operator (physics/device_z_operator.cu) against the host one on fresh random fields, for
 // the GPU tests of one problem, of batched wavelengths (k1 per incidence) and of batched geometries
 // (a grid per member): apply() out of place and in place (y = x), and far_field_sums(), for each set of
-// D components (z_operator.hpp's d_axes mask: 0 Laurent; 0b001, 0b011, 0b101 normal-vector 1D, 2D, 1D tilted). Tolerances: relative l2 1e-6
+// D components (z_operator.hpp's d_axes mask: 0 Laurent; 0b001, 0b011, 0b101, 0b111 normal-vector 1D, 2D, 1D tilted, 2D tilted). Tolerances: relative l2 1e-6
 // (complex64 storage) or 1e-13 (complex128): both sweep in complex128, in different summation orders.
 #include <bit>
 #include <complex>

@@ -4,6 +4,7 @@
 // slice k of a layer whose top is at z_top has centre z_top − (k + ½)·thickness/(n_l·factor).
 // cut_into_steps against structure.hpp's TaperedEllipse: step j of n holds every shape at height
 // h = thickness·(1 − (j + ½)/n), semi-axes linear in h, a line's width its trapezoid's there.
+#include <array>
 #include <cmath>
 #include <numbers>
 #include <random>
@@ -80,16 +81,29 @@ TEST_CASE("a layer holding a tapered ellipse is cut into one step per slice, eve
   const TrapezoidLine line{0.3, 0.2, 80.0, Material::constant_index(1.5)};
   const Rectangle rectangle{{-0.3, 0.2}, 0.1, 0.2, Material::constant_index(1.7)};
   layer.shapes = {tapered, line, rectangle};
-  const Layer cut = cut_into_steps(layer, lattice);
+  std::vector<std::vector<std::array<double, 2>>> rates;
+  const Layer cut = cut_into_steps(layer, lattice, &rates);
   CHECK(cut.shapes.empty());
   REQUIRE(cut.steps.size() == 5);
+  REQUIRE(rates.size() == 5);
   for (int j = 0; j < 5; ++j) {  // top step first
     const double f = 1 - (j + 0.5) / 5;  // the step centre's height over the thickness
     const double a = bottom_a * (1 - f / 0.6), b = 0.05 + (top_b - 0.05) * f;
     const auto& step = cut.steps[std::size_t(j)];
     INFO("step " << j);
     REQUIRE(step.size() == (a > 0 ? 3u : 2u));
+    // SliceContent::wall_slopes of each shape (2D): the ellipse's semi-axis rates (constant: linear in
+    // height), the line's half-width rate −cot 80° and nothing across y, the rectangle's none.
+    const auto& rate = rates[std::size_t(j)];
+    REQUIRE(rate.size() == step.size());
     std::size_t k = 0;
+    if (a > 0) {
+      CHECK(std::abs(rate[0][0] - (-bottom_a * 2 / 3 - bottom_a) / layer.thickness) <= 1e-13);
+      CHECK(std::abs(rate[0][1] - (top_b - 0.05) / layer.thickness) <= 1e-13);
+    }
+    CHECK(std::abs(rate[k + (a > 0 ? 1 : 0)][0] + 1 / std::tan(80.0 * std::numbers::pi / 180)) <= 1e-14);
+    CHECK(rate[k + (a > 0 ? 1 : 0)][1] == 0.0);
+    CHECK(rate.back() == std::array{0.0, 0.0});
     if (a > 0) {
       const auto& e = std::get<Ellipse>(step[k++]);
       CHECK(std::abs(e.semi_axis_x - a) <= 1e-14);
@@ -109,4 +123,55 @@ TEST_CASE("a layer holding a tapered ellipse is cut into one step per slice, eve
   CHECK(cut_into_steps(plain, lattice).steps.empty());
   layer.shapes.push_back(SlopedPolygon{Polygon{{{0, 0}, {0.1, 0}, {0, 0.1}}, Material::constant_index(1.5)}, 80});
   CHECK_THROWS_AS(cut_into_steps(layer, lattice), InvalidArgument);
+}
+
+TEST_CASE("2D sloped walls: discretise records each shape's wall rates, sloped_walls() names the tilted slices",
+          "[physics][discretisation]") {
+  // SliceContent::wall_slopes on a 2D lattice: a sloped polygon's edges move outward at −cot α, a lone
+  // tapered circle's radius at (top − bottom)/thickness; vertical shapes leave the list empty.
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Structure s;
+  s.lattice = {1.0, 1.0};
+  s.superstrate = Material::constant_index(1.0);
+  s.substrate = Material::constant_index(1.5);
+  const double angle = 70 + 15 * u(test::rng()), cot = 1 / std::tan(angle * std::numbers::pi / 180);
+  Layer polygon_layer;
+  polygon_layer.thickness = 0.1;
+  polygon_layer.slices = 3;
+  polygon_layer.shapes = {SlopedPolygon{Polygon{{{-0.3, -0.3}, {0.3, -0.3}, {0.3, 0.3}, {-0.3, 0.3}}, Material::constant_index(2.0)},
+                                        angle}};
+  Layer circle_layer;
+  circle_layer.thickness = 0.2;
+  circle_layer.slices = 4;
+  const double bottom = 0.2 + 0.1 * u(test::rng()), top = 0.1 + 0.1 * u(test::rng());
+  circle_layer.shapes = {TaperedEllipse{{0, 0}, bottom, bottom, top, top, 0.0, Material::constant_index(2.0)}};
+  Layer vertical;
+  vertical.thickness = 0.1;
+  vertical.slices = 2;
+  vertical.shapes = {Rectangle{{0, 0}, 0.3, 0.4, Material::constant_index(2.0)}};
+  s.layers = {polygon_layer, circle_layer, vertical};
+  const Discretisation d = discretise(s);
+  REQUIRE(d.content_of_slice.size() == 9);
+  for (int p = 0; p < 9; ++p) {
+    const SliceContent& c = d.contents.at(std::size_t(d.content_of_slice[std::size_t(p)]));
+    INFO("slice " << p);
+    if (p < 3) {
+      REQUIRE(c.wall_slopes.size() == 1);
+      CHECK(std::abs(c.wall_slopes[0][0] + cot) < 1e-14);
+      CHECK(std::abs(c.wall_slopes[0][1] + cot) < 1e-14);
+    } else if (p < 7) {
+      REQUIRE(c.wall_slopes.size() == 1);
+      CHECK(std::abs(c.wall_slopes[0][0] - (top - bottom) / 0.2) < 1e-13);
+      CHECK(std::abs(c.wall_slopes[0][1] - (top - bottom) / 0.2) < 1e-13);
+    } else {
+      CHECK(c.wall_slopes.empty());
+    }
+  }
+  CHECK(sloped_walls(s));
+  // A sloped shape sharing its layer keeps the in-plane field; vertical walls none.
+  s.layers = {vertical};
+  CHECK_FALSE(sloped_walls(s));
+  polygon_layer.shapes.push_back(vertical.shapes.front());
+  s.layers = {polygon_layer};
+  CHECK_FALSE(sloped_walls(s));
 }

@@ -32,7 +32,7 @@ TEMPLATE_TEST_CASE("the device z-operator with k1 per incidence equals the host 
   const GreenCoefficients g = green_coefficients(problem.discretisation().grid, problem.orders());
   REQUIRE(g.k1[0] != g.k1[2]);
   const std::vector<int> rhs_incidence{0, 0, 1, 1, 2, 2, 3, 3};
-  test::check_device_z_operator<TestType>(g, rhs_incidence, problem.layout(), {0b000, 0b001, 0b011, 0b101});
+  test::check_device_z_operator<TestType>(g, rhs_incidence, problem.layout(), {0b000, 0b001, 0b011, 0b101, 0b111});
 }
 
 TEST_CASE("GPU: a batch of wavelengths equals each wavelength solved alone, bit for bit", "[physics][gpu][batch]") {

@@ -243,7 +243,7 @@ void check_host_apply(double tol, unsigned d_axes) {
 
 TEST_CASE("host z-operator: apply equals the direct sums over the slices, whatever the thread count",
           "[physics][z_operator]") {
-  for (unsigned d_axes : {0b011u, 0b101u}) {  // 2D (D_x, D_y) and 1D tilted (D_x, D_z)
+  for (unsigned d_axes : {0b011u, 0b101u, 0b111u}) {  // 2D (D_x, D_y), 1D tilted (D_x, D_z), 2D tilted (D_x, D_y, D_z)
     INFO("D components (mask) " << d_axes);
     check_host_apply<double>(1e-12, d_axes);
     check_host_apply<float>(1e-5, d_axes);  // y rounded to complex64: a few eps_f of the terms' scale
