@@ -131,8 +131,8 @@ std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients&
                                                         std::vector<int> rhs_incidence, unsigned d_axes = 0);
 
 /// The averaged preconditioner of preconditioner.hpp on the device: Ā's sweep uploaded as the host built
-/// it (complex128) and applied by one thread per (rhs, order); the host-assembled L_p uploaded and
-/// inverted on the device in complex128, each group of components that no element couples alone
+/// it (complex128) and applied by one thread per (rhs, order); the host-assembled L_p uploaded (or
+/// assembled on the device, below) and inverted on the device in complex128, each group of components that no element couples alone
 /// (coupled_components; cuBLAS batched LU, the host's singularity test: throws as expect_regular_local
 /// does), the inverses kept rounded to Real. The set-up runs on the calling
 /// thread's default stream (cudaStreamPerThread) and waits for it, not for other streams, before
@@ -141,6 +141,12 @@ std::unique_ptr<ZOperator<Real>> make_device_z_operator(const GreenCoefficients&
 template <class Real>
 std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedSweep& averaged,
                                                                  const LocalMatrices& local,
+                                                                 std::vector<int> rhs_incidence);
+/// The same with L_p assembled on the device from its parts (preconditioner.hpp's LocalParts: the kernels
+/// and G_pp, O(1) per element), each group of `local.groups` into its own batch: nothing dense crosses the
+/// bus. What DiscreteProblem uses.
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedSweep& averaged, const LocalParts& local,
                                                                  std::vector<int> rhs_incidence);
 
 /// The coarse preconditioner (preconditioner.hpp) on the device: `averaged` (Ā⁻¹ alone, from

@@ -1,7 +1,8 @@
 // The preconditioner P = L⁻¹ L̄ Ā⁻¹ (preconditioner.hpp) on the device.
 //
-// Set-up: the host builds Ā's sweep (AveragedSweep, complex128, uploaded as it is) and assembles L_p in
-// complex128; L_p is uploaded and inverted here by cuBLAS's batched LU (cublasZgetrfBatched, partial
+// Set-up: the host builds Ā's sweep (AveragedSweep, complex128, uploaded as it is); L_p is assembled here
+// from its parts (LocalParts: kernels, G_pp; assemble_local_group), or uploaded where the host assembled
+// it (LocalMatrices: the tests' random matrices), and inverted by cuBLAS's batched LU (cublasZgetrfBatched, partial
 // pivoting, then cublasZgetriBatched into a second array), in complex128; the singularity test is the
 // host's (expect_regular_local: the largest |A_ij| per matrix before, the smallest pivot |U_ii| after the
 // factorisation, computed by two small kernels and checked on the host). The inverses are kept rounded
@@ -203,14 +204,13 @@ __global__ void __launch_bounds__(threads) smallest_pivots(const double2* factor
 /// download of the check arrays for the factorisation); the kernels and the two cuBLAS calls are
 /// asynchronous, and the caller waits for the stream before the inverses are used elsewhere.
 /// Device memory while it runs: the matrices twice in complex128 (factors, inverses), and the result.
+/// `factors` holds the matrices on the device already (overwritten by their LU factors).
 template <class V, class Check>
-DeviceBuffer<V> invert_on_device(const std::vector<std::complex<double>>& matrices,
-                                       std::size_t n, std::size_t count, Check expect_regular) {
-  GS_EXPECTS(matrices.size() == n * n * count && count > 0, "invert_on_device: matrix sizes");
+DeviceBuffer<V> invert_on_device(DeviceBuffer<double2>& factors, std::size_t n, std::size_t count, Check expect_regular) {
+  GS_EXPECTS(factors.size() == n * n * count && count > 0, "invert_on_device: matrix sizes");
   GS_SUPPORTS(n * n <= std::size_t(std::numeric_limits<int>::max()) && count <= std::size_t(std::numeric_limits<int>::max()),
            "invert_on_device: matrices beyond cuBLAS's int sizes");
-  DeviceBuffer<double2> factors(matrices.size());
-  factors.upload(std::span(reinterpret_cast<const double2*>(matrices.data()), matrices.size()));
+  const std::size_t total = factors.size();
   DeviceBuffer<double> largest(count), smallest(count);
   largest_elements<<<unsigned(count), threads, 0, cudaStreamPerThread>>>(factors.data(), n * n, largest.data());
   GS_CUDA_CHECK_LAUNCH();
@@ -231,13 +231,13 @@ DeviceBuffer<V> invert_on_device(const std::vector<std::complex<double>>& matric
   expect_regular(std::span<const double>(largest_host), std::span<const double>(smallest_host));
   // getri writes the inverses out of place: into the result when Real is double, else into complex128
   // scratch rounded afterwards.
-  DeviceBuffer<V> result(matrices.size());
+  DeviceBuffer<V> result(total);
   DeviceBuffer<double2> scratch;
   double2* inverses = nullptr;
   if constexpr (std::is_same_v<V, double2>) {
     inverses = result.data();
   } else {
-    scratch = DeviceBuffer<double2>(matrices.size());
+    scratch = DeviceBuffer<double2>(total);
     inverses = scratch.data();
   }
   for (std::size_t k = 0; k < count; ++k) pointers[k] = reinterpret_cast<cuDoubleComplex*>(inverses + k * n * n);
@@ -246,10 +246,65 @@ DeviceBuffer<V> invert_on_device(const std::vector<std::complex<double>>& matric
   GS_CUBLAS_TRY(cublasZgetriBatched(CublasHandle::get(), int(n), factor_pointers.data(), int(n), pivots.data(),
                                  inverse_pointers.data(), int(n), info.data(), int(count)));
   if constexpr (!std::is_same_v<V, double2>) {
-    round_to<V><<<unsigned((matrices.size() + 255) / 256), 256, 0, cudaStreamPerThread>>>(scratch.data(), result.data(), matrices.size());
+    round_to<V><<<unsigned((total + 255) / 256), 256, 0, cudaStreamPerThread>>>(scratch.data(), result.data(), total);
     GS_CUDA_CHECK_LAUNCH();
   }
   return result;
+}
+
+/// The same for matrices on the host (uploaded first).
+template <class V, class Check>
+DeviceBuffer<V> invert_on_device(const std::vector<std::complex<double>>& matrices, std::size_t n, std::size_t count,
+                                 Check expect_regular) {
+  DeviceBuffer<double2> factors(matrices.size());
+  factors.upload(std::span(reinterpret_cast<const double2*>(matrices.data()), matrices.size()));
+  return invert_on_device<V>(factors, n, count, expect_regular);
+}
+
+/// LocalParts' terms as kernel arguments: (output or D's axis, input, kernel), at most 18 of a kind (the
+/// 2D tilted pattern's).
+struct DeviceTerms {
+  int count = 0;
+  int output[18], input[18], kernel[18];
+};
+
+DeviceTerms device_terms(const std::vector<conv::Term>& terms) {
+  DeviceTerms t;
+  GS_EXPECTS(terms.size() <= 18, "device preconditioner: more than 18 pattern terms");
+  for (const conv::Term& term : terms) {
+    t.output[t.count] = term.output;
+    t.input[t.count] = term.input;
+    t.kernel[t.count++] = term.kernel;
+  }
+  return t;
+}
+
+/// One group of every L_p assembled from LocalParts (the formula there), one thread per element:
+/// factors[(k·n + j)·n + i] = L_k(members[i], members[j]), k = a·nz + p; the kernels of engine slice
+/// p·slice_members + member[a], kernel κ at ((slice·K + κ)·k1 + d1 + n1 − 1)·k2 + d2 + n2 − 1, k_i = 2n_i − 1.
+__global__ void assemble_local_group(double2* __restrict__ factors, const int* __restrict__ members, int n,
+                                     const double2* __restrict__ green, const double2* __restrict__ kernels,
+                                     const int* __restrict__ member, int slice_members, int nm, int nz, int n1, int n2,
+                                     int kernels_per_slice, DeviceTerms source, DeviceTerms d, std::size_t total) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= total) return;
+  const int i = int(e % n), j = int(e / n % n);
+  const std::size_t k = e / (std::size_t(n) * n);
+  const int a = int(k / nz), p = int(k % nz);
+  const int ci = members[i] / nm, m = members[i] % nm, cj = members[j] / nm, mp = members[j] % nm;
+  const std::size_t k1 = 2 * n1 - 1, k2 = 2 * n2 - 1;
+  const std::size_t at = std::size_t(m / n2 - mp / n2 + n1 - 1) * k2 + std::size_t(m % n2 - mp % n2 + n2 - 1);
+  const double2* slice = kernels + (std::size_t(p) * slice_members + member[a]) * kernels_per_slice * k1 * k2;
+  const double2* g = green + ((std::size_t(a) * nm + m) * nz + p) * 9 + ci * 3;  // row ci of G_pp(m)
+  double2 v = {i == j ? 1.0 : 0.0, 0.0};
+  for (int t = 0; t < d.count; ++t)
+    if (d.output[t] == ci && d.input[t] == cj) {
+      const double2 c = slice[std::size_t(d.kernel[t]) * k1 * k2 + at];
+      v = {v.x + c.x, v.y + c.y};
+    }
+  for (int t = 0; t < source.count; ++t)
+    if (source.input[t] == cj) v = multiply_add(v, g[source.output[t]], slice[std::size_t(source.kernel[t]) * k1 * k2 + at]);
+  factors[e] = v;
 }
 
 template <class Real>
@@ -258,60 +313,60 @@ class DevicePreconditioner final : public Preconditioner<Real> {
   using typename Preconditioner<Real>::Complex;
   using V = Complex2<Real>;
 
+  /// L_p assembled on the host (its groups uploaded; the tests' random matrices come this way).
   DevicePreconditioner(const AveragedSweep& averaged, const LocalMatrices& local, const std::vector<int>& rhs_incidence)
-      : nm_(averaged.orders), nz_(averaged.slices), na_(averaged.incidences), nr_(int(rhs_incidence.size())) {
+      : DevicePreconditioner(averaged, rhs_incidence, local.matrices.empty()) {
     GS_EXPECTS(local.incidences == na_ && local.orders == nm_ && local.slices == nz_,
             "device preconditioner: the averaged and local parts disagree in size");
-    per_ = na_ > 0 ? nr_ / na_ : 0;
-    GS_EXPECTS(per_ >= 1 && per_ <= 2 && per_ * na_ == nr_,
-            "device preconditioner: expects one or two right-hand sides per incidence");
-    for (int r = 0; r < nr_; ++r)
-      GS_EXPECTS(rhs_incidence[r] == r / per_, "device preconditioner: right-hand sides must be grouped by incidence");
-    averaged_only_ = local.matrices.empty();  // Ā⁻¹ alone (the coarse preconditioner's outer part)
-    local_shared_bytes_ = local.n() * sizeof(double2);
-    GS_EXPECTS(averaged_only_ || local_shared_bytes_ <= 48 * 1024,
-               "device preconditioner: " + std::to_string(nm_) +
-                   " orders exceed the shared memory of one block; use preconditioner: none");
-    const int slices = nz_;
-    // Uploads on this thread's default stream (DeviceBuffer's copies), like the inversion below.
-    sweep_ = DeviceBuffer<double2>(averaged.values.size());
-    sweep_.upload(std::span(reinterpret_cast<const double2*>(averaged.values.data()), averaged.values.size()));
-    rhs_incidence_ = DeviceBuffer<int>(rhs_incidence.size());
-    rhs_incidence_.upload(rhs_incidence);
-    sweep_scratch_ = DeviceBuffer<double2>(std::size_t(nz_) * 3 * nr_ * nm_);
     if (!averaged_only_) {
-      // Each group of components that no element couples (y | x, z without conical incidence in 1D) is
-      // inverted alone: (1/27 + 8/27) of the LU flops and 5/9 of the memory of the whole 3·nm blocks.
-      const std::array<int, 3> group = coupled_components(local);
       const std::size_t n = local.n(), count = local.count();
-      for (int g = 0; g < 3; ++g) {
-        std::vector<int> members;  // the group's unknowns c·nm + m within a block, ascending
-        for (int c = 0; c < 3; ++c)
-          if (group[c] == g)
-            for (int m = 0; m < nm_; ++m) members.push_back(c * nm_ + m);
-        if (members.empty()) continue;
+      for_each_group(coupled_components(local), [&](const std::vector<int>& members) {
         const std::size_t ng = members.size();
         std::vector<std::complex<double>> sub(ng * ng * count);
         for (std::size_t k = 0; k < count; ++k)
           for (std::size_t j = 0; j < ng; ++j)
             for (std::size_t i = 0; i < ng; ++i)
               sub[(k * ng + j) * ng + i] = local.matrices[(k * n + std::size_t(members[j])) * n + std::size_t(members[i])];
-        LocalGroup part;
-        part.n = int(ng);
-        part.inverses = invert_on_device<V>(sub, ng, count,
-                                            [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, slices); });
-        part.members = DeviceBuffer<int>(ng);
-        part.members.upload(members);
-        local_.push_back(std::move(part));
-      }
-      local_averaged_ = DeviceBuffer<double2>(local.averaged.size());
-      local_averaged_.upload(std::span(reinterpret_cast<const double2*>(local.averaged.data()), local.averaged.size()));
-      const std::size_t vector = std::size_t(nz_) * nr_ * 3 * nm_;
-      t1_ = DeviceBuffer<V>(vector);
-      t2_ = DeviceBuffer<V>(vector);
+        return invert_on_device<V>(sub, ng, count, [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, nz_); });
+      });
+      finish_local(local.averaged);
     }
     // The inversions ran on this thread's default stream; apply uses the problem's: wait for the former
     // (alone: not for other workers sharing the device).
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
+  }
+
+  /// L_p assembled here from its parts: only the kernels, G_pp and L̄ cross the bus (the dense L_p was
+  /// (3·orders)² complex128 per slice and incidence: 430 MB per wavelength of configs/default.yaml).
+  DevicePreconditioner(const AveragedSweep& averaged, const LocalParts& local, const std::vector<int>& rhs_incidence)
+      : DevicePreconditioner(averaged, rhs_incidence, false) {
+    GS_EXPECTS(local.incidences == na_ && local.orders == nm_ && local.slices == nz_ && int(local.member.size()) == na_ &&
+                   local.kernels.size() == std::size_t(nz_) * local.members * local.kernels_per_slice *
+                                               (2 * local.n1 - 1) * (2 * local.n2 - 1) &&
+                   local.green.size() == std::size_t(na_) * nm_ * nz_ * 9,
+               "device preconditioner: the averaged and local parts disagree in size");
+    const auto upload = [](const std::vector<std::complex<double>>& v) {
+      DeviceBuffer<double2> b(v.size());
+      b.upload(std::span(reinterpret_cast<const double2*>(v.data()), v.size()));
+      return b;
+    };
+    const DeviceBuffer<double2> green = upload(local.green), kernels = upload(local.kernels);
+    DeviceBuffer<int> member(local.member.size());
+    member.upload(local.member);
+    const DeviceTerms source = device_terms(local.source), d = device_terms(local.d);
+    const std::size_t count = std::size_t(na_) * nz_;
+    for_each_group(local.groups, [&](const std::vector<int>& members) {
+      const std::size_t ng = members.size(), total = ng * ng * count;
+      DeviceBuffer<int> at(ng);
+      at.upload(members);
+      DeviceBuffer<double2> factors(total);
+      assemble_local_group<<<unsigned((total + 255) / 256), 256, 0, cudaStreamPerThread>>>(
+          factors.data(), at.data(), int(ng), green.data(), kernels.data(), member.data(), local.members, nm_, nz_,
+          local.n1, local.n2, local.kernels_per_slice, source, d, total);
+      GS_CUDA_CHECK_LAUNCH();
+      return invert_on_device<V>(factors, ng, count, [&](auto largest, auto pivots) { expect_regular_local(largest, pivots, nz_); });
+    });
+    finish_local(local.averaged);
     GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
 
@@ -338,9 +393,57 @@ class DevicePreconditioner final : public Preconditioner<Real> {
   }
 
  private:
+  /// What both constructors share: sizes, the rhs's incidences, Ā's sweep (uploaded as it is).
+  DevicePreconditioner(const AveragedSweep& averaged, const std::vector<int>& rhs_incidence, bool averaged_only)
+      : nm_(averaged.orders), nz_(averaged.slices), na_(averaged.incidences), nr_(int(rhs_incidence.size())),
+        averaged_only_(averaged_only) {
+    per_ = na_ > 0 ? nr_ / na_ : 0;
+    GS_EXPECTS(per_ >= 1 && per_ <= 2 && per_ * na_ == nr_,
+            "device preconditioner: expects one or two right-hand sides per incidence");
+    for (int r = 0; r < nr_; ++r)
+      GS_EXPECTS(rhs_incidence[r] == r / per_, "device preconditioner: right-hand sides must be grouped by incidence");
+    // Uploads on this thread's default stream (DeviceBuffer's copies), like the inversions.
+    sweep_ = DeviceBuffer<double2>(averaged.values.size());
+    sweep_.upload(std::span(reinterpret_cast<const double2*>(averaged.values.data()), averaged.values.size()));
+    rhs_incidence_ = DeviceBuffer<int>(rhs_incidence.size());
+    rhs_incidence_.upload(rhs_incidence);
+    sweep_scratch_ = DeviceBuffer<double2>(std::size_t(nz_) * 3 * nr_ * nm_);
+  }
+
+  /// Each group of components that no element couples (y | x, z without conical incidence in 1D) is
+  /// inverted alone: (1/27 + 8/27) of the LU flops and 5/9 of the memory of the whole 3·nm blocks.
+  /// invert(members) returns the group's inverses; apply_local gathers one group's values of a block into
+  /// shared memory, so the largest group must fit one block's.
+  template <class Invert>
+  void for_each_group(const std::array<int, 3>& group, Invert invert) {
+    for (int g = 0; g < 3; ++g) {
+      std::vector<int> members;  // the group's unknowns c·nm + m within a block, ascending
+      for (int c = 0; c < 3; ++c)
+        if (group[c] == g)
+          for (int m = 0; m < nm_; ++m) members.push_back(c * nm_ + m);
+      if (members.empty()) continue;
+      GS_EXPECTS(members.size() * sizeof(double2) <= 48 * 1024,
+                 "device preconditioner: " + std::to_string(nm_) + " orders exceed the shared memory of one block (" +
+                     std::to_string(members.size()) + " coupled unknowns per slice); use preconditioner: none");
+      LocalGroup part;
+      part.n = int(members.size());
+      part.inverses = invert(members);
+      part.members = DeviceBuffer<int>(members.size());
+      part.members.upload(members);
+      local_.push_back(std::move(part));
+    }
+  }
+
+  void finish_local(const std::vector<std::complex<double>>& averaged) {
+    local_averaged_ = DeviceBuffer<double2>(averaged.size());
+    local_averaged_.upload(std::span(reinterpret_cast<const double2*>(averaged.data()), averaged.size()));
+    const std::size_t vector = std::size_t(nz_) * nr_ * 3 * nm_;
+    t1_ = DeviceBuffer<V>(vector);
+    t2_ = DeviceBuffer<V>(vector);
+  }
+
   int nm_, nz_, na_, nr_, per_ = 0;
   bool averaged_only_ = false;
-  std::size_t local_shared_bytes_ = 0;
   DeviceBuffer<double2> sweep_, sweep_scratch_;
   DeviceBuffer<int> rhs_incidence_;
   struct LocalGroup {  // one group of components of every L_p: its inverses and its unknowns in a block
@@ -473,5 +576,15 @@ template std::unique_ptr<Preconditioner<float>> make_device_preconditioner<float
 template std::unique_ptr<Preconditioner<double>> make_device_preconditioner<double>(const AveragedSweep&,
                                                                                     const LocalMatrices&,
                                                                                     std::vector<int>);
+
+template <class Real>
+std::unique_ptr<Preconditioner<Real>> make_device_preconditioner(const AveragedSweep& averaged, const LocalParts& local,
+                                                                 std::vector<int> rhs_incidence) {
+  return std::make_unique<DevicePreconditioner<Real>>(averaged, local, rhs_incidence);
+}
+template std::unique_ptr<Preconditioner<float>> make_device_preconditioner<float>(const AveragedSweep&, const LocalParts&,
+                                                                                  std::vector<int>);
+template std::unique_ptr<Preconditioner<double>> make_device_preconditioner<double>(const AveragedSweep&,
+                                                                                    const LocalParts&, std::vector<int>);
 
 }  // namespace gratingsim::physics

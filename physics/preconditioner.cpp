@@ -236,33 +236,82 @@ AveragedSweep averaged_sweep(const GreenCoefficients& g, std::span<const MeanTen
   return out;
 }
 
-LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& problem,
-                             std::span<const std::complex<double>> kernels, std::span<const MeanTensors> mean) {
+LocalParts local_parts(const GreenCoefficients& g, const conv::Problem& problem,
+                       std::span<const std::complex<double>> kernels, std::span<const MeanTensors> mean) {
   using C = std::complex<double>;
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   GS_EXPECTS(int(mean.size()) == nz * g.members && std::size_t(nm) == problem.field_size() &&
               kernels.size() == problem.kernels_total() && problem.slices == nz * g.members,
-          "local_matrices: sizes of the problem, kernels and Green coefficients disagree");
-  LocalMatrices out{na, nm, nz, {}, {}};
-  const std::size_t n = out.n();
-  // G_pp per (a, m, p), row-major 3×3 (green_tensors).
-  std::vector<C> gpp(std::size_t(na) * nm * nz * 9);
+          "local_parts: sizes of the problem, kernels and Green coefficients disagree");
+  LocalParts out;
+  out.incidences = na;
+  out.orders = nm;
+  out.slices = nz;
+  out.members = g.members;
+  out.n1 = problem.n1;
+  out.n2 = problem.n2;
+  out.kernels_per_slice = problem.kernels;
+  for (int a = 0; a < na; ++a) out.member.push_back(member_of(g, a));
+  if (problem.scalar())
+    out.source = {{0, 0, 0}, {1, 1, 0}, {2, 2, 0}};
+  else
+    for (const conv::Term& t : problem.pattern)
+      if (t.output < 3)
+        out.source.push_back(t);
+      else
+        out.d.push_back({d_axis(d_axes(problem), t.output), t.input, t.kernel});
+  out.kernels.assign(kernels.begin(), kernels.end());
+  // G_pp per (a, m, p), row-major 3×3 (green_tensors); L̄ = I + D̄ + G C̄ per (a, m, p).
+  out.green.resize(std::size_t(na) * nm * nz * 9);
+  out.averaged.resize(out.green.size());
   for (std::size_t io = 0; io < std::size_t(na) * nm; ++io) {
     const GreenTensors t = green_tensors(g, io);
+    const int a = int(io / std::size_t(nm));
     for (int p = 0; p < nz; ++p) {
       const Tensor d = diagonal_green(t, g, io * nz + p);
-      std::copy(d.begin(), d.end(), &gpp[(io * nz + p) * 9]);
+      std::copy(d.begin(), d.end(), &out.green[(io * nz + p) * 9]);
+      const MeanTensors& slice_mean = mean[std::size_t(p) * g.members + member_of(g, a)];  // the kernels a's rhs see
+      C* lbar = &out.averaged[(io * nz + p) * 9];
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 3; ++j) {
+          C v = (i == j ? 1.0 : 0.0) + slice_mean.d[i * 3 + j];
+          for (int k = 0; k < 3; ++k) v += d[i * 3 + k] * slice_mean.c[k * 3 + j];
+          lbar[i * 3 + j] = v;
+        }
     }
   }
+  // Components some term can couple: D terms (axis, input); source terms (o, input) through G_pp[·][o].
+  std::array<bool, 9> g_nonzero{};
+  for (std::size_t e = 0; e < out.green.size(); ++e)
+    if (out.green[e] != C(0)) g_nonzero[e % 9] = true;
+  std::array<int, 3> group{0, 1, 2};
+  const auto join = [&](int c, int d) {
+    const int low = std::min(group[c], group[d]), high = std::max(group[c], group[d]);
+    for (int& x : group)
+      if (x == high) x = low;
+  };
+  for (const conv::Term& t : out.d) join(t.output, t.input);
+  for (const conv::Term& t : out.source)
+    for (int ci = 0; ci < 3; ++ci)
+      if (g_nonzero[std::size_t(ci * 3 + t.output)]) join(ci, t.input);
+  out.groups = group;
+  return out;
+}
+
+LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& problem,
+                             std::span<const std::complex<double>> kernels, std::span<const MeanTensors> mean) {
+  using C = std::complex<double>;
+  LocalParts parts = local_parts(g, problem, kernels, mean);
+  const int nz = g.slices, nm = g.orders, na = g.incidences;
+  LocalMatrices out{na, nm, nz, {}, std::move(parts.averaged)};
+  const std::size_t n = out.n();
   const std::size_t ksize = problem.kernel_size();
   out.matrices.assign(std::size_t(na) * nz * n * n, C(0));
-  out.averaged.assign(std::size_t(na) * nm * nz * 9, C(0));
   const std::ptrdiff_t count = std::ptrdiff_t(na) * nz;
 #pragma omp parallel for schedule(dynamic)
   for (std::ptrdiff_t ap = 0; ap < count; ++ap) {
     const int a = int(ap / nz), p = int(ap % nz);
     const std::size_t engine_slice = std::size_t(p) * g.members + member_of(g, a);  // the kernels a's rhs see
-    const MeanTensors& slice_mean = mean[engine_slice];
     Eigen::MatrixXcd c, d;  // the slice's source and D over all orders (green_tensors.hpp)
     slice_operators(problem, kernels.data() + engine_slice * problem.kernels * ksize, nm, c, d);
     // L = I + D + G_pp C, G_pp one 3×3 per order acting on the rows of that order.
@@ -270,18 +319,10 @@ LocalMatrices local_matrices(const GreenCoefficients& g, const conv::Problem& pr
     l = d;
     l.diagonal().array() += 1.0;
     for (int m = 0; m < nm; ++m) {
-      const C* gm = &gpp[((std::size_t(a) * nm + m) * nz + p) * 9];
+      const C* gm = &parts.green[((std::size_t(a) * nm + m) * nz + p) * 9];
       for (int row = 0; row < 3; ++row)
         for (int k = 0; k < 3; ++k)
           if (gm[row * 3 + k] != C(0)) l.row(row * nm + m) += gm[row * 3 + k] * c.row(k * nm + m);
-      // L̄ = I + D̄ + G C̄ at this order.
-      C* lbar = &out.averaged[((std::size_t(a) * nm + m) * nz + p) * 9];
-      for (int i = 0; i < 3; ++i)
-        for (int j = 0; j < 3; ++j) {
-          C v = (i == j ? 1.0 : 0.0) + slice_mean.d[i * 3 + j];
-          for (int k = 0; k < 3; ++k) v += gm[i * 3 + k] * slice_mean.c[k * 3 + j];
-          lbar[i * 3 + j] = v;
-        }
     }
   }
   return out;

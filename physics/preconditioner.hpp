@@ -147,6 +147,24 @@ struct LocalMatrices {
 LocalMatrices local_matrices(const GreenCoefficients& coefficients, const conv::Problem& problem,
                              std::span<const std::complex<double>> kernels, std::span<const MeanTensors> slices);
 
+/// L_p's ingredients without its dense matrices, for the device to assemble them (device.hpp), O(1) per
+/// element: L_p(ci·orders + m, cj·orders + m') = δ + Σ_{D terms (ci, cj, k)} κ_k(m − m')
+///   + Σ_{source terms (o, cj, k)} G_pp(m)[ci][o] κ_k(m − m'),
+/// κ_k the kernels of incidence a's engine slice p·members + member[a] (the problem's layout: n1, n2,
+/// `kernels` per slice), G_pp = −k1² K_pp row-major 3×3 at ((a·orders + m)·slices + p)·9; the terms are
+/// the pattern's (output, input, kernel), J outputs in `source`, D outputs in `d` with their axis for output
+/// (Laurent: J_i = χ ⊛ E_i). L̄ as LocalMatrices::averaged; `groups` as coupled_components(), from the terms
+/// and the non-zero entries of G_pp (a component pair that some term could couple counts as coupled).
+struct LocalParts {
+  int incidences = 0, orders = 0, slices = 0, members = 1, n1 = 1, n2 = 1, kernels_per_slice = 1;
+  std::vector<int> member;  ///< per incidence
+  std::vector<conv::Term> source, d;
+  std::vector<std::complex<double>> green, kernels, averaged;
+  std::array<int, 3> groups{0, 0, 0};
+};
+LocalParts local_parts(const GreenCoefficients& coefficients, const conv::Problem& problem,
+                       std::span<const std::complex<double>> kernels, std::span<const MeanTensors> slices);
+
 /// The groups of Cartesian components that no element of any L_p couples: group[c] is the smallest
 /// component that component c is connected to (1D gratings without conical incidence: {0, 1, 0}, y
 /// apart from x and z; otherwise usually {0, 0, 0}). The device inverts each group's submatrices alone.

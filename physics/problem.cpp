@@ -96,7 +96,7 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
   // The convolution problem: Laurent's scalar one (3 components per rhs, kernel χ), or the
   // normal-vector pattern (one group of F_x, F_y, F_z per rhs; normal_field.hpp).
   const bool normal_vector = formulation_ == Formulation::normal_vector;
-  bool tilted = false;  // some member's slices have sloped walls: the tilted 1D field (normal_field.hpp)
+  bool tilted = false;  // some member's slices have sloped walls: the tilted field (normal_field.hpp)
   for (const ProblemMember& member : members) tilted = tilted || sloped_walls(member.structure);
   const conv::Problem geometry =
       convolution_problem(formulation_, lattice, settings.m1, settings.m2, nz, per_member, nw, tilted);
@@ -280,6 +280,10 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_preconditioner
   const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, kernels_);
   const GreenCoefficients g = green_coefficients(grids(), orders_);
   AveragedSweep averaged = averaged_sweep(g, tensors);
+#if GRATINGSIM_HAVE_CUDA
+  if (convolution_->memory() == Memory::device)  // L_p assembled on the device
+    return make_device_preconditioner<Real>(averaged, local_parts(g, pattern, kernels_, tensors), rhs_incidences(layout_.rhs));
+#endif
   LocalMatrices local = local_matrices(g, pattern, kernels_, tensors);
   return averaged_preconditioner<Real>(std::move(averaged), std::move(local), rhs_incidences(layout_.rhs),
                                        convolution_->memory() == Memory::device);

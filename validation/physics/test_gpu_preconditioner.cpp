@@ -59,6 +59,38 @@ TEST_CASE("the device application (Ā's sweep, cuBLAS inverses of L_p) equals th
     }
 }
 
+TEST_CASE("L_p assembled on the device from the kernels and G_pp gives the preconditioner of the host-assembled L_p",
+          "[physics][preconditioner][gpu]") {
+  // random_stack_problem: the sloped 1D ridge (the tilted pattern, K = 7) or the crossed grating (K = 7), at a
+  // conical and a plane incidence; the rhs are the problem's (s, p per incidence). Both preconditioners invert
+  // the same matrices up to the rounding of their assembly (the order of the sums), so they agree to κ·ε.
+  for (const auto& [m1, m2, slices] : {std::tuple{2, 0, 3}, std::tuple{12, 0, 5}, std::tuple{2, 1, 2}}) {
+    INFO("M = " << m1 << ", " << m2 << ", " << slices << " ridge slices");
+    const auto problem = test::random_stack_problem(m1, m2, slices);
+    const conv::Problem& pattern = problem->convolution().problem();
+    const std::vector<MeanTensors> tensors = slice_mean_tensors(pattern, problem->kernels());
+    const GreenCoefficients g = green_coefficients(problem->grids(), problem->orders());
+    const AveragedSweep sweep = averaged_sweep(g, tensors);
+    const LocalMatrices local = local_matrices(g, pattern, problem->kernels(), tensors);
+    const LocalParts parts = local_parts(g, pattern, problem->kernels(), tensors);
+    CHECK(parts.groups == coupled_components(local));  // the structural groups are the measured ones here
+    const std::vector<int> rhs{0, 0, 1, 1};
+    const BatchLayout layout{std::size_t(sweep.slices), rhs.size(), 3 * std::size_t(sweep.orders)};
+    const auto x = test::random_complex<double>(layout.size());
+    const auto assembled_here = device_apply(*make_device_preconditioner<double>(sweep, parts, rhs), layout, x);
+    const auto uploaded = device_apply(*make_device_preconditioner<double>(sweep, local, rhs), layout, x);
+    const double tol = std::max(1e-12, 100 * std::numeric_limits<double>::epsilon() *
+                                           test::largest_condition(averaged_matrices(g, tensors), local));
+    INFO("tolerance " << tol);
+    CHECK(test::relative_difference(assembled_here, uploaded) < tol);
+    const std::vector<std::complex<float>> xf(x.begin(), x.end());
+    const auto single = device_apply(*make_device_preconditioner<float>(sweep, parts, rhs), layout, xf);
+    const auto single_uploaded = device_apply(*make_device_preconditioner<float>(sweep, local, rhs), layout, xf);
+    const std::vector<std::complex<double>> a(single.begin(), single.end()), b(single_uploaded.begin(), single_uploaded.end());
+    CHECK(test::relative_difference(a, b) < std::max(1e-5, 1e6 * tol));
+  }
+}
+
 TEST_CASE("the device inverts the groups of components of L_p that no element couples alone (random block matrices)",
           "[physics][preconditioner][gpu]") {
   // Random L_p with the elements between groups zeroed (the 1D split y | x, z and three separate
