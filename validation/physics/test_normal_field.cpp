@@ -594,17 +594,25 @@ TEST_CASE("1D sloped walls: the tilted field's seven kernels equal a quadrature 
 
 namespace {
 
-/// Si-like lines (ε = 16 + 0.5i, 80° walls, 8 slices) on glass, as a trapezoid line (the tilted field) or
-/// as the staircase of its slices given as explicit steps (vertical walls: n = x̂).
-Structure sloped_lines(bool as_steps, int slices = 8) {
+/// Air over glass (ε = 2.25) with one layer of air background, `slices` slices, for the shapes of a test.
+Structure one_layer_on_glass(Lattice lattice, double thickness, int slices) {
   Structure s;
-  s.lattice = {0.5, 0.0};
+  s.lattice = lattice;
   s.superstrate = Material::constant_index(1.0);
   s.substrate = Material::constant_permittivity(2.25);
   Layer l;
-  l.thickness = 0.15;
+  l.thickness = thickness;
   l.slices = slices;
   l.background = Material::constant_index(1.0);
+  s.layers = {l};
+  return s;
+}
+
+/// Si-like lines (ε = 16 + 0.5i, 80° walls, 8 slices) on glass, as a trapezoid line (the tilted field) or
+/// as the staircase of its slices given as explicit steps (vertical walls: n = x̂).
+Structure sloped_lines(bool as_steps, int slices = 8) {
+  Structure s = one_layer_on_glass({0.5, 0.0}, 0.15, slices);
+  Layer& l = s.layers[0];
   TrapezoidLine t;
   t.bottom_width = 0.16;
   t.sidewall_angle_deg = 80;
@@ -620,7 +628,6 @@ Structure sloped_lines(bool as_steps, int slices = 8) {
       l.steps.push_back({r});
     }
   }
-  s.layers = {l};
   return s;
 }
 
@@ -660,14 +667,8 @@ namespace {
 /// Tapered pillars (ε = 6, radius 0.12 at the bottom, 0.08 at the top: 82.4° walls) on glass, as a tapered
 /// ellipse (the tilted field) or as the staircase of its slices given as explicit steps (in-plane field).
 Structure tapered_pillars(bool as_steps, int slices) {
-  Structure s;
-  s.lattice = {0.4, 0.4};
-  s.superstrate = Material::constant_index(1.0);
-  s.substrate = Material::constant_permittivity(2.25);
-  Layer l;
-  l.thickness = 0.3;
-  l.slices = slices;
-  l.background = Material::constant_index(1.0);
+  Structure s = one_layer_on_glass({0.4, 0.4}, 0.3, slices);
+  Layer& l = s.layers[0];
   TaperedEllipse e;
   e.bottom_semi_axis_x = e.bottom_semi_axis_y = 0.12;
   e.top_semi_axis_x = e.top_semi_axis_y = 0.08;
@@ -680,7 +681,6 @@ Structure tapered_pillars(bool as_steps, int slices) {
       l.steps.push_back({Ellipse{{0, 0}, radius, radius, 0, e.material}});
     }
   }
-  s.layers = {l};
   return s;
 }
 
