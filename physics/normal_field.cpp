@@ -48,7 +48,9 @@
 //     (the curvature's shrinking of vτ and v1 cancels for uniform τ); where walls cancel (the shape's
 //     centre, midway between images) u → 0 and the field turns smoothly back into the plane (f(0) = 0,
 //     b ≈ −3 N vτ/(w0 μ), no sign jump as n̂ flips). The coefficients are then step 4's, six maps per
-//     region; a tilted circle takes that raster route instead of step 4′.
+//     region.
+//  5′. A lone circle keeps step 4′'s closed forms: its field is tilted by a constant angle everywhere,
+//     n = (ρ̂, −τ)/√(1 + τ²) (circle_region_coefficients).
 // A slice without shapes takes n = x̂ (any constant unit field is exact there).
 // The field converges as R grows (validation/physics/test_normal_field.cpp measures it).
 #include "physics/normal_field.hpp"
@@ -618,6 +620,54 @@ void transform_region(std::span<const double> a, const NormalFieldRaster& nn, in
     }
 }
 
+/// ∫_0^x u J1(u) du = −x J0(x) + ∫_0^x J0 = −x J0(x) + 2 Σ_{j≥0} J_{2j+1}(x) (Neumann's series), every
+/// J_n(x) from Miller's backward recurrence J_{n−1} = (2n/x) J_n − J_{n+1} normalised by J0 + 2 Σ_{k≥1} J_{2k}
+/// = 1, started far enough above x that the orders left out are below rounding (1e-14 relative against a
+/// Simpson quadrature for x from 0.5 to 234); the Taylor series x³/6 − x⁵/80 + x⁷/2688 below x = 0.05,
+/// where the two terms cancel.
+double integral_u_j1(double x) {
+  if (x < 0.05) return x * x * x * (1.0 / 6 - x * x * (1.0 / 80 - x * x / 2688));
+  const int start = 2 * ((int(x) + 40 + int(std::sqrt(40.0 * x))) / 2) + 1;
+  double next = 0, current = 1e-300, even_sum = 0, odd_sum = 0;  // J_{n+1}, J_n (unnormalised), Σ J_2k, Σ J_2j+1
+  for (int n = start; n >= 1; --n) {
+    (n % 2 == 0 ? even_sum : odd_sum) += current;
+    const double previous = 2.0 * n / x * current - next;
+    next = current;
+    current = previous;
+    if (std::abs(current) > 1e250) {  // rescaled to stay in range (only ratios matter)
+      current *= 1e-250;
+      next *= 1e-250;
+      even_sum *= 1e-250;
+      odd_sum *= 1e-250;
+    }
+  }
+  return (-x * current + 2 * odd_sum) / (current + 2 * even_sum);  // current: J_0
+}
+
+/// The signed radial field ρ̂ = d/|d| of a circle centred at c (d to the nearest periodic image of c; x̂ at c
+/// itself), per pixel as in ellipse_normal_field, as the (xx, yy) maps of a raster so that transform_region
+/// transforms the pair (ρ̂_x, ρ̂_y) (xy zero).
+NormalFieldRaster radial_components(const Lattice& lattice, Point c, int r) {
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  NormalFieldRaster out;
+  out.resolution = r;
+  const std::size_t n = std::size_t(r) * r;
+  out.xx.assign(n, 1.0);
+  out.xy.assign(n, 0.0);
+  out.yy.assign(n, 0.0);
+  for (int iy = 0; iy < r; ++iy)
+    for (int ix = 0; ix < r; ++ix) {
+      double dx = -lx / 2 + (ix + 0.5) * lx / r - c.x, dy = -ly / 2 + (iy + 0.5) * ly / r - c.y;
+      dx -= lx * std::round(dx / lx);
+      dy -= ly * std::round(dy / ly);
+      const double rho = std::hypot(dx, dy);
+      if (!(rho > 0)) continue;
+      out.xx[std::size_t(iy) * r + ix] = dx / rho;
+      out.yy[std::size_t(iy) * r + ix] = dy / rho;
+    }
+  return out;
+}
+
 /// Step 4′, a lone circle of radius R centred at c. Its radial field is the same for every radius, so
 /// the whole cell's transform T_ij of n_i n_j (the raster's, as step 4 with a ≡ 1) is made once per
 /// centre and range (cached: every slice of a tapered circle shares it; it depends on nothing but its
@@ -632,8 +682,19 @@ void transform_region(std::span<const double> a, const NormalFieldRaster& nn, in
 /// So the disk has no raster error at all, the background the raster's error of T alone, and a slice
 /// costs (2M1 + 1)(2M2 + 1) pairs of Bessel functions (one per |n1|, |n2|) instead of four R × R FFTs
 /// and the supersampled area fractions.
+/// Tilted (step 5′, a tapered circle: its radius grows at τ = dR/dz): the field is the wall's true normal
+/// everywhere, n = (ρ̂, −τ)/√(1 + τ²) (the radial field tilted by a constant angle), so with s = 1/(1 + τ²)
+///   n nᵀ = s [[ρ̂ρ̂ᵀ, −τ ρ̂], [−τ ρ̂ᵀ, τ²]],
+/// whose cell transforms are T_ij and those of ρ̂_x, ρ̂_y (cached with T) and of 1 (δ_n0), and whose disk
+/// transforms are closed forms too: ρ̂_x = cos φ, ρ̂_y = sin φ give
+///   D1 = −(2πi/A) e^{−iG·c} (cos ψ, sin ψ) I1,  I1 = ∫_0^R J1(kρ) ρ dρ = integral_u_j1(kR)/k²   (0 at k = 0).
+/// A tilted circle thus costs what an upright one does. (Constant rather than fading away from the wall as
+/// step 5's: the radial field's own centre and the cell's Voronoi lines, where the nearest image changes,
+/// are its only kinks, as for the upright circle; there ρ̂_x, ρ̂_y jump, which for holes in a material is
+/// a jump of the field inside that material, of size 2τ/(1 + τ²) at most.)
 std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const Lattice& lattice, const Ellipse& e,
-                                                                           int n1_max, int n2_max, int r) {
+                                                                           int n1_max, int n2_max, int r, bool tilt,
+                                                                           double tau) {
   const double lx = lattice.period_x, ly = lattice.period_y, area = lx * ly, radius = e.semi_axis_x;
   std::shared_ptr<const RegionNormalCoefficients> cell;
   {
@@ -651,11 +712,11 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
     auto& entry = cells[key];
     if (!entry) {
       auto t = std::make_shared<RegionNormalCoefficients>();
-      t->regions = 1;
+      t->regions = 2;  // region 0: T_ij; region 1: the transforms of ρ̂_x (as xx) and ρ̂_y (as yy)
       t->n1_max = n1_max;
       t->n2_max = n2_max;
       t->resolution = r;
-      t->values.assign(3 * t->size(), 0.0);
+      t->values.assign(2 * 3 * t->size(), 0.0);
       // The radial field of the unit circle at this centre, n nᵀ = d dᵀ/|d|² with no radius in it
       // (a² = 1, no rotation). Built from the slice's own circle, its bits would vary with that
       // radius (d/R² is rounded before squaring) and so with whichever slice of a tapered circle
@@ -666,18 +727,22 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
       unit_circle.semi_axis_x = unit_circle.semi_axis_y = 1;
       const std::vector<double> whole(std::size_t(r) * r, 1.0);
       transform_region(whole, ellipse_normal_field(lattice, unit_circle, r), r, *t, 0);
+      transform_region(whole, radial_components(lattice, e.center, r), r, *t, 1);
       entry = t;
     }
     cell = entry;
   }
   auto out = std::make_shared<RegionNormalCoefficients>();
   out->regions = 2;
+  out->components = tilt ? 6 : 3;
   out->n1_max = n1_max;
   out->n2_max = n2_max;
   out->resolution = r;
   const std::size_t size = out->size();
-  out->values.assign(2 * 3 * size, 0.0);
+  const int nc = out->components;
+  out->values.assign(2 * std::size_t(nc) * size, 0.0);
   const int k2 = 2 * n2_max + 1;
+  const double scale = tilt ? 1 / (1 + tau * tau) : 1.0;
   // J0(kR), J1(kR) per (|n1|, |n2|): k is even in n1 and in n2 to the bit (IEEE rounding is symmetric
   // in sign, as is hypot), so a quarter of the harmonics' pairs serve all (std::cyl_bessel_j costs
   // ≈ 0.5 µs a call, most of a slice's time here).
@@ -691,22 +756,30 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
   for (int i = -n1_max; i <= n1_max; ++i)
     for (int j = -n2_max; j <= n2_max; ++j) {
       const double gx = 2 * pi * i / lx, gy = 2 * pi * j / ly, k = std::hypot(gx, gy), x = k * radius;
-      double d0 = pi * radius * radius / area, i2 = 0, cos2 = 1, sin2 = 0;
+      double d0 = pi * radius * radius / area, i2 = 0, cos2 = 1, sin2 = 0, c = 1, s = 0, i1 = 0;
       if (k > 0 && radius > 0) {
         const auto [j0, j1] = bessel[std::size_t(std::abs(i)) * quarter + std::abs(j)];
         d0 = 2 * pi * radius * radius * j1 / (x * area);
         i2 = (2 - 2 * j0 - x * j1) / (k * k);
-        const double c = gx / k, s = gy / k;  // cos ψ, sin ψ
+        c = gx / k;  // cos ψ, sin ψ
+        s = gy / k;
         cos2 = c * c - s * s;
         sin2 = 2 * c * s;
+        if (tilt) i1 = integral_u_j1(x) / (k * k);
       }
       const Complex shift = std::polar(1.0, -(gx * e.center.x + gy * e.center.y));
-      const Complex disk[3] = {shift * (d0 / 2 - pi / area * cos2 * i2), shift * (-pi / area * sin2 * i2),
-                               shift * (d0 / 2 + pi / area * cos2 * i2)};
       const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
-      for (int ij = 0; ij < 3; ++ij) {
-        out->values[(3 + ij) * size + idx] = disk[ij];
-        out->values[ij * size + idx] = cell->values[ij * size + idx] - disk[ij];
+      // ij = xx, xy, yy, then (tilted) xz, yz, zz: disk and whole cell.
+      const Complex d1 = -2.0 * pi * I / area * shift * i1;
+      const Complex disk[6] = {shift * (d0 / 2 - pi / area * cos2 * i2), shift * (-pi / area * sin2 * i2),
+                               shift * (d0 / 2 + pi / area * cos2 * i2), -tau * c * d1, -tau * s * d1,
+                               tau * tau * shift * d0};
+      const Complex whole[6] = {cell->values[0 * size + idx], cell->values[1 * size + idx], cell->values[2 * size + idx],
+                                -tau * cell->values[3 * size + idx], -tau * cell->values[5 * size + idx],
+                                (i == 0 && j == 0) ? Complex(tau * tau) : Complex(0)};
+      for (int ij = 0; ij < nc; ++ij) {
+        out->values[std::size_t(nc + ij) * size + idx] = scale * disk[ij];
+        out->values[std::size_t(ij) * size + idx] = scale * (whole[ij] - disk[ij]);
       }
     }
   return out;
@@ -716,8 +789,8 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
                                                                             const SliceContent& slice, int n1_max,
                                                                             int n2_max, int r, bool tilt) {
   const Ellipse* ellipse = lone_ellipse(slice);
-  if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y && !tilt)
-    return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r);
+  if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y)
+    return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r, tilt, tilt ? slice.wall_slopes[0][0] : 0.0);
   const Regions regions = regions_of(lattice, slice);
   const auto a = area_fractions(lattice, regions, r);
   const std::vector<Point> polygon = lone_polygon(slice);
@@ -930,7 +1003,23 @@ NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent
                              ? normal_field(lattice, {}, resolution, &polygon)
                              : normal_field(lattice, area_fractions(lattice, regions_of(lattice, slice), resolution),
                                             resolution, nullptr);
-  if (tilted && tilts_normal_field(lattice, slice)) tilt_field(lattice, slice, nn);
+  if (!(tilted && tilts_normal_field(lattice, slice))) return nn;
+  if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y && exact_where_possible) {  // step 5′: constant tilt
+    const double tau = slice.wall_slopes[0][0], scale = 1 / (1 + tau * tau);
+    const NormalFieldRaster radial = radial_components(lattice, ellipse->center, resolution);
+    nn.xz.resize(nn.xx.size());
+    nn.yz.resize(nn.xx.size());
+    nn.zz.assign(nn.xx.size(), tau * tau * scale);
+    for (std::size_t i = 0; i < nn.xx.size(); ++i) {
+      nn.xx[i] *= scale;
+      nn.xy[i] *= scale;
+      nn.yy[i] *= scale;
+      nn.xz[i] = -tau * scale * radial.xx[i];
+      nn.yz[i] = -tau * scale * radial.yy[i];
+    }
+    return nn;
+  }
+  tilt_field(lattice, slice, nn);
   return nn;
 }
 
