@@ -3,11 +3,14 @@
 // device_sweep_preconditioner.cu). Private to physics/.
 #include <cublas_v2.h>
 
+#include <complex>
 #include <map>
+#include <span>
 #include <source_location>
 #include <string>
 
 #include "core/cuda_check.hpp"
+#include "core/device_buffer.hpp"
 #include "core/error.hpp"
 
 /// Every cuBLAS call: a failure throws gratingsim::CudaError naming the call and the status, located here.
@@ -55,6 +58,14 @@ template <class V>
 __global__ void round_to(const double2* in, V* out, std::size_t count) {
   const std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i < count) out[i] = V{decltype(V::x)(in[i].x), decltype(V::y)(in[i].y)};
+}
+
+/// Complex128 values from the host in a new device buffer (std::complex<double> and double2 share their
+/// layout); the copy is DeviceBuffer's, on the calling thread's default stream.
+inline DeviceBuffer<double2> upload_complex128(std::span<const std::complex<double>> values) {
+  DeviceBuffer<double2> buffer(values.size());
+  buffer.upload(std::span(reinterpret_cast<const double2*>(values.data()), values.size()));
+  return buffer;
 }
 
 }  // namespace

@@ -256,8 +256,7 @@ DeviceBuffer<V> invert_on_device(DeviceBuffer<double2>& factors, std::size_t n, 
 template <class V, class Check>
 DeviceBuffer<V> invert_on_device(const std::vector<std::complex<double>>& matrices, std::size_t n, std::size_t count,
                                  Check expect_regular) {
-  DeviceBuffer<double2> factors(matrices.size());
-  factors.upload(std::span(reinterpret_cast<const double2*>(matrices.data()), matrices.size()));
+  DeviceBuffer<double2> factors = upload_complex128(matrices);
   return invert_on_device<V>(factors, n, count, expect_regular);
 }
 
@@ -345,12 +344,7 @@ class DevicePreconditioner final : public Preconditioner<Real> {
                                                (2 * local.n1 - 1) * (2 * local.n2 - 1) &&
                    local.green.size() == std::size_t(na_) * nm_ * nz_ * 9,
                "device preconditioner: the averaged and local parts disagree in size");
-    const auto upload = [](const std::vector<std::complex<double>>& v) {
-      DeviceBuffer<double2> b(v.size());
-      b.upload(std::span(reinterpret_cast<const double2*>(v.data()), v.size()));
-      return b;
-    };
-    const DeviceBuffer<double2> green = upload(local.green), kernels = upload(local.kernels);
+    const DeviceBuffer<double2> green = upload_complex128(local.green), kernels = upload_complex128(local.kernels);
     DeviceBuffer<int> member(local.member.size());
     member.upload(local.member);
     const DeviceTerms source = device_terms(local.source), d = device_terms(local.d);
@@ -403,8 +397,7 @@ class DevicePreconditioner final : public Preconditioner<Real> {
     for (int r = 0; r < nr_; ++r)
       GS_EXPECTS(rhs_incidence[r] == r / per_, "device preconditioner: right-hand sides must be grouped by incidence");
     // Uploads on this thread's default stream (DeviceBuffer's copies), like the inversions.
-    sweep_ = DeviceBuffer<double2>(averaged.values.size());
-    sweep_.upload(std::span(reinterpret_cast<const double2*>(averaged.values.data()), averaged.values.size()));
+    sweep_ = upload_complex128(averaged.values);
     rhs_incidence_ = DeviceBuffer<int>(rhs_incidence.size());
     rhs_incidence_.upload(rhs_incidence);
     sweep_scratch_ = DeviceBuffer<double2>(std::size_t(nz_) * 3 * nr_ * nm_);
@@ -435,8 +428,7 @@ class DevicePreconditioner final : public Preconditioner<Real> {
   }
 
   void finish_local(const std::vector<std::complex<double>>& averaged) {
-    local_averaged_ = DeviceBuffer<double2>(averaged.size());
-    local_averaged_.upload(std::span(reinterpret_cast<const double2*>(averaged.data()), averaged.size()));
+    local_averaged_ = upload_complex128(averaged);
     const std::size_t vector = std::size_t(nz_) * nr_ * 3 * nm_;
     t1_ = DeviceBuffer<V>(vector);
     t2_ = DeviceBuffer<V>(vector);

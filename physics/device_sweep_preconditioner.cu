@@ -200,16 +200,13 @@ struct DeviceSweepMatrices {
 
 DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
-  const auto upload = [](const std::vector<std::complex<double>>& v) {
-    DeviceBuffer<double2> b(v.size());
-    b.upload(std::span(reinterpret_cast<const double2*>(v.data()), v.size()));
-    return b;
-  };
+
   DeviceSweepMatrices out;
-  DeviceBuffer<double2> local = upload(in.local), source_up = upload(in.source_up), e_plus = upload(in.e_plus),
-                        e_minus = upload(in.e_minus), rho = upload(in.rho);
-  out.down = upload(in.down);
-  out.step = upload(in.step);
+  DeviceBuffer<double2> local = upload_complex128(in.local), source_up = upload_complex128(in.source_up),
+                        e_plus = upload_complex128(in.e_plus), e_minus = upload_complex128(in.e_minus),
+                        rho = upload_complex128(in.rho);
+  out.down = upload_complex128(in.down);
+  out.step = upload_complex128(in.step);
   out.inverse = DeviceBuffer<double2>(in.local.size());
   out.gain_g = DeviceBuffer<double2>(in.down.size());
   out.gain_a = DeviceBuffer<double2>(in.down.size());

@@ -260,7 +260,7 @@ LocalParts local_parts(const GreenCoefficients& g, const conv::Problem& problem,
         out.source.push_back(t);
       else
         out.d.push_back({d_axis(d_axes(problem), t.output), t.input, t.kernel});
-  out.kernels.assign(kernels.begin(), kernels.end());
+  out.kernels = kernels;
   // G_pp per (a, m, p), row-major 3×3 (green_tensors); L̄ = I + D̄ + G C̄ per (a, m, p).
   out.green.resize(std::size_t(na) * nm * nz * 9);
   out.averaged.resize(out.green.size());

@@ -159,7 +159,8 @@ struct LocalParts {
   int incidences = 0, orders = 0, slices = 0, members = 1, n1 = 1, n2 = 1, kernels_per_slice = 1;
   std::vector<int> member;  ///< per incidence
   std::vector<conv::Term> source, d;
-  std::vector<std::complex<double>> green, kernels, averaged;
+  std::vector<std::complex<double>> green, averaged;
+  std::span<const std::complex<double>> kernels;  ///< the caller's (the problem's): not copied, must outlive the set-up
   std::array<int, 3> groups{0, 0, 0};
 };
 LocalParts local_parts(const GreenCoefficients& coefficients, const conv::Problem& problem,
