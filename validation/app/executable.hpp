@@ -23,7 +23,7 @@
 namespace gratingsim::test {
 
 struct Execution {
-  int status = -1;     ///< exit status; -1 if killed by a signal
+  int status = -1;     ///< exit status; 128 + n if signal n ended it, 124 if it hung (run_gratingsim)
   std::string output;  ///< stdout and stderr together
 };
 
@@ -32,8 +32,12 @@ inline std::filesystem::path repository_root() {
   return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path();
 }
 
+/// A launch still running after this long hangs (the longest takes seconds, under the sanitizers too).
+inline constexpr int launch_limit_seconds = 300;
+
 /// Runs `[launcher] gratingsim <arguments>` through the shell (arguments quoted by the caller;
-/// `launcher` e.g. "mpirun -n 2"). FFTW plans by estimate and keeps no wisdom; `auto` keeps its
+/// `launcher` e.g. "mpirun -n 2"), under validation/app/watchdog.sh: a launch that hangs is ended
+/// after launch_limit_seconds with status 124, its output saying where each process waited. FFTW plans by estimate and keeps no wisdom; `auto` keeps its
 /// measurements in `backend_cache` (default: a file under the temporary directory), so a test
 /// leaves nothing in the user's cache.
 inline void prepare_environment(const std::string& backend_cache) {
@@ -46,26 +50,35 @@ inline void prepare_environment(const std::string& backend_cache) {
   setenv("GRATINGSIM_BACKEND_CACHE", cache.c_str(), 1);
 }
 
-inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "",
-                                const std::string& launcher = "") {
-  prepare_environment(backend_cache);
-  const std::string command = launcher + (launcher.empty() ? "'" : " '") + GRATINGSIM_EXECUTABLE + "' " + arguments + " 2>&1";
-  Execution r;
-  FILE* pipe = popen(command.c_str(), "r");
-  REQUIRE(pipe != nullptr);
-  char buffer[4096];
-  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
 /// 'PATH' for the shell (paths here have no quote of their own).
 inline std::string quoted(const std::filesystem::path& p) {
   std::string text(1, '\'');  // built by appending: GCC 12 warns falsely (-Wrestrict) on "'" + string
   text += p.string();
   text += '\'';
   return text;
+}
+
+/// `text` as one word for the shell, whatever quotes it holds: 'text', each ' in it written '\''.
+inline std::string shell_word(const std::string& text) {
+  std::string word(1, '\'');
+  for (const char c : text) word += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return word + '\'';
+}
+
+inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "",
+                                const std::string& launcher = "") {
+  prepare_environment(backend_cache);
+  const std::string line = launcher + (launcher.empty() ? "'" : " '") + GRATINGSIM_EXECUTABLE + "' " + arguments;
+  const std::string command = quoted(repository_root() / "validation/app/watchdog.sh") + " " +
+                              std::to_string(launch_limit_seconds) + " " + shell_word(line) + " 2>&1";
+  Execution r;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
+  const int status = pclose(pipe);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
 }
 
 /// The run tests' small sweep: a 1D grating at three wavelengths and two angles, 6 points, 2 per
