@@ -61,8 +61,8 @@ namespace gratingsim::physics {
 /// 0.13 s against Krylov phases of 0.01–0.03 s: automatic leaves 2D lattices unpreconditioned.
 ///
 /// sweep (sweep_preconditioner.hpp, docs/solver.md §6.3): P = A⁻¹ exactly, by a sweep over the slices with
-/// every order coupled; a solve then takes one or two iterations, for a set-up of about 114·orders³
-/// complex multiply-adds per slice and incidence.
+/// every order coupled; a solve then takes one or two iterations, for a set-up of about 69·orders³
+/// complex multiply-adds per slice and incidence on the host (114 on the device).
 enum class Preconditioning { automatic, averaged, coarse, sweep, none };
 std::string_view to_string(Preconditioning p);   ///< "auto", "averaged", "coarse", "sweep", "none"
 Preconditioning parse_preconditioning(std::string_view name);  ///< throws InvalidArgument naming the choices

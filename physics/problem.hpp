@@ -141,7 +141,8 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// inverted on the device (device problems, device.hpp).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_coarse_preconditioner(int mc) const;
   /// The sweep preconditioner (sweep_preconditioner.hpp, P = A⁻¹), in memory(): its inputs built on the
-  /// host, the recursion (about 114·orders³ multiply-adds per slice and incidence, complex128) run there (host problems) or on the
+  /// host, the recursion (about 69·orders³ multiply-adds per slice and incidence on the host, 114 on the device,
+  /// complex128) run there (host problems) or on the
   /// device, where it is applied (device problems).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_sweep_preconditioner() const;
   /// The sweep's inputs of this problem (host, complex128), as make_sweep_preconditioner builds them.

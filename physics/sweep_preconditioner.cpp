@@ -171,11 +171,32 @@ std::string singular_slice_text(int incidence, int slice, double pivot, double l
          std::to_string(largest) + "): a resonance of the slices below it?";
 }
 
+namespace {
+
+/// out −= Ẽ⁺ x or out = Ẽ⁺ x by the columns of x (n × h Ẽ⁺ with column (k, m) non-zero only in rows (c, m):
+/// SweepMatrices), x h × cols: row (c, m) of the product is Σ_k Ẽ⁺((c, m), (k, m)) x((k, m), ·).
+template <class Out, class In>
+void add_edge_product(const Eigen::Map<const Matrix>& e_plus, int nm, int nc, int np, const In& x, Out&& out,
+                      double sign) {
+  for (int c = 0; c < nc; ++c)
+    for (int m = 0; m < nm; ++m)
+      for (int k = 0; k < np; ++k)
+        out.row(c * nm + m) += (sign * e_plus(c * nm + m, k * nm + m)) * x.row(k * nm + m);
+}
+
+}  // namespace
+
 SweepMatrices sweep_matrices(SweepInputs in) {
   const int nz = in.slices, nm = in.orders;
-  SweepMatrices out{in.incidences, nm, nz, in.groups, {}, {}, {}, {}, std::move(in.down), std::move(in.step)};
-  out.inverse.resize(in.local.size());
-  for (auto* v : {&out.gain_g, &out.gain_a, &out.up}) v->resize(out.down.size());
+  SweepMatrices out{in.incidences, nm, nz, in.groups, std::move(in.local), {}, {}, std::move(in.down),
+                    std::move(in.step), {}, {}, {}};
+  out.gain_a.resize(out.down.size());
+  out.up.resize(out.down.size());
+  for (const SweepGroup& group : out.groups) {
+    out.permutation_at.push_back(out.permutation.size());
+    out.permutation.resize(out.permutation.size() + group.n(nm) * std::size_t(nz));
+  }
+  out.e_plus = in.e_plus;
   std::string failure;  // the first singular N_p, by group (written under a critical section)
   int failed_group = int(out.groups.size());
   // OpenMP over the groups; each sweeps its slices bottom-up (ρ_q needs ρ_{q+1}) and writes its own
@@ -183,19 +204,27 @@ SweepMatrices sweep_matrices(SweepInputs in) {
 #pragma omp parallel for schedule(dynamic)
   for (int k = 0; k < int(out.groups.size()); ++k) {
     const SweepGroup& group = out.groups[std::size_t(k)];
-    const int a = group.incidence;
+    const int a = group.incidence, nc = int(group.components.size()), np = int(group.polarisations.size());
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
     const Eigen::Map<const Matrix> e_plus(&in.e_plus[group.edges], n, h), e_minus(&in.e_minus[group.edges], n, h);
-    Matrix rho = Eigen::Map<const Matrix>(&in.rho[group.rho], h, h);
+    Matrix rho = Eigen::Map<const Matrix>(&in.rho[group.rho], h, h), e_rho(n, h), factors(n, n), gain(n, h);
     for (int p = nz - 1; p >= 0; --p) {
-      const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
-      const Eigen::Map<const Matrix> lprime(&in.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
+      const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h),
+                        mat = group.matrices + std::size_t(p) * std::size_t(n * n);
       const Eigen::Map<const Matrix> phi(&out.down[at], h, n), psi(&in.source_up[at], h, n);
-      const Matrix e_rho = e_plus * rho;
-      const Matrix big_n = lprime + e_rho * phi;
-      const Eigen::PartialPivLU<Matrix> lu(big_n);
+      // N = L' + (Ẽ⁺ρ)Φ, in place of L'; factorised there.
+      Eigen::Map<Matrix> big_n(&out.lu[mat], n, n);
+      e_rho.setZero();
+      add_edge_product(e_plus, nm, nc, np, rho, e_rho, 1.0);
+      big_n.noalias() += e_rho * phi;
       const double largest = big_n.cwiseAbs().maxCoeff();
-      const double pivot = lu.matrixLU().diagonal().cwiseAbs().minCoeff();
+      // Factorised (and solved below) in Eigen's own aligned storage, then copied out: Eigen's vectorised
+      // loops peel by the destination's alignment, which in the vectors of SweepMatrices depends on the
+      // batch, and a result must not (the app's results are bitwise the same in any batch or process).
+      factors = big_n;
+      const Eigen::PartialPivLU<Eigen::Ref<Matrix>> lu(factors);
+      big_n = factors;
+      const double pivot = factors.diagonal().cwiseAbs().minCoeff();
       if (!regular_factorisation(largest, pivot)) {
 #pragma omp critical(sweep_failure)
         if (k < failed_group) {
@@ -204,14 +233,16 @@ SweepMatrices sweep_matrices(SweepInputs in) {
         }
         break;
       }
-      Eigen::Map<Matrix> inverse(&out.inverse[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
-      Eigen::Map<Matrix> gain_g(&out.gain_g[at], n, h), gain_a(&out.gain_a[at], n, h), up(&out.up[at], h, n);
-      inverse = lu.inverse();
-      gain_g.noalias() = inverse * e_plus;
-      gain_a.noalias() = inverse * (e_rho + e_minus);
-      up = rho * phi + psi;
+      std::copy_n(lu.permutationP().indices().data(), n, &out.permutation[out.permutation_at[std::size_t(k)] + std::size_t(p * n)]);
+      // H = N⁻¹(Ẽ⁺ρ + Ẽ⁻); Γ = ρΦ + W Π⁺ C.
+      Eigen::Map<Matrix> gain_a(&out.gain_a[at], n, h), up(&out.up[at], h, n);
+      e_rho += e_minus;
+      gain.noalias() = lu.solve(e_rho);
+      gain_a = gain;
+      up.noalias() = rho * phi;
+      up += psi;
       if (p > 0) {  // ρ_{p−1} = S_p (ρ_p − Γ_p H_p) S_p
-        rho -= up * gain_a;
+        rho.noalias() -= up * gain_a;
         for (Eigen::Index i = 0; i < h; ++i) {
           const C s = out.step[(std::size_t(a) * nz + p) * nm + std::size_t(i % nm)];
           rho.row(i) *= s;
@@ -233,8 +264,12 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
   HostSweepPreconditioner(SweepMatrices sweep, std::vector<int> rhs_incidence)
       : s_(std::move(sweep)), rhs_incidence_(std::move(rhs_incidence)), first_group_(first_groups(s_.groups, s_.incidences)) {
     // Per rhs: b, g, the down-going amplitude and v_p of every slice for the largest group, complex128.
+    // Each rhs's scratch starts on a 64-byte boundary (per_rhs_ a multiple of 4 complex128, the vector
+    // Eigen-aligned), so that Eigen's loops on it peel alike whichever rhs of whichever batch it is: a
+    // result is the same bit for bit in any batch.
     for (const SweepGroup& group : s_.groups)
       per_rhs_ = std::max(per_rhs_, group.n(s_.orders) * (std::size_t(s_.slices) + 1) + 2 * group.h(s_.orders));
+    per_rhs_ = (per_rhs_ + 3) / 4 * 4;
     scratch_.resize(per_rhs_ * rhs_incidence_.size());
   }
 
@@ -259,16 +294,21 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
         const auto v = [&](int p) { return Eigen::Map<Eigen::VectorXcd>(scratch + n + 2 * h + p * n, n); };
         g.setZero();
         amplitude.setZero();
+        const Eigen::Map<const Matrix> e_plus(&s_.e_plus[group.edges], n, h);
         for (int p = nz - 1; p >= 0; --p) {
           for (int ci = 0; ci < nc; ++ci)
             for (int m = 0; m < nm; ++m)
               b(ci * nm + m) = std::complex<double>(x[element(p, r, group.components[std::size_t(ci)], m)]);
-          const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
-          const Eigen::Map<const Matrix> inverse(&s_.inverse[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
-          const Eigen::Map<const Matrix> gain_g(&s_.gain_g[at], n, h), up(&s_.up[at], h, n);
+          // v_p = N_p⁻¹ (b_p − Ẽ⁺ g) by the factors: P, then L (unit lower), then U.
+          add_edge_product(e_plus, nm, nc, int(group.polarisations.size()), g, b, -1.0);
+          const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h),
+                            mat = group.matrices + std::size_t(p) * std::size_t(n * n);
+          const Eigen::Map<const Matrix> lu(&s_.lu[mat], n, n), up(&s_.up[at], h, n);
+          const int* permutation = &s_.permutation[s_.permutation_at[std::size_t(k)] + std::size_t(p * n)];
           auto vp = v(p);
-          vp.noalias() = inverse * b;
-          vp.noalias() -= gain_g * g;
+          for (Eigen::Index i = 0; i < n; ++i) vp(permutation[i]) = b(i);
+          lu.triangularView<Eigen::UnitLower>().solveInPlace(vp);
+          lu.triangularView<Eigen::Upper>().solveInPlace(vp);
           if (p > 0) {
             g.noalias() += up * vp;
             for (Eigen::Index i = 0; i < h; ++i) g(i) *= s_.step[(std::size_t(a) * nz + p) * nm + std::size_t(i % nm)];
@@ -299,7 +339,7 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
   std::vector<int> rhs_incidence_;
   std::vector<int> first_group_;  // incidence a's groups: [first_group_[a], first_group_[a + 1])
   std::size_t per_rhs_ = 0;
-  std::vector<std::complex<double>> scratch_;
+  std::vector<std::complex<double>, Eigen::aligned_allocator<std::complex<double>>> scratch_;
 };
 
 }  // namespace

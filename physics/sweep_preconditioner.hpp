@@ -21,10 +21,12 @@
 // S_j = diag(s_j). Applying P = A⁻¹ to b is then one sweep up (v_j and g, from the bottom) and one down:
 //   x_q = v_q − H_q a⁻_q,  a⁻_{q+1} = s_{q+1} (a⁻_q + Φ_q x_q).
 // Every factor is a step (modulus ≤ 1) or a slice's own response: nothing is divided by e^{ikz Δz}, so
-// the sweep is stable for evanescent orders as the z-operator's sweeps are. Cost per incidence: about
-// 114 H³ complex multiply-adds per slice to build (H = orders; dense products, one inverse of N_j),
-// memory 33 H² complex numbers per slice, and an application 33 H² multiply-adds per slice and
-// right-hand side. Exact in exact arithmetic: a Krylov solve preconditioned with it converges in one or
+// the sweep is stable for evanescent orders as the z-operator's sweeps are. Cost per incidence and slice
+// (H = orders, one group: n = 3H, h = 2H): to build, N_j's update n²h, its LU n³/3, H_j by the factors
+// n²h, Γ_j and ρ's update 2h²n: 69 H³ complex multiply-adds (Ẽ⁺ is one 3×2 block per order, so Ẽ⁺ρ and
+// K_j never cost a dense product; where s and p decouple, 19 H³); memory 27 H² complex numbers; an
+// application about 27 H² multiply-adds per right-hand side. The device (device_sweep_preconditioner.cu)
+// keeps N_j⁻¹ and K_j instead: 33 H². Exact in exact arithmetic: a Krylov solve preconditioned with it converges in one or
 // two iterations (the rounding of the set-up); worth it where H is small (1D gratings, coarse 2D ones),
 // where the iterations it saves are hundreds (docs/solver.md §6.3 has the measurements).
 #include <complex>
@@ -40,19 +42,23 @@
 
 namespace gratingsim::physics {
 
-/// The sweep's matrices. Without conical incidence on a 1D grating (every t̂ along x: ê along y, p̂± in the
-/// xz plane) and with kernels that do not mix y with x, z, the e amplitudes and E_y form a sweep of their
-/// own and the p amplitudes with E_x, E_z another (s and p polarisation decouple): an incidence then has
-/// two groups, n = orders and 2·orders, h = orders each, for about a third of the work; otherwise one
-/// group, n = 3·orders, h = 2·orders. Per group G and slice p, column-major, complex128, unknown
+/// The sweep's matrices on the host. Without conical incidence on a 1D grating (every t̂ along x: ê along y,
+/// p̂± in the xz plane) and with kernels that do not mix y with x, z, the e amplitudes and E_y form a sweep
+/// of their own and the p amplitudes with E_x, E_z another (s and p polarisation decouple): an incidence
+/// then has two groups, n = orders and 2·orders, h = orders each, for about a third of the work; otherwise
+/// one group, n = 3·orders, h = 2·orders. Per group G and slice p, column-major, complex128, unknown
 /// (c, m) at c·orders + m over the group's components c (indices into x, y, z, in order), amplitude
 /// (k, m) at k·orders + m over its polarisations (0 = e, 1 = p):
-///   inverse N_p⁻¹ (n × n) at G.matrices + p·n²; gain_g K_p and gain_a H_p (n × h), up Γ_p and down Φ_p
-///   (h × n) at G.gains + p·n·h; step s_p per order at (a·slices + p)·orders + m (0 at p = 0).
+///   the LU factors of N_p (n × n; unit lower L and upper U in one matrix, as LAPACK's getrf) at
+///   G.matrices + p·n², its row permutation (N_p = P⁻¹ L U, P moving row i to row permutation[i]) at
+///   permutation_at[G] + p·n; gain_a H_p (n × h), up Γ_p and down Φ_p (h × n) at G.gains + p·n·h;
+///   step s_p per order at (a·slices + p)·orders + m (0 at p = 0); Ẽ⁺ (n × h) at G.edges.
+/// K_p = N_p⁻¹ Ẽ⁺ is not kept: the application forms v_p = N_p⁻¹ (b_p − Ẽ⁺ g) by the factors, and Ẽ⁺
+/// is one 3×2 block per order (a column (k, m) is non-zero only in rows (c, m)), so Ẽ⁺ g costs n·np.
 struct SweepGroup {
   int incidence = 0;
   std::vector<int> components, polarisations;
-  std::size_t matrices = 0, gains = 0;  ///< offsets into inverse (local) and into gain_g, gain_a, up, down (source_up)
+  std::size_t matrices = 0, gains = 0;  ///< offsets into local (lu) and into down, source_up (gain_a, up)
   std::size_t edges = 0, rho = 0;       ///< offsets into SweepInputs' e_plus, e_minus and rho
   [[nodiscard]] std::size_t n(int orders) const { return components.size() * std::size_t(orders); }
   [[nodiscard]] std::size_t h(int orders) const { return polarisations.size() * std::size_t(orders); }
@@ -60,18 +66,22 @@ struct SweepGroup {
 struct SweepMatrices {
   int incidences = 0, orders = 0, slices = 0;
   std::vector<SweepGroup> groups;  ///< incidence by incidence
-  std::vector<std::complex<double>> inverse, gain_g, gain_a, up, down, step;
+  std::vector<std::complex<double>> lu, gain_a, up, down, step, e_plus;
+  std::vector<int> permutation;
+  std::vector<std::size_t> permutation_at;  ///< per group
 };
 
 /// The automatic choice (docs/solver.md §7) takes the sweep on host backends for 1D lattices up to this many orders
-/// (M ≤ 80): its set-up, about 37·orders³ complex multiply-adds per slice there (s and p decouple
-/// without conical incidence), took 4.1 s for all of validation/peers' metal_1d at M = 80 (16 + 32
-/// slices, one core of the dev CPU), whose solves did not converge in 3000 iterations without it.
+/// (M ≤ 80): its set-up, about 19·orders³ complex multiply-adds per slice there (s and p decouple
+/// without conical incidence; 37 before session 16 kept N_p's factors instead of its inverse), took
+/// 4.1 s with the 37 for all of validation/peers' metal_1d at M = 80 (16 + 32 slices, one core of the
+/// dev CPU), whose solves did not converge in 3000 iterations without it.
 constexpr std::size_t sweep_orders_limit = 161;
 
 /// Bytes of the sweep preconditioner: its matrices (33·orders² complex numbers per incidence and
-/// slice) and its scratch (a vector's worth per right-hand side, two per incidence), complex numbers of
-/// `real_bytes` parts (the host and the device keep complex128: real_bytes = 8).
+/// slice, the device's; the host keeps 27) and its scratch (a vector's worth per right-hand side, two
+/// per incidence), complex numbers of `real_bytes` parts (the host and the device keep complex128:
+/// real_bytes = 8).
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
                                        std::size_t real_bytes);
 /// Where incidence a's groups stand among `groups` (which come incidence by incidence): [first[a],

@@ -3,10 +3,15 @@
 // per-slice assembly), on 1D and 2D gratings, both formulations, conical incidence, several layers, and
 // a batch of two wavelengths; preconditioned solves then take a few iterations and agree with
 // unpreconditioned ones, including the high-contrast and metal p cases that need hundreds without.
+#include <omp.h>
+
 #include <cmath>
 #include <complex>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "physics/problem.hpp"
 #include "physics/solver.hpp"
 #include "physics/sweep_preconditioner.hpp"
 #include "validation/physics/preconditioner_checks.hpp"
@@ -81,4 +86,54 @@ TEST_CASE("sweep-preconditioned solves take a few iterations and agree with unpr
         CHECK(std::abs(plain.orders[0].reflection.s_from_s - pre.orders[0].reflection.s_from_s) < 1e-8);
       }
     }
+}
+
+TEST_CASE("the host sweep's matrices and application do not depend on the thread count or the batch, bit for bit",
+          "[physics][sweep]") {
+  // A point's results are bitwise the same whichever batch, worker or process solved it (the app tests
+  // compare files): the sweep runs OpenMP over groups and right-hand sides, and its vectors' alignment
+  // depends on where a group or rhs sits in the batch, so each must be computed alike anywhere.
+  const Structure stack = test::random_stack(true, 6);
+  ProblemSettings settings;
+  settings.m1 = 12;
+  settings.backend = conv::Backend::cpu_fftw;
+  const auto solve = [&](const std::vector<Incidence>& inc, const std::vector<std::complex<double>>& x, int threads) {
+    std::vector<std::string> warnings;
+    const DiscreteProblem<double> problem(stack, inc, settings, 1, warnings);
+    REQUIRE(problem.layout().size() == x.size());
+    std::vector<int> rhs_incidence;
+    for (int r = 0; r < problem.rhs(); ++r) rhs_incidence.push_back(r / 2);
+    const int before = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    SweepMatrices m = sweep_matrices(problem.sweep_inputs());
+    std::vector<std::complex<double>> y(x.size(), test::poison<double>());
+    make_host_sweep_preconditioner<double>(m, rhs_incidence)->apply(x.data(), y.data(), nullptr);
+    omp_set_num_threads(before);
+    return std::pair{std::move(m), std::move(y)};
+  };
+  // Two wavelengths, a conical incidence (one group) and one at φ = 0 (two groups) each.
+  const std::vector<Incidence> both{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
+  std::vector<std::string> warnings;
+  const std::size_t per_rhs = 3 * 25, nr = 8,  // 3·orders per (slice, rhs)
+      nz = DiscreteProblem<double>(stack, both, settings, 1, warnings).layout().size() / (nr * per_rhs);
+  const auto x = test::random_complex<double>(nz * nr * per_rhs);
+  const auto [one, y_one] = solve(both, x, 1);
+  const auto [four, y_four] = solve(both, x, 4);
+  const auto [again, y_again] = solve(both, x, 1);
+  CHECK(one.lu == four.lu);
+  CHECK(one.gain_a == four.gain_a);
+  CHECK(one.up == four.up);
+  CHECK(one.permutation == four.permutation);
+  CHECK(y_one == y_four);
+  CHECK(y_one == y_again);
+  // The second wavelength alone: its rhs 4..7 become 0..3, its groups the first.
+  std::vector<std::complex<double>> x_alone, y_expected;
+  for (std::size_t p = 0; p < nz; ++p)
+    for (std::size_t r = 4; r < nr; ++r)
+      for (std::size_t i = 0; i < per_rhs; ++i) {
+        x_alone.push_back(x[(p * nr + r) * per_rhs + i]);
+        y_expected.push_back(y_one[(p * nr + r) * per_rhs + i]);
+      }
+  const auto [alone, y_alone] = solve({both[2], both[3]}, x_alone, 2);
+  CHECK(y_alone == y_expected);
 }
