@@ -90,28 +90,47 @@ inline Tensor diagonal_green(const GreenTensors& t, const GreenCoefficients& g, 
   return out;
 }
 
-/// The dense source C (rows J_i·orders + m, columns F_j·orders + m') and D (rows D_i·orders + m) of one
-/// engine slice over every pair of orders, from its kernels: Laurent C = χ ⊛ I, D = 0; normal-vector the
-/// pattern's terms (outputs 0..2 are J, then D's components: normal_field.hpp's d_axes).
-/// χ_k(m − m') sits at (d1 + 2M1)·K2 + (d2 + 2M2).
-inline void slice_operators(const conv::Problem& problem, const std::complex<double>* slice_kernels, int nm,
-                            Eigen::MatrixXcd& c, Eigen::MatrixXcd& d) {
-  std::vector<conv::Term> source, d_terms;  // d_terms' output: D's axis
+/// The pattern's terms split into the source's (output J_i: i = 0..2) and D's (output: D's axis 0..2):
+/// Laurent C = χ ⊛ I (D = 0); normal-vector the pattern's (outputs 0..2 are J, then D's components:
+/// normal_field.hpp's d_axes).
+struct SliceTerms {
+  std::vector<conv::Term> source, d;
+};
+inline SliceTerms slice_terms(const conv::Problem& problem) {
+  SliceTerms out;
   if (problem.scalar())
-    source = {{0, 0, 0}, {1, 1, 0}, {2, 2, 0}};
+    out.source = {{0, 0, 0}, {1, 1, 0}, {2, 2, 0}};
   else
     for (const conv::Term& t : problem.pattern) {
       if (t.output < 3)
-        source.push_back(t);
+        out.source.push_back(t);
       else
-        d_terms.push_back({d_axis(d_axes(problem), t.output), t.input, t.kernel});
+        out.d.push_back({d_axis(d_axes(problem), t.output), t.input, t.kernel});
     }
-  const int n1 = problem.n1, n2 = problem.n2, k2 = 2 * n2 - 1;
-  const std::size_t ksize = problem.kernel_size();
-  const auto coefficient = [&](int k, int m, int mp) {
+  return out;
+}
+
+/// χ_k(m − m') of one engine slice's kernels: at (d1 + 2M1)·K2 + (d2 + 2M2) in kernel k.
+struct SliceKernels {
+  const std::complex<double>* kernels;
+  int n1, n2;
+  std::size_t size;  ///< one kernel's
+  SliceKernels(const conv::Problem& problem, const std::complex<double>* slice_kernels)
+      : kernels(slice_kernels), n1(problem.n1), n2(problem.n2), size(problem.kernel_size()) {}
+  [[nodiscard]] std::complex<double> operator()(int k, int m, int mp) const {
     const int d1 = m / n2 - mp / n2, d2 = m % n2 - mp % n2;
-    return slice_kernels[std::size_t(k) * ksize + std::size_t(d1 + n1 - 1) * k2 + std::size_t(d2 + n2 - 1)];
-  };
+    return kernels[std::size_t(k) * size + std::size_t(d1 + n1 - 1) * (2 * n2 - 1) + std::size_t(d2 + n2 - 1)];
+  }
+};
+
+/// The dense source C (rows J_i·orders + m, columns F_j·orders + m') and D (rows D_i·orders + m) of one
+/// engine slice over every pair of orders, from its kernels (slice_terms).
+inline void slice_operators(const conv::Problem& problem, const std::complex<double>* slice_kernels, int nm,
+                            Eigen::MatrixXcd& c, Eigen::MatrixXcd& d) {
+  const SliceTerms terms = slice_terms(problem);
+  const auto& source = terms.source;
+  const auto& d_terms = terms.d;
+  const SliceKernels coefficient(problem, slice_kernels);
   c.setZero(3 * nm, 3 * nm);
   d.setZero(3 * nm, 3 * nm);
   for (int mp = 0; mp < nm; ++mp)

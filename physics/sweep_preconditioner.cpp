@@ -12,7 +12,6 @@
 namespace gratingsim::physics {
 
 using detail::GreenTensors;
-using detail::slice_operators;
 using detail::Tensor;
 
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
@@ -96,6 +95,7 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
       for (int m = 0; m < nm; ++m)
         out.step[(std::size_t(a) * nz + p) * nm + m] = g.step[(std::size_t(a) * nm + m) * nz + p];
   const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
+  const detail::SliceTerms terms = detail::slice_terms(problem);
   const int ng = int(out.groups.size());
   // OpenMP over (group, slice): every pair writes its own matrices.
 #pragma omp parallel for schedule(dynamic)
@@ -105,9 +105,6 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
     const int a = group.incidence, member = member_of(g, a);
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
     const int nc = int(group.components.size()), np = int(group.polarisations.size());
-    std::vector<Eigen::Index> unknowns;  // the group's unknowns among the block's 3·orders
-    for (int c : group.components)
-      for (int m = 0; m < nm; ++m) unknowns.push_back(Eigen::Index(c) * nm + m);
     std::vector<GreenTensors> t;
     for (int m = 0; m < nm; ++m) t.push_back(detail::green_tensors(g, std::size_t(a) * nm + m));
     const auto coefficient_index = [&](int m, int q) { return (std::size_t(a) * nm + m) * nz + q; };
@@ -133,33 +130,53 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
           rho(ki * nm + m, ki * nm + m) = g.depth[i] * g.depth[i] * (group.polarisations[ki] == 0 ? g.rs[io] : g.rp[io]);
       }
     }
-    Matrix full_c, full_d;
-    const std::size_t engine_slice = std::size_t(p) * g.members + member;
-    slice_operators(problem, kernels.data() + engine_slice * per_slice, nm, full_c, full_d);
-    const Matrix c = full_c(unknowns, unknowns);
-    // L' = I + D + (c_p self + ẑẑ) C; Φ = W Π⁻ C, Ψ = W Π⁺ C (rows: amplitude (k, m)).
-    Eigen::Map<Matrix> lprime(&out.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
-    const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
-    Eigen::Map<Matrix> phi(&out.down[at], h, n), psi(&out.source_up[at], h, n);
-    lprime = full_d(unknowns, unknowns);
-    lprime.diagonal().array() += 1.0;
-    phi.setZero();
-    psi.setZero();
+    // L' = I + D + (c_p self + ẑẑ) C, Φ = W Π⁻ C, Ψ = W Π⁺ C over the group's components only (rows of C
+    // restricted to them too), column by column: element (row (ri, m), column (cj, m')) gains, per source
+    // term (o, cj, κ), coefficient(row)[o]·κ(m − m'), and per D term (ri, cj, κ) κ(m − m').
+    std::array<int, 3> local{-1, -1, -1};  // a component's index in the group, −1 outside it
+    for (int ci = 0; ci < nc; ++ci) local[std::size_t(group.components[std::size_t(ci)])] = ci;
+    std::vector<C> self_rows(std::size_t(n) * 3), down_rows(std::size_t(h) * 3), up_rows(std::size_t(h) * 3);
     for (int m = 0; m < nm; ++m) {
       const std::size_t i = coefficient_index(m, p);
       const Tensor gs = detail::self_green(t[m], g, i);
       const C w = g.weight[i];
-      for (int ri = 0; ri < nc; ++ri)
-        for (int ci = 0; ci < nc; ++ci) {
-          const C v = gs[group.components[ri] * 3 + group.components[ci]];
-          if (v != C(0)) lprime.row(ri * nm + m) += v * c.row(ci * nm + m);
+      for (int o = 0; o < 3; ++o) {
+        if (local[std::size_t(o)] < 0) continue;
+        for (int ri = 0; ri < nc; ++ri) self_rows[std::size_t(ri * nm + m) * 3 + o] = gs[group.components[ri] * 3 + o];
+        for (int ki = 0; ki < np; ++ki) {
+          down_rows[std::size_t(ki * nm + m) * 3 + o] = w * vector(m, group.polarisations[ki], -1, o);
+          up_rows[std::size_t(ki * nm + m) * 3 + o] = w * vector(m, group.polarisations[ki], +1, o);
         }
-      for (int ki = 0; ki < np; ++ki)
-        for (int ci = 0; ci < nc; ++ci) {
-          const int comp = group.components[ci], pol = group.polarisations[ki];
-          phi.row(ki * nm + m) += (w * vector(m, pol, -1, comp)) * c.row(ci * nm + m);
-          psi.row(ki * nm + m) += (w * vector(m, pol, +1, comp)) * c.row(ci * nm + m);
+      }
+    }
+    Eigen::Map<Matrix> lprime(&out.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
+    const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
+    Eigen::Map<Matrix> phi(&out.down[at], h, n), psi(&out.source_up[at], h, n);
+    lprime.setIdentity();
+    phi.setZero();
+    psi.setZero();
+    const detail::SliceKernels kappa(problem, kernels.data() + (std::size_t(p) * g.members + member) * per_slice);
+    for (const conv::Term& term : terms.source) {
+      const int cj = local[std::size_t(term.input)];
+      if (cj < 0 || local[std::size_t(term.output)] < 0) continue;
+      for (int mp = 0; mp < nm; ++mp) {
+        const Eigen::Index column = Eigen::Index(cj) * nm + mp;
+        for (int m = 0; m < nm; ++m) {
+          const C k = kappa(term.kernel, m, mp);
+          for (int ri = 0; ri < nc; ++ri)
+            lprime(ri * nm + m, column) += self_rows[std::size_t(ri * nm + m) * 3 + term.output] * k;
+          for (int ki = 0; ki < np; ++ki) {
+            phi(ki * nm + m, column) += down_rows[std::size_t(ki * nm + m) * 3 + term.output] * k;
+            psi(ki * nm + m, column) += up_rows[std::size_t(ki * nm + m) * 3 + term.output] * k;
+          }
         }
+      }
+    }
+    for (const conv::Term& term : terms.d) {  // term.output: D's axis
+      const int ri = local[std::size_t(term.output)], cj = local[std::size_t(term.input)];
+      if (ri < 0 || cj < 0) continue;
+      for (int mp = 0; mp < nm; ++mp)
+        for (int m = 0; m < nm; ++m) lprime(ri * nm + m, cj * nm + mp) += kappa(term.kernel, m, mp);
     }
   }
   return out;
