@@ -146,13 +146,26 @@ class Background {
   Background& operator=(const Background&) = delete;
   [[nodiscard]] pid_t pid() const { return pid_; }
   void signal(int number) const { ::kill(pid_, number); }
-  /// Waits for it to end: its exit status (-1 if a signal ended it) and its output.
+  /// Waits for it to end: its exit status (-1 if a signal ended it) and its output. One still running
+  /// after launch_limit_seconds hangs: it is killed, with status 124 and a line saying so.
   Execution wait() {
     int status = 0;
-    ::waitpid(std::exchange(pid_, -1), &status, 0);
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(launch_limit_seconds);
+    bool hung = false;
+    while (::waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > end) {
+        hung = true;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, &status, 0);
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    pid_ = -1;
     std::ifstream in(log_);
     std::stringstream text;
     text << in.rdbuf();
+    if (hung) return {124, text.str() + "\nBackground: still running after " + std::to_string(launch_limit_seconds) + " s; killed\n"};
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
   }
 
