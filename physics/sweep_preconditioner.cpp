@@ -190,8 +190,8 @@ std::string singular_slice_text(int incidence, int slice, double pivot, double l
 
 namespace {
 
-/// out −= Ẽ⁺ x or out = Ẽ⁺ x by the columns of x (n × h Ẽ⁺ with column (k, m) non-zero only in rows (c, m):
-/// SweepMatrices), x h × cols: row (c, m) of the product is Σ_k Ẽ⁺((c, m), (k, m)) x((k, m), ·).
+/// out += sign · Ẽ⁺ x, x h × cols, without a dense product: Ẽ⁺ (n × h) has column (k, m) non-zero only in
+/// rows (c, m) (SweepMatrices), so row (c, m) of Ẽ⁺ x is Σ_k Ẽ⁺((c, m), (k, m)) x((k, m), ·).
 template <class Out, class In>
 void add_edge_product(const Eigen::Map<const Matrix>& e_plus, int nm, int nc, int np, const In& x, Out&& out,
                       double sign) {
