@@ -23,9 +23,12 @@
 namespace gratingsim::test {
 
 struct Execution {
-  int status = -1;     ///< exit status; 128 + n if signal n ended it, 124 if it hung (run_gratingsim)
+  int status = -1;     ///< exit status; 128 + n if signal n ended it; 124 if it hung and was ended
   std::string output;  ///< stdout and stderr together
 };
+
+/// The exit status of a waitpid/pclose status word as a shell reports it: the code, or 128 + n for signal n.
+inline int shell_status(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status); }
 
 /// The repository's root (this file is validation/app/executable.hpp).
 inline std::filesystem::path repository_root() {
@@ -35,11 +38,8 @@ inline std::filesystem::path repository_root() {
 /// A launch still running after this long hangs (the longest takes seconds, under the sanitizers too).
 inline constexpr int launch_limit_seconds = 300;
 
-/// Runs `[launcher] gratingsim <arguments>` through the shell (arguments quoted by the caller;
-/// `launcher` e.g. "mpirun -n 2"), under validation/app/watchdog.sh: a launch that hangs is ended
-/// after launch_limit_seconds with status 124, its output saying where each process waited. FFTW plans by estimate and keeps no wisdom; `auto` keeps its
-/// measurements in `backend_cache` (default: a file under the temporary directory), so a test
-/// leaves nothing in the user's cache.
+/// FFTW plans by estimate and keeps no wisdom; `auto` keeps its measurements in `backend_cache` (default: a
+/// file under the temporary directory), so a test leaves nothing in the user's cache.
 inline void prepare_environment(const std::string& backend_cache) {
   setenv("GRATINGSIM_FFTW_PLANNING", "estimate", 1);
   setenv("GRATINGSIM_FFTW_WISDOM", "", 1);
@@ -65,20 +65,27 @@ inline std::string shell_word(const std::string& text) {
   return word + '\'';
 }
 
-inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "",
-                                const std::string& launcher = "") {
-  prepare_environment(backend_cache);
-  const std::string line = launcher + (launcher.empty() ? "'" : " '") + GRATINGSIM_EXECUTABLE + "' " + arguments;
+/// Runs the shell command `line` under validation/app/watchdog.sh: still running after `limit_seconds`, it
+/// is ended with status 124, its output saying where each of its processes waited.
+inline Execution run_watched(int limit_seconds, const std::string& line) {
   const std::string command = quoted(repository_root() / "validation/app/watchdog.sh") + " " +
-                              std::to_string(launch_limit_seconds) + " " + shell_word(line) + " 2>&1";
+                              std::to_string(limit_seconds) + " " + shell_word(line) + " 2>&1";
   Execution r;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
   char buffer[4096];
   for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, pipe)) > 0;) r.output.append(buffer, n);
-  const int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.status = shell_status(pclose(pipe));
   return r;
+}
+
+/// Runs `[launcher] gratingsim <arguments>` (arguments quoted by the caller; `launcher` e.g. "mpirun -n 2")
+/// under the watchdog with launch_limit_seconds, in prepare_environment's environment.
+inline Execution run_gratingsim(const std::string& arguments, const std::string& backend_cache = "",
+                                const std::string& launcher = "") {
+  prepare_environment(backend_cache);
+  return run_watched(launch_limit_seconds,
+                     launcher + (launcher.empty() ? "'" : " '") + GRATINGSIM_EXECUTABLE + "' " + arguments);
 }
 
 /// The run tests' small sweep: a 1D grating at three wavelengths and two angles, 6 points, 2 per
@@ -146,7 +153,7 @@ class Background {
   Background& operator=(const Background&) = delete;
   [[nodiscard]] pid_t pid() const { return pid_; }
   void signal(int number) const { ::kill(pid_, number); }
-  /// Waits for it to end: its exit status (-1 if a signal ended it) and its output. One still running
+  /// Waits for it to end: its exit status (shell_status) and its output. One still running
   /// after launch_limit_seconds hangs: it is killed, with status 124 and a line saying so.
   Execution wait() {
     int status = 0;
@@ -165,8 +172,10 @@ class Background {
     std::ifstream in(log_);
     std::stringstream text;
     text << in.rdbuf();
-    if (hung) return {124, text.str() + "\nBackground: still running after " + std::to_string(launch_limit_seconds) + " s; killed\n"};
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+    if (hung)
+      return {124, text.str() + "\nBackground: still running after " + std::to_string(launch_limit_seconds) +
+                       " s; killed\n"};
+    return {shell_status(status), text.str()};
   }
 
  private:
