@@ -213,7 +213,7 @@ SweepMatrices sweep_matrices(SweepInputs in) {
     out.permutation_at.push_back(out.permutation.size());
     out.permutation.resize(out.permutation.size() + group.n(nm) * std::size_t(nz));
   }
-  out.e_plus = in.e_plus;
+  out.e_plus = std::move(in.e_plus);
   std::string failure;  // the first singular N_p, by group (written under a critical section)
   int failed_group = int(out.groups.size());
   // OpenMP over the groups; each sweeps its slices bottom-up (ρ_q needs ρ_{q+1}) and writes its own
@@ -223,7 +223,7 @@ SweepMatrices sweep_matrices(SweepInputs in) {
     const SweepGroup& group = out.groups[std::size_t(k)];
     const int a = group.incidence, nc = int(group.components.size()), np = int(group.polarisations.size());
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
-    const Eigen::Map<const Matrix> e_plus(&in.e_plus[group.edges], n, h), e_minus(&in.e_minus[group.edges], n, h);
+    const Eigen::Map<const Matrix> e_plus(&out.e_plus[group.edges], n, h), e_minus(&in.e_minus[group.edges], n, h);
     Matrix rho = Eigen::Map<const Matrix>(&in.rho[group.rho], h, h), e_rho(n, h), factors(n, n), gain(n, h);
     for (int p = nz - 1; p >= 0; --p) {
       const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h),

@@ -26,9 +26,10 @@
 // n²h, Γ_j and ρ's update 2h²n: 69 H³ complex multiply-adds (Ẽ⁺ is one 3×2 block per order, so Ẽ⁺ρ and
 // K_j never cost a dense product; where s and p decouple, 19 H³); memory 27 H² complex numbers; an
 // application about 27 H² multiply-adds per right-hand side. The device (device_sweep_preconditioner.cu)
-// keeps N_j⁻¹ and K_j instead: 33 H². Exact in exact arithmetic: a Krylov solve preconditioned with it converges in one or
-// two iterations (the rounding of the set-up); worth it where H is small (1D gratings, coarse 2D ones),
-// where the iterations it saves are hundreds (docs/solver.md §6.3 has the measurements).
+// keeps N_j⁻¹ and K_j instead: 33 H². Exact in exact arithmetic: a Krylov solve preconditioned with it
+// converges in one or two iterations (the rounding of the set-up); worth it where H is small (1D
+// gratings, coarse 2D ones), where the iterations it saves are hundreds (docs/solver.md §6.3 has the
+// measurements).
 #include <complex>
 #include <cstddef>
 #include <memory>
