@@ -22,6 +22,22 @@ constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t automatic_host_batch = 1;
 /// Right-hand sides a device problem holds at most (the device vector space's and GMRES's grids).
 constexpr std::size_t device_max_rhs = 65535;
+/// Under preconditioner: auto, where the first solve of a 1D lattice (averaged or none, where automatic
+/// did not take the sweep) is checked for a switch to the sweep (solve_group): after the GMRES cycles that
+/// fit in 250 iterations (at least one), or 250 BiCGStab steps. The shipped metrology cases converge well
+/// below √tolerance by then (at most 208 and 433 iterations in all on default.yaml and si_lines_metrology.yaml,
+/// H100); a thin metal in p takes thousands with averaged (1937 at M = 20, 16 slices,
+/// validation/convergence/metal_1d.yaml).
+int sweep_check_iterations(const SolverOptions& options) {
+  constexpr int iterations = 250;
+  if (options.method != Method::gmres) return iterations;
+  return std::max(1, iterations / options.gmres_restart) * options.gmres_restart;
+}
+/// The most orders the sweep continues (solve_group): its set-up grows as slices × orders³; on a device its
+/// application keeps a slice's vectors in shared memory (about 1400 orders on an H100); on a host twice
+/// sweep_orders_limit (M ≤ 160: about 2e9 multiply-adds per slice, conical).
+constexpr std::size_t device_sweep_continuation_orders = 641;
+constexpr std::size_t host_sweep_continuation_orders = 321;
 
 bool lossless_material(const Material& m, double wavelength) { return m.permittivity(wavelength).imag() == 0; }
 
@@ -159,6 +175,55 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   return plan;
 }
 
+/// The right-hand sides that `first` left unconverged continue from x with the sweep (P = A⁻¹, §6.3 of
+/// docs/solver.md): A P u = r from u = 0, with r = b − A x on them and r = 0 on the others (which return
+/// u = 0 and keep x bit for bit), then x += P u on them. The tolerance is set relative to r so that every
+/// continued right-hand side ends with ‖b − A x‖ ≤ tolerance·‖b‖; the returned residuals are relative to b,
+/// as the first solve's. The time before the sweep is built goes to the timer's Krylov phase, its set-up to the
+/// preconditioner's. Waits for the device.
+template <class Real>
+std::vector<SolveStats> continue_with_sweep(DiscreteProblem<Real>& problem, std::span<const std::complex<Real>> b,
+                                            std::span<std::complex<Real>> x, const std::vector<SolveStats>& first,
+                                            KrylovSettings settings, PhaseTimer& timer) {
+  using Complex = std::complex<Real>;
+  const BatchLayout& l = problem.layout();
+  std::vector<Complex> r(l.size());
+  timer.lap(Phase::krylov);
+  {
+    const auto space = problem.make_space(2);
+    space->upload(x, 0);
+    problem.apply(space->data(0), space->data(1));
+    space->download(1, r);
+  }
+  std::vector<double> b_norm(l.rhs, 0.0), r_norm(l.rhs, 0.0);
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t k = 0; k < l.rhs; ++k)
+      for (std::size_t j = 0, at = (p * l.rhs + k) * l.block; j < l.block; ++j, ++at) {
+        r[at] = first[k].converged ? Complex(0) : b[at] - r[at];
+        b_norm[k] += std::norm(std::complex<double>(b[at]));
+        r_norm[k] += std::norm(std::complex<double>(r[at]));
+      }
+  // ‖r − A P u‖ ≤ tolerance·‖b‖ per right-hand side: relative to r, tolerance·‖b‖/‖r‖ (no stricter: in
+  // complex64, tolerance·‖r‖ can lie below what the rounding of r allows); the least of them serves all.
+  double relative = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 0; k < l.rhs; ++k)
+    if (!first[k].converged && r_norm[k] > 0) relative = std::min(relative, std::sqrt(b_norm[k] / r_norm[k]));
+  if (std::isfinite(relative)) settings.tolerance *= relative;
+  const std::unique_ptr<Preconditioner<Real>> sweep = problem.make_sweep_preconditioner();
+  timer.lap(Phase::preconditioner);
+  RightPreconditioned<Real> ap(problem, *sweep, problem.stream());
+  std::vector<Complex> u(l.size(), Complex(0)), dx(l.size());
+  std::vector<SolveStats> more = physics::solve<Real>(ap, r, u, settings);
+  ap.recover(u, dx);
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t k = 0; k < l.rhs; ++k)
+      if (!first[k].converged)
+        for (std::size_t j = 0, at = (p * l.rhs + k) * l.block; j < l.block; ++j, ++at) x[at] += dx[at];
+  for (std::size_t k = 0; k < l.rhs; ++k)
+    if (!first[k].converged && b_norm[k] > 0) more[k].residual *= std::sqrt(r_norm[k] / b_norm[k]);
+  return more;
+}
+
 std::string describe_wavelengths(std::span<const ProblemMember> batch) {
   const auto [least, most] = std::minmax_element(batch.begin(), batch.end(), [](const auto& x, const auto& y) {
     return x.incidences[0].wavelength < y.incidences[0].wavelength;
@@ -235,41 +300,92 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   ks.max_iterations = options.max_iterations;
   GroupSolve out;
   out.slices = slices;
+  // With automatic: a nearly singular Ā (preconditioner.hpp) can leave a residual floor above the
+  // tolerance, so the preconditioned solve gets half the iteration budget and the right-hand sides it
+  // leaves unconverged continue unpreconditioned from where they stopped for the other half. A 1D lattice
+  // that automatic did not give the sweep (device backends; hosts beyond sweep_orders_limit) may switch
+  // to the sweep (A⁻¹: one or two iterations) where it fits (memory, orders): at sweep_check_iterations
+  // of the first solve (averaged, or none), if a right-hand side still has a residual above √tolerance
+  // (less than half of the digits asked for: thin metals in p, which take thousands of iterations with
+  // averaged), every unconverged one continues with the sweep; otherwise the first solve goes on as
+  // without the check. The converged ones only pay one residual check; no solve exceeds max_iterations.
+  const bool may_continue = options.preconditioner == Preconditioning::automatic && options.max_iterations >= 2;
+  MemoryPlan sweep = plan;
+  sweep.kind = Preconditioning::sweep;
+  sweep.inverses = sweep.build = sweep_preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(double));
+  const bool sweep_may_follow = may_continue && kind != Preconditioning::sweep &&
+                                options.method != Method::dense_lu && structure.lattice.one_dimensional() &&
+                                nm <= (on_device ? device_sweep_continuation_orders : host_sweep_continuation_orders) &&
+                                sweep.preconditioner_fits(budget, on_device);
+  const int half = may_continue && precondition ? (options.max_iterations + 1) / 2 : options.max_iterations;
+  // (where the sweep may follow, the check leaves at least half of the budget for it)
+  const int check =
+      sweep_may_follow ? std::min((options.max_iterations + 1) / 2, sweep_check_iterations(options)) : half;
+  std::unique_ptr<Preconditioner<Real>> p;
+  std::unique_ptr<RightPreconditioned<Real>> ap;
+  std::vector<std::complex<Real>> u;
   if (precondition) {
     // Right preconditioning: A P u = b from u = 0, then x = P u (residuals are those of A x = b).
-    const std::unique_ptr<Preconditioner<Real>> p =
-        kind == Preconditioning::coarse  ? problem.make_coarse_preconditioner(coarse_m)
+    p = kind == Preconditioning::coarse  ? problem.make_coarse_preconditioner(coarse_m)
         : kind == Preconditioning::sweep ? problem.make_sweep_preconditioner()
                                          : problem.make_preconditioner();
     timer.lap(Phase::preconditioner);
-    RightPreconditioned<Real> ap(problem, *p, problem.stream());
-    std::vector<std::complex<Real>> u(x.size(), std::complex<Real>(0));
-    // A nearly singular Ā (preconditioner.hpp) can leave a residual floor above the tolerance: with
-    // automatic, the preconditioned solve gets half the iteration budget and the right-hand sides it
-    // leaves unconverged continue unpreconditioned from where they stopped for the other half (the
-    // others only pay one residual check), so no solve exceeds max_iterations.
-    const bool may_continue = options.preconditioner == Preconditioning::automatic && options.max_iterations >= 2;
-    KrylovSettings first = ks;
-    if (may_continue) first.max_iterations = (options.max_iterations + 1) / 2;
-    out.stats = physics::solve<Real>(ap, b, u, first);
-    ap.recover(u, x);
-    const bool stalled = std::any_of(out.stats.begin(), out.stats.end(), [](const SolveStats& st) { return !st.converged; });
-    if (stalled && may_continue) {
-      KrylovSettings rest = ks;
-      rest.max_iterations = options.max_iterations - first.max_iterations;
-      const std::vector<SolveStats> more = physics::solve<Real>(problem, b, x, rest);
-      for (std::size_t r = 0; r < more.size(); ++r) {
-        out.stats[r].iterations += more[r].iterations;
-        out.stats[r].matvecs += more[r].matvecs;
-        out.stats[r].residual = more[r].residual;
-        out.stats[r].converged = more[r].converged;
-      }
+    ap = std::make_unique<RightPreconditioned<Real>>(problem, *p, problem.stream());
+    u.assign(x.size(), std::complex<Real>(0));
+  }
+  // The unconverged right-hand sides take what a continuation did (the others returned at once).
+  const auto absorb = [&](const std::vector<SolveStats>& more) {
+    for (std::size_t r = 0; r < more.size(); ++r) {
+      if (out.stats[r].converged) continue;
+      out.stats[r].iterations += more[r].iterations;
+      out.stats[r].matvecs += more[r].matvecs;
+      out.stats[r].residual = more[r].residual;
+      out.stats[r].converged = more[r].converged;
     }
-  } else {
-    out.stats = physics::solve<Real>(problem, b, x, ks);
+  };
+  // The first solve for `iterations` more, from where it stands (u, or x without a preconditioner).
+  const auto run_first = [&](int iterations) {
+    KrylovSettings settings = ks;
+    settings.max_iterations = iterations;
+    std::vector<SolveStats> more;
+    if (precondition) {
+      more = physics::solve<Real>(*ap, b, u, settings);
+      ap->recover(u, x);
+    } else {
+      more = physics::solve<Real>(problem, b, x, settings);
+    }
+    if (out.stats.empty()) out.stats = std::move(more);
+    else absorb(more);
+  };
+  const auto stalled = [&] {
+    return std::any_of(out.stats.begin(), out.stats.end(), [](const SolveStats& st) { return !st.converged; });
+  };
+  run_first(check);
+  int spent = check;
+  if (sweep_may_follow && stalled()) {
+    const bool far = std::any_of(out.stats.begin(), out.stats.end(), [&](const SolveStats& st) {
+      return !st.converged && st.residual > std::sqrt(options.tolerance);
+    });
+    if (far) {
+      ap.reset();  // the first preconditioner's memory is free before the sweep's
+      p.reset();
+      KrylovSettings rest = ks;
+      rest.max_iterations = options.max_iterations - check;
+      absorb(continue_with_sweep<Real>(problem, b, x, out.stats, rest, timer));
+      out.preconditioned = true;
+      spent = options.max_iterations;
+    } else if (check < half) {
+      run_first(half - check);
+      spent = half;
+    }
+  }
+  if (spent < options.max_iterations && precondition && may_continue && stalled()) {
+    KrylovSettings rest = ks;
+    rest.max_iterations = options.max_iterations - spent;
+    absorb(physics::solve<Real>(problem, b, x, rest));
   }
   timer.lap(Phase::krylov);
-  out.preconditioned = precondition;
+  out.preconditioned = out.preconditioned || precondition;
   for (std::size_t r = 0; r < out.stats.size(); ++r) {
     const SolveStats& st = out.stats[r];
     if (st.converged) continue;
