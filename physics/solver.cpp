@@ -22,12 +22,12 @@ constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t automatic_host_batch = 1;
 /// Right-hand sides a device problem holds at most (the device vector space's and GMRES's grids).
 constexpr std::size_t device_max_rhs = 65535;
-/// Under preconditioner: auto, where the first solve of a 1D lattice (averaged or none, where automatic
-/// did not take the sweep) is checked for a switch to the sweep (solve_group): after the GMRES cycles that
-/// fit in 250 iterations (at least one), or 250 BiCGStab steps. The shipped metrology cases converge well
-/// below √tolerance by then (at most 208 and 433 iterations in all on default.yaml and si_lines_metrology.yaml,
-/// H100); a thin metal in p takes thousands with averaged (1937 at M = 20, 16 slices,
-/// validation/convergence/metal_1d.yaml).
+/// Under preconditioner: auto, where a first solve (averaged or none, where automatic did not take the
+/// sweep) is checked for a switch to the sweep (solve_group): after the GMRES cycles that fit in 250
+/// iterations (at least one), or 250 BiCGStab steps. The shipped cases converge well below √tolerance by
+/// then (default.yaml and si_lines_metrology.yaml: at most 208 and 433 iterations in all, H100; the 2D ones
+/// at most 121); a thin metal in p takes thousands with averaged (1937 at M = 20, 16 slices,
+/// validation/convergence/metal_1d.yaml), and metal disks on a 2D lattice did not converge in 3000.
 int sweep_check_iterations(const SolverOptions& options) {
   constexpr int iterations = 250;
   if (options.method != Method::gmres) return iterations;
@@ -176,51 +176,34 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
 }
 
 /// The right-hand sides that `first` left unconverged continue from x with the sweep (P = A⁻¹, §6.3 of
-/// docs/solver.md): A P u = r from u = 0, with r = b − A x on them and r = 0 on the others (which return
-/// u = 0 and keep x bit for bit), then x += P u on them. The tolerance is set relative to r so that every
-/// continued right-hand side ends with ‖b − A x‖ ≤ tolerance·‖b‖; the returned residuals are relative to b,
-/// as the first solve's. The time before the sweep is built goes to the timer's Krylov phase, its set-up to the
-/// preconditioner's. Waits for the device.
+/// docs/solver.md): A P u = b from u₀ = A x (P u₀ = x up to the sweep's rounding, so the solve starts where
+/// the first stopped, and its tolerance and residuals stay relative to b, per right-hand side), then x = P u
+/// on them; the others keep x bit for bit. The time before the sweep is built goes to the timer's Krylov
+/// phase, its set-up to the preconditioner's. Waits for the device.
 template <class Real>
 std::vector<SolveStats> continue_with_sweep(DiscreteProblem<Real>& problem, std::span<const std::complex<Real>> b,
                                             std::span<std::complex<Real>> x, const std::vector<SolveStats>& first,
-                                            KrylovSettings settings, PhaseTimer& timer) {
+                                            const KrylovSettings& settings, PhaseTimer& timer) {
   using Complex = std::complex<Real>;
   const BatchLayout& l = problem.layout();
-  std::vector<Complex> r(l.size());
+  std::vector<Complex> u(l.size()), continued(l.size());
   timer.lap(Phase::krylov);
   {
     const auto space = problem.make_space(2);
     space->upload(x, 0);
     problem.apply(space->data(0), space->data(1));
-    space->download(1, r);
+    space->download(1, u);
   }
-  std::vector<double> b_norm(l.rhs, 0.0), r_norm(l.rhs, 0.0);
-  for (std::size_t p = 0; p < l.slices; ++p)
-    for (std::size_t k = 0; k < l.rhs; ++k)
-      for (std::size_t j = 0, at = (p * l.rhs + k) * l.block; j < l.block; ++j, ++at) {
-        r[at] = first[k].converged ? Complex(0) : b[at] - r[at];
-        b_norm[k] += std::norm(std::complex<double>(b[at]));
-        r_norm[k] += std::norm(std::complex<double>(r[at]));
-      }
-  // ‖r − A P u‖ ≤ tolerance·‖b‖ per right-hand side: relative to r, tolerance·‖b‖/‖r‖ (no stricter: in
-  // complex64, tolerance·‖r‖ can lie below what the rounding of r allows); the least of them serves all.
-  double relative = std::numeric_limits<double>::infinity();
-  for (std::size_t k = 0; k < l.rhs; ++k)
-    if (!first[k].converged && r_norm[k] > 0) relative = std::min(relative, std::sqrt(b_norm[k] / r_norm[k]));
-  if (std::isfinite(relative)) settings.tolerance *= relative;
   const std::unique_ptr<Preconditioner<Real>> sweep = problem.make_sweep_preconditioner();
   timer.lap(Phase::preconditioner);
   RightPreconditioned<Real> ap(problem, *sweep, problem.stream());
-  std::vector<Complex> u(l.size(), Complex(0)), dx(l.size());
-  std::vector<SolveStats> more = physics::solve<Real>(ap, r, u, settings);
-  ap.recover(u, dx);
+  std::vector<SolveStats> more = physics::solve<Real>(ap, b, u, settings);
+  ap.recover(u, continued);
   for (std::size_t p = 0; p < l.slices; ++p)
     for (std::size_t k = 0; k < l.rhs; ++k)
       if (!first[k].converged)
-        for (std::size_t j = 0, at = (p * l.rhs + k) * l.block; j < l.block; ++j, ++at) x[at] += dx[at];
-  for (std::size_t k = 0; k < l.rhs; ++k)
-    if (!first[k].converged && b_norm[k] > 0) more[k].residual *= std::sqrt(r_norm[k] / b_norm[k]);
+        std::copy_n(continued.begin() + std::ptrdiff_t((p * l.rhs + k) * l.block), l.block,
+                    x.begin() + std::ptrdiff_t((p * l.rhs + k) * l.block));
   return more;
 }
 
@@ -302,19 +285,20 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   out.slices = slices;
   // With automatic: a nearly singular Ā (preconditioner.hpp) can leave a residual floor above the
   // tolerance, so the preconditioned solve gets half the iteration budget and the right-hand sides it
-  // leaves unconverged continue unpreconditioned from where they stopped for the other half. A 1D lattice
-  // that automatic did not give the sweep (device backends; hosts beyond sweep_orders_limit) may switch
-  // to the sweep (A⁻¹: one or two iterations) where it fits (memory, orders): at sweep_check_iterations
-  // of the first solve (averaged, or none), if a right-hand side still has a residual above √tolerance
-  // (less than half of the digits asked for: thin metals in p, which take thousands of iterations with
-  // averaged), every unconverged one continues with the sweep; otherwise the first solve goes on as
-  // without the check. The converged ones only pay one residual check; no solve exceeds max_iterations.
+  // leaves unconverged continue unpreconditioned from where they stopped for the other half. A problem
+  // that automatic did not give the sweep (device backends, 2D lattices, hosts beyond sweep_orders_limit)
+  // may switch to it (A⁻¹: one or two iterations) where it fits (memory, orders): at
+  // sweep_check_iterations of the first solve (averaged, or none), if a right-hand side still has a
+  // residual above √tolerance (less than half of the digits asked for: metals, which take thousands of
+  // iterations or do not converge), every unconverged one continues with the sweep; otherwise the first
+  // solve goes on as without the check. The converged ones only pay one residual check; no solve exceeds
+  // max_iterations.
   const bool may_continue = options.preconditioner == Preconditioning::automatic && options.max_iterations >= 2;
   MemoryPlan sweep = plan;
   sweep.kind = Preconditioning::sweep;
   sweep.inverses = sweep.build = sweep_preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(double));
   const bool sweep_may_follow = may_continue && kind != Preconditioning::sweep &&
-                                options.method != Method::dense_lu && structure.lattice.one_dimensional() &&
+                                options.method != Method::dense_lu &&
                                 nm <= (on_device ? device_sweep_continuation_orders : host_sweep_continuation_orders) &&
                                 sweep.preconditioner_fits(budget, on_device);
   const int half = may_continue && precondition ? (options.max_iterations + 1) / 2 : options.max_iterations;

@@ -145,7 +145,7 @@ struct IncidenceResult {
   Ellipsometry zeroth_order;               ///< from the order-0 reflection
   std::vector<int> slice_counts;           ///< Nz of each solve (two with Richardson: Nz, 2Nz)
   std::vector<std::array<SolveStats, 2>> solves;  ///< per solve, per polarisation
-  std::vector<bool> preconditioned;        ///< per solve: whether the averaged preconditioner was used
+  std::vector<bool> preconditioned;        ///< per solve: whether a preconditioner was used (auto: also a switch to the sweep)
   std::optional<Fields> fields;            ///< with keep_fields (finest grid)
 };
 
