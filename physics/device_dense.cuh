@@ -1,7 +1,8 @@
 #pragma once
-// cuBLAS and dense-matrix helpers shared by the device preconditioners (device_preconditioner.cu,
+// cuBLAS, cuSOLVER and dense-matrix helpers shared by the device preconditioners (device_preconditioner.cu,
 // device_sweep_preconditioner.cu). Private to physics/.
 #include <cublas_v2.h>
+#include <cusolverDn.h>
 
 #include <complex>
 #include <map>
@@ -21,6 +22,16 @@
       throw ::gratingsim::CudaError(std::string(#call) + " failed: " + cublasGetStatusName(cublas_try_status_) + \
                                         ": " + cublasGetStatusString(cublas_try_status_),          \
                                     std::source_location::current());                              \
+  } while (0)
+
+/// Every cuSOLVER call: a failure throws gratingsim::CudaError naming the call and the status, located here.
+#define GS_CUSOLVER_TRY(call)                                                                          \
+  do {                                                                                                 \
+    const cusolverStatus_t cusolver_try_status_ = (call);                                              \
+    if (cusolver_try_status_ != CUSOLVER_STATUS_SUCCESS)                                               \
+      throw ::gratingsim::CudaError(std::string(#call) + " failed: cusolverStatus_t " +               \
+                                        std::to_string(int(cusolver_try_status_)),                     \
+                                    std::source_location::current());                                  \
   } while (0)
 
 namespace gratingsim::physics {
@@ -51,6 +62,30 @@ class CublasHandle {
 
  private:
   cublasHandle_t handle_ = nullptr;
+};
+
+/// This thread's dense cuSOLVER handle for the current device, on cudaStreamPerThread; kept per thread and
+/// device as CublasHandle is, for the same reasons.
+class CusolverHandle {
+ public:
+  static cusolverDnHandle_t get() {
+    thread_local std::map<int, CusolverHandle> handles;
+    int device = 0;
+    GS_CUDA_TRY(cudaGetDevice(&device));
+    auto it = handles.find(device);
+    if (it == handles.end()) it = handles.try_emplace(device).first;
+    return it->second.handle_;
+  }
+  CusolverHandle() {
+    GS_CUSOLVER_TRY(cusolverDnCreate(&handle_));
+    GS_CUSOLVER_TRY(cusolverDnSetStream(handle_, cudaStreamPerThread));
+  }
+  ~CusolverHandle() { cusolverDnDestroy(handle_); }  // no throw from a destructor
+  CusolverHandle(const CusolverHandle&) = delete;
+  CusolverHandle& operator=(const CusolverHandle&) = delete;
+
+ private:
+  cusolverDnHandle_t handle_ = nullptr;
 };
 
 /// out[i] = in[i] rounded to Real.

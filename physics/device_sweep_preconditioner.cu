@@ -2,11 +2,12 @@
 //
 // Set-up: the host builds the z-local inputs (sweep_inputs: L'_p, Φ_p, W Π⁺ C_p per group and slice, Ẽ±
 // and ρ_{N−1} per group) in complex128 and uploads them; the recursion runs here, from the bottom slice
-// up, in complex128, each step batched over the groups of equal shape (n, h) by cuBLAS:
-//   Ẽ⁺ρ (zgemmBatched), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), LU (zgetrfBatched),
-//   smallest |U_ii| (kernel), N⁻¹ (zgetriBatched), K = N⁻¹Ẽ⁺, H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ
-//   (zgemm, into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
-// about 12 launches per slice and shape on the calling thread's default stream, no host round trip
+// up, in complex128, each step batched over the groups of equal shape (n, h) by cuBLAS where it batches:
+//   Ẽ⁺ρ (zgemmBatched), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), LU (cuSOLVER's zgetrf
+//   per group), smallest |U_ii| (kernel), N⁻¹ (cuSOLVER's zgetrs on the identity, per group), K = N⁻¹Ẽ⁺,
+//   H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ (zgemm, into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
+// about 12 launches per slice and shape (and 3 per group for the LU and inverse) on the calling thread's
+// default stream, no host round trip
 // until the singularity test at the end (the host's: smallest pivot against largest element, per group
 // and slice). The matrices stay in complex128 also for complex64 solves: rounded to complex64, the
 // preconditioned operator of validation/peers' thin metal at M = 60 (ε = −20 + 1.5i, p) was too far
@@ -177,6 +178,12 @@ __global__ void __launch_bounds__(sweep_threads)
   if (threadIdx.x == 0) *smallest[blockIdx.x] = m;
 }
 
+/// a ← the n×n identity (column-major), one thread per element.
+__global__ void set_identity(cuDoubleComplex* a, int n) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e < std::size_t(n) * n) a[e] = {e % (std::size_t(n) + 1) == 0 ? 1.0 : 0.0, 0.0};
+}
+
 /// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a block
 /// per matrix.
 __global__ void __launch_bounds__(sweep_threads)
@@ -210,7 +217,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   out.inverse = DeviceBuffer<double2>(in.local.size());
   out.gain_g = DeviceBuffer<double2>(in.down.size());
   out.gain_a = DeviceBuffer<double2>(in.down.size());
-  // Per group: Ẽ⁺ρ (n × h); the pivots and infos of one batched LU (cuBLAS writes them contiguously);
+  // Per group: Ẽ⁺ρ (n × h); the pivots and infos of one shape's LUs (n pivots per group, one after another);
   // per (group, slice): the largest element and the smallest pivot.
   std::size_t e_rho_size = 0, pivot_size = 0;
   std::vector<std::size_t> e_rho_at;
@@ -270,6 +277,17 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   DeviceBuffer<void*> pointers(host_pointers.size());
   pointers.upload(host_pointers);
   cublasHandle_t handle = CublasHandle::get();
+  cusolverDnHandle_t solver = CusolverHandle::get();
+  // cuSOLVER's getrf workspace, for the largest matrix (its size grows with n).
+  int workspace_size = 0;
+  for (const Step& st : steps) {
+    int size = 0;
+    GS_CUSOLVER_TRY(cusolverDnZgetrf_bufferSize(solver, st.n, st.n,
+                                                static_cast<Z*>(host_pointers[st.first + std::size_t(l_local) * st.count]),
+                                                st.n, &size));
+    workspace_size = std::max(workspace_size, size);
+  }
+  DeviceBuffer<Z> workspace(std::size_t(std::max(workspace_size, 1)));
   const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
   std::size_t s = 0;
   for (int p = nz - 1; p >= 0; --p)
@@ -286,12 +304,28 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
       largest_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(clist(l_local), n,
                                                                            reinterpret_cast<double* const*>(list(l_largest)));
       GS_CUDA_CHECK_LAUNCH();
-      // info[k] > 0 where a pivot is exactly zero: the smallest-pivot test covers that case.
-      GS_CUBLAS_TRY(cublasZgetrfBatched(handle, n, list(l_local), n, pivots.data(), info.data(), b));
+      // LU and inverse per group: cuSOLVER's one-matrix getrf and getrs (on the identity) are faster than
+      // cuBLAS's batched getrf and getri at the few groups per shape a sweep has (session 16: batch 1,
+      // getri the larger part of the recursion). info[k] > 0 where a pivot is exactly zero: the
+      // smallest-pivot test covers that case.
+      const auto host_list = [&](List l, int k) {
+        return static_cast<Z*>(host_pointers[st.first + std::size_t(l) * b + std::size_t(k)]);
+      };
+      for (int k = 0; k < b; ++k)
+        GS_CUSOLVER_TRY(cusolverDnZgetrf(solver, n, n, host_list(l_local, k), n, workspace.data(),
+                                         pivots.data() + std::size_t(k) * n, info.data() + k));
       smallest_pivot_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(
           clist(l_local), n, reinterpret_cast<double* const*>(list(l_smallest)));
       GS_CUDA_CHECK_LAUNCH();
-      GS_CUBLAS_TRY(cublasZgetriBatched(handle, n, clist(l_local), n, pivots.data(), list(l_inverse), n, info.data(), b));
+      for (int k = 0; k < b; ++k) {
+        const std::size_t elements = std::size_t(n) * n;
+        set_identity<<<unsigned((elements + sweep_threads - 1) / sweep_threads), sweep_threads, 0, cudaStreamPerThread>>>(
+            host_list(l_inverse, k), n);
+        GS_CUDA_CHECK_LAUNCH();
+        GS_CUSOLVER_TRY(cusolverDnZgetrs(solver, CUBLAS_OP_N, n, n, host_list(l_local, k), n,
+                                         pivots.data() + std::size_t(k) * n, host_list(l_inverse, k), n,
+                                         info.data() + k));
+      }
       // K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻; Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C).
       GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
                                        clist(l_eplus), n, &zero, list(l_gain_g), n, b));
