@@ -4,6 +4,7 @@
 #include <cublas_v2.h>
 #include <cusolverDn.h>
 
+#include <algorithm>
 #include <complex>
 #include <map>
 #include <span>
@@ -87,6 +88,29 @@ class CusolverHandle {
  private:
   cusolverDnHandle_t handle_ = nullptr;
 };
+
+/// a ← the n×n identity (column-major), one thread per element.
+__global__ void set_identity(cuDoubleComplex* a, int n) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e < std::size_t(n) * n) a[e] = {e % (std::size_t(n) + 1) == 0 ? 1.0 : 0.0, 0.0};
+}
+
+/// inverse ← A⁻¹ from A's LU factors and pivots (cuSOLVER's getrf), by getrs on the identity; on
+/// cudaStreamPerThread, asynchronous.
+inline void invert_factored(cusolverDnHandle_t solver, const cuDoubleComplex* factors, int n, const int* pivots,
+                            cuDoubleComplex* inverse, int* info) {
+  const std::size_t elements = std::size_t(n) * n;
+  set_identity<<<unsigned((elements + 255) / 256), 256, 0, cudaStreamPerThread>>>(inverse, n);
+  GS_CUDA_CHECK_LAUNCH();
+  GS_CUSOLVER_TRY(cusolverDnZgetrs(solver, CUBLAS_OP_N, n, n, factors, n, pivots, inverse, n, info));
+}
+
+/// cuSOLVER's getrf workspace (complex128 elements) for n×n matrices.
+inline int getrf_workspace(cusolverDnHandle_t solver, cuDoubleComplex* any_matrix, int n) {
+  int size = 0;
+  GS_CUSOLVER_TRY(cusolverDnZgetrf_bufferSize(solver, n, n, any_matrix, n, &size));
+  return std::max(size, 1);
+}
 
 /// out[i] = in[i] rounded to Real.
 template <class V>

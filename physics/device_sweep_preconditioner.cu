@@ -178,12 +178,6 @@ __global__ void __launch_bounds__(sweep_threads)
   if (threadIdx.x == 0) *smallest[blockIdx.x] = m;
 }
 
-/// a ← the n×n identity (column-major), one thread per element.
-__global__ void set_identity(cuDoubleComplex* a, int n) {
-  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e < std::size_t(n) * n) a[e] = {e % (std::size_t(n) + 1) == 0 ? 1.0 : 0.0, 0.0};
-}
-
 /// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a block
 /// per matrix.
 __global__ void __launch_bounds__(sweep_threads)
@@ -279,15 +273,10 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   cublasHandle_t handle = CublasHandle::get();
   cusolverDnHandle_t solver = CusolverHandle::get();
   // cuSOLVER's getrf workspace, for the largest matrix (its size grows with n).
-  int workspace_size = 0;
-  for (const Step& st : steps) {
-    int size = 0;
-    GS_CUSOLVER_TRY(cusolverDnZgetrf_bufferSize(solver, st.n, st.n,
-                                                static_cast<Z*>(host_pointers[st.first + std::size_t(l_local) * st.count]),
-                                                st.n, &size));
-    workspace_size = std::max(workspace_size, size);
-  }
-  DeviceBuffer<Z> workspace(std::size_t(std::max(workspace_size, 1)));
+  int workspace_size = 1;
+  for (const Step& st : steps)
+    workspace_size = std::max(workspace_size, getrf_workspace(solver, static_cast<Z*>(host_pointers[st.first + std::size_t(l_local) * st.count]), st.n));
+  DeviceBuffer<Z> workspace{std::size_t(workspace_size)};
   const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
   std::size_t s = 0;
   for (int p = nz - 1; p >= 0; --p)
@@ -317,15 +306,9 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
       smallest_pivot_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(
           clist(l_local), n, reinterpret_cast<double* const*>(list(l_smallest)));
       GS_CUDA_CHECK_LAUNCH();
-      for (int k = 0; k < b; ++k) {
-        const std::size_t elements = std::size_t(n) * n;
-        set_identity<<<unsigned((elements + sweep_threads - 1) / sweep_threads), sweep_threads, 0, cudaStreamPerThread>>>(
-            host_list(l_inverse, k), n);
-        GS_CUDA_CHECK_LAUNCH();
-        GS_CUSOLVER_TRY(cusolverDnZgetrs(solver, CUBLAS_OP_N, n, n, host_list(l_local, k), n,
-                                         pivots.data() + std::size_t(k) * n, host_list(l_inverse, k), n,
-                                         info.data() + k));
-      }
+      for (int k = 0; k < b; ++k)
+        invert_factored(solver, host_list(l_local, k), n, pivots.data() + std::size_t(k) * n, host_list(l_inverse, k),
+                        info.data() + k);
       // K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻; Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C).
       GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
                                        clist(l_eplus), n, &zero, list(l_gain_g), n, b));
