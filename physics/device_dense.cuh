@@ -38,56 +38,58 @@
 namespace gratingsim::physics {
 namespace {
 
-/// This thread's cuBLAS handle for the current device, on the thread's default stream
+/// This thread's handle of a CUDA library for the current device, on the thread's default stream
 /// (cudaStreamPerThread), created on first use and kept until the thread ends: cublasCreate and
-/// cublasDestroy allocate and free device memory, which synchronises the whole device, so a handle per
-/// set-up stalled every worker sharing the GPU (app/run.cpp). Per thread because a handle must not be
-/// used by two threads at once.
-class CublasHandle {
+/// cublasDestroy (cuSOLVER's likewise) allocate and free device memory, which synchronises the whole
+/// device, so a handle per set-up stalled every worker sharing the GPU (app/run.cpp). Per thread because a
+/// handle must not be used by two threads at once. Library: the handle type and its create (with the
+/// stream set) and destroy.
+template <class Library>
+class ThreadHandle {
  public:
-  static cublasHandle_t get() {
-    thread_local std::map<int, CublasHandle> handles;
+  using Handle = typename Library::Handle;
+  static Handle get() {
+    thread_local std::map<int, ThreadHandle> handles;
     int device = 0;
     GS_CUDA_TRY(cudaGetDevice(&device));
     auto it = handles.find(device);
     if (it == handles.end()) it = handles.try_emplace(device).first;
     return it->second.handle_;
   }
-  CublasHandle() {
-    GS_CUBLAS_TRY(cublasCreate(&handle_));
-    GS_CUBLAS_TRY(cublasSetStream(handle_, cudaStreamPerThread));
-  }
-  ~CublasHandle() { cublasDestroy(handle_); }  // no throw from a destructor
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
+  ThreadHandle() { handle_ = Library::create(); }
+  ~ThreadHandle() { Library::destroy(handle_); }  // no throw from a destructor
+  ThreadHandle(const ThreadHandle&) = delete;
+  ThreadHandle& operator=(const ThreadHandle&) = delete;
 
  private:
-  cublasHandle_t handle_ = nullptr;
+  Handle handle_ = nullptr;
 };
 
-/// This thread's dense cuSOLVER handle for the current device, on cudaStreamPerThread; kept per thread and
-/// device as CublasHandle is, for the same reasons.
-class CusolverHandle {
- public:
-  static cusolverDnHandle_t get() {
-    thread_local std::map<int, CusolverHandle> handles;
-    int device = 0;
-    GS_CUDA_TRY(cudaGetDevice(&device));
-    auto it = handles.find(device);
-    if (it == handles.end()) it = handles.try_emplace(device).first;
-    return it->second.handle_;
+struct Cublas {
+  using Handle = cublasHandle_t;
+  static Handle create() {
+    Handle h = nullptr;
+    GS_CUBLAS_TRY(cublasCreate(&h));
+    GS_CUBLAS_TRY(cublasSetStream(h, cudaStreamPerThread));
+    return h;
   }
-  CusolverHandle() {
-    GS_CUSOLVER_TRY(cusolverDnCreate(&handle_));
-    GS_CUSOLVER_TRY(cusolverDnSetStream(handle_, cudaStreamPerThread));
-  }
-  ~CusolverHandle() { cusolverDnDestroy(handle_); }  // no throw from a destructor
-  CusolverHandle(const CusolverHandle&) = delete;
-  CusolverHandle& operator=(const CusolverHandle&) = delete;
-
- private:
-  cusolverDnHandle_t handle_ = nullptr;
+  static void destroy(Handle h) { cublasDestroy(h); }
 };
+
+/// cuSOLVER's dense API.
+struct Cusolver {
+  using Handle = cusolverDnHandle_t;
+  static Handle create() {
+    Handle h = nullptr;
+    GS_CUSOLVER_TRY(cusolverDnCreate(&h));
+    GS_CUSOLVER_TRY(cusolverDnSetStream(h, cudaStreamPerThread));
+    return h;
+  }
+  static void destroy(Handle h) { cusolverDnDestroy(h); }
+};
+
+using CublasHandle = ThreadHandle<Cublas>;
+using CusolverHandle = ThreadHandle<Cusolver>;
 
 /// a ← the n×n identity (column-major), one thread per element.
 __global__ void set_identity(cuDoubleComplex* a, int n) {

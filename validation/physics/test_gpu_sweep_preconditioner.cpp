@@ -93,11 +93,7 @@ TEST_CASE("the sweep converges the thin metal in complex64 on the device", "[phy
   // validation/peers' metal_1d (ε = −20 + 1.5i, 80 nm on a 0.8 µm period, λ = 1 µm, θ = 15°) at M = 60:
   // with the sweep's matrices rounded to complex64 GMRES(100) did not converge in 3000 iterations in p;
   // in complex128 (what the device keeps) it takes a few.
-  Structure metal = test::lamellar(16);
-  metal.lattice = {0.8, 0.0};
-  metal.layers[0].thickness = 0.08;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).width_x = 0.4;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).material = Material::constant_permittivity({-20.0, 1.5});
+  const Structure metal = test::thin_metal_lamellar(16);
   const std::vector<Incidence> inc{{1.0, 15, 0}};
   SolverOptions o;
   o.m1 = 60;
@@ -127,14 +123,8 @@ TEST_CASE("auto continues metals with the sweep on the device", "[physics][sweep
   // ellipses on a 2D lattice (none first). With 60 iterations allowed the first solve gets 30 and leaves p
   // far from the tolerance; it continues with the sweep (solver.cpp, solve_group) and equals the host
   // sweep's answer.
-  Structure metal = test::lamellar(16);
-  metal.lattice = {0.8, 0.0};
-  metal.layers[0].thickness = 0.08;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).width_x = 0.4;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).material = Material::constant_permittivity({-20.0, 1.5});
-  Structure metal_2d = test::crossed(3);
-  std::get<Ellipse>(metal_2d.layers[0].shapes[0]).material = Material::constant_permittivity({-20.0, 1.5});
-  std::get<Rectangle>(metal_2d.layers[0].shapes[1]).material = Material::constant_permittivity({-20.0, 1.5});
+  const Structure metal = test::thin_metal_lamellar(16);
+  const Structure metal_2d = test::metal_crossed(3);
   for (bool two_dimensional : {false, true})
     for (Formulation formulation : test::formulations)
       for (Precision precision : {Precision::double_, Precision::single}) {

@@ -45,11 +45,7 @@ TEST_CASE("sweep-preconditioned solves take a few iterations and agree with unpr
   // lamellar of validation/peers (ε = −20 + 1.5i, thin, p: thousands), and a crossed grating.
   Structure lam12 = test::lamellar(20);
   std::get<Rectangle>(lam12.layers[0].shapes[0]).material = Material::constant_permittivity(12.0);
-  Structure metal = test::lamellar(16);
-  metal.lattice = {0.8, 0.0};
-  metal.layers[0].thickness = 0.08;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).width_x = 0.4;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).material = Material::constant_permittivity({-20.0, 1.5});
+  const Structure metal = test::thin_metal_lamellar(16);
   const Structure crossed = test::crossed(4);
   struct Case {
     const Structure& structure;
@@ -147,14 +143,8 @@ TEST_CASE("auto continues what its first solve leaves unconverged with the sweep
   // solve gets 15: p is left far from the tolerance and continues with the sweep; a right-hand side that
   // converged in the first solve keeps its result bit for bit. The answer is the sweep's own to the
   // tolerance, per right-hand side (the continuation starts from u₀ = A x: its tolerance is relative to b).
-  Structure metal = test::lamellar(4);
-  metal.lattice = {0.8, 0.0};
-  metal.layers[0].thickness = 0.08;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).width_x = 0.4;
-  std::get<Rectangle>(metal.layers[0].shapes[0]).material = Material::constant_permittivity({-20.0, 1.5});
-  Structure metal_2d = test::crossed(3);
-  std::get<Ellipse>(metal_2d.layers[0].shapes[0]).material = Material::constant_permittivity({-20.0, 1.5});
-  std::get<Rectangle>(metal_2d.layers[0].shapes[1]).material = Material::constant_permittivity({-20.0, 1.5});
+  const Structure metal = test::thin_metal_lamellar(4);
+  const Structure metal_2d = test::metal_crossed(3);
   for (bool two_dimensional : {false, true})
     for (Formulation formulation : test::formulations)
       for (Precision precision : {Precision::double_, Precision::single}) {
@@ -204,13 +194,10 @@ TEST_CASE("auto continues what its first solve leaves unconverged with the sweep
           CHECK(std::abs(automatic.total_R[pol] - sweep.total_R[pol]) < agree);
           CHECK(std::abs(automatic.total_T[pol] - sweep.total_T[pol]) < agree);
         }
-        const auto zeroth = [](const IncidenceResult& r) -> const DiffractionOrder& {
-          for (const DiffractionOrder& d : r.orders)
-            if (d.m1 == 0 && d.m2 == 0) return d;
-          FAIL("no zeroth order");
-          return r.orders.front();
-        };
-        const DiffractionOrder &a = zeroth(automatic), &f = zeroth(first), &w = zeroth(sweep);
+        const DiffractionOrder *zeroth = test::find_order(automatic, 0, 0), *zeroth_first = test::find_order(first, 0, 0),
+                               *zeroth_sweep = test::find_order(sweep, 0, 0);
+        REQUIRE((zeroth && zeroth_first && zeroth_sweep));
+        const DiffractionOrder &a = *zeroth, &f = *zeroth_first, &w = *zeroth_sweep;
         if (first.solves[0][s_pol].converged) {
           CHECK(a.reflection.s_from_s == f.reflection.s_from_s);
           CHECK(a.transmission.s_from_s == f.transmission.s_from_s);
