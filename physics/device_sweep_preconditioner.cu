@@ -274,8 +274,10 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   cusolverDnHandle_t solver = CusolverHandle::get();
   // cuSOLVER's getrf workspace, for the largest matrix (its size grows with n).
   int workspace_size = 1;
-  for (const Step& st : steps)
-    workspace_size = std::max(workspace_size, getrf_workspace(solver, static_cast<Z*>(host_pointers[st.first + std::size_t(l_local) * st.count]), st.n));
+  for (const Step& st : steps) {
+    Z* local_matrix = static_cast<Z*>(host_pointers[st.first + std::size_t(l_local) * st.count]);
+    workspace_size = std::max(workspace_size, getrf_workspace(solver, local_matrix, st.n));
+  }
   DeviceBuffer<Z> workspace{std::size_t(workspace_size)};
   const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
   std::size_t s = 0;

@@ -127,6 +127,30 @@ struct MemoryPlan {
   }
 };
 
+/// plan.inverses and plan.build for plan.kind: its matrices and scratch in Real, and while building, on the
+/// host, the same matrices in complex128; on the device, while inverting (device.hpp), each part's matrices
+/// twice in complex128 (LU factors and inverses): at most twice `build` beside the inverses. The sweep's are
+/// in complex128 on the host and the device (sweep_preconditioner.hpp).
+void size_preconditioner(MemoryPlan& plan, int slices, std::size_t incidences, const SolverOptions& options) {
+  const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
+  const auto bytes = [&](std::size_t real) {
+    if (plan.kind == Preconditioning::sweep)
+      return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, sizeof(double));
+    return plan.kind == Preconditioning::coarse
+               ? coarse_preconditioner_bytes(std::size_t(slices), nm, incidences,
+                                             plan.coarse_m >= 1
+                                                 ? coarse_unknowns(slices, options.m1, options.m2, plan.coarse_m)
+                                                 : 0,
+                                             real)
+               : preconditioner_bytes(std::size_t(slices), nm, incidences, real);
+  };
+  plan.inverses = plan.build = 0;
+  if (plan.kind != Preconditioning::none) {
+    plan.inverses = bytes(options.precision == Precision::single ? sizeof(float) : sizeof(double));
+    plan.build = bytes(sizeof(double));
+  }
+}
+
 MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incidences, std::size_t members,
                        const SolverOptions& options) {
   const std::size_t real_bytes = options.precision == Precision::single ? sizeof(float) : sizeof(double);
@@ -154,24 +178,7 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
                     ? Preconditioning::averaged
                     : Preconditioning::none;
   }
-  // Its matrices and scratch in Real, and while building, on the host, the same matrices in
-  // complex128; on the device, while inverting (device.hpp), each part's matrices twice in complex128
-  // (LU factors and inverses): at most twice `build` beside the inverses.
-  const auto bytes = [&](std::size_t real) {
-    if (plan.kind == Preconditioning::sweep)  // complex128 on the host and the device (sweep_preconditioner.hpp)
-      return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, sizeof(double));
-    return plan.kind == Preconditioning::coarse
-               ? coarse_preconditioner_bytes(std::size_t(slices), nm, incidences,
-                                             plan.coarse_m >= 1
-                                                 ? coarse_unknowns(slices, options.m1, options.m2, plan.coarse_m)
-                                                 : 0,
-                                             real)
-               : preconditioner_bytes(std::size_t(slices), nm, incidences, real);
-  };
-  if (plan.kind != Preconditioning::none) {
-    plan.inverses = bytes(real_bytes);
-    plan.build = bytes(sizeof(double));
-  }
+  size_preconditioner(plan, slices, incidences, options);
   return plan;
 }
 
@@ -296,7 +303,7 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   const bool may_continue = options.preconditioner == Preconditioning::automatic && options.max_iterations >= 2;
   MemoryPlan sweep = plan;
   sweep.kind = Preconditioning::sweep;
-  sweep.inverses = sweep.build = sweep_preconditioner_bytes(std::size_t(slices), nm, group.size(), sizeof(double));
+  size_preconditioner(sweep, slices, group.size(), options);
   const bool sweep_may_follow = may_continue && kind != Preconditioning::sweep &&
                                 options.method != Method::dense_lu &&
                                 nm <= (on_device ? device_sweep_continuation_orders : host_sweep_continuation_orders) &&

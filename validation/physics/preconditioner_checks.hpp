@@ -294,4 +294,37 @@ inline double relative_difference(const std::vector<std::complex<double>>& a, co
   return err / scale;
 }
 
+/// The solves the tests of automatic's switch to the sweep compare (physics/solver.cpp, solve_group), from
+/// `o` (backend, precision, tolerance, restart set): `first`, the first solve alone for `first_iterations`
+/// with what automatic starts a problem with where it does not take the sweep (averaged for 1D lattices in
+/// the normal-vector formulation in complex128, else none); `automatic`, preconditioner auto with twice
+/// the iterations (the check at the first's end); `sweep`, the sweep's own answer in complex128 to 1e-10 on
+/// `sweep_backend`.
+struct ContinuationRuns {
+  physics::IncidenceResult first, automatic, sweep;
+};
+
+inline ContinuationRuns continuation_runs(const physics::Structure& structure,
+                                          const std::vector<physics::Incidence>& incidences, physics::SolverOptions o,
+                                          int first_iterations, conv::Backend sweep_backend) {
+  using physics::Preconditioning;
+  ContinuationRuns runs;
+  o.on_unconverged = physics::OnUnconverged::mark;
+  o.max_iterations = first_iterations;
+  o.preconditioner = structure.lattice.one_dimensional() && o.formulation == physics::Formulation::normal_vector &&
+                             o.precision == Precision::double_
+                         ? Preconditioning::averaged
+                         : Preconditioning::none;
+  runs.first = physics::solve(structure, incidences, o).incidences[0];
+  o.max_iterations = 2 * first_iterations;
+  o.preconditioner = Preconditioning::automatic;
+  runs.automatic = physics::solve(structure, incidences, o).incidences[0];
+  o.backend = sweep_backend;
+  o.precision = Precision::double_;
+  o.tolerance = 1e-10;
+  o.preconditioner = Preconditioning::sweep;
+  runs.sweep = physics::solve(structure, incidences, o).incidences[0];
+  return runs;
+}
+
 }  // namespace gratingsim::test

@@ -130,7 +130,6 @@ TEST_CASE("auto continues metals with the sweep on the device", "[physics][sweep
       for (Precision precision : {Precision::double_, Precision::single}) {
         INFO((two_dimensional ? "2D, " : "1D, ") << to_string(formulation)
                                                  << (precision == Precision::single ? ", complex64" : ", complex128"));
-        const Structure& structure = two_dimensional ? metal_2d : metal;
         const std::vector<Incidence> inc{{1.0, 15, two_dimensional ? 20.0 : 0.0}};
         SolverOptions o;
         o.m1 = two_dimensional ? 3 : 20;
@@ -141,22 +140,9 @@ TEST_CASE("auto continues metals with the sweep on the device", "[physics][sweep
         const double tolerance = precision == Precision::single ? (two_dimensional ? 1e-5 : 1e-6) : 1e-9;
         o.tolerance = tolerance;
         o.gmres_restart = 30;
-        o.on_unconverged = OnUnconverged::mark;
         o.backend = conv::Backend::gpu_fused;
-        o.max_iterations = 30;
-        o.preconditioner =
-            formulation == Formulation::normal_vector && precision == Precision::double_ && !two_dimensional
-                ? Preconditioning::averaged
-                : Preconditioning::none;
-        const IncidenceResult first = solve(structure, inc, o).incidences[0];
-        o.max_iterations = 60;
-        o.preconditioner = Preconditioning::automatic;
-        const IncidenceResult automatic = solve(structure, inc, o).incidences[0];
-        o.backend = conv::Backend::cpu_fftw;
-        o.precision = Precision::double_;
-        o.tolerance = 1e-10;
-        o.preconditioner = Preconditioning::sweep;
-        const IncidenceResult reference = solve(structure, inc, o).incidences[0];
+        const auto [first, automatic, reference] =
+            test::continuation_runs(two_dimensional ? metal_2d : metal, inc, o, 30, conv::Backend::cpu_fftw);
         const double agree = precision == Precision::single ? 1e-4 : 1e-8;
         INFO("p: " << first.solves[0][p_pol].iterations << " iterations in the first solve (residual "
                    << first.solves[0][p_pol].residual << "), " << automatic.solves[0][p_pol].iterations << " in all");

@@ -160,23 +160,9 @@ TEST_CASE("auto continues what its first solve leaves unconverged with the sweep
         o.formulation = formulation;
         o.precision = precision;
         o.gmres_restart = 15;
-        o.max_iterations = 30;
         o.tolerance = tolerance;
-        o.on_unconverged = OnUnconverged::mark;
-        o.preconditioner = Preconditioning::automatic;
-        const Structure& structure = two_dimensional ? metal_2d : metal;
-        const IncidenceResult automatic = solve(structure, inc, o).incidences[0];
-        // The first solve alone, 15 iterations.
-        o.preconditioner = formulation == Formulation::normal_vector && !single && !two_dimensional
-                               ? Preconditioning::averaged
-                               : Preconditioning::none;
-        o.max_iterations = 15;
-        const IncidenceResult first = solve(structure, inc, o).incidences[0];
-        o.preconditioner = Preconditioning::sweep;
-        o.precision = Precision::double_;
-        o.tolerance = 1e-10;
-        o.max_iterations = 30;
-        const IncidenceResult sweep = solve(structure, inc, o).incidences[0];
+        const auto [first, automatic, sweep] =
+            test::continuation_runs(two_dimensional ? metal_2d : metal, inc, o, 15, conv::Backend::cpu_direct);
         INFO("p: " << first.solves[0][p_pol].iterations << " iterations in the first solve (residual "
                    << first.solves[0][p_pol].residual << "), " << automatic.solves[0][p_pol].iterations << " in all");
         REQUIRE(first.solves[0][p_pol].residual > std::sqrt(tolerance));  // far: the sweep follows
