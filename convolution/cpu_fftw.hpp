@@ -21,9 +21,11 @@
 #include <complex>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "convolution/convolution.hpp"
 
@@ -49,6 +51,47 @@ FftwPlanning parse_fftw_planning(std::string_view name);
 
 /// The wisdom file used for `precision` under the current environment; empty when there is none.
 std::filesystem::path fftw_wisdom_file(Precision precision);
+
+/// 64-byte aligned storage, the alignment GridDft's plans are made for.
+template <class T>
+struct GridAllocator {
+  using value_type = T;
+  GridAllocator() = default;
+  template <class U>
+  explicit GridAllocator(const GridAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) { return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{64})); }
+  void deallocate(T* p, std::size_t) noexcept { ::operator delete(p, std::align_val_t{64}); }
+  friend bool operator==(const GridAllocator&, const GridAllocator&) { return true; }
+};
+using GridBuffer = std::vector<std::complex<double>, GridAllocator<std::complex<double>>>;
+
+/// In-place 2D DFTs of one R × R row-major complex128 grid g[iy·R + ix] on the host, for set-up work
+/// beside the engine (physics' normal-field rasters). forward: G(ky, kx) = Σ g(iy, ix) e^{−2πi (iy ky + ix kx)/R},
+/// inverse: e^{+2πi …}; both unscaled. "Kept columns" are the x frequencies kx ∈ [0, kept] ∪ [R − kept, R):
+/// forward_kept transforms every row, then those columns only (the others hold row transforms alone);
+/// inverse_kept transforms those columns only, then every row (every other column must be zero).
+/// R is a power of two ≥ 8. Planned once, FFTW_ESTIMATE (instant, no timing: a grid's transform is the
+/// same in every run and thread, and a kept column's the same whatever `kept` is); the transforms are
+/// const and may run concurrently on distinct grids.
+class GridDft {
+ public:
+  GridDft(int r, int kept);
+  ~GridDft();
+  GridDft(const GridDft&) = delete;
+  GridDft& operator=(const GridDft&) = delete;
+  [[nodiscard]] int size() const { return r_; }
+  void forward(GridBuffer& grid) const;
+  void inverse(GridBuffer& grid) const;
+  void forward_kept(GridBuffer& grid) const;
+  void inverse_kept(GridBuffer& grid) const;
+
+ private:
+  struct Plans;
+  void check(const GridBuffer& grid) const;
+  void columns(std::complex<double>* grid, bool inverse) const;
+  int r_, kept_, block_;
+  std::unique_ptr<Plans> plans_;
+};
 
 /// The cpu-fftw pipeline with explicit options (make_convolution(Backend::cpu_fftw, ...) equals
 /// make_fftw_convolution(..., {}) ). Throws Unsupported when wisdom_only finds no wisdom for a shape.

@@ -28,7 +28,7 @@
 //  4′. A slice holding a single circle (tapered too): the disk's coefficients in closed form (Bessel
 //     functions, circle_region_coefficients()), the background's the whole cell's minus the disk's.
 //  4. Coefficients: the pixel-exact transforms (sinc per pixel) of a_r n_i n_j per region and
-//     ij ∈ {xx, xy, yy}, by 2D FFT (Eigen's FFT, kissfft backend, header-only), kept for |n_i| ≤ 2M_i.
+//     ij ∈ {xx, xy, yy}, by 2D FFT (FFTW through conv::GridDft), kept for |n_i| ≤ 2M_i.
 //     They depend on geometry only and are cached process-wide; per wavelength the kernels are sums
 //     over regions with β_r = 2 − ε1/ε_r − ε_r/ε1 and γ_r = ε1/ε_r − 1 (both constant per region):
 //     C_ij = χ δ_ij + Σ_r β_r coef_r,ij, γ n_i n_j = Σ_r γ_r coef_r,ij. χ keeps its exact transform.
@@ -55,8 +55,6 @@
 // The field converges as R grows (validation/physics/test_normal_field.cpp measures it).
 #include "physics/normal_field.hpp"
 
-#include <unsupported/Eigen/FFT>
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -64,12 +62,14 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <numbers>
 #include <span>
 #include <string>
 #include <utility>
 
+#include "convolution/cpu_fftw.hpp"
 #include "core/error.hpp"
 
 namespace gratingsim::physics {
@@ -90,59 +90,35 @@ constexpr std::size_t cache_bytes = std::size_t(1) << 30;
 
 double sinc(double t) { return std::abs(t) < 1e-8 ? 1.0 : std::sin(pi * t) / (pi * t); }
 
-/// out ← inᵀ for R × R row-major grids, in cache-sized tiles.
-void transpose(const Complex* in, Complex* out, int r) {
-  constexpr int tile = 32;
-  for (int i0 = 0; i0 < r; i0 += tile)
-    for (int j0 = 0; j0 < r; j0 += tile)
-      for (int i = i0; i < std::min(i0 + tile, r); ++i)
-        for (int j = j0; j < std::min(j0 + tile, r); ++j) out[std::size_t(j) * r + i] = in[std::size_t(i) * r + j];
+using Grid = conv::GridBuffer;
+
+/// FFTW's plans for R × R grids keeping the x frequencies |kx| ≤ kept (conv::GridDft), made once per
+/// shape and shared by every thread (their transforms are const). Never destroyed: the plans must not
+/// outlive FFTW's planner lock, a static of the convolution library.
+const conv::GridDft& grid_dft(int r, int kept) {
+  static std::mutex mutex;
+  static auto* plans = new std::map<std::pair<int, int>, std::unique_ptr<conv::GridDft>>;
+  const std::lock_guard lock(mutex);
+  auto& plan = (*plans)[{r, kept}];
+  if (!plan) plan = std::make_unique<conv::GridDft>(r, kept);
+  return *plan;
 }
 
 /// In-place 2D DFT of an R × R row-major grid: forward e^{−2πi jk/R} unscaled, inverse scaled by 1/R².
-/// Rows, then columns as the rows of the transposed grid (contiguous lines; the same 1D transforms
-/// of the same values as line-by-line strided access, so the same result to the bit). The FFT object
-/// keeps its plans per size, one per thread (kernels are built in parallel over slices).
-void fft2(std::vector<Complex>& grid, int r, bool inverse) {
-  thread_local Eigen::FFT<double> fft;
-  thread_local std::vector<Complex> line, transposed;
-  line.resize(std::size_t(r));
-  transposed.resize(grid.size());
-  const auto rows = [&](Complex* data) {
-    for (int l = 0; l < r; ++l) {
-      Complex* row = data + std::size_t(l) * r;
-      if (inverse) {
-        fft.inv(line.data(), row, r);
-      } else {
-        fft.fwd(line.data(), row, r);
-      }
-      std::copy(line.begin(), line.end(), row);
-    }
-  };
-  rows(grid.data());
-  transpose(grid.data(), transposed.data(), r);
-  rows(transposed.data());
-  transpose(transposed.data(), grid.data(), r);
+void fft2(Grid& grid, int r, bool inverse) {
+  if (!inverse) return grid_dft(r, 0).forward(grid);
+  grid_dft(r, 0).inverse(grid);
+  for (Complex& v : grid) v /= double(r) * r;
 }
 
-/// The forward 2D DFT of an R × R grid at the columns (x frequencies) `columns` only: every row, then
-/// only those columns (the other columns hold row transforms alone). The values kept are those of
-/// fft2(grid, r, false) to the bit (the same 1D transforms of the same values).
-void fft2_columns(std::vector<Complex>& grid, int r, std::span<const std::size_t> columns) {
-  thread_local Eigen::FFT<double> fft;
-  thread_local std::vector<Complex> line, out;
-  line.resize(std::size_t(r));
-  out.resize(std::size_t(r));
-  for (int l = 0; l < r; ++l) {
-    Complex* row = grid.data() + std::size_t(l) * r;
-    fft.fwd(out.data(), row, r);
-    std::copy(out.begin(), out.end(), row);
-  }
-  for (const std::size_t c : columns) {
-    for (int k = 0; k < r; ++k) line[std::size_t(k)] = grid[std::size_t(k) * r + c];
-    fft.fwd(out.data(), line.data(), r);
-    for (int k = 0; k < r; ++k) grid[std::size_t(k) * r + c] = out[std::size_t(k)];
-  }
+/// The forward 2D DFT of an R × R grid at the x frequencies |kx| ≤ kept only (the other columns hold
+/// row transforms alone).
+void fft2_kept(Grid& grid, int r, int kept) { grid_dft(r, kept).forward_kept(grid); }
+
+/// The inverse 2D DFT (scaled by 1/R²) of an R × R spectrum that is zero beyond |kx| ≤ kept.
+void inverse_fft2_kept(Grid& grid, int r, int kept) {
+  grid_dft(r, kept).inverse_kept(grid);
+  for (Complex& v : grid) v /= double(r) * r;
 }
 
 /// Signed frequency of FFT index k; 0 at the Nyquist index where a derivative must stay real.
@@ -193,14 +169,17 @@ std::vector<Complex> region_permittivities(const SliceContent& slice, double wav
   return eps;
 }
 
-/// Area fractions a_r per pixel, [r][iy·R + ix].
+/// Area fractions a_r per pixel, [r][iy·R + ix]. Rows in parallel where the caller is not in a parallel
+/// region already (one slice geometry alone); each pixel is summed in the same order either way.
 std::vector<std::vector<double>> area_fractions(const Lattice& lattice, const Regions& regions, int r) {
   const double lx = lattice.period_x, ly = lattice.period_y, hx = lx / r, hy = ly / r;
   std::vector<int> corner(std::size_t(r + 1) * (r + 1));
+#pragma omp parallel for schedule(static)
   for (int iy = 0; iy <= r; ++iy)
     for (int ix = 0; ix <= r; ++ix) corner[std::size_t(iy) * (r + 1) + ix] = regions.at({-lx / 2 + ix * hx, -ly / 2 + iy * hy});
   std::vector<std::vector<double>> a(regions.count, std::vector<double>(std::size_t(r) * r, 0.0));
   constexpr double sub = 1.0 / (supersampling * supersampling);
+#pragma omp parallel for schedule(dynamic, 8)
   for (int iy = 0; iy < r; ++iy)
     for (int ix = 0; ix < r; ++ix) {
       const std::size_t pixel = std::size_t(iy) * r + ix;
@@ -273,6 +252,14 @@ NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e,
 }
 
 /// n nᵀ per pixel (steps 2 and 3 of the header comment).
+/// The harmonics |kx| ≤ c1, |ky| ≤ c2 where the smoothing filter G_ρ + w G_ρw exceeds e^{−40.5} ≈ 2.6e-18
+/// (ρ|G| ≤ 9 along each axis): the series of steps 2, 2′ and 5 are built and inverse-transformed there only.
+std::pair<int, int> filter_extent(const Lattice& lattice, int r) {
+  const double rho = tensor_smoothing * std::min(lattice.period_x, lattice.period_y);
+  return {std::min(r / 2 - 1, int(std::ceil(9 * lattice.period_x / (2 * pi * rho)))),
+          std::min(r / 2 - 1, int(std::ceil(9 * lattice.period_y / (2 * pi * rho))))};
+}
+
 /// `edges`: the lone polygon's vertices when the structure tensor is built from its exact edges (step 2′),
 /// else null (the area fractions `a`).
 NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::vector<double>>& a, int r,
@@ -289,11 +276,13 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
     gy_d[k] = k == r / 2 ? 0.0 : gy_of[k];
   }
   std::vector<double> txx(n, 0.0), txy(n, 0.0), tyy(n, 0.0);
-  std::vector<Complex> grid(n), cross;
+  Grid grid(n), cross;
   const auto filter = [&](int kx, int ky) {  // G_ρ + w G_ρw, real and even
     const double g2 = gx_of[kx] * gx_of[kx] + gy_of[ky] * gy_of[ky];
     return std::exp(-0.5 * rho * rho * g2) + far_weight * std::exp(-0.5 * rho_far * rho_far * g2);
   };
+  const auto [c1, c2] = filter_extent(lattice, r);
+  const auto wrap = [r](int k) { return std::size_t(((k % r) + r) % r); };
   if (edges != nullptr) {
     // Step 2′: T = (G_ρ + w G_ρw) * Σ_e n_e n_eᵀ δ_e, the edge measure's Fourier series built exactly:
     // ∫_e e^{−ik·s} ds = L_e sinc(k·(p1 − p0)/2) e^{−ik·m_e} (m_e the midpoint), then evaluated at the
@@ -309,9 +298,10 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
     const auto lattice_multiple = [](double d, double period) {
       return std::abs(d - period * std::round(d / period)) < 1e-12 * period;
     };
-    std::vector<double> filtered(n);  // the filter per harmonic, shared by every edge
-    for (int ky = 0; ky < r; ++ky)
-      for (int kx = 0; kx < r; ++kx) filtered[std::size_t(ky) * r + kx] = filter(kx, ky);
+    const std::size_t row = std::size_t(2 * c1 + 1);
+    std::vector<double> filtered(row * (2 * c2 + 1));  // the filter per kept harmonic, shared by every edge
+    for (int j = -c2; j <= c2; ++j)
+      for (int i = -c1; i <= c1; ++i) filtered[std::size_t(j + c2) * row + std::size_t(i + c1)] = filter(wrap(i), wrap(j));
     const auto on_image = [&](std::size_t e) {
       for (std::size_t f = 0; f < count; ++f) {
         const double dx = vertex(f).x - vertex(e + 1).x, dy = vertex(f).y - vertex(e + 1).y;
@@ -330,18 +320,19 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
       const double length = std::sqrt(l2), mx = 0.5 * (p0.x + p1.x) - x0, my = 0.5 * (p0.y + p1.y) - y0;
       const Complex diagonal{ty * ty / l2, tx * tx / l2};  // (n_x², n_y²) with n = (t_y, −t_x)/L
       const double off_diagonal = -tx * ty / l2;
-      for (int ky = 0; ky < r; ++ky)
-        for (int kx = 0; kx < r; ++kx) {
+      for (int j = -c2; j <= c2; ++j)
+        for (int i = -c1; i <= c1; ++i) {
+          const std::size_t kx = wrap(i), ky = wrap(j), k = ky * r + kx;
           const double u = 0.5 * (gx_of[kx] * tx + gy_of[ky] * ty);
           const double sinc_u = std::abs(u) < 1e-12 ? 1.0 : std::sin(u) / u;
-          const std::size_t k = std::size_t(ky) * r + kx;
-          const Complex w = length * sinc_u * filtered[k] * std::polar(1.0, -(gx_of[kx] * mx + gy_of[ky] * my));
+          const Complex w = length * sinc_u * filtered[std::size_t(j + c2) * row + std::size_t(i + c1)] *
+                            std::polar(1.0, -(gx_of[kx] * mx + gy_of[ky] * my));
           grid[k] += w * diagonal;
           cross[k] += w * off_diagonal;
         }
     }
-    fft2(grid, r, true);
-    fft2(cross, r, true);
+    inverse_fft2_kept(grid, r, c1);
+    inverse_fft2_kept(cross, r, c1);
   }
   for (const auto& ar : a) {
     if (edges != nullptr) break;  // step 2′ built T already
@@ -362,12 +353,17 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
       tyy[i] += gy * gy;
     }
   }
-  // Tensor smoothing with the filter: (Txx, Tyy) as one complex map, then Txy.
-  const auto smooth = [&](std::vector<Complex>& g) {
-    fft2(g, r, false);
+  // Tensor smoothing with the filter: (Txx, Tyy) as one complex map, then Txy; the harmonics beyond the
+  // filter's extent are dropped (the filter is below 2.6e-18 there).
+  const auto smooth = [&](Grid& g) {
+    fft2_kept(g, r, c1);
     for (int ky = 0; ky < r; ++ky)
-      for (int kx = 0; kx < r; ++kx) g[std::size_t(ky) * r + kx] *= filter(kx, ky);
-    fft2(g, r, true);
+      for (int kx = 0; kx < r; ++kx) {
+        const int i = signed_frequency(kx, r), j = signed_frequency(ky, r);
+        Complex& v = g[std::size_t(ky) * r + kx];
+        v = std::abs(i) <= c1 && std::abs(j) <= c2 ? v * filter(kx, ky) : Complex(0);
+      }
+    inverse_fft2_kept(g, r, c1);
   };
   if (edges == nullptr) {
     for (std::size_t i = 0; i < n; ++i) grid[i] = {txx[i], tyy[i]};
@@ -383,7 +379,8 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
   std::vector<double> h(n);
   double h_max = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    h[i] = std::hypot(grid[i].real() - grid[i].imag(), 2 * cross[i].real());
+    const double d = grid[i].real() - grid[i].imag(), e = 2 * cross[i].real();
+    h[i] = std::sqrt(d * d + e * e);
     h_max = std::max(h_max, h[i]);
   }
   for (std::size_t i = 0; i < n; ++i) {
@@ -464,10 +461,9 @@ void tilt_field(const Lattice& lattice, const SliceContent& slice, NormalFieldRa
       slice.shapes.front());
   // The series at |n_i| ≤ c_i, where the filter exceeds e^{−40.5} ≈ 2.6e-18.
   const double rho = tensor_smoothing * std::min(lx, ly), rho_far = far_smoothing * std::min(lx, ly);
-  const int c1 = std::min(r / 2 - 1, int(std::ceil(9 * lx / (2 * pi * rho))));
-  const int c2 = std::min(r / 2 - 1, int(std::ceil(9 * ly / (2 * pi * rho))));
+  const auto [c1, c2] = filter_extent(lattice, r);
   const std::size_t n = std::size_t(r) * r;
-  std::vector<Complex> unit(n, 0.0), rate(n, 0.0), length(n, 0.0);  // v1, vτ (x + i y packed), μ
+  Grid unit(n, 0.0), rate(n, 0.0), length(n, 0.0);  // v1, vτ (x + i y packed), μ
   const double x0 = -lx / 2 + 0.5 * lx / r, y0 = -ly / 2 + 0.5 * ly / r;
   const auto wrap = [r](int k) { return std::size_t(((k % r) + r) % r); };
   std::vector<Complex> ex(std::size_t(2 * c1 + 1)), ey(std::size_t(2 * c2 + 1));
@@ -500,9 +496,9 @@ void tilt_field(const Lattice& lattice, const SliceContent& slice, NormalFieldRa
       rate[k] = sr * shift;
       length[k] = sl * shift;
     }
-  fft2(unit, r, true);
-  fft2(rate, r, true);
-  fft2(length, r, true);
+  inverse_fft2_kept(unit, r, c1);
+  inverse_fft2_kept(rate, r, c1);
+  inverse_fft2_kept(length, r, c1);
   double mu_max = 0;
   for (const Complex& m : length) mu_max = std::max(mu_max, m.real());
   nn.xz.assign(n, 0.0);
@@ -513,7 +509,7 @@ void tilt_field(const Lattice& lattice, const SliceContent& slice, NormalFieldRa
     if (!(mu > 1e-12 * mu_max)) continue;  // no wall within reach: in-plane
     const double xx = nn.xx[i], xy = nn.xy[i], yy = nn.yy[i];
     const double v1x = unit[i].real() / mu, v1y = unit[i].imag() / mu, vtx = rate[i].real() / mu, vty = rate[i].imag() / mu;
-    const double s = std::hypot(xx * v1x + xy * v1y, xy * v1x + yy * v1y);  // |u|
+    const double ux = xx * v1x + xy * v1y, uy = xy * v1x + yy * v1y, s = std::sqrt(ux * ux + uy * uy);  // |u|
     const double x = s / tilt_saturation;
     const double g = x >= 1 ? 1 / s : (s > 0 ? (1 - (1 - x) * (1 - x) * (1 - x)) / s : 3 / tilt_saturation);
     const double bx = -g * (xx * vtx + xy * vty), by = -g * (xy * vtx + yy * vty), b2 = bx * bx + by * by;
@@ -584,19 +580,17 @@ void transform_region(std::span<const double> a, const NormalFieldRaster& nn, in
   for (int j = -n2_max; j <= n2_max; ++j)
     phase_y[j + n2_max] = sinc(double(j) / r) * std::polar(1.0, pi * j * (1 - 1.0 / r)) / double(r);
   const auto wrap = [r](int k) { return std::size_t(((k % r) + r) % r); };
-  // Only the x frequencies |n1| ≤ n1_max are read below: the column transforms of the others are skipped.
-  std::vector<std::size_t> columns;
-  for (int i = -n1_max; i <= n1_max; ++i) columns.push_back(wrap(i));
   // Two real maps per transform: (xx, yy) and xy; tilted, (xy, zz) and (xz, yz) instead of xy alone.
-  std::vector<Complex> both(n), cross(n), out_of_plane(nc == 6 ? n : 0);
+  // Only the x frequencies |n1| ≤ n1_max are read below: the column transforms of the others are skipped.
+  Grid both(n), cross(n), out_of_plane(nc == 6 ? n : 0);
   for (std::size_t i = 0; i < n; ++i) {
     both[i] = {a[i] * nn.xx[i], a[i] * nn.yy[i]};
     cross[i] = nc == 6 ? Complex{a[i] * nn.xy[i], a[i] * nn.zz[i]} : Complex{a[i] * nn.xy[i]};
     if (nc == 6) out_of_plane[i] = {a[i] * nn.xz[i], a[i] * nn.yz[i]};
   }
-  fft2_columns(both, r, columns);
-  fft2_columns(cross, r, columns);
-  if (nc == 6) fft2_columns(out_of_plane, r, columns);
+  fft2_kept(both, r, n1_max);
+  fft2_kept(cross, r, n1_max);
+  if (nc == 6) fft2_kept(out_of_plane, r, n1_max);
   for (int i = -n1_max; i <= n1_max; ++i)
     for (int j = -n2_max; j <= n2_max; ++j) {
       // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
@@ -660,7 +654,7 @@ NormalFieldRaster radial_components(const Lattice& lattice, Point c, int r) {
       double dx = -lx / 2 + (ix + 0.5) * lx / r - c.x, dy = -ly / 2 + (iy + 0.5) * ly / r - c.y;
       dx -= lx * std::round(dx / lx);
       dy -= ly * std::round(dy / ly);
-      const double rho = std::hypot(dx, dy);
+      const double rho = std::sqrt(dx * dx + dy * dy);
       if (!(rho > 0)) continue;
       out.xx[std::size_t(iy) * r + ix] = dx / rho;
       out.yy[std::size_t(iy) * r + ix] = dy / rho;

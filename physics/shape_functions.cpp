@@ -330,6 +330,8 @@ PaintedCell::PaintedCell(const Lattice& lattice, std::span<const PlanarShape> sh
     // at most one period along each axis cover every point of the cell.
     const double cx = 0.5 * (box.x0 + box.x1), cy = 0.5 * (box.y0 + box.y1);
     regions_.push_back(shifted(r, {-lx_ * std::floor(cx / lx_ + 0.5), -ly_ * std::floor(cy / ly_ + 0.5)}));
+    const Box b = bounding_box(regions_.back());
+    boxes_.push_back({b.x0 - eps, b.x1 + eps, b.y0 - eps, b.y1 + eps});
   }
 
   // Boundary curves: the cell's edges (counter-clockwise) and those of every image touching the cell.
@@ -452,10 +454,14 @@ PaintedCell::PaintedCell(const Lattice& lattice, std::span<const PlanarShape> sh
 
 int PaintedCell::region_at(Point p) const {
   if (std::abs(p.x) > lx_ / 2 || std::abs(p.y) > ly_ / 2) return -2;
-  for (int k = int(regions_.size()) - 1; k >= 0; --k)
+  for (int k = int(regions_.size()) - 1; k >= 0; --k) {
+    const auto& [x0, x1, y0, y1] = boxes_[std::size_t(k)];  // outside its box a region contains no point
     for (int i = -1; i <= 1; ++i)
-      for (int j = -1; j <= 1; ++j)
-        if (contains(regions_[k], {p.x - i * lx_, p.y - j * ly_})) return k;
+      for (int j = -1; j <= 1; ++j) {
+        const Point q{p.x - i * lx_, p.y - j * ly_};
+        if (q.x >= x0 && q.x <= x1 && q.y >= y0 && q.y <= y1 && contains(regions_[k], q)) return k;
+      }
+  }
   return -1;
 }
 

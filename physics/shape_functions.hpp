@@ -94,6 +94,7 @@ class PaintedCell {
  private:
   double lx_, ly_;
   std::vector<Region> regions_;       // one per shape, shifted so its bounding-box centre is in the cell
+  std::vector<std::array<double, 4>> boxes_;  // per region: x0, x1, y0, y1, padded (region_at's quick reject)
   std::vector<Region> ellipses_;      // ellipse images that bound pieces
   std::vector<Piece> pieces_;
 };

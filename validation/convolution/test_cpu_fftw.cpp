@@ -270,3 +270,86 @@ TEMPLATE_TEST_CASE("cpu-fftw pattern: set_kernels replaces every slice's K spect
   plan->set_kernels(second.kernels);
   test::check_plan_against_direct(*plan, second);
 }
+
+// ---- GridDft: the host's plain 2D DFTs of R × R grids (physics' normal-field rasters) ----------------
+
+namespace {
+/// The 2D DFT by its defining sum, sign −1 (forward) or +1 (inverse), unscaled.
+conv::GridBuffer direct_dft(const conv::GridBuffer& g, int r, int sign) {
+  conv::GridBuffer out(g.size());
+  const double step = sign * 2 * 3.14159265358979323846 / r;
+  for (int ky = 0; ky < r; ++ky)
+    for (int kx = 0; kx < r; ++kx) {
+      std::complex<double> sum = 0;
+      for (int iy = 0; iy < r; ++iy)
+        for (int ix = 0; ix < r; ++ix)
+          sum += g[std::size_t(iy) * r + ix] * std::polar(1.0, step * double((iy * ky + ix * kx) % r));
+      out[std::size_t(ky) * r + kx] = sum;
+    }
+  return out;
+}
+conv::GridBuffer random_grid(int r) {
+  const auto v = test::random_complex<double>(std::size_t(r) * r);
+  return {v.begin(), v.end()};
+}
+bool kept_column(int kx, int r, int kept) { return kx <= kept || kx >= r - kept; }
+}  // namespace
+
+TEST_CASE("GridDft: whole and kept-column 2D DFTs equal the direct sums", "[convolution][cpu-fftw][grid]") {
+  for (const int r : {8, 16, 64}) {
+    for (const int kept : {0, 1, r / 4 + 1, r / 2 - 1}) {
+      INFO("R = " << r << ", kept columns |kx| <= " << kept);
+      const conv::GridDft dft(r, kept);
+      const conv::GridBuffer x = random_grid(r);
+      const double tol = 1e-13 * r * r;
+      const conv::GridBuffer forward_reference = direct_dft(x, r, -1), inverse_reference = direct_dft(x, r, +1);
+
+      conv::GridBuffer g = x;
+      dft.forward(g);
+      for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(std::abs(g[i] - forward_reference[i]) < tol);
+      g = x;
+      dft.inverse(g);
+      for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(std::abs(g[i] - inverse_reference[i]) < tol);
+
+      // forward_kept: the kept columns are the whole transform's; the others are not read (not checked).
+      g = x;
+      dft.forward_kept(g);
+      for (int ky = 0; ky < r; ++ky)
+        for (int kx = 0; kx < r; ++kx)
+          if (kept_column(kx, r, kept)) {
+            const std::size_t i = std::size_t(ky) * r + kx;
+            REQUIRE(std::abs(g[i] - forward_reference[i]) < tol);
+          }
+
+      // inverse_kept of a spectrum zero outside the kept columns: the whole inverse of that spectrum.
+      conv::GridBuffer spectrum = x;
+      for (int ky = 0; ky < r; ++ky)
+        for (int kx = 0; kx < r; ++kx)
+          if (!kept_column(kx, r, kept)) spectrum[std::size_t(ky) * r + kx] = 0;
+      const conv::GridBuffer kept_reference = direct_dft(spectrum, r, +1);
+      g = spectrum;
+      dft.inverse_kept(g);
+      for (std::size_t i = 0; i < g.size(); ++i) REQUIRE(std::abs(g[i] - kept_reference[i]) < tol);
+
+      // The same plan gives the same bits every time (the normal fields' results must not depend on
+      // which thread or run made them).
+      conv::GridBuffer again = spectrum;
+      dft.inverse_kept(again);
+      CHECK(std::equal(g.begin(), g.end(), again.begin()));
+    }
+  }
+  // A kept column's transform does not depend on how many columns are kept (physics caches a circle's
+  // cell per harmonic range and needs its bits to depend on nothing else).
+  const conv::GridBuffer x = random_grid(32);
+  conv::GridBuffer few = x, many = x;
+  conv::GridDft(32, 3).forward_kept(few);
+  conv::GridDft(32, 12).forward_kept(many);
+  for (int ky = 0; ky < 32; ++ky)
+    for (int kx = 0; kx < 32; ++kx)
+      if (kept_column(kx, 32, 3)) CHECK(few[std::size_t(ky) * 32 + kx] == many[std::size_t(ky) * 32 + kx]);
+  CHECK_THROWS_AS(conv::GridDft(16, 8), InvalidArgument);  // kept must stay below R/2
+  CHECK_THROWS_AS(conv::GridDft(12, 2), InvalidArgument);  // R a power of two
+  const conv::GridDft dft(8, 1);
+  conv::GridBuffer wrong(63);
+  CHECK_THROWS_AS(dft.forward(wrong), InvalidArgument);
+}

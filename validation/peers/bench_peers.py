@@ -35,8 +35,15 @@ known from the references). Budget: --max-time seconds per case for gratingsim, 
 the series (left-over time moves on to later series); --fmmax-time for fmmax, twice that by default,
 since each new count costs fmmax a compilation (a run that starts before its budget ends finishes).
 
-Writes OUT/results.csv (every run), OUT/summary.txt (table, time to threshold, ratio) and
-OUT/error_vs_time.png (log-log, one panel per case). Needs numpy, h5py, matplotlib, jax, fmmax.
+Steady state (--sweep-points K, default 17): fmmax's steady calls stand for a sweep, whose compilation
+is paid once; gratingsim's one-point process pays its start-up (CUDA context, plans, exit) once too. So
+each gratingsim series also runs its settled setting (the one that reaches the threshold) over a sweep of
+K wavelengths evenly over λ ± 1 % (the middle one λ, whose error is checked again), and its cost per
+further point, (sweep wall − one-point wall)/(K − 1), is set against fmmax's steady call.
+
+Writes OUT/results.csv (every run), OUT/sweeps.csv (the steady-state sweeps), OUT/summary.txt (table,
+time to threshold, ratio, steady state) and OUT/error_vs_time.png (log-log, one panel per case).
+Needs numpy, h5py, matplotlib, jax, fmmax.
 """
 from __future__ import annotations
 
@@ -106,8 +113,9 @@ def max_error(values: dict, reference: dict, case: str, cr) -> float:
 # gratingsim
 # ------------------------------------------------------------------------------------------------
 def gratingsim_yaml(name: str, case: dict, m: int, slices: int, precision: str, backend: str,
-                    tolerance: float) -> str:
-    """The case as a gratingsim YAML (io/SCHEMA.md), lengths in µm (λ = 1 µm)."""
+                    tolerance: float, sweep_points: int = 1) -> str:
+    """The case as a gratingsim YAML (io/SCHEMA.md), lengths in µm (λ = 1 µm); with sweep_points > 1 (odd),
+    that many wavelengths evenly over λ ± 1 %, the middle one λ."""
     e = complex(case["eps_shape"])
     shape = case["shape"]
     if shape["type"] == "circle":
@@ -125,9 +133,13 @@ def gratingsim_yaml(name: str, case: dict, m: int, slices: int, precision: str, 
         lattice, harmonics = f"{{period_x: {case['period_x']!r}, period_y: {case['period_y']!r}}}", f"[{m}, {m}]"
         preconditioner = ""
     assert case["eps_sup"] == 1.0  # the superstrate is air, which also fills the pattern's background
+    assert sweep_points >= 1 and sweep_points % 2 == 1
+    lam = case["wavelength"]
+    wavelength = (repr(lam) if sweep_points == 1 else
+                  f"{{start: {0.99 * lam!r}, stop: {1.01 * lam!r}, count: {sweep_points}}}")
     return f"""description: peers benchmark case {name} (validation/peers/compute_references.py)
 units: um
-wavelength: {case['wavelength']!r}
+wavelength: {wavelength}
 incidence: {{theta_deg: {case['theta_deg']!r}, phi_deg: {case['phi_deg']!r}, polarization: both}}
 lattice: {lattice}
 superstrate: air
@@ -142,18 +154,19 @@ output: {{fields: false}}
 """
 
 
-def read_gratingsim(path: str, cr) -> dict:
+def read_gratingsim(path: str, cr, point: int = 0) -> dict:
+    """The recorded quantities at wavelength index `point` (the only θ, φ) and the run's solver facts."""
     import h5py
     with h5py.File(path, "r") as f:
         orders = [tuple(int(v) for v in o) for o in f["orders"][:]]
-        R = np.asarray(f["results/R"])[0, 0, 0]  # P × No, s first
-        T = np.asarray(f["results/T"])[0, 0, 0]
+        R = np.asarray(f["results/R"])[point, 0, 0]  # P × No, s first
+        T = np.asarray(f["results/T"])[point, 0, 0]
         out = {}
         i0 = orders.index((0, 0))
         for k, pol in enumerate(cr.POLARISATIONS):
             out[(pol, "R00")], out[(pol, "T00")] = float(R[k, i0]), float(T[k, i0])
             out[(pol, "sumR")], out[(pol, "sumT")] = float(R[k].sum()), float(T[k].sum())
-        info = dict(solve_s=float(np.asarray(f["solver/seconds"]).ravel()[0]),
+        info = dict(solve_s=float(np.asarray(f["solver/seconds"]).sum()),
                     converged=int(np.asarray(f["solver/converged"]).min()),
                     iterations=int(np.asarray(f["solver/iterations"]).max()),
                     backend=f.attrs["backend"], device=f.attrs["device"])
@@ -161,10 +174,10 @@ def read_gratingsim(path: str, cr) -> dict:
 
 
 def run_gratingsim(exe: str, workdir: str, name: str, case: dict, m: int, slices: int, precision: str,
-                   backend: str, tolerance: float, timeout: float, cr, reference: dict) -> dict:
-    stem = os.path.join(workdir, f"{name}_M{m}_s{slices}_{precision}")
+                   backend: str, tolerance: float, timeout: float, cr, reference: dict, sweep_points: int = 1) -> dict:
+    stem = os.path.join(workdir, f"{name}_M{m}_s{slices}_{precision}_w{sweep_points}")
     with open(stem + ".yaml", "w") as f:
-        f.write(gratingsim_yaml(name, case, m, slices, precision, backend, tolerance))
+        f.write(gratingsim_yaml(name, case, m, slices, precision, backend, tolerance, sweep_points))
     start = time.perf_counter()
     try:
         proc = subprocess.run([exe, "run", stem + ".yaml", "-o", stem + ".h5", "--overwrite", "--quiet"],
@@ -174,7 +187,7 @@ def run_gratingsim(exe: str, workdir: str, name: str, case: dict, m: int, slices
     wall = time.perf_counter() - start
     if proc.returncode not in (0, 3):  # 3: written, some solve short of its tolerance
         return dict(ok=False, wall_s=wall, note=f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}")
-    values, info = read_gratingsim(stem + ".h5", cr)
+    values, info = read_gratingsim(stem + ".h5", cr, sweep_points // 2)  # the middle point: λ itself
     os.remove(stem + ".h5")
     num = (2 * m + 1) * (1 if case["lattice"] == "1d" else 2 * m + 1)
     return dict(ok=True, wall_s=wall, error=max_error(values, reference, name, cr), num_harmonics=num,
@@ -183,7 +196,7 @@ def run_gratingsim(exe: str, workdir: str, name: str, case: dict, m: int, slices
                 solve_s=info["solve_s"], converged=info["converged"])
 
 
-def bench_gratingsim(args, name: str, cr, reference: dict, rows: list, log) -> None:
+def bench_gratingsim(args, name: str, cr, reference: dict, rows: list, sweeps: list, log) -> None:
     case, st = cr.CASES[name], GRATINGSIM_SETTINGS[name]
     ms, slicings, precisions = st["ms"], st["slicings"], args.gratingsim_precisions
     if args.quick:
@@ -214,6 +227,23 @@ def bench_gratingsim(args, name: str, cr, reference: dict, rows: list, log) -> N
                 # precision on the thin metal in p: larger settings would spend the budget the same way).
                 if not r["ok"] or r["error"] < FLOOR or not r["converged"]:
                     break
+            # Steady state: the series' setting that reaches the threshold, over a sweep of wavelengths
+            # (what fmmax's steady calls stand for); its cost per point beyond the first.
+            chosen = settled([r for r in rows if r["case"] == name and r["variant"] == variant], args.threshold)
+            if chosen is None or args.sweep_points < 3:
+                continue
+            m = int(chosen["setting"].split("=")[1])
+            r = run_gratingsim(args.gratingsim, workdir, name, case, m, slices, precision, args.backend,
+                               args.tolerance if precision == "double" else max(args.tolerance, 1e-6),
+                               max(30.0, 3 * args.sweep_points * chosen["time_s"]), cr, reference, args.sweep_points)
+            k = args.sweep_points
+            sweep = dict(case=name, variant=variant, setting=chosen["setting"], points=k,
+                         single_wall_s=chosen["time_s"], sweep_wall_s=r["wall_s"],
+                         per_point_s=(r["wall_s"] - chosen["time_s"]) / (k - 1) if r["ok"] else math.nan,
+                         solve_per_point_s=r.get("solve_s", math.nan) / k, error=r.get("error", math.nan),
+                         note=r["note"])
+            sweeps.append(sweep)
+            print(format_sweep(sweep), file=log, flush=True)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -331,21 +361,34 @@ HEADER = (f"{'case':<10} {'code':<10} {'variant':<36} {'setting':<11} {'terms':>
           "# fmmax: time = first call (trace + compile + run), steady = median of later calls; terms = harmonics")
 
 
+def settled(series: list, threshold: float):
+    """The cheapest run of one series (settings in increasing cost) from which on every run stays within
+    `threshold`, or None (runs without a result, stopped at their time limit or failed, are left out)."""
+    series = [r for r in series if math.isfinite(r["error"])]
+    for i, r in enumerate(series):
+        if all(s["error"] <= threshold for s in series[i:]):
+            return r
+    return None
+
+
 def time_to_reach(rows: list, threshold: float, key: str) -> tuple[float, str]:
-    """Least over series of the cheapest setting from which on the series stays within `threshold`
-    (runs without a result, stopped at their time limit or failed, are left out)."""
+    """Least over series of the settled run's `key` (settled())."""
     best, where = math.inf, ""
     for variant in dict.fromkeys(r["variant"] for r in rows):
-        series = [r for r in rows if r["variant"] == variant and math.isfinite(r["error"])]
-        for i, r in enumerate(series):
-            if all(s["error"] <= threshold for s in series[i:]):
-                if r[key] < best:
-                    best, where = r[key], f"{variant}, {r['setting']}"
-                break
+        r = settled([r for r in rows if r["variant"] == variant], threshold)
+        if r is not None and r[key] < best:
+            best, where = r[key], f"{variant}, {r['setting']}"
     return best, where
 
 
-def summary(rows: list, cases: list, threshold: float) -> str:
+def format_sweep(s: dict) -> str:
+    return (f"{s['case']:<10} sweep of {s['points']} wavelengths (λ ± 1 %) at {s['variant']}, {s['setting']}: "
+            f"wall {s['sweep_wall_s']:.3f} s against {s['single_wall_s']:.3f} s for one point, "
+            f"{s['per_point_s']:.4f} s per further point, solve {s['solve_per_point_s']:.4f} s per point; "
+            f"error at λ {s['error']:.2e}; {s['note']}")
+
+
+def summary(rows: list, sweeps: list, cases: list, threshold: float) -> str:
     def ratio(a, b):
         return a / b if math.isfinite(a) and math.isfinite(b) and b > 0 else math.nan
 
@@ -367,6 +410,24 @@ def summary(rows: list, cases: list, threshold: float) -> str:
     lines += ["settings:"] + where
     lines.append("gs wall: the `gratingsim run` process; gs solve: its solver/seconds; ratios: fmmax time / gratingsim "
                  "time (issue #9's target: steady/wall >= 5 on the same H100); nan: a code did not reach it")
+    if sweeps:
+        lines += ["",
+                  f"steady state at {threshold:g}: each gratingsim series' settled setting over a sweep of "
+                  f"{sweeps[0]['points']} wavelengths (λ ± 1 %), the cost per further point (sweep wall minus the "
+                  "one-point run's, over the added points), against fmmax's steady call at its own settled setting",
+                  f"{'case':<10} {'gs per point/s':>14} {'gs sweep/point/s':>16} {'fmmax steady/s':>14} "
+                  f"{'steady/per point':>16}  gratingsim setting"]
+        for c in cases:
+            s = [w for w in sweeps if w["case"] == c and math.isfinite(w["per_point_s"]) and w["error"] <= threshold]
+            best = min(s, key=lambda w: w["per_point_s"]) if s else None
+            fs, _ = time_to_reach([r for r in rows if r["case"] == c and r["code"] == "fmmax"], threshold, "steady_s")
+            if best is None:
+                lines.append(f"{c:<10} {'-':>14} {'-':>16} {fs:14.3f} {'nan':>16}")
+                continue
+            lines.append(f"{c:<10} {best['per_point_s']:14.4f} {best['sweep_wall_s'] / best['points']:16.4f} "
+                         f"{fs:14.3f} {ratio(fs, best['per_point_s']):16.2f}  {best['variant']}, {best['setting']}")
+        lines.append("gs per point: (sweep wall − one-point wall)/(points − 1); gs sweep/point: sweep wall/points "
+                     "(start-up included); sweeps whose λ point misses the threshold are left out")
     return "\n".join(lines)
 
 
@@ -413,6 +474,8 @@ def main() -> None:
                     help="fmmax's seconds per case (default 2 × --max-time: each count costs it a compilation)")
     ap.add_argument("--quick", action="store_true", help="a few cheap settings (pipeline check)")
     ap.add_argument("--threshold", type=float, default=THRESHOLD, help="the error for 'time to reach' (1e-3)")
+    ap.add_argument("--sweep-points", type=int, default=17,
+                    help="gratingsim's steady-state sweep: this many wavelengths (odd; < 3: none; default 17)")
     ap.add_argument("--backend", default="auto", help="gratingsim backend (default auto)")
     ap.add_argument("--tolerance", type=float, default=1e-6,
                     help="gratingsim GMRES relative residual (default 1e-6; single precision at least 1e-6)")
@@ -430,7 +493,10 @@ def main() -> None:
     import compute_references as cr  # after ENV0 was taken; starts no jax backend here
     reference = cr.read_references(REFERENCES)
     os.makedirs(args.out, exist_ok=True)
+    if args.sweep_points >= 3 and args.sweep_points % 2 == 0:
+        ap.error("--sweep-points must be odd (its middle wavelength is the reference's)")
     rows: list[dict] = []
+    sweeps: list[dict] = []
     log = sys.stdout
     print(f"# peers benchmark {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {platform.node()}; "
           f"cases {args.cases}; budget per case: gratingsim {args.max_time:g} s, fmmax {args.fmmax_time:g} s"
@@ -443,7 +509,7 @@ def main() -> None:
                            120.0, cr, reference)
     for name in args.cases:
         if "gratingsim" in args.codes:
-            bench_gratingsim(args, name, cr, reference, rows, log)
+            bench_gratingsim(args, name, cr, reference, rows, sweeps, log)
         if "fmmax" in args.codes:
             bench_fmmax(args, name, rows, log)
     fields = ["case", "code", "variant", "setting", "num_harmonics", "error", "time_s", "steady_s", "note"]
@@ -451,10 +517,16 @@ def main() -> None:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
         w.writerows(rows)
-    text = summary(rows, args.cases, args.threshold)
+    if sweeps:
+        with open(os.path.join(args.out, "sweeps.csv"), "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(sweeps[0]))
+            w.writeheader()
+            w.writerows(sweeps)
+    text = summary(rows, sweeps, args.cases, args.threshold)
     with open(os.path.join(args.out, "summary.txt"), "w") as f:
         f.write(f"# peers benchmark; command: {' '.join(sys.argv)}\n{HEADER}\n")
-        f.write("\n".join(format_row(r) for r in rows) + "\n\n" + text + "\n")
+        f.write("\n".join(format_row(r) for r in rows) + "\n" + "\n".join(format_sweep(w) for w in sweeps)
+                + "\n\n" + text + "\n")
     print("\n" + text, file=log, flush=True)
     if rows:
         plot(rows, args.cases, os.path.join(args.out, "error_vs_time.png"), args.threshold)
