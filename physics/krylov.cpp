@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/error.hpp"
@@ -58,19 +59,37 @@ struct Givens {
   }
 };
 
+/// Per rhs, what GMRES's previous restart test saw: the true residual, the iterations, and how many
+/// cycles in a row stalled (ended short of `restart` steps without halving the true residual).
+struct RestartHistory {
+  std::vector<double> residual;
+  std::vector<int> iterations, stalls;
+  explicit RestartHistory(std::size_t nr)
+      : residual(nr, std::numeric_limits<double>::infinity()), iterations(nr, 0), stalls(nr, 0) {}
+};
+
 /// GMRES's restart test: records each active rhs's true residual (one more product); a rhs is done when
-/// it converged (or b = 0), used its iterations or its residual is not finite. Whether some rhs goes on.
+/// it converged (or b = 0), used its iterations, its residual is not finite, or it stagnated
+/// (KrylovSettings::stagnation_cycles). Whether some rhs goes on.
 bool gmres_restart_test(std::span<const double> residual, std::span<const double> b_norm, const KrylovSettings& s,
-                        std::vector<SolveStats>& stats, std::vector<char>& done) {
+                        std::vector<SolveStats>& stats, std::vector<char>& done, RestartHistory& history) {
   bool any = false;
   for (std::size_t r = 0; r < stats.size(); ++r) {
     if (done[r]) continue;
     stats[r].matvecs++;
     stats[r].residual = residual[r];
+    const int steps = stats[r].iterations - history.iterations[r];
+    const bool stalled = steps > 0 && steps < s.restart && residual[r] > 0.5 * history.residual[r];
+    history.stalls[r] = stalled ? history.stalls[r] + 1 : 0;
+    history.residual[r] = residual[r];
+    history.iterations[r] = stats[r].iterations;
     if (residual[r] <= s.tolerance || b_norm[r] == 0) {
       stats[r].converged = true;
       done[r] = 1;
     } else if (stats[r].iterations >= s.max_iterations || !std::isfinite(residual[r])) {
+      done[r] = 1;
+    } else if (s.stagnation_cycles > 0 && history.stalls[r] >= s.stagnation_cycles) {
+      stats[r].stagnated = true;
       done[r] = 1;
     }
     any = any || !done[r];
@@ -95,10 +114,11 @@ void gmres_host_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const Kry
   std::vector<int> k(nr);
   std::vector<char> in_cycle(nr);
   std::vector<double> hn(nr);
+  RestartHistory history(nr);
 
   while (true) {
     true_residual(op, v, B, X, R, b_norm, residual, beta);
-    if (!gmres_restart_test(residual, b_norm, s, stats, done)) break;
+    if (!gmres_restart_test(residual, b_norm, s, stats, done, history)) break;
     // V0 = r/‖r‖ for active rhs.
     for (std::size_t r = 0; r < nr; ++r) {
       in_cycle[r] = !done[r];
@@ -185,6 +205,7 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
   std::vector<double> residual(nr), beta(nr);
   std::vector<char> done(nr, 0);
   std::vector<int> budget(nr);
+  RestartHistory history(nr);
   bool cycled = false;
   while (true) {
     true_residual(op, v, B, X, R, b_norm, residual, beta);  // synchronises: the last cycle's dimensions are in
@@ -195,7 +216,7 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
         stats[r].matvecs += k[r];
       }
     }
-    if (!gmres_restart_test(residual, b_norm, s, stats, done)) break;
+    if (!gmres_restart_test(residual, b_norm, s, stats, done, history)) break;
     for (std::size_t r = 0; r < nr; ++r) budget[r] = done[r] ? 0 : s.max_iterations - stats[r].iterations;
     arnoldi->start_cycle(R, beta, budget);
     int steps = 0;

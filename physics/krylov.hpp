@@ -50,6 +50,12 @@ struct KrylovSettings {
   /// host's launches, not the device, bound a step (small problems); the first cycle pays the captures.
   /// Ignored for other methods, spaces and operators.
   bool cuda_graphs = false;
+  /// GMRES stops a right-hand side, unconverged and marked stagnated, once this many restart cycles in a
+  /// row each ended before `restart` steps (the Arnoldi estimate claimed the tolerance, or a breakdown)
+  /// without halving the true residual: the estimate and the true residual have parted, which happens
+  /// at the working precision's floor (complex64 near 1e-6 on ill-conditioned operators), where further
+  /// cycles only redraw rounding. 0: never (every cycle runs until max_iterations).
+  int stagnation_cycles = 5;
 };
 
 /// What one right-hand side's solve did. residual is the true relative residual ‖b − A x‖/‖b‖ of
@@ -59,6 +65,7 @@ struct SolveStats {
   int matvecs = 0;     ///< batched products applied while this rhs was active (dense: columns assembled)
   double residual = 0;
   bool converged = false;
+  bool stagnated = false;  ///< GMRES stopped at the working precision's floor (KrylovSettings::stagnation_cycles)
 };
 
 /// Solves A x = b for every rhs. x holds the initial guess on entry (host, layout().size()) and the

@@ -332,6 +332,7 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
       out.stats[r].matvecs += more[r].matvecs;
       out.stats[r].residual = more[r].residual;
       out.stats[r].converged = more[r].converged;
+      out.stats[r].stagnated = more[r].stagnated;
     }
   };
   // The first solve for `iterations` more, from where it stands (u, or x without a preconditioner).
@@ -385,6 +386,9 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
        << " did not reach the tolerance " << options.tolerance << " for " << describe(group[r / 2])
        << (r % 2 == 0 ? ", s" : ", p") << " polarisation, " << slices << " slices: relative residual "
        << st.residual << " after " << st.iterations << " iterations";
+    if (st.stagnated)
+      os << "; it stopped falling (restart cycles ended on the Arnoldi estimate's claim without halving the true "
+            "residual: the working precision's floor; choose precision: double or a looser tolerance)";
     if (options.on_unconverged == OnUnconverged::throw_error)
       throw NotConverged(os.str(), std::source_location::current());
     members[r / 2 / per_member].warnings.push_back(os.str() + " (result marked unconverged)");

@@ -35,11 +35,13 @@ known from the references). Budget: --max-time seconds per case for gratingsim, 
 the series (left-over time moves on to later series); --fmmax-time for fmmax, twice that by default,
 since each new count costs fmmax a compilation (a run that starts before its budget ends finishes).
 
-Steady state (--sweep-points K, default 17): fmmax's steady calls stand for a sweep, whose compilation
+Steady state (--sweep-points K, default 33): fmmax's steady calls stand for a sweep, whose compilation
 is paid once; gratingsim's one-point process pays its start-up (CUDA context, plans, exit) once too. So
-each gratingsim series also runs its settled setting (the one that reaches the threshold) over a sweep of
-K wavelengths evenly over λ ± 1 % (the middle one λ, whose error is checked again), and its cost per
-further point, (sweep wall − one-point wall)/(K − 1), is set against fmmax's steady call.
+each gratingsim series also runs its settled setting (the one that reaches the threshold) over sweeps of
+3 and K wavelengths evenly over λ ± 1 % (the middle one λ, whose error is checked again), three of each,
+alternating, and its cost per further point, (median wall(K) − median wall(3))/(K − 3), is set against
+fmmax's steady call (a one-point process's wall varies by ±0.2 s on the lent H100's host, more than a
+sweep's points cost: differences of single runs came out negative).
 
 Writes OUT/results.csv (every run), OUT/sweeps.csv (the steady-state sweeps), OUT/summary.txt (table,
 time to threshold, ratio, steady state) and OUT/error_vs_time.png (log-log, one panel per case).
@@ -69,6 +71,7 @@ REFERENCES = os.path.join(HERE, "references.txt")
 DEFAULT_CASES = ("pillars", "rectangles", "metal_1d")
 THRESHOLD = 1e-3  # issue #9: time to reach 1e-3 absolute
 FLOOR = 2e-4  # a series stops below this: the references are converged to ~1e-4
+SWEEP_REPEATS = 3  # steady-state sweeps: each of the two sizes this many times, alternating
 
 # gratingsim settings per case: harmonics M (2D: M1 = M2 = M) in increasing cost, and the slicings
 # (slices of the patterned layer, always with Richardson extrapolation); each slicing × precision is
@@ -227,21 +230,34 @@ def bench_gratingsim(args, name: str, cr, reference: dict, rows: list, sweeps: l
                 # precision on the thin metal in p: larger settings would spend the budget the same way).
                 if not r["ok"] or r["error"] < FLOOR or not r["converged"]:
                     break
-            # Steady state: the series' setting that reaches the threshold, over a sweep of wavelengths
-            # (what fmmax's steady calls stand for); its cost per point beyond the first.
+            # Steady state: the series' setting that reaches the threshold, over sweeps of 3 and K
+            # wavelengths (what fmmax's steady calls stand for), alternating, SWEEP_REPEATS times each; its
+            # cost per further point is the difference of the median walls over the K − 3 added points.
             chosen = settled([r for r in rows if r["case"] == name and r["variant"] == variant], args.threshold)
-            if chosen is None or args.sweep_points < 3:
+            if chosen is None or args.sweep_points < 5:
                 continue
-            m = int(chosen["setting"].split("=")[1])
-            r = run_gratingsim(args.gratingsim, workdir, name, case, m, slices, precision, args.backend,
-                               args.tolerance if precision == "double" else max(args.tolerance, 1e-6),
-                               max(30.0, 3 * args.sweep_points * chosen["time_s"]), cr, reference, args.sweep_points)
-            k = args.sweep_points
+            m, k = int(chosen["setting"].split("=")[1]), args.sweep_points
+            tolerance = args.tolerance if precision == "double" else max(args.tolerance, 1e-6)
+            walls: dict[int, list] = {3: [], k: []}
+            last = None
+            for _ in range(SWEEP_REPEATS):
+                for points in (3, k):
+                    last = run_gratingsim(args.gratingsim, workdir, name, case, m, slices, precision, args.backend,
+                                          tolerance, max(30.0, 3 * points * chosen["time_s"]), cr, reference, points)
+                    if not last["ok"] or not last["converged"]:
+                        break
+                    walls[points].append(last["wall_s"])
+                if not last["ok"] or not last["converged"]:
+                    break
+            done = len(walls[k]) == SWEEP_REPEATS
+            small, large = (float(np.median(walls[p])) if walls[p] else math.nan for p in (3, k))
             sweep = dict(case=name, variant=variant, setting=chosen["setting"], points=k,
-                         single_wall_s=chosen["time_s"], sweep_wall_s=r["wall_s"],
-                         per_point_s=(r["wall_s"] - chosen["time_s"]) / (k - 1) if r["ok"] else math.nan,
-                         solve_per_point_s=r.get("solve_s", math.nan) / k, error=r.get("error", math.nan),
-                         note=r["note"])
+                         small_walls_s=" ".join(f"{w:.3f}" for w in walls[3]),
+                         walls_s=" ".join(f"{w:.3f}" for w in walls[k]),
+                         per_point_s=(large - small) / (k - 3) if done else math.nan,
+                         sweep_per_point_s=large / k if done else math.nan,
+                         error=last.get("error", math.nan) if done else math.nan,
+                         note=last["note"] if done else "stopped: " + last["note"])
             sweeps.append(sweep)
             print(format_sweep(sweep), file=log, flush=True)
 
@@ -382,10 +398,9 @@ def time_to_reach(rows: list, threshold: float, key: str) -> tuple[float, str]:
 
 
 def format_sweep(s: dict) -> str:
-    return (f"{s['case']:<10} sweep of {s['points']} wavelengths (λ ± 1 %) at {s['variant']}, {s['setting']}: "
-            f"wall {s['sweep_wall_s']:.3f} s against {s['single_wall_s']:.3f} s for one point, "
-            f"{s['per_point_s']:.4f} s per further point, solve {s['solve_per_point_s']:.4f} s per point; "
-            f"error at λ {s['error']:.2e}; {s['note']}")
+    return (f"{s['case']:<10} sweeps of 3 and {s['points']} wavelengths (λ ± 1 %) at {s['variant']}, {s['setting']}: "
+            f"walls {s['small_walls_s'] or '-'} s and {s['walls_s'] or '-'} s, {s['per_point_s']:.4f} s per further "
+            f"point; error at λ {s['error']:.2e}; {s['note']}")
 
 
 def summary(rows: list, sweeps: list, cases: list, threshold: float) -> str:
@@ -412,9 +427,9 @@ def summary(rows: list, sweeps: list, cases: list, threshold: float) -> str:
                  "time (issue #9's target: steady/wall >= 5 on the same H100); nan: a code did not reach it")
     if sweeps:
         lines += ["",
-                  f"steady state at {threshold:g}: each gratingsim series' settled setting over a sweep of "
-                  f"{sweeps[0]['points']} wavelengths (λ ± 1 %), the cost per further point (sweep wall minus the "
-                  "one-point run's, over the added points), against fmmax's steady call at its own settled setting",
+                  f"steady state at {threshold:g}: each gratingsim series' settled setting over sweeps of 3 and "
+                  f"{sweeps[0]['points']} wavelengths (λ ± 1 %), the cost per further point, against fmmax's steady "
+                  "call at its own settled setting",
                   f"{'case':<10} {'gs per point/s':>14} {'gs sweep/point/s':>16} {'fmmax steady/s':>14} "
                   f"{'steady/per point':>16}  gratingsim setting"]
         for c in cases:
@@ -424,9 +439,10 @@ def summary(rows: list, sweeps: list, cases: list, threshold: float) -> str:
             if best is None:
                 lines.append(f"{c:<10} {'-':>14} {'-':>16} {fs:14.3f} {'nan':>16}")
                 continue
-            lines.append(f"{c:<10} {best['per_point_s']:14.4f} {best['sweep_wall_s'] / best['points']:16.4f} "
+            lines.append(f"{c:<10} {best['per_point_s']:14.4f} {best['sweep_per_point_s']:16.4f} "
                          f"{fs:14.3f} {ratio(fs, best['per_point_s']):16.2f}  {best['variant']}, {best['setting']}")
-        lines.append("gs per point: (sweep wall − one-point wall)/(points − 1); gs sweep/point: sweep wall/points "
+        lines.append(f"gs per point: (median wall of the {sweeps[0]['points']}-point sweeps − that of the 3-point sweeps)/"
+                     f"{sweeps[0]['points'] - 3}; gs sweep/point: the {sweeps[0]['points']}-point sweep's median wall/points "
                      "(start-up included); sweeps whose λ point misses the threshold are left out")
     return "\n".join(lines)
 
@@ -474,8 +490,8 @@ def main() -> None:
                     help="fmmax's seconds per case (default 2 × --max-time: each count costs it a compilation)")
     ap.add_argument("--quick", action="store_true", help="a few cheap settings (pipeline check)")
     ap.add_argument("--threshold", type=float, default=THRESHOLD, help="the error for 'time to reach' (1e-3)")
-    ap.add_argument("--sweep-points", type=int, default=17,
-                    help="gratingsim's steady-state sweep: this many wavelengths (odd; < 3: none; default 17)")
+    ap.add_argument("--sweep-points", type=int, default=33,
+                    help="gratingsim's steady-state sweeps: 3 and this many wavelengths (odd; < 5: none; default 33)")
     ap.add_argument("--backend", default="auto", help="gratingsim backend (default auto)")
     ap.add_argument("--tolerance", type=float, default=1e-6,
                     help="gratingsim GMRES relative residual (default 1e-6; single precision at least 1e-6)")
@@ -493,7 +509,7 @@ def main() -> None:
     import compute_references as cr  # after ENV0 was taken; starts no jax backend here
     reference = cr.read_references(REFERENCES)
     os.makedirs(args.out, exist_ok=True)
-    if args.sweep_points >= 3 and args.sweep_points % 2 == 0:
+    if args.sweep_points >= 5 and args.sweep_points % 2 == 0:
         ap.error("--sweep-points must be odd (its middle wavelength is the reference's)")
     rows: list[dict] = []
     sweeps: list[dict] = []

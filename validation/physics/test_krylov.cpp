@@ -161,7 +161,9 @@ std::size_t batch_index(const BatchLayout& l, std::size_t j, std::size_t r) {
 }
 
 /// Per-rhs dense matrices applied in the batch layout, in complex128 and rounded to Real. For the
-/// non-finite tests, rhs r's output becomes `poison` from its poison_from[r]-th product on.
+/// non-finite tests, rhs r's output becomes `poison` from its poison_from[r]-th product on; with
+/// add_noise(η), every output element gains η‖y‖/√n times a fresh random unit phase (a product
+/// accurate to about η: a precision floor the solver cannot go below).
 template <class Real>
 class MatrixBatch final : public LinearOperator<Real> {
  public:
@@ -178,11 +180,16 @@ class MatrixBatch final : public LinearOperator<Real> {
     for (std::size_t r = 0; r < layout_.rhs; ++r) {
       Vector xr(n);
       for (std::size_t j = 0; j < n; ++j) xr[j] = Scalar(x[batch_index(layout_, j, r)]);
-      const Vector yr = times(a_[r], xr);
+      Vector yr = times(a_[r], xr);
+      if (noise_ > 0) {
+        const double scale = noise_ * test::l2_norm<double>(yr) / std::sqrt(double(n));
+        for (Scalar& z : yr) z += scale * random_phase();
+      }
       const bool poisoned = poison_from_[r] > 0 && products_ >= poison_from_[r];
       for (std::size_t j = 0; j < n; ++j) y[batch_index(layout_, j, r)] = poisoned ? poison_ : Complex(yr[j]);
     }
   }
+  void add_noise(double relative) { noise_ = relative; }
   void poison(std::size_t r, int from_product, Complex value) {
     poison_from_[r] = from_product;
     poison_ = value;
@@ -194,6 +201,7 @@ class MatrixBatch final : public LinearOperator<Real> {
   std::vector<int> poison_from_;
   Complex poison_{};
   int products_ = 0;
+  double noise_ = 0;
 };
 
 /// Per-rhs vectors packed into the batch layout (rounded to Real), and back.
@@ -450,6 +458,50 @@ TEMPLATE_TEST_CASE("b = 0 is solved by x = 0 whatever the initial guess, never b
     CHECK(stats.residual == 0);
     CHECK(x == Vector(n, 0.0));
   }
+}
+
+TEMPLATE_TEST_CASE("GMRES stops where the residual stalls at the operator's precision floor, and says so",
+                   "[physics][krylov]", float, double) {
+  // A well-conditioned normal operator (spectrum in |λ − c| ≤ 0.5|c|: GMRES converges like 0.5^k) whose
+  // products carry a relative error η far above the tolerance: the true residual cannot fall much below
+  // η, while the Arnoldi estimate (built from the same noisy products) keeps claiming the tolerance
+  // within a few steps. So every cycle after the first ends early with the true residual still near η:
+  // after stagnation_cycles such cycles (the default) GMRES stops, unconverged and marked stagnated, long
+  // before max_iterations; with the check off it spends them all.
+  constexpr std::size_t slices = 10, block = 3, n = slices * block;
+  const double tol = tolerance<TestType>(), eta = std::is_same_v<TestType, float> ? 1e-3 : 1e-8;
+  const System sys = normal(disc_spectrum(n, random_phase() * 2.0, 1.0));
+  const Vector b = random_vector(n), zero(n, 0.0);
+  const auto run = [&](int stagnation_cycles) {
+    MatrixBatch<TestType> op(slices, block, {sys.a});
+    op.add_noise(eta);
+    const auto bb = pack<TestType>(op.layout(), {b});
+    auto x = pack<TestType>(op.layout(), {zero});
+    KrylovSettings settings = gmres(40, tol, 400);
+    settings.stagnation_cycles = stagnation_cycles;
+    const std::vector<SolveStats> stats = solve<TestType>(op, bb, x, settings);
+    REQUIRE(stats.size() == 1);
+    return std::pair{stats[0], unpack<TestType>(op.layout(), std::span<const std::complex<TestType>>(x), 0)};
+  };
+  const int cycles = KrylovSettings{}.stagnation_cycles;
+  REQUIRE(cycles >= 1);
+  const auto [stopped, x] = run(cycles);
+  CHECK_FALSE(stopped.converged);
+  CHECK(stopped.stagnated);
+  // cycles + 1 short cycles of about log(tol)/log(0.5) steps (< 40), not 400
+  CHECK(stopped.iterations < (cycles + 1) * 40);
+  CHECK(stopped.residual > tol);
+  CHECK(stopped.residual < 100 * eta);  // it got down to the floor first
+  CHECK(relative_residual(sys.a, b, x) < 100 * eta);
+  const auto [spent, ignored] = run(0);
+  CHECK_FALSE(spent.converged);
+  CHECK_FALSE(spent.stagnated);
+  CHECK(spent.iterations == 400);
+  // Noise-free, the same system converges and is never called stagnated (its last cycle ends short too,
+  // but on a true residual at the tolerance).
+  const auto [clean, exact_x] = solve_one<TestType>(sys.a, slices, block, b, zero, gmres(40, tol, 400));
+  CHECK(clean.converged);
+  CHECK_FALSE(clean.stagnated);
 }
 
 TEMPLATE_TEST_CASE("max_iterations is honoured exactly", "[physics][krylov]", float, double) {
