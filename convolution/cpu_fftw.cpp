@@ -554,22 +554,22 @@ void GridDft::check(const GridBuffer& grid) const {
              "GridDft: the grid is not aligned as the plans were made for");
 }
 
-void GridDft::forward(GridBuffer& grid) const {
-  check(grid);
-  std::complex<double>* const g = grid.data();
+void GridDft::whole(std::complex<double>* g, bool inverse) const {
+  const FftPlan<double>& rows = inverse ? plans_->rows_inverse : plans_->rows_forward;
   for (int pass = 0; pass < 2; ++pass) {
-    plans_->rows_forward(g, g);
+    rows(g, g);
     transpose_in_place(g, r_);
   }
 }
 
+void GridDft::forward(GridBuffer& grid) const {
+  check(grid);
+  whole(grid.data(), false);
+}
+
 void GridDft::inverse(GridBuffer& grid) const {
   check(grid);
-  std::complex<double>* const g = grid.data();
-  for (int pass = 0; pass < 2; ++pass) {
-    plans_->rows_inverse(g, g);
-    transpose_in_place(g, r_);
-  }
+  whole(grid.data(), true);
 }
 
 // The kept columns in blocks of block_ adjacent columns, [0, ⌈(kept + 1)/b⌉·b) and [R − ⌈kept/b⌉·b, R): each

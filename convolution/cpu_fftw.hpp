@@ -88,6 +88,7 @@ class GridDft {
  private:
   struct Plans;
   void check(const GridBuffer& grid) const;
+  void whole(std::complex<double>* grid, bool inverse) const;
   void columns(std::complex<double>* grid, bool inverse) const;
   int r_, kept_, block_;
   std::unique_ptr<Plans> plans_;

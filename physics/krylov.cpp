@@ -264,7 +264,9 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
 
 // BiCGStab (van der Vorst 1992), one set of scalars per rhs. When a rhs's recursive residual
 // claims convergence, the true residual is computed; if it is still above the tolerance (the
-// recursion drifts in finite precision) that rhs restarts from its true residual.
+// recursion drifts in finite precision) that rhs restarts from its true residual, unless that was the
+// stagnation_cycles-th claim in a row that did not halve the true residual (the precision's floor, as
+// for GMRES's cycles): then it stops, unconverged and marked stagnated.
 template <class Real>
 std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
                                  std::span<std::complex<Real>> x_host, const KrylovSettings& set) {
@@ -279,6 +281,8 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
   zero_where_b_vanishes(v, X, b_norm);
   std::vector<SolveStats> stats(nr);
   std::vector<char> active(nr, 0), claim(nr, 0);
+  std::vector<double> last_true(nr, std::numeric_limits<double>::infinity());  // at the previous claim
+  std::vector<int> stalls(nr, 0);
   std::vector<Scalar> rho(nr), alpha(nr), omega(nr), rho_new(nr), tmp(nr), tt(nr), coef(nr);
   const auto masked = [&](const std::vector<char>& mask, Scalar on, Scalar off) {
     for (std::size_t r = 0; r < nr; ++r) coef[r] = mask[r] ? on : off;
@@ -304,8 +308,12 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
       stats[r].matvecs++;
       stats[r].residual = true_norm[r];
       const bool converged = true_norm[r] <= set.tolerance || b_norm[r] == 0;
+      stalls[r] = true_norm[r] > 0.5 * last_true[r] ? stalls[r] + 1 : 0;
+      last_true[r] = true_norm[r];
       stats[r].converged = converged;
-      again[r] = !converged && stats[r].iterations < set.max_iterations && std::isfinite(true_norm[r]);
+      stats[r].stagnated = !converged && set.stagnation_cycles > 0 && stalls[r] >= set.stagnation_cycles;
+      again[r] = !converged && !stats[r].stagnated && stats[r].iterations < set.max_iterations &&
+                 std::isfinite(true_norm[r]);
       active[r] = again[r];
     }
     restart(again);

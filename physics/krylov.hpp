@@ -54,7 +54,9 @@ struct KrylovSettings {
   /// row each ended before `restart` steps (the Arnoldi estimate claimed the tolerance, or a breakdown)
   /// without halving the true residual: the estimate and the true residual have parted, which happens
   /// at the working precision's floor (complex64 near 1e-6 on ill-conditioned operators), where further
-  /// cycles only redraw rounding. 0: never (every cycle runs until max_iterations).
+  /// cycles only redraw rounding. BiCGStab likewise after this many restarts in a row (its recursion's
+  /// claim of the tolerance, or a breakdown) that did not halve the true residual. 0: never (iterate
+  /// until max_iterations).
   int stagnation_cycles = 5;
 };
 
@@ -65,7 +67,7 @@ struct SolveStats {
   int matvecs = 0;     ///< batched products applied while this rhs was active (dense: columns assembled)
   double residual = 0;
   bool converged = false;
-  bool stagnated = false;  ///< GMRES stopped at the working precision's floor (KrylovSettings::stagnation_cycles)
+  bool stagnated = false;  ///< stopped at the working precision's floor (KrylovSettings::stagnation_cycles)
 };
 
 /// Solves A x = b for every rhs. x holds the initial guess on entry (host, layout().size()) and the

@@ -106,7 +106,10 @@ const conv::GridDft& grid_dft(int r, int kept) {
 
 /// In-place 2D DFT of an R × R row-major grid: forward e^{−2πi jk/R} unscaled, inverse scaled by 1/R².
 void fft2(Grid& grid, int r, bool inverse) {
-  if (!inverse) return grid_dft(r, 0).forward(grid);
+  if (!inverse) {
+    grid_dft(r, 0).forward(grid);
+    return;
+  }
   grid_dft(r, 0).inverse(grid);
   for (Complex& v : grid) v /= double(r) * r;
 }
@@ -251,7 +254,6 @@ NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e,
   return out;
 }
 
-/// n nᵀ per pixel (steps 2 and 3 of the header comment).
 /// The harmonics |kx| ≤ c1, |ky| ≤ c2 where the smoothing filter G_ρ + w G_ρw exceeds e^{−40.5} ≈ 2.6e-18
 /// (ρ|G| ≤ 9 along each axis): the series of steps 2, 2′ and 5 are built and inverse-transformed there only.
 std::pair<int, int> filter_extent(const Lattice& lattice, int r) {
@@ -260,6 +262,7 @@ std::pair<int, int> filter_extent(const Lattice& lattice, int r) {
           std::min(r / 2 - 1, int(std::ceil(9 * lattice.period_y / (2 * pi * rho))))};
 }
 
+/// n nᵀ per pixel (steps 2 and 3 of the header comment).
 /// `edges`: the lone polygon's vertices when the structure tensor is built from its exact edges (step 2′),
 /// else null (the area fractions `a`).
 NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::vector<double>>& a, int r,

@@ -460,24 +460,25 @@ TEMPLATE_TEST_CASE("b = 0 is solved by x = 0 whatever the initial guess, never b
   }
 }
 
-TEMPLATE_TEST_CASE("GMRES stops where the residual stalls at the operator's precision floor, and says so",
+TEMPLATE_TEST_CASE("GMRES and BiCGStab stop where the residual stalls at the operator's precision floor, and say so",
                    "[physics][krylov]", float, double) {
   // A well-conditioned normal operator (spectrum in |λ − c| ≤ 0.5|c|: GMRES converges like 0.5^k) whose
   // products carry a relative error η far above the tolerance: the true residual cannot fall much below
   // η, while the Arnoldi estimate (built from the same noisy products) keeps claiming the tolerance
   // within a few steps. So every cycle after the first ends early with the true residual still near η:
   // after stagnation_cycles such cycles (the default) GMRES stops, unconverged and marked stagnated, long
-  // before max_iterations; with the check off it spends them all.
+  // before max_iterations; with the check off it spends them all. BiCGStab's recursion claims the
+  // tolerance the same way and restarts from the true residual: the same stop after as many restarts.
   constexpr std::size_t slices = 10, block = 3, n = slices * block;
   const double tol = tolerance<TestType>(), eta = std::is_same_v<TestType, float> ? 1e-3 : 1e-8;
   const System sys = normal(disc_spectrum(n, random_phase() * 2.0, 1.0));
   const Vector b = random_vector(n), zero(n, 0.0);
-  const auto run = [&](int stagnation_cycles) {
+  const auto run = [&](int stagnation_cycles, Method method = Method::gmres) {
     MatrixBatch<TestType> op(slices, block, {sys.a});
     op.add_noise(eta);
     const auto bb = pack<TestType>(op.layout(), {b});
     auto x = pack<TestType>(op.layout(), {zero});
-    KrylovSettings settings = gmres(40, tol, 400);
+    KrylovSettings settings = method == Method::gmres ? gmres(40, tol, 400) : bicgstab(tol, 400);
     settings.stagnation_cycles = stagnation_cycles;
     const std::vector<SolveStats> stats = solve<TestType>(op, bb, x, settings);
     REQUIRE(stats.size() == 1);
@@ -497,11 +498,22 @@ TEMPLATE_TEST_CASE("GMRES stops where the residual stalls at the operator's prec
   CHECK_FALSE(spent.converged);
   CHECK_FALSE(spent.stagnated);
   CHECK(spent.iterations == 400);
+  const auto [bicg_stopped, bicg_x] = run(cycles, Method::bicgstab);
+  CHECK_FALSE(bicg_stopped.converged);
+  CHECK(bicg_stopped.stagnated);
+  CHECK(bicg_stopped.iterations < 200);
+  CHECK(bicg_stopped.residual < 100 * eta);
+  CHECK(relative_residual(sys.a, b, bicg_x) < 100 * eta);
+  const auto [bicg_spent, bicg_ignored] = run(0, Method::bicgstab);
+  CHECK_FALSE(bicg_spent.stagnated);
+  CHECK(bicg_spent.iterations == 400);
   // Noise-free, the same system converges and is never called stagnated (its last cycle ends short too,
   // but on a true residual at the tolerance).
-  const auto [clean, exact_x] = solve_one<TestType>(sys.a, slices, block, b, zero, gmres(40, tol, 400));
-  CHECK(clean.converged);
-  CHECK_FALSE(clean.stagnated);
+  for (const KrylovSettings& settings : {gmres(40, tol, 400), bicgstab(tol, 400)}) {
+    const auto [clean, exact_x] = solve_one<TestType>(sys.a, slices, block, b, zero, settings);
+    CHECK(clean.converged);
+    CHECK_FALSE(clean.stagnated);
+  }
 }
 
 TEMPLATE_TEST_CASE("max_iterations is honoured exactly", "[physics][krylov]", float, double) {
