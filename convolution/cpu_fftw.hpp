@@ -79,7 +79,6 @@ class GridDft {
   ~GridDft();
   GridDft(const GridDft&) = delete;
   GridDft& operator=(const GridDft&) = delete;
-  [[nodiscard]] int size() const { return r_; }
   void forward(GridBuffer& grid) const;
   void inverse(GridBuffer& grid) const;
   void forward_kept(GridBuffer& grid) const;

@@ -59,13 +59,28 @@ struct Givens {
   }
 };
 
-/// Per rhs, what GMRES's previous restart test saw: the true residual, the iterations, and how many
-/// cycles in a row stalled (ended short of `restart` steps without halving the true residual).
+/// Per rhs, the stagnation count of KrylovSettings::stagnation_cycles, shared by GMRES (its restart
+/// cycles) and BiCGStab (its restarts): the true residual at the previous restart and how many restarts
+/// in a row that count did not halve it.
+struct Stagnation {
+  std::vector<double> last;
+  std::vector<int> run;
+  explicit Stagnation(std::size_t nr) : last(nr, std::numeric_limits<double>::infinity()), run(nr, 0) {}
+  /// Records rhs r's true residual at a restart (`counts`: one the method's own estimate ended); whether
+  /// `limit` counting restarts in a row have now failed to halve it (never where limit ≤ 0).
+  bool stalled_out(std::size_t r, double residual, bool counts, int limit) {
+    run[r] = counts && residual > 0.5 * last[r] ? run[r] + 1 : 0;
+    last[r] = residual;
+    return limit > 0 && run[r] >= limit;
+  }
+};
+
+/// What GMRES's previous restart test saw: the stagnation count, and each rhs's iterations then (a
+/// cycle counts when it ended short of `restart` steps: the Arnoldi estimate's claim or a breakdown).
 struct RestartHistory {
-  std::vector<double> residual;
-  std::vector<int> iterations, stalls;
-  explicit RestartHistory(std::size_t nr)
-      : residual(nr, std::numeric_limits<double>::infinity()), iterations(nr, 0), stalls(nr, 0) {}
+  Stagnation stagnation;
+  std::vector<int> iterations;
+  explicit RestartHistory(std::size_t nr) : stagnation(nr), iterations(nr, 0) {}
 };
 
 /// GMRES's restart test: records each active rhs's true residual (one more product); a rhs is done when
@@ -79,16 +94,15 @@ bool gmres_restart_test(std::span<const double> residual, std::span<const double
     stats[r].matvecs++;
     stats[r].residual = residual[r];
     const int steps = stats[r].iterations - history.iterations[r];
-    const bool stalled = steps > 0 && steps < s.restart && residual[r] > 0.5 * history.residual[r];
-    history.stalls[r] = stalled ? history.stalls[r] + 1 : 0;
-    history.residual[r] = residual[r];
     history.iterations[r] = stats[r].iterations;
+    const bool stalled_out =
+        history.stagnation.stalled_out(r, residual[r], steps > 0 && steps < s.restart, s.stagnation_cycles);
     if (residual[r] <= s.tolerance || b_norm[r] == 0) {
       stats[r].converged = true;
       done[r] = 1;
     } else if (stats[r].iterations >= s.max_iterations || !std::isfinite(residual[r])) {
       done[r] = 1;
-    } else if (s.stagnation_cycles > 0 && history.stalls[r] >= s.stagnation_cycles) {
+    } else if (stalled_out) {
       stats[r].stagnated = true;
       done[r] = 1;
     }
@@ -281,8 +295,7 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
   zero_where_b_vanishes(v, X, b_norm);
   std::vector<SolveStats> stats(nr);
   std::vector<char> active(nr, 0), claim(nr, 0);
-  std::vector<double> last_true(nr, std::numeric_limits<double>::infinity());  // at the previous claim
-  std::vector<int> stalls(nr, 0);
+  Stagnation stagnation(nr);  // counted at every confirmed claim
   std::vector<Scalar> rho(nr), alpha(nr), omega(nr), rho_new(nr), tmp(nr), tt(nr), coef(nr);
   const auto masked = [&](const std::vector<char>& mask, Scalar on, Scalar off) {
     for (std::size_t r = 0; r < nr; ++r) coef[r] = mask[r] ? on : off;
@@ -308,10 +321,9 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
       stats[r].matvecs++;
       stats[r].residual = true_norm[r];
       const bool converged = true_norm[r] <= set.tolerance || b_norm[r] == 0;
-      stalls[r] = true_norm[r] > 0.5 * last_true[r] ? stalls[r] + 1 : 0;
-      last_true[r] = true_norm[r];
+      const bool stalled_out = stagnation.stalled_out(r, true_norm[r], true, set.stagnation_cycles);
       stats[r].converged = converged;
-      stats[r].stagnated = !converged && set.stagnation_cycles > 0 && stalls[r] >= set.stagnation_cycles;
+      stats[r].stagnated = !converged && stalled_out;
       again[r] = !converged && !stats[r].stagnated && stats[r].iterations < set.max_iterations &&
                  std::isfinite(true_norm[r]);
       active[r] = again[r];

@@ -212,14 +212,14 @@ def bench_gratingsim(args, name: str, cr, reference: dict, rows: list, sweeps: l
         for k, (precision, slices) in enumerate(series):
             share_end = time.perf_counter() + (deadline - time.perf_counter()) / (len(series) - k)
             variant = f"{precision} {slices}+{2 * slices} slices Richardson"
+            tolerance = args.tolerance if precision == "double" else max(args.tolerance, 1e-6)
             last = 0.0  # the previous run's wall time: the next (larger) one is not started unless it fits
             for m in ms:
                 left = share_end - time.perf_counter()
                 if left <= last:
                     break
                 r = run_gratingsim(args.gratingsim, workdir, name, case, m, slices, precision, args.backend,
-                                   args.tolerance if precision == "double" else max(args.tolerance, 1e-6),
-                                   max(left, 3 * last, 10.0), cr, reference)
+                                   tolerance, max(left, 3 * last, 10.0), cr, reference)
                 last = r["wall_s"]
                 row = dict(case=name, code="gratingsim", variant=variant, setting=f"M={m}", time_s=r["wall_s"],
                            steady_s=r.get("solve_s", math.nan), error=r.get("error", math.nan),
@@ -230,36 +230,34 @@ def bench_gratingsim(args, name: str, cr, reference: dict, rows: list, sweeps: l
                 # precision on the thin metal in p: larger settings would spend the budget the same way).
                 if not r["ok"] or r["error"] < FLOOR or not r["converged"]:
                     break
-            # Steady state: the series' setting that reaches the threshold, over sweeps of 3 and K
-            # wavelengths (what fmmax's steady calls stand for), alternating, SWEEP_REPEATS times each; its
-            # cost per further point is the difference of the median walls over the K − 3 added points.
             chosen = settled([r for r in rows if r["case"] == name and r["variant"] == variant], args.threshold)
-            if chosen is None or args.sweep_points < 5:
-                continue
-            m, k = int(chosen["setting"].split("=")[1]), args.sweep_points
-            tolerance = args.tolerance if precision == "double" else max(args.tolerance, 1e-6)
-            walls: dict[int, list] = {3: [], k: []}
-            last = None
-            for _ in range(SWEEP_REPEATS):
-                for points in (3, k):
-                    last = run_gratingsim(args.gratingsim, workdir, name, case, m, slices, precision, args.backend,
-                                          tolerance, max(30.0, 3 * points * chosen["time_s"]), cr, reference, points)
-                    if not last["ok"] or not last["converged"]:
-                        break
-                    walls[points].append(last["wall_s"])
-                if not last["ok"] or not last["converged"]:
-                    break
-            done = len(walls[k]) == SWEEP_REPEATS
-            small, large = (float(np.median(walls[p])) if walls[p] else math.nan for p in (3, k))
-            sweep = dict(case=name, variant=variant, setting=chosen["setting"], points=k,
-                         small_walls_s=" ".join(f"{w:.3f}" for w in walls[3]),
-                         walls_s=" ".join(f"{w:.3f}" for w in walls[k]),
-                         per_point_s=(large - small) / (k - 3) if done else math.nan,
-                         sweep_per_point_s=large / k if done else math.nan,
-                         error=last.get("error", math.nan) if done else math.nan,
-                         note=last["note"] if done else "stopped: " + last["note"])
-            sweeps.append(sweep)
-            print(format_sweep(sweep), file=log, flush=True)
+            if chosen is not None and args.sweep_points >= 5:
+                sweep = steady_state(args, workdir, name, cr, reference, variant, chosen, slices, precision, tolerance)
+                sweeps.append(sweep)
+                print(format_sweep(sweep), file=log, flush=True)
+
+
+def steady_state(args, workdir: str, name: str, cr, reference: dict, variant: str, chosen: dict, slices: int,
+                 precision: str, tolerance: float) -> dict:
+    """A series' settled setting over sweeps of 3 and K wavelengths (what fmmax's steady calls stand for),
+    alternating, SWEEP_REPEATS times each; its cost per further point is the difference of the median walls
+    over the K − 3 added points. Stops at the first run that fails or does not converge."""
+    m, k = int(chosen["setting"].split("=")[1]), args.sweep_points
+    walls: dict[int, list] = {3: [], k: []}
+    run = None
+    for points in [3, k] * SWEEP_REPEATS:
+        run = run_gratingsim(args.gratingsim, workdir, name, cr.CASES[name], m, slices, precision, args.backend,
+                             tolerance, max(30.0, 3 * points * chosen["time_s"]), cr, reference, points)
+        if not run["ok"] or not run["converged"]:
+            break
+        walls[points].append(run["wall_s"])
+    done = len(walls[k]) == SWEEP_REPEATS
+    small, large = (float(np.median(walls[p])) if walls[p] else math.nan for p in (3, k))
+    return dict(case=name, variant=variant, setting=chosen["setting"], points=k,
+                small_walls_s=" ".join(f"{w:.3f}" for w in walls[3]), walls_s=" ".join(f"{w:.3f}" for w in walls[k]),
+                per_point_s=(large - small) / (k - 3) if done else math.nan,
+                sweep_per_point_s=large / k if done else math.nan, error=run["error"] if done else math.nan,
+                note=run["note"] if done else "stopped: " + run["note"])
 
 
 # ------------------------------------------------------------------------------------------------
