@@ -192,6 +192,68 @@ __global__ void __launch_bounds__(sweep_threads)
   }
 }
 
+/// The pattern's terms (output, input, kernel) as a kernel argument.
+struct Terms {
+  static constexpr int capacity = 18;  // the largest pattern (docs/normal-vector.md §3: 2D tilted fields)
+  int count = 0;
+  int output[capacity], input[capacity], kernel[capacity];
+};
+
+Terms device_terms(const std::vector<conv::Term>& terms) {
+  GS_EXPECTS(terms.size() <= std::size_t(Terms::capacity), "device sweep preconditioner: more than 18 pattern terms");
+  Terms t;
+  for (const conv::Term& term : terms) {
+    t.output[t.count] = term.output;
+    t.input[t.count] = term.input;
+    t.kernel[t.count++] = term.kernel;
+  }
+  return t;
+}
+
+/// One group's shape and where its rows and kernels are, for assemble_group.
+struct AssemblyGroup {
+  int n, h, nm, nz, n1, n2, members, member;
+  int component[3];  ///< the group's components c_i (unused entries −1)
+  int index[3];      ///< a component's index i in the group, −1 outside it
+  std::size_t kernel_count, kernel_size;
+};
+
+/// L'_p, Φ_p and W Π⁺ C_p of one group for every slice p from the row coefficients, the formula of
+/// SweepInputs, one thread per element: the L' elements (nz·n², local, column-major per slice) first, then
+/// Φ (nz·h·n, down) and W Π⁺ C (nz·h·n, up). Terms are summed in the host's order (J terms, then D terms).
+__global__ void assemble_group(double2* __restrict__ local, double2* __restrict__ down, double2* __restrict__ up,
+                               const double2* __restrict__ self_rows, const double2* __restrict__ down_rows,
+                               const double2* __restrict__ up_rows, const double2* __restrict__ kernels,
+                               AssemblyGroup g, Terms source, Terms d) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t square = std::size_t(g.n) * g.n, oblong = std::size_t(g.h) * g.n;
+  if (e >= g.nz * (square + 2 * oblong)) return;
+  const bool dense_local = e < g.nz * square;
+  const std::size_t rest = dense_local ? e : (e - g.nz * square) % (g.nz * oblong);
+  const bool is_up = !dense_local && (e - g.nz * square) >= g.nz * oblong;
+  const std::size_t size = dense_local ? square : oblong;
+  const int rows = dense_local ? g.n : g.h;
+  const int p = int(rest / size), i = int(rest % size % rows), j = int(rest % size / rows);
+  const int m = i % g.nm, cj = j / g.nm, mp = j % g.nm;
+  const double2* slice = kernels + (std::size_t(p) * g.members + g.member) * g.kernel_count * g.kernel_size;
+  const std::size_t offset = std::size_t(m / g.n2 - mp / g.n2 + g.n1 - 1) * (2 * g.n2 - 1) + (m % g.n2 - mp % g.n2 + g.n2 - 1);
+  const double2* row = dense_local ? self_rows + (std::size_t(p) * g.n + i) * 3
+                                   : (is_up ? up_rows : down_rows) + (std::size_t(p) * g.h + i) * 3;
+  double2 v = {dense_local && i == j ? 1.0 : 0.0, 0.0};
+  for (int t = 0; t < source.count; ++t)
+    if (source.input[t] == g.component[cj] && g.index[source.output[t]] >= 0) {
+      const double2 c = row[source.output[t]], k = slice[std::size_t(source.kernel[t]) * g.kernel_size + offset];
+      v = {v.x + c.x * k.x - c.y * k.y, v.y + c.x * k.y + c.y * k.x};
+    }
+  if (dense_local)
+    for (int t = 0; t < d.count; ++t)
+      if (d.output[t] == g.component[i / g.nm] && d.input[t] == g.component[cj]) {
+        const double2 k = slice[std::size_t(d.kernel[t]) * g.kernel_size + offset];
+        v = {v.x + k.x, v.y + k.y};
+      }
+  (dense_local ? local : is_up ? up : down)[rest] = v;
+}
+
 /// The sweep's matrices in complex128 on the device, from the inputs (the recursion of
 /// sweep_preconditioner.hpp, batched over the groups of equal shape). Throws as the host's sweep_matrices
 /// does. Runs on the calling thread's default stream and waits for it (the singularity test's download).
@@ -203,14 +265,40 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
 
   DeviceSweepMatrices out;
-  DeviceBuffer<double2> local = upload_complex128(in.local), source_up = upload_complex128(in.source_up),
-                        e_plus = upload_complex128(in.e_plus), e_minus = upload_complex128(in.e_minus),
+  DeviceBuffer<double2> e_plus = upload_complex128(in.e_plus), e_minus = upload_complex128(in.e_minus),
                         rho = upload_complex128(in.rho);
-  out.down = upload_complex128(in.down);
   out.step = upload_complex128(in.step);
-  out.inverse = DeviceBuffer<double2>(in.local.size());
-  out.gain_g = DeviceBuffer<double2>(in.down.size());
-  out.gain_a = DeviceBuffer<double2>(in.down.size());
+  // L', Φ and W Π⁺ C assembled here from the row coefficients and the kernels (only these cross the bus).
+  std::size_t local_size = 0, gain_size = 0;
+  for (const SweepGroup& g : in.groups) {
+    local_size += g.n(nm) * g.n(nm) * std::size_t(nz);
+    gain_size += g.n(nm) * g.h(nm) * std::size_t(nz);
+  }
+  DeviceBuffer<double2> local(local_size), source_up(gain_size);
+  out.down = DeviceBuffer<double2>(gain_size);
+  {
+    const DeviceBuffer<double2> self_rows = upload_complex128(in.self_rows), down_rows = upload_complex128(in.down_rows),
+                                up_rows = upload_complex128(in.up_rows), kernels = upload_complex128(in.kernels);
+    const Terms source = device_terms(in.source_terms), d = device_terms(in.d_terms);
+    for (const SweepGroup& group : in.groups) {
+      AssemblyGroup a{int(group.n(nm)), int(group.h(nm)), nm, nz, in.n1, in.n2, in.members,
+                      in.member[std::size_t(group.incidence)], {-1, -1, -1}, {-1, -1, -1}, std::size_t(in.kernel_count),
+                      in.kernel_size};
+      for (std::size_t c = 0; c < group.components.size(); ++c) {
+        a.component[c] = group.components[c];
+        a.index[group.components[c]] = int(c);
+      }
+      const std::size_t elements = std::size_t(nz) * (std::size_t(a.n) * a.n + 2 * std::size_t(a.h) * a.n);
+      assemble_group<<<unsigned((elements + sweep_threads - 1) / sweep_threads), sweep_threads, 0, cudaStreamPerThread>>>(
+          local.data() + group.matrices, out.down.data() + group.gains, source_up.data() + group.gains,
+          self_rows.data() + group.rows, down_rows.data() + group.amplitude_rows, up_rows.data() + group.amplitude_rows,
+          kernels.data(), a, source, d);
+      GS_CUDA_CHECK_LAUNCH();
+    }
+  }  // the row and kernel buffers are freed in stream order after the assembly
+  out.inverse = DeviceBuffer<double2>(local_size);
+  out.gain_g = DeviceBuffer<double2>(gain_size);
+  out.gain_a = DeviceBuffer<double2>(gain_size);
   // Per group: Ẽ⁺ρ (n × h); the pivots and infos of one shape's LUs (n pivots per group, one after another);
   // per (group, slice): the largest element and the smallest pivot.
   std::size_t e_rho_size = 0, pivot_size = 0;

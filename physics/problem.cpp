@@ -309,8 +309,8 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_coarse_precond
 }
 
 template <class Real>
-SweepInputs DiscreteProblem<Real>::sweep_inputs() const {
-  return physics::sweep_inputs(green_coefficients(grids(), orders_), convolution_->problem(), kernels_);
+SweepInputs DiscreteProblem<Real>::sweep_inputs(bool dense) const {
+  return physics::sweep_inputs(green_coefficients(grids(), orders_), convolution_->problem(), kernels_, dense);
 }
 
 template <class Real>
@@ -318,7 +318,7 @@ std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_sweep_precondi
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
 #if GRATINGSIM_HAVE_CUDA
   if (convolution_->memory() == Memory::device)
-    return make_device_sweep_preconditioner<Real>(sweep_inputs(), std::move(rhs_incidence));
+    return make_device_sweep_preconditioner<Real>(sweep_inputs(false), std::move(rhs_incidence));
 #endif
   return make_host_sweep_preconditioner<Real>(sweep_matrices(sweep_inputs()), std::move(rhs_incidence));
 }

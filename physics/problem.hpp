@@ -145,8 +145,9 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// complex128) run there (host problems) or on the
   /// device, where it is applied (device problems).
   [[nodiscard]] std::unique_ptr<Preconditioner<Real>> make_sweep_preconditioner() const;
-  /// The sweep's inputs of this problem (host, complex128), as make_sweep_preconditioner builds them.
-  [[nodiscard]] SweepInputs sweep_inputs() const;
+  /// The sweep's inputs of this problem (host, complex128), as make_sweep_preconditioner builds them (`dense`
+  /// false: without the dense parts, which the device set-up assembles from the rows; physics::sweep_inputs).
+  [[nodiscard]] SweepInputs sweep_inputs(bool dense = true) const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
   /// the slice centres (host), with the source s = k1² J: the z-operator's far_field_sums of the

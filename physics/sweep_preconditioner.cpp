@@ -62,14 +62,17 @@ std::vector<SweepGroup> incidence_groups(const GreenCoefficients& g, int a, bool
 }  // namespace
 
 SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& problem,
-                         std::span<const std::complex<double>> kernels) {
+                         std::span<const std::complex<double>> kernels, bool dense) {
   const int nz = g.slices, nm = g.orders, na = g.incidences;
   GS_EXPECTS(std::size_t(nm) == problem.field_size() && kernels.size() == problem.kernels_total() &&
                  problem.slices == nz * g.members && !g.self.empty(),
              "sweep_inputs: sizes of the problem, kernels and Green coefficients disagree");
-  SweepInputs out{na, nm, nz, {}, {}, {}, {}, {}, {}, {}, {}};
+  SweepInputs out;
+  out.incidences = na;
+  out.orders = nm;
+  out.slices = nz;
   const bool split = kernels_split_y(problem);
-  std::size_t matrices = 0, gains = 0, edges = 0, rho = 0;
+  std::size_t matrices = 0, gains = 0, edges = 0, rho = 0, rows = 0, amplitude_rows = 0;
   for (int a = 0; a < na; ++a)
     for (SweepGroup& group : incidence_groups(g, a, split)) {
       const std::size_t n = group.n(nm), h = group.h(nm);
@@ -77,15 +80,24 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
       group.gains = gains;
       group.edges = edges;
       group.rho = rho;
+      group.rows = rows;
+      group.amplitude_rows = amplitude_rows;
       matrices += n * n * nz;
       gains += n * h * nz;
       edges += n * h;
       rho += h * h;
+      rows += n * 3 * nz;
+      amplitude_rows += h * 3 * nz;
       out.groups.push_back(std::move(group));
     }
-  out.local.resize(matrices);
-  out.down.resize(gains);
-  out.source_up.resize(gains);
+  if (dense) {
+    out.local.resize(matrices);
+    out.down.resize(gains);
+    out.source_up.resize(gains);
+  }
+  out.self_rows.resize(rows);
+  out.down_rows.resize(amplitude_rows);
+  out.up_rows.resize(amplitude_rows);
   out.e_plus.resize(edges);
   out.e_minus.resize(edges);
   out.rho.resize(rho);
@@ -94,15 +106,24 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
     for (int p = 0; p < nz; ++p)
       for (int m = 0; m < nm; ++m)
         out.step[(std::size_t(a) * nz + p) * nm + m] = g.step[(std::size_t(a) * nm + m) * nz + p];
-  const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
   const detail::SliceTerms terms = detail::slice_terms(problem);
+  out.source_terms = terms.source;
+  out.d_terms = terms.d;
+  out.kernels = kernels;
+  out.n1 = problem.n1;
+  out.n2 = problem.n2;
+  out.kernel_count = problem.kernels;
+  out.kernel_size = problem.kernel_size();
+  out.members = g.members;
+  for (int a = 0; a < na; ++a) out.member.push_back(member_of(g, a));
+  const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
   const int ng = int(out.groups.size());
-  // OpenMP over (group, slice): every pair writes its own matrices.
+  // OpenMP over (group, slice): every pair writes its own rows and matrices.
 #pragma omp parallel for schedule(dynamic)
   for (int kp = 0; kp < ng * nz; ++kp) {
     const int k = kp / nz, p = kp % nz;
     const SweepGroup& group = out.groups[std::size_t(k)];
-    const int a = group.incidence, member = member_of(g, a);
+    const int a = group.incidence;
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
     const int nc = int(group.components.size()), np = int(group.polarisations.size());
     std::vector<GreenTensors> t;
@@ -130,18 +151,15 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
           rho(ki * nm + m, ki * nm + m) = g.depth[i] * g.depth[i] * (group.polarisations[ki] == 0 ? g.rs[io] : g.rp[io]);
       }
     }
-    // L' = I + D + (c_p self + ẑẑ) C, Φ = W Π⁻ C, Ψ = W Π⁺ C over the group's components only (rows of C
-    // restricted to them too), column by column: element (row (ri, m), column (cj, m')) gains, per source
-    // term (o, cj, κ), coefficient(row)[o]·κ(m − m'), and per D term (ri, cj, κ) κ(m − m').
-    std::array<int, 3> local{-1, -1, -1};  // a component's index in the group, −1 outside it
-    for (int ci = 0; ci < nc; ++ci) local[std::size_t(group.components[std::size_t(ci)])] = ci;
-    std::vector<C> self_rows(std::size_t(n) * 3), down_rows(std::size_t(h) * 3), up_rows(std::size_t(h) * 3);
+    // The row coefficients (SweepInputs): self(i, m)[o], down(k, m)[o] and up(k, m)[o].
+    C* self_rows = &out.self_rows[group.rows + std::size_t(p) * std::size_t(n) * 3];
+    C* down_rows = &out.down_rows[group.amplitude_rows + std::size_t(p) * std::size_t(h) * 3];
+    C* up_rows = &out.up_rows[group.amplitude_rows + std::size_t(p) * std::size_t(h) * 3];
     for (int m = 0; m < nm; ++m) {
       const std::size_t i = coefficient_index(m, p);
       const Tensor gs = detail::self_green(t[m], g, i);
       const C w = g.weight[i];
       for (int o = 0; o < 3; ++o) {
-        if (local[std::size_t(o)] < 0) continue;
         for (int ri = 0; ri < nc; ++ri) self_rows[std::size_t(ri * nm + m) * 3 + o] = gs[group.components[ri] * 3 + o];
         for (int ki = 0; ki < np; ++ki) {
           down_rows[std::size_t(ki * nm + m) * 3 + o] = w * vector(m, group.polarisations[ki], -1, o);
@@ -149,13 +167,19 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
         }
       }
     }
+    if (!dense) continue;
+    // L', Φ and W Π⁺ C over the group's components only, column by column: element (row (ri, m), column
+    // (cj, m')) gains, per source term (o, cj, κ) with o in the group, coefficient(row)[o]·κ(m − m'), and per
+    // D term (ri, cj, κ) κ(m − m').
+    std::array<int, 3> local{-1, -1, -1};  // a component's index in the group, −1 outside it
+    for (int ci = 0; ci < nc; ++ci) local[std::size_t(group.components[std::size_t(ci)])] = ci;
     Eigen::Map<Matrix> lprime(&out.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
     const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
     Eigen::Map<Matrix> phi(&out.down[at], h, n), psi(&out.source_up[at], h, n);
     lprime.setIdentity();
     phi.setZero();
     psi.setZero();
-    const detail::SliceKernels kappa(problem, kernels.data() + (std::size_t(p) * g.members + member) * per_slice);
+    const detail::SliceKernels kappa(problem, kernels.data() + (std::size_t(p) * g.members + out.member[std::size_t(a)]) * per_slice);
     for (const conv::Term& term : terms.source) {
       const int cj = local[std::size_t(term.input)];
       if (cj < 0 || local[std::size_t(term.output)] < 0) continue;

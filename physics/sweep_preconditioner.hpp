@@ -61,6 +61,7 @@ struct SweepGroup {
   std::vector<int> components, polarisations;
   std::size_t matrices = 0, gains = 0;  ///< offsets into local (lu) and into down, source_up (gain_a, up)
   std::size_t edges = 0, rho = 0;       ///< offsets into SweepInputs' e_plus, e_minus and rho
+  std::size_t rows = 0, amplitude_rows = 0;  ///< offsets into SweepInputs' self_rows and down_rows, up_rows
   [[nodiscard]] std::size_t n(int orders) const { return components.size() * std::size_t(orders); }
   [[nodiscard]] std::size_t h(int orders) const { return polarisations.size() * std::size_t(orders); }
 };
@@ -93,17 +94,35 @@ std::vector<int> first_groups(std::span<const SweepGroup> groups, int incidences
 /// and slice L'_p (n × n, at G.matrices + p·n²), Φ_p (down) and W Π⁺ C_p (source_up; h × n, at G.gains +
 /// p·n·h); per group Ẽ⁺, Ẽ⁻ (n × h, at G.edges) and ρ_{N−1} (h × h, at G.rho); the steps as in
 /// SweepMatrices. Column-major, complex128.
+///
+/// The three dense parts are sums over the pattern's terms of a row coefficient times a kernel value
+/// κ_t(m − m'), and are assembled from these (on the host by sweep_inputs, on the device by the device
+/// set-up, where the dense parts of M = 120 orders were 80 MB per 8 slices to build and upload):
+///   L'_p((i, m), (j, m')) = δ + Σ_{D terms (c_i ← c_j)} κ_t + Σ_{J terms (o ← c_j), o in the group} self(i, m)[o] κ_t
+///   Φ_p((k, m), (j, m'))  = Σ_{J terms (o ← c_j), o in the group} down(k, m)[o] κ_t,   W Π⁺ C_p likewise with up,
+/// c_i the group's i-th component, self(i, m)[o] = (c_p self + ẑẑ)_{c_i o}(m), down(k, m)[o] = w_p (Π⁻)_{k o}(m)
+/// and up(k, m)[o] = w_p (Π⁺)_{k o}(m): self_rows (n × 3, row (i, m) at G.rows + p·n·3 + (i·orders + m)·3),
+/// down_rows and up_rows (h × 3 at G.amplitude_rows + p·h·3). κ_t(m − m') of incidence a's engine slice
+/// p·members + member[a]: kernels[(p·members + member[a])·kernel_count·kernel_size + t.kernel·kernel_size +
+/// (d1 + n1 − 1)(2n2 − 1) + d2 + n2 − 1], (d1, d2) the difference of the orders' indices (m = i1·n2 + i2).
 struct SweepInputs {
   int incidences = 0, orders = 0, slices = 0;
   std::vector<SweepGroup> groups;
   std::vector<std::complex<double>> local, down, source_up, e_plus, e_minus, rho, step;
+  std::vector<std::complex<double>> self_rows, down_rows, up_rows;
+  std::vector<conv::Term> source_terms, d_terms;  ///< J outputs; D terms with their axis as output
+  std::span<const std::complex<double>> kernels;  ///< the problem's: not copied, must outlive the set-up
+  int n1 = 1, n2 = 1, kernel_count = 1, members = 1;
+  std::size_t kernel_size = 1;
+  std::vector<int> member;  ///< per incidence
 };
 
 /// The inputs for the Green coefficients of the problem (all its incidences, one or several members),
 /// its convolution problem and every engine slice's kernels (engine slice p·members + member,
-/// problem.hpp). OpenMP over (group, slice).
+/// problem.hpp). OpenMP over (group, slice). `dense` false: the row coefficients only (local, down and
+/// source_up left empty), for the device set-up, which assembles them itself.
 SweepInputs sweep_inputs(const GreenCoefficients& coefficients, const conv::Problem& problem,
-                         std::span<const std::complex<double>> kernels);
+                         std::span<const std::complex<double>> kernels, bool dense = true);
 
 /// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups. Throws
 /// InvalidArgument naming the incidence and slice where N_p is singular (smallest LU pivot not above
