@@ -16,7 +16,7 @@
 // incidence). The block runs the rhs's sweep up (v_p = N_p⁻¹ b_p − K_p g, then g ← s_p (g + Γ_p v_p),
 // from the bottom slice) and down (x_p = v_p − H_p a, then a ← s_{p+1} (a + Φ_p x_p)); v_p is kept in y
 // between the two. Each product (block_product) reads a slice matrix column-major, a warp's lanes over 32
-// consecutive rows (consecutive addresses) and the 8 warps over slices of the columns, so a thread's
+// consecutive rows (consecutive addresses) and the 32 warps over slices of the columns, so a thread's
 // loads are few and independent; the vectors (the slice's n values, g and a) sit in shared memory in
 // complex128 and every product sums in complex128. The depth is serial in the slices, as the
 // z-operator's unchunked sweeps were; the solves this preconditions take one or two iterations. (One
@@ -47,7 +47,11 @@ struct DeviceGroup {
   std::size_t matrices = 0, gains = 0;
 };
 
-constexpr int sweep_warps = sweep_threads / 32;
+/// The application's block: 32 warps (and the products' loops unrolled by 4) keep enough loads in flight on
+/// its one SM; 8 warps read the slice matrices 3.2× slower (session 19, H100: thin metal M = 120, Krylov
+/// phase of one wavelength 97 → 30 ms).
+constexpr int apply_threads = 1024;
+constexpr int sweep_warps = apply_threads / 32;
 
 /// For every row i < rows: store(i, Σ_j M(i, j) v[j]), M column-major rows × columns in complex128, by the
 /// whole block: lanes over 32 consecutive rows (a warp reads consecutive addresses), the warps over
@@ -64,6 +68,7 @@ __device__ void block_product(const double2* __restrict__ matrix, int rows, int 
     const int i = tile + lane;
     double re = 0, im = 0;
     if (i < rows)
+#pragma unroll 4
       for (int j = first; j < last; ++j) {
         const double2 c = matrix[std::size_t(j) * rows + i], w = v[j];
         re += c.x * w.x - c.y * w.y;
@@ -87,7 +92,7 @@ __device__ double2 times(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, 
 
 /// x, y: batched layout, element (slice p, rhs r, component c, order m) at (p·nr + r)·3·nm + c·nm + m.
 template <class Real>
-__global__ void __launch_bounds__(sweep_threads)
+__global__ void __launch_bounds__(apply_threads)
     apply_sweep(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
                 const int* __restrict__ rhs_incidence, const double2* __restrict__ inverse,
                 const double2* __restrict__ gain_g, const double2* __restrict__ gain_a,
@@ -486,7 +491,7 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
 
   void apply(const Complex* x, Complex* y, Stream stream) override {
     const dim3 grid{unsigned(nr_), unsigned(max_groups_)};
-    apply_sweep<Real><<<grid, sweep_threads, shared_bytes_, stream>>>(
+    apply_sweep<Real><<<grid, apply_threads, shared_bytes_, stream>>>(
         groups_.data(), first_group_.data(), rhs_incidence_.data(), inverse_.data(), gain_g_.data(), gain_a_.data(),
         up_.data(), down_.data(), step_.data(), reinterpret_cast<const V*>(x), reinterpret_cast<V*>(y), nm_, nz_, nr_);
     GS_CUDA_CHECK_LAUNCH();
