@@ -7,6 +7,8 @@
 #include <numbers>
 #include <sstream>
 #include <tuple>
+#include <type_traits>
+#include <variant>
 
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
@@ -151,8 +153,34 @@ void size_preconditioner(MemoryPlan& plan, int slices, std::size_t incidences, c
   }
 }
 
+/// Whether some material of the structure's layers (their backgrounds and shapes) is a metal at this wavelength:
+/// Re ε < 0.
+bool layers_hold_metal(const Structure& structure, double wavelength) {
+  const auto metal = [&](const Material& m) { return m.permittivity(wavelength).real() < 0; };
+  const auto shape_metal = [&](const Shape& shape) {
+    return std::visit(
+        [&](const auto& s) {
+          using S = std::decay_t<decltype(s)>;
+          if constexpr (std::is_same_v<S, Raster>)
+            return std::any_of(s.materials.begin(), s.materials.end(), metal);
+          else if constexpr (std::is_same_v<S, SlopedPolygon>)
+            return metal(s.bottom.material);
+          else
+            return metal(s.material);
+        },
+        shape);
+  };
+  for (const Layer& layer : structure.layers) {
+    if (metal(layer.background) || std::any_of(layer.shapes.begin(), layer.shapes.end(), shape_metal)) return true;
+    for (const std::vector<Shape>& step : layer.steps)
+      if (std::any_of(step.begin(), step.end(), shape_metal)) return true;
+  }
+  return false;
+}
+
+/// `metal`: the layers hold a metal at some wavelength of the problem (layers_hold_metal).
 MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incidences, std::size_t members,
-                       const SolverOptions& options) {
+                       const SolverOptions& options, bool metal = false) {
   const std::size_t real_bytes = options.precision == Precision::single ? sizeof(float) : sizeof(double);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
   const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
@@ -162,17 +190,21 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
                              options.formulation, members);
   // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes the sweep (A⁻¹) for 1D
-  // lattices up to sweep_orders_limit orders on host backends, averaged otherwise for 1D lattices in the
-  // normal-vector formulation in complex128, none otherwise (2D lattices: the sweep's and coarse's
-  // set-ups outweighed their savings). Device backends keep averaged: the sweep's set-up (a dozen cuBLAS
-  // launches per slice) made the GPU sweeps of the metrology cases slower than averaged's longer Krylov
-  // phases (§6.3).
+  // lattices up to sweep_orders_limit orders on host backends, and on device backends for 1D lattices whose
+  // layers hold a metal, up to device_sweep_continuation_orders (averaged leaves those hundreds of
+  // iterations short, and the switch to the sweep came only after them: the thin metal's sweep of 33
+  // wavelengths 2.6 s against 1.4 s with the sweep at once, H100, session 19); averaged otherwise for 1D
+  // lattices in the normal-vector formulation in complex128, none otherwise (2D lattices: the sweep's and
+  // coarse's set-ups outweighed their savings). Device backends keep averaged for dielectrics: there the
+  // sweep's set-up (a chain of LUs per slice) made the GPU sweeps of the metrology cases slower than
+  // averaged's longer Krylov phases (§6.3).
   plan.kind = dense ? Preconditioning::none : options.preconditioner;
   plan.coarse_m = coarse_harmonics(slices, options.m1, options.m2);
   const bool on_host = conv::memory_of(options.backend) != Memory::device;
   if (plan.kind == Preconditioning::automatic) {
     const bool one_dimensional = structure.lattice.one_dimensional();
-    plan.kind = one_dimensional && on_host && nm <= sweep_orders_limit ? Preconditioning::sweep
+    plan.kind = one_dimensional && on_host && nm <= sweep_orders_limit                           ? Preconditioning::sweep
+                : one_dimensional && !on_host && metal && nm <= device_sweep_continuation_orders ? Preconditioning::sweep
                 : one_dimensional && options.formulation == Formulation::normal_vector &&
                         options.precision == Precision::double_
                     ? Preconditioning::averaged
@@ -243,11 +275,16 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   };
   timer.lap(Phase::structure);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
-  const MemoryPlan plan = memory_plan(structure, slices, group.size(), members.size(), options);
-  const Preconditioning kind = plan.kind;
-  const int coarse_m = plan.coarse_m;
+  const bool metal = std::any_of(members.begin(), members.end(), [](const ProblemMember& m) {
+    return layers_hold_metal(m.structure, m.incidences.front().wavelength);
+  });
   const bool on_device = conv::memory_of(options.backend) == Memory::device;
   const MemoryBudget budget = memory_budget(options);
+  MemoryPlan plan = memory_plan(structure, slices, group.size(), members.size(), options, metal);
+  if (metal && !plan.preconditioner_fits(budget, on_device))
+    plan = memory_plan(structure, slices, group.size(), members.size(), options);  // auto's choice without the metal rule
+  const Preconditioning kind = plan.kind;
+  const int coarse_m = plan.coarse_m;
   const std::string what = "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) +
                            " orders × " + std::to_string(2 * group.size()) + " right-hand sides needs about " +
                            format_bytes(plan.need);
@@ -615,6 +652,9 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
     const auto [count, coarse_slices, period_x, period_y] = shape;
     const Structure& structure = pairs[shared.front()->pair].structure;  // its lattice and slice count
     const int finest = factor * coarse_slices;
+    const bool metal = std::any_of(shared.begin(), shared.end(), [&](const Member* m) {
+      return layers_hold_metal(pairs[m->pair].structure, m->wavelength);
+    });
     // One member's unknowns on the finest grid.
     const double unknowns = 3.0 * double(2 * options.m1 + 1) * double(2 * options.m2 + 1) * finest * 2.0 * double(count);
     const std::size_t cap =
@@ -625,7 +665,7 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
     if (most > 1) {
       const MemoryBudget budget = memory_budget(options);
       const bool on_device = !host_backend;
-      const MemoryPlan one = memory_plan(structure, finest, count, 1, options);
+      const MemoryPlan one = memory_plan(structure, finest, count, 1, options, metal);
       // The backend's own limits (grid sizes, int strides) on the engine's finest_slices × w slices.
       const conv::BackendTraits& traits = conv::traits(options.backend);
       const auto serves = [&](std::size_t w) {
@@ -638,7 +678,7 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
       };
       const bool serves_one = serves(1);
       const auto fits = [&](std::size_t w) {
-        const MemoryPlan plan = memory_plan(structure, finest, count * w, w, options);
+        const MemoryPlan plan = memory_plan(structure, finest, count * w, w, options, metal);
         return plan.fits(budget) && (!serves_one || serves(w)) && (!on_device || 2 * count * w <= device_max_rhs) &&
                (plan.kind == Preconditioning::none || !one.preconditioner_fits(budget, on_device) ||
                 plan.preconditioner_fits(budget, on_device));
