@@ -10,7 +10,9 @@
 #include <span>
 #include <source_location>
 #include <string>
+#include <vector>
 
+#include "convolution/convolution.hpp"
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
 #include "core/error.hpp"
@@ -127,6 +129,25 @@ inline DeviceBuffer<double2> upload_complex128(std::span<const std::complex<doub
   DeviceBuffer<double2> buffer(values.size());
   buffer.upload(std::span(reinterpret_cast<const double2*>(values.data()), values.size()));
   return buffer;
+}
+
+/// A pattern's terms as kernel arguments: (output or D's axis, input, kernel), at most 18 of a kind (the 2D
+/// tilted pattern's, docs/normal-vector.md §3).
+struct DeviceTerms {
+  static constexpr int capacity = 18;
+  int count = 0;
+  int output[capacity], input[capacity], kernel[capacity];
+};
+
+inline DeviceTerms device_terms(const std::vector<conv::Term>& terms) {
+  GS_EXPECTS(terms.size() <= std::size_t(DeviceTerms::capacity), "device preconditioner: more than 18 pattern terms");
+  DeviceTerms t;
+  for (const conv::Term& term : terms) {
+    t.output[t.count] = term.output;
+    t.input[t.count] = term.input;
+    t.kernel[t.count++] = term.kernel;
+  }
+  return t;
 }
 
 }  // namespace

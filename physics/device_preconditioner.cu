@@ -260,24 +260,6 @@ DeviceBuffer<V> invert_on_device(const std::vector<std::complex<double>>& matric
   return invert_on_device<V>(factors, n, count, expect_regular);
 }
 
-/// LocalParts' terms as kernel arguments: (output or D's axis, input, kernel), at most 18 of a kind (the
-/// 2D tilted pattern's).
-struct DeviceTerms {
-  int count = 0;
-  int output[18], input[18], kernel[18];
-};
-
-DeviceTerms device_terms(const std::vector<conv::Term>& terms) {
-  DeviceTerms t;
-  GS_EXPECTS(terms.size() <= 18, "device preconditioner: more than 18 pattern terms");
-  for (const conv::Term& term : terms) {
-    t.output[t.count] = term.output;
-    t.input[t.count] = term.input;
-    t.kernel[t.count++] = term.kernel;
-  }
-  return t;
-}
-
 /// One group of every L_p assembled from LocalParts (the formula there), one thread per element:
 /// factors[(k·n + j)·n + i] = L_k(members[i], members[j]), k = a·nz + p; the kernels of engine slice
 /// p·slice_members + member[a], kernel κ at ((slice·K + κ)·k1 + d1 + n1 − 1)·k2 + d2 + n2 − 1, k_i = 2n_i − 1.

@@ -197,24 +197,6 @@ __global__ void __launch_bounds__(sweep_threads)
   }
 }
 
-/// The pattern's terms (output, input, kernel) as a kernel argument.
-struct Terms {
-  static constexpr int capacity = 18;  // the largest pattern (docs/normal-vector.md §3: 2D tilted fields)
-  int count = 0;
-  int output[capacity], input[capacity], kernel[capacity];
-};
-
-Terms device_terms(const std::vector<conv::Term>& terms) {
-  GS_EXPECTS(terms.size() <= std::size_t(Terms::capacity), "device sweep preconditioner: more than 18 pattern terms");
-  Terms t;
-  for (const conv::Term& term : terms) {
-    t.output[t.count] = term.output;
-    t.input[t.count] = term.input;
-    t.kernel[t.count++] = term.kernel;
-  }
-  return t;
-}
-
 /// One group's shape and where its rows and kernels are, for assemble_group.
 struct AssemblyGroup {
   int n, h, nm, nz, n1, n2, members, member;
@@ -229,7 +211,7 @@ struct AssemblyGroup {
 __global__ void assemble_group(double2* __restrict__ local, double2* __restrict__ down, double2* __restrict__ up,
                                const double2* __restrict__ self_rows, const double2* __restrict__ down_rows,
                                const double2* __restrict__ up_rows, const double2* __restrict__ kernels,
-                               AssemblyGroup g, Terms source, Terms d) {
+                               AssemblyGroup g, DeviceTerms source, DeviceTerms d) {
   const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t square = std::size_t(g.n) * g.n, oblong = std::size_t(g.h) * g.n;
   if (e >= g.nz * (square + 2 * oblong)) return;
@@ -284,7 +266,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   {
     const DeviceBuffer<double2> self_rows = upload_complex128(in.self_rows), down_rows = upload_complex128(in.down_rows),
                                 up_rows = upload_complex128(in.up_rows), kernels = upload_complex128(in.kernels);
-    const Terms source = device_terms(in.source_terms), d = device_terms(in.d_terms);
+    const DeviceTerms source = device_terms(in.source_terms), d = device_terms(in.d_terms);
     for (const SweepGroup& group : in.groups) {
       AssemblyGroup a{int(group.n(nm)), int(group.h(nm)), nm, nz, in.n1, in.n2, in.members,
                       in.member[std::size_t(group.incidence)], {-1, -1, -1}, {-1, -1, -1}, std::size_t(in.kernel_count),
