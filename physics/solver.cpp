@@ -41,27 +41,36 @@ int sweep_check_iterations(const SolverOptions& options) {
 constexpr std::size_t device_sweep_continuation_orders = 641;
 constexpr std::size_t host_sweep_continuation_orders = 321;
 
+/// Whether `test` holds for some material of the structure's layers: their backgrounds and the materials of
+/// their shapes and steps (not the superstrate or substrate).
+template <class Test>
+bool any_layer_material(const Structure& s, Test test) {
+  const auto shape_test = [&](const Shape& shape) {
+    return std::visit(
+        [&](const auto& sh) {
+          using T = std::decay_t<decltype(sh)>;
+          if constexpr (std::is_same_v<T, Raster>)
+            return std::any_of(sh.materials.begin(), sh.materials.end(), test);
+          else if constexpr (std::is_same_v<T, SlopedPolygon>)
+            return test(sh.bottom.material);
+          else
+            return test(sh.material);
+        },
+        shape);
+  };
+  for (const Layer& l : s.layers) {
+    if (test(l.background) || std::any_of(l.shapes.begin(), l.shapes.end(), shape_test)) return true;
+    for (const std::vector<Shape>& step : l.steps)
+      if (std::any_of(step.begin(), step.end(), shape_test)) return true;
+  }
+  return false;
+}
+
 bool lossless_material(const Material& m, double wavelength) { return m.permittivity(wavelength).imag() == 0; }
 
 bool structure_lossless(const Structure& s, double wavelength) {
-  bool lossless = lossless_material(s.substrate, wavelength);
-  const auto check_shape = [&](const auto& shape) {
-    using T = std::decay_t<decltype(shape)>;
-    if constexpr (std::is_same_v<T, Raster>) {
-      for (const Material& m : shape.materials) lossless = lossless && lossless_material(m, wavelength);
-    } else if constexpr (std::is_same_v<T, SlopedPolygon>) {
-      lossless = lossless && lossless_material(shape.bottom.material, wavelength);
-    } else {
-      lossless = lossless && lossless_material(shape.material, wavelength);
-    }
-  };
-  for (const Layer& l : s.layers) {
-    lossless = lossless && lossless_material(l.background, wavelength);
-    for (const Shape& shape : l.shapes) std::visit(check_shape, shape);
-    for (const auto& step : l.steps)
-      for (const Shape& shape : step) std::visit(check_shape, shape);
-  }
-  return lossless;
+  return lossless_material(s.substrate, wavelength) &&
+         !any_layer_material(s, [&](const Material& m) { return !lossless_material(m, wavelength); });
 }
 
 std::string describe(const Incidence& inc) {
@@ -153,29 +162,9 @@ void size_preconditioner(MemoryPlan& plan, int slices, std::size_t incidences, c
   }
 }
 
-/// Whether some material of the structure's layers (their backgrounds and shapes) is a metal at this wavelength:
-/// Re ε < 0.
+/// Whether some material of the structure's layers is a metal at this wavelength: Re ε < 0.
 bool layers_hold_metal(const Structure& structure, double wavelength) {
-  const auto metal = [&](const Material& m) { return m.permittivity(wavelength).real() < 0; };
-  const auto shape_metal = [&](const Shape& shape) {
-    return std::visit(
-        [&](const auto& s) {
-          using S = std::decay_t<decltype(s)>;
-          if constexpr (std::is_same_v<S, Raster>)
-            return std::any_of(s.materials.begin(), s.materials.end(), metal);
-          else if constexpr (std::is_same_v<S, SlopedPolygon>)
-            return metal(s.bottom.material);
-          else
-            return metal(s.material);
-        },
-        shape);
-  };
-  for (const Layer& layer : structure.layers) {
-    if (metal(layer.background) || std::any_of(layer.shapes.begin(), layer.shapes.end(), shape_metal)) return true;
-    for (const std::vector<Shape>& step : layer.steps)
-      if (std::any_of(step.begin(), step.end(), shape_metal)) return true;
-  }
-  return false;
+  return any_layer_material(structure, [&](const Material& m) { return m.permittivity(wavelength).real() < 0; });
 }
 
 /// `metal`: the layers hold a metal at some wavelength of the problem (layers_hold_metal).
