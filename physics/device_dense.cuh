@@ -1,8 +1,7 @@
 #pragma once
-// cuBLAS, cuSOLVER and dense-matrix helpers shared by the device preconditioners (device_preconditioner.cu,
+// cuBLAS and dense-matrix helpers shared by the device preconditioners (device_preconditioner.cu,
 // device_sweep_preconditioner.cu). Private to physics/.
 #include <cublas_v2.h>
-#include <cusolverDn.h>
 
 #include <algorithm>
 #include <complex>
@@ -27,94 +26,35 @@
                                     std::source_location::current());                              \
   } while (0)
 
-/// Every cuSOLVER call: a failure throws gratingsim::CudaError naming the call and the status, located here.
-#define GS_CUSOLVER_TRY(call)                                                                          \
-  do {                                                                                                 \
-    const cusolverStatus_t cusolver_try_status_ = (call);                                              \
-    if (cusolver_try_status_ != CUSOLVER_STATUS_SUCCESS)                                               \
-      throw ::gratingsim::CudaError(std::string(#call) + " failed: cusolverStatus_t " +               \
-                                        std::to_string(int(cusolver_try_status_)),                     \
-                                    std::source_location::current());                                  \
-  } while (0)
-
 namespace gratingsim::physics {
 namespace {
 
-/// This thread's handle of a CUDA library for the current device, on the thread's default stream
+/// This thread's cuBLAS handle for the current device, on the thread's default stream
 /// (cudaStreamPerThread), created on first use and kept until the thread ends: cublasCreate and
-/// cublasDestroy (cuSOLVER's likewise) allocate and free device memory, which synchronises the whole
-/// device, so a handle per set-up stalled every worker sharing the GPU (app/run.cpp). Per thread because a
-/// handle must not be used by two threads at once. Library: the handle type and its create (with the
-/// stream set) and destroy.
-template <class Library>
-class ThreadHandle {
+/// cublasDestroy allocate and free device memory, which synchronises the whole device, so a handle per
+/// set-up stalled every worker sharing the GPU (app/run.cpp). Per thread because a handle must not be used
+/// by two threads at once.
+class CublasHandle {
  public:
-  using Handle = typename Library::Handle;
-  static Handle get() {
-    thread_local std::map<int, ThreadHandle> handles;
+  static cublasHandle_t get() {
+    thread_local std::map<int, CublasHandle> handles;
     int device = 0;
     GS_CUDA_TRY(cudaGetDevice(&device));
     auto it = handles.find(device);
     if (it == handles.end()) it = handles.try_emplace(device).first;
     return it->second.handle_;
   }
-  ThreadHandle() { handle_ = Library::create(); }
-  ~ThreadHandle() { Library::destroy(handle_); }  // no throw from a destructor
-  ThreadHandle(const ThreadHandle&) = delete;
-  ThreadHandle& operator=(const ThreadHandle&) = delete;
+  CublasHandle() {
+    GS_CUBLAS_TRY(cublasCreate(&handle_));
+    GS_CUBLAS_TRY(cublasSetStream(handle_, cudaStreamPerThread));
+  }
+  ~CublasHandle() { cublasDestroy(handle_); }  // no throw from a destructor
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
 
  private:
-  Handle handle_ = nullptr;
+  cublasHandle_t handle_ = nullptr;
 };
-
-struct Cublas {
-  using Handle = cublasHandle_t;
-  static Handle create() {
-    Handle h = nullptr;
-    GS_CUBLAS_TRY(cublasCreate(&h));
-    GS_CUBLAS_TRY(cublasSetStream(h, cudaStreamPerThread));
-    return h;
-  }
-  static void destroy(Handle h) { cublasDestroy(h); }
-};
-
-/// cuSOLVER's dense API.
-struct Cusolver {
-  using Handle = cusolverDnHandle_t;
-  static Handle create() {
-    Handle h = nullptr;
-    GS_CUSOLVER_TRY(cusolverDnCreate(&h));
-    GS_CUSOLVER_TRY(cusolverDnSetStream(h, cudaStreamPerThread));
-    return h;
-  }
-  static void destroy(Handle h) { cusolverDnDestroy(h); }
-};
-
-using CublasHandle = ThreadHandle<Cublas>;
-using CusolverHandle = ThreadHandle<Cusolver>;
-
-/// a ← the n×n identity (column-major), one thread per element.
-__global__ void set_identity(cuDoubleComplex* a, int n) {
-  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (e < std::size_t(n) * n) a[e] = {e % (std::size_t(n) + 1) == 0 ? 1.0 : 0.0, 0.0};
-}
-
-/// inverse ← A⁻¹ from A's LU factors and pivots (cuSOLVER's getrf), by getrs on the identity; on
-/// cudaStreamPerThread, asynchronous.
-inline void invert_factored(cusolverDnHandle_t solver, const cuDoubleComplex* factors, int n, const int* pivots,
-                            cuDoubleComplex* inverse, int* info) {
-  const std::size_t elements = std::size_t(n) * n;
-  set_identity<<<unsigned((elements + 255) / 256), 256, 0, cudaStreamPerThread>>>(inverse, n);
-  GS_CUDA_CHECK_LAUNCH();
-  GS_CUSOLVER_TRY(cusolverDnZgetrs(solver, CUBLAS_OP_N, n, n, factors, n, pivots, inverse, n, info));
-}
-
-/// cuSOLVER's getrf workspace (complex128 elements) for n×n matrices.
-inline int getrf_workspace(cusolverDnHandle_t solver, cuDoubleComplex* any_matrix, int n) {
-  int size = 0;
-  GS_CUSOLVER_TRY(cusolverDnZgetrf_bufferSize(solver, n, n, any_matrix, n, &size));
-  return std::max(size, 1);
-}
 
 /// out[i] = in[i] rounded to Real.
 template <class V>

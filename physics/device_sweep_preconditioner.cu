@@ -2,12 +2,12 @@
 //
 // Set-up: the host builds the z-local inputs (sweep_inputs: L'_p, Φ_p, W Π⁺ C_p per group and slice, Ẽ±
 // and ρ_{N−1} per group) in complex128 and uploads them; the recursion runs here, from the bottom slice
-// up, in complex128, each step batched over the groups of equal shape (n, h) by cuBLAS where it batches:
-//   Ẽ⁺ρ (zgemmBatched), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), LU (cuSOLVER's zgetrf
-//   per group), smallest |U_ii| (kernel), N⁻¹ (cuSOLVER's zgetrs on the identity, per group), K = N⁻¹Ẽ⁺,
-//   H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ (zgemm, into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
-// about 12 launches per slice and shape (and 3 per group for the LU and inverse) on the calling thread's
-// default stream, no host round trip
+// up, in complex128, each step over the groups of equal shape (n, h), the kernels batched over them:
+//   Ẽ⁺ρ (zgemm), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), N⁻¹ and the smallest
+//   pivot (invert_batched, device_inverse.hpp), K = N⁻¹Ẽ⁺, H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ (zgemm,
+//   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
+// three kernels per slice and shape and seven cuBLAS zgemm per group, on the calling thread's default
+// stream, no host round trip
 // until the singularity test at the end (the host's: smallest pivot against largest element, per group
 // and slice). The matrices stay in complex128 also for complex64 solves: rounded to complex64, the
 // preconditioned operator of validation/peers' thin metal at M = 60 (ε = −20 + 1.5i, p) was too far
@@ -33,6 +33,7 @@
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
 #include "physics/device_dense.cuh"
+#include "physics/device_inverse.hpp"
 #include "physics/sweep_preconditioner.hpp"
 
 namespace gratingsim::physics {
@@ -169,20 +170,6 @@ __global__ void __launch_bounds__(sweep_threads)
   if (threadIdx.x == 0) *largest[blockIdx.x] = m;
 }
 
-/// smallest[k] = min |U_ii| of the LU factors matrices[k] (0 where one is not finite); a block per matrix.
-__global__ void __launch_bounds__(sweep_threads)
-    smallest_pivot_of(const cuDoubleComplex* const* matrices, int n, double* const* smallest) {
-  const cuDoubleComplex* a = matrices[blockIdx.x];
-  double m = INFINITY;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const cuDoubleComplex d = a[std::size_t(i) * n + i];
-    const double v = hypot(d.x, d.y);
-    m = isfinite(v) ? fmin(m, v) : 0.0;
-  }
-  m = block_reduce(m, [](double x, double y) { return fmin(x, y); });
-  if (threadIdx.x == 0) *smallest[blockIdx.x] = m;
-}
-
 /// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a block
 /// per matrix.
 __global__ void __launch_bounds__(sweep_threads)
@@ -286,17 +273,14 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   out.inverse = DeviceBuffer<double2>(local_size);
   out.gain_g = DeviceBuffer<double2>(gain_size);
   out.gain_a = DeviceBuffer<double2>(gain_size);
-  // Per group: Ẽ⁺ρ (n × h); the pivots and infos of one shape's LUs (n pivots per group, one after another);
-  // per (group, slice): the largest element and the smallest pivot.
-  std::size_t e_rho_size = 0, pivot_size = 0;
+  // Per group: Ẽ⁺ρ (n × h); per (group, slice): the largest element and the smallest pivot.
+  std::size_t e_rho_size = 0;
   std::vector<std::size_t> e_rho_at;
   for (const SweepGroup& g : in.groups) {
     e_rho_at.push_back(e_rho_size);
     e_rho_size += g.n(nm) * g.h(nm);
-    pivot_size += g.n(nm);
   }
   DeviceBuffer<double2> e_rho(e_rho_size);
-  DeviceBuffer<int> pivots(pivot_size), info{std::size_t(ng)};
   DeviceBuffer<double> largest{std::size_t(ng) * nz}, smallest{std::size_t(ng) * nz};
   // Shapes (n, h) and their groups.
   std::map<std::pair<int, int>, std::vector<int>> shapes;
@@ -346,14 +330,9 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   DeviceBuffer<void*> pointers(host_pointers.size());
   pointers.upload(host_pointers);
   cublasHandle_t handle = CublasHandle::get();
-  cusolverDnHandle_t solver = CusolverHandle::get();
-  // cuSOLVER's getrf workspace, for the largest matrix (its size grows with n).
-  int workspace_size = 1;
-  for (const Step& st : steps) {
-    Z* local_matrix = static_cast<Z*>(host_pointers[st.first + std::size_t(l_local) * st.count]);
-    workspace_size = std::max(workspace_size, getrf_workspace(solver, local_matrix, st.n));
-  }
-  DeviceBuffer<Z> workspace{std::size_t(workspace_size)};
+  std::size_t workspace_bytes = 0;
+  for (const Step& st : steps) workspace_bytes = std::max(workspace_bytes, inverse_workspace_bytes(st.n, st.count));
+  DeviceBuffer<unsigned char> workspace(workspace_bytes);
   const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
   std::size_t s = 0;
   for (int p = nz - 1; p >= 0; --p)
@@ -362,42 +341,35 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
       const int n = st.n, h = st.h, b = st.count;
       const auto list = [&](List l) { return reinterpret_cast<Z**>(pointers.data() + st.first + std::size_t(l) * b); };
       const auto clist = [&](List l) { return reinterpret_cast<const Z* const*>(list(l)); };
+      // C ← α A B + β C for every group, one cuBLAS call per group: cublasZgemmBatched changes the last bits
+      // of a product with the batch count (1 × 1 against 5 groups of the shapes (n, h) = (15, 15) and (30, 15),
+      // H100, session 20), and a member's result must not depend on the members beside it.
+      const auto gemm = [&](int rows, int columns, int inner, const Z* alpha, List a, int lda, List bl, int ldb,
+                            const Z* beta, List c, int ldc) {
+        const auto at = [&](List l, int k) { return static_cast<Z*>(host_pointers[st.first + std::size_t(l) * b + std::size_t(k)]); };
+        for (int k = 0; k < b; ++k)
+          GS_CUBLAS_TRY(cublasZgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, columns, inner, alpha, at(a, k), lda, at(bl, k),
+                                    ldb, beta, at(c, k), ldc));
+      };
       // Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'.
-      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, h, &one, clist(l_eplus), n, clist(l_rho),
-                                       h, &zero, list(l_erho), n, b));
-      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, h, &one, clist(l_erho), n, clist(l_down),
-                                       h, &one, list(l_local), n, b));
+      gemm(n, h, h, &one, l_eplus, n, l_rho, h, &zero, l_erho, n);
+      gemm(n, n, h, &one, l_erho, n, l_down, h, &one, l_local, n);
       largest_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(clist(l_local), n,
                                                                            reinterpret_cast<double* const*>(list(l_largest)));
       GS_CUDA_CHECK_LAUNCH();
-      // LU and inverse per group: cuSOLVER's one-matrix getrf and getrs (on the identity) are faster than
-      // cuBLAS's batched getrf and getri at the few groups per shape a sweep has (session 16: batch 1,
-      // getri the larger part of the recursion). info[k] > 0 where a pivot is exactly zero: the
-      // smallest-pivot test covers that case.
-      const auto host_list = [&](List l, int k) {
-        return static_cast<Z*>(host_pointers[st.first + std::size_t(l) * b + std::size_t(k)]);
-      };
-      for (int k = 0; k < b; ++k)
-        GS_CUSOLVER_TRY(cusolverDnZgetrf(solver, n, n, host_list(l_local, k), n, workspace.data(),
-                                         pivots.data() + std::size_t(k) * n, info.data() + k));
-      smallest_pivot_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(
-          clist(l_local), n, reinterpret_cast<double* const*>(list(l_smallest)));
-      GS_CUDA_CHECK_LAUNCH();
-      for (int k = 0; k < b; ++k)
-        invert_factored(solver, host_list(l_local, k), n, pivots.data() + std::size_t(k) * n, host_list(l_inverse, k),
-                        info.data() + k);
+      // N⁻¹ of every group at once (blocked Gauss–Jordan: cuSOLVER's one-matrix LU and getrs in turn were
+      // latency-bound, 0.68 ms at n = 242, and cuBLAS's batched ones change bits with the batch); N is
+      // overwritten.
+      invert_batched(reinterpret_cast<std::complex<double>* const*>(list(l_local)),
+                     reinterpret_cast<std::complex<double>* const*>(list(l_inverse)),
+                     reinterpret_cast<double* const*>(list(l_smallest)), n, b, workspace.data(), cudaStreamPerThread);
       // K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻; Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C).
-      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
-                                       clist(l_eplus), n, &zero, list(l_gain_g), n, b));
-      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
-                                       clist(l_erho), n, &zero, list(l_gain_a), n, b));
-      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, h, n, &one, clist(l_inverse), n,
-                                       clist(l_eminus), n, &one, list(l_gain_a), n, b));
-      GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, h, n, h, &one, clist(l_rho), h,
-                                       clist(l_down), h, &one, list(l_up), h, b));
+      gemm(n, h, n, &one, l_inverse, n, l_eplus, n, &zero, l_gain_g, n);
+      gemm(n, h, n, &one, l_inverse, n, l_erho, n, &zero, l_gain_a, n);
+      gemm(n, h, n, &one, l_inverse, n, l_eminus, n, &one, l_gain_a, n);
+      gemm(h, n, h, &one, l_rho, h, l_down, h, &one, l_up, h);
       if (p > 0) {  // ρ ← S_p (ρ − Γ H) S_p
-        GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, h, h, n, &minus_one, clist(l_up), h,
-                                         clist(l_gain_a), n, &one, list(l_rho), h, b));
+        gemm(h, h, n, &minus_one, l_up, h, l_gain_a, n, &one, l_rho, h);
         scale_by_steps<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(
             list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
         GS_CUDA_CHECK_LAUNCH();

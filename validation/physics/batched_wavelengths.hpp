@@ -49,6 +49,7 @@ struct BatchCase {
   int m1, m2;
   std::vector<double> wavelengths;
   std::vector<std::array<double, 2>> angles;  // θ, φ in degrees
+  physics::Preconditioning preconditioner = physics::Preconditioning::automatic;
   [[nodiscard]] std::vector<physics::Incidence> incidences() const {
     std::vector<physics::Incidence> out;
     for (double wavelength : wavelengths)
@@ -59,7 +60,10 @@ struct BatchCase {
 
 inline std::vector<BatchCase> batch_cases() {
   return {{"Si lines (1D, nm)", silicon_lines(), 5, 0, {700, 633, 900, 810}, {{10, 0}, {40, 30}}},
-          {"dispersive crossed (2D, µm)", dispersive_crossed(3), 2, 2, {0.93, 0.85, 1.05}, {{0, 0}, {25, 35}}}};
+          {"dispersive crossed (2D, µm)", dispersive_crossed(3), 2, 2, {0.93, 0.85, 1.05}, {{0, 0}, {25, 35}}},
+          // The sweep's set-up inverts every member's slice matrices in one batch on the device (device_inverse.hpp).
+          {"Si lines with the sweep (1D, nm)", silicon_lines(), 7, 0, {633, 700, 810, 900, 560}, {{40, 30}, {10, 0}},
+           physics::Preconditioning::sweep}};
 }
 
 template <class T>
@@ -128,6 +132,7 @@ inline void check_batched_equals_separate(physics::Formulation formulation, conv
     o.precision = precision;
     o.m1 = c.m1;
     o.m2 = c.m2;
+    o.preconditioner = c.preconditioner;
     o.tolerance = precision == Precision::single ? 1e-5 : 1e-10;
     o.max_wavelengths_per_batch = 1;
     const SolveResult separate = solve(c.structure, c.incidences(), o);
