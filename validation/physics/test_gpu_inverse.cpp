@@ -112,12 +112,13 @@ TEST_CASE("invert_batched: A X = I and X A = I by direct sums, within one panel 
       INFO("matrix " << k << ": max |AX − I|, |XA − I| = " << r.worst << ", bound " << r.bound);
       CHECK(r.worst <= r.bound);
       // The smallest pivot against Eigen's LU (partial pivoting by modulus, not |re| + |im|: near ties may
-      // pick other rows, so only the order of magnitude is compared).
+      // pick other rows and move the last pivots, so only the order of magnitude is compared; a largest
+      // element or a missing pivot would be off by far more).
       using Matrix = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic>;
       const Matrix a = Eigen::Map<const Matrix>(matrices[k].data(), n, n);
       const double eigen_smallest = a.partialPivLu().matrixLU().diagonal().cwiseAbs().minCoeff();
-      CHECK(out.smallest[k] > 0.1 * eigen_smallest);
-      CHECK(out.smallest[k] < 10 * eigen_smallest);
+      CHECK(out.smallest[k] > 0.01 * eigen_smallest);
+      CHECK(out.smallest[k] < 100 * eigen_smallest);
     }
   }
 }
