@@ -38,11 +38,11 @@ constexpr int tile_rows = 64, tile_columns = 32, apply_threads = 256;
 __device__ double2 times(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
 
 /// Per matrix in the workspace: each column's pivot row and each row's column (n ints each, −1 before),
-/// then the gathered pivot rows (w × n complex128, (s, j) at j·w + s).
-std::size_t workspace_per_matrix(int n) {
-  const std::size_t ints = (2 * std::size_t(n) * sizeof(int) + sizeof(double2) - 1) / sizeof(double2) * sizeof(double2);
-  return ints + std::size_t(widest_panel) * n * sizeof(double2);
+/// padded to a complex128, then the gathered pivot rows (w × n complex128, (s, j) at j·w + s).
+__host__ __device__ std::size_t pivot_bytes(int n) {
+  return (2 * std::size_t(n) * sizeof(int) + sizeof(double2) - 1) / sizeof(double2) * sizeof(double2);
 }
+std::size_t workspace_per_matrix(int n) { return pivot_bytes(n) + std::size_t(widest_panel) * n * sizeof(double2); }
 
 struct Workspace {
   int* pivot_row;
@@ -51,8 +51,7 @@ struct Workspace {
 };
 __device__ Workspace workspace_of(unsigned char* base, int n, std::size_t per_matrix, int k) {
   unsigned char* w = base + std::size_t(k) * per_matrix;
-  const std::size_t ints = (2 * std::size_t(n) * sizeof(int) + sizeof(double2) - 1) / sizeof(double2) * sizeof(double2);
-  return {reinterpret_cast<int*>(w), reinterpret_cast<int*>(w) + n, reinterpret_cast<double2*>(w + ints)};
+  return {reinterpret_cast<int*>(w), reinterpret_cast<int*>(w) + n, reinterpret_cast<double2*>(w + pivot_bytes(n))};
 }
 
 /// Dynamic shared memory of eliminate_panel: the panel (n × w) and the multipliers (n) in complex128, each
@@ -225,11 +224,9 @@ std::size_t available_shared_bytes() {
   return std::size_t(limit) - attributes.sharedSizeBytes;
 }
 
-}  // namespace
-
-int inverse_panel_width(int n) {
+/// The panel width for n×n matrices with `available` bytes of dynamic shared memory per block.
+int panel_width(int n, std::size_t available) {
   GS_EXPECTS(n >= 1, "invert_batched: matrices of at least 1 × 1");
-  const std::size_t available = available_shared_bytes();
   GS_EXPECTS(panel_bytes(n, 1) <= available,
              "invert_batched: " + std::to_string(n) + " × " + std::to_string(n) + " matrices need " +
                  std::to_string(panel_bytes(n, 1)) + " bytes of shared memory per block, the device allows " +
@@ -239,20 +236,25 @@ int inverse_panel_width(int n) {
   return width;
 }
 
+}  // namespace
+
+int inverse_panel_width(int n) { return panel_width(n, available_shared_bytes()); }
+
 std::size_t inverse_workspace_bytes(int n, int count) { return workspace_per_matrix(n) * std::size_t(std::max(count, 0)); }
 
 void invert_batched(std::complex<double>* const* matrices, std::complex<double>* const* inverses,
                     double* const* smallest_pivot, int n, int count, void* workspace, Stream stream) {
   GS_EXPECTS(count >= 0, "invert_batched: a negative count");
   if (count == 0) return;
-  const int width = inverse_panel_width(n);
+  const std::size_t available = available_shared_bytes();
+  const int width = panel_width(n, available);
   const std::size_t per_matrix = workspace_per_matrix(n);
   auto* a = reinterpret_cast<double2* const*>(matrices);
   auto* ws = static_cast<unsigned char*>(workspace);
   // The device's maximum, not this call's need: the attribute is the kernel's, shared by every thread
   // calling it, and one needing less must not lower another's limit.
   GS_CUDA_TRY(cudaFuncSetAttribute(eliminate_panel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(available_shared_bytes())));
+                                   int(available)));
   const dim3 tiles{unsigned((n + tile_rows - 1) / tile_rows), unsigned((n + tile_columns - 1) / tile_columns),
                    unsigned(count)};
   for (int k0 = 0; k0 < n; k0 += width) {

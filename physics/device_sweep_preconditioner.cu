@@ -1,8 +1,8 @@
 // The sweep preconditioner P = A⁻¹ (sweep_preconditioner.hpp) on the device.
 //
-// Set-up: the host builds the z-local inputs (sweep_inputs: L'_p, Φ_p, W Π⁺ C_p per group and slice, Ẽ±
-// and ρ_{N−1} per group) in complex128 and uploads them; the recursion runs here, from the bottom slice
-// up, in complex128, each step over the groups of equal shape (n, h), the kernels batched over them:
+// Set-up: the host builds the z-local inputs (sweep_inputs without the dense parts: the row coefficients,
+// Ẽ± and ρ_{N−1} per group) in complex128 and uploads them with the kernels; assemble_group builds L'_p, Φ_p
+// and W Π⁺ C_p here; the recursion runs here, from the bottom slice up, in complex128, each step over the groups of equal shape (n, h), the kernels batched over them:
 //   Ẽ⁺ρ (zgemm), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), N⁻¹ and the smallest
 //   pivot (invert_batched, device_inverse.hpp), K = N⁻¹Ẽ⁺, H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ (zgemm,
 //   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
