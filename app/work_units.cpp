@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "convolution/convolution.hpp"
+#include "convolution/devices.hpp"
 #include "physics/solver.hpp"
 
 namespace gratingsim::app {
@@ -23,13 +24,46 @@ double batch_unknowns(const io::Problem& problem) {
   return 3 * orders * slices * double(l.theta_deg.size() * l.phi_deg.size()) * l.polarizations();
 }
 
-std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers) {
+physics::DevicePlan device_plan(const io::Problem& problem) {
+  const io::ResultLayout& l = problem.layout;
+  if (l.accuracy) return {};  // a ladder's rungs change the harmonics and slices: the unknowns' rule instead
+  physics::DevicePlan plan;
+  const std::size_t incidences = l.theta_deg.size() * l.phi_deg.size();
+  for (const physics::Structure& structure : problem.structures) {
+    const physics::DevicePlan p = physics::device_plan(structure, incidences, l.wavelength_nm, problem.solver);
+    plan.sweep = plan.sweep || p.sweep;
+    plan.bytes_per_member = std::max(plan.bytes_per_member, p.bytes_per_member);
+  }
+  return plan;
+}
+
+std::size_t device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes) {
+  if (device_memory_bytes == 0 || conv::memory_of(problem.solver.backend) == Memory::host) return 0;
+  const physics::DevicePlan plan = device_plan(problem);
+  if (!plan.sweep) return 0;
+  return std::max<std::size_t>(device_memory_bytes / sweep_memory_shares / std::max<std::size_t>(plan.bytes_per_member, 1), 1);
+}
+
+std::size_t smallest_device_memory() {
+  const conv::CudaReport cuda = conv::cuda_report();
+  if (cuda.devices.empty()) return 0;
+  std::size_t memory = cuda.devices.front().global_memory_bytes;
+  for (const conv::CudaDevice& d : cuda.devices) memory = std::min(memory, d.global_memory_bytes);
+  return memory;
+}
+
+std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers,
+                                 std::optional<std::size_t> device_memory_bytes) {
   if (conv::memory_of(problem.solver.backend) == Memory::host) return 1;
+  const std::size_t balanced = batches / (units_per_device * std::size_t(std::max(workers, 1)));
+  const std::size_t most = std::max(problem.layout.wavelength_nm.size(), std::size_t(1));
+  if (const std::size_t sweep = device_sweep_wavelengths(problem, device_memory_bytes.value_or(smallest_device_memory()));
+      sweep > 0)
+    return std::clamp(std::min(sweep, balanced), std::size_t(1), most);
   const double unknowns = batch_unknowns(problem);
   if (unknowns >= physics::device_batch_unknowns) return 1;  // not launch-bound (solver.hpp)
   const auto filling = std::size_t(std::ceil(gpu_filling_unknowns / std::max(unknowns, 1.0)));
-  const std::size_t balanced = batches / (units_per_device * std::size_t(std::max(workers, 1)));
-  return std::clamp(std::min(filling, balanced), std::size_t(1), std::max(problem.layout.wavelength_nm.size(), std::size_t(1)));
+  return std::clamp(std::min(filling, balanced), std::size_t(1), most);
 }
 
 std::vector<Unit> plan_units(const io::Problem& problem, const std::function<bool(std::size_t)>& done, int workers,

@@ -7,7 +7,12 @@
 //   - host backends (cpu-direct, cpu-fftw): one. They parallelise inside a solve (OpenMP over the
 //     right-hand sides and the slices' convolutions) and gain nothing from a larger one; smaller units
 //     keep the progress line, resumability and load balancing as fine as they were.
-//   - device backends: one where a wavelength's solve has physics::device_batch_unknowns unknowns or
+//   - device backends, solves with the sweep preconditioner (physics::device_plan): a unit's wavelengths
+//     are one batched problem at any size, since the sweep's set-up is a chain of latency-bound launches
+//     per slice whose time hardly grows with the wavelengths beside it; as many as keep each of the
+//     units_per_device workers sharing a device within 1/sweep_memory_shares of its memory, capped as
+//     below so that every worker has units.
+//   - other device solves: one where a wavelength's solve has physics::device_batch_unknowns unknowns or
 //     more (solver.hpp: it is not launch-bound, and a batch would wait for its slowest wavelength);
 //     below, enough wavelengths that a unit holds gpu_filling_unknowns unknowns (a solve that small
 //     leaves a GPU idle between its launches: batching several wavelengths makes each launch do more
@@ -25,6 +30,7 @@
 #include <vector>
 
 #include "io/problem.hpp"
+#include "physics/solver.hpp"
 
 namespace gratingsim::app {
 
@@ -58,6 +64,24 @@ inline constexpr std::size_t units_per_worker = 4;
 /// on 8 workers: the summed preconditioner phase is 6.2 s either way, the Krylov phase 1.3 against 3.7 s.
 inline constexpr std::size_t units_per_device = 8;
 
+/// The device memory a unit of sweep-preconditioned wavelengths may take, as a share: 1/16 of the
+/// device for each of the units_per_device workers that share it, which leaves half of it for the
+/// estimates' slack (physics::device_plan is an upper bound of the sweep's matrices: conical incidence)
+/// and the workers' set-up peaks.
+inline constexpr std::size_t sweep_memory_shares = 2 * units_per_device;
+
+/// The sweep-preconditioned solve on a device (physics::device_plan) of every parameter point's
+/// structure at the sweep's wavelengths; none with accuracy on demand (its ladder changes the sizes).
+physics::DevicePlan device_plan(const io::Problem& problem);
+
+/// The wavelengths a unit of a device sweep-preconditioned solve takes at most on devices of
+/// `device_memory_bytes` each (sweep_memory_shares), at least 1; 0 where the solve is not one
+/// (device_plan) or there is no device (0 bytes).
+std::size_t device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes);
+
+/// The smallest global memory of the visible CUDA devices; 0 without one.
+std::size_t smallest_device_memory();
+
 /// Unknowns of one wavelength's solve at a parameter point: 3 field components × orders × slices (the
 /// finer slicing with Richardson) × right-hand sides (incidences × polarisations). With accuracy on
 /// demand, at the ladder's highest harmonics and slices: a unit's points may climb that far together.
@@ -66,7 +90,9 @@ double batch_unknowns(const io::Problem& problem);
 /// The wavelengths per unit for a sweep of `batches` (parameter point, wavelength) batches still to solve
 /// on `workers` workers with problem.solver.backend, by the rule above; at least 1, at most the
 /// case's wavelengths.
-std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers);
+/// `device_memory_bytes`: the devices' (for tests); default smallest_device_memory().
+std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers,
+                                 std::optional<std::size_t> device_memory_bytes = std::nullopt);
 
 /// The units of the points not `done` for `workers` workers: per parameter point, its wavelengths with
 /// points left in runs of `wavelengths` (default: wavelengths_per_unit for the batches left), cut into

@@ -646,15 +646,16 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
     });
     // One member's unknowns on the finest grid.
     const double unknowns = 3.0 * double(2 * options.m1 + 1) * double(2 * options.m2 + 1) * finest * 2.0 * double(count);
-    const std::size_t cap =
-        options.max_wavelengths_per_batch > 0 ? std::size_t(options.max_wavelengths_per_batch)
-        : host_backend || shared.size() == 1 || unknowns >= device_batch_unknowns ? automatic_host_batch
+    const MemoryPlan one = memory_plan(structure, finest, count, 1, options, metal);
+    // The device sweep batches at any size (solver.hpp, device_plan).
+    const bool launch_bound = unknowns < device_batch_unknowns || one.kind == Preconditioning::sweep;
+    const std::size_t cap = options.max_wavelengths_per_batch > 0 ? std::size_t(options.max_wavelengths_per_batch)
+                            : host_backend || shared.size() == 1 || !launch_bound ? automatic_host_batch
                                                                                   : shared.size();
     std::size_t most = std::min(cap, shared.size());
     if (most > 1) {
       const MemoryBudget budget = memory_budget(options);
       const bool on_device = !host_backend;
-      const MemoryPlan one = memory_plan(structure, finest, count, 1, options, metal);
       // The backend's own limits (grid sizes, int strides) on the engine's finest_slices × w slices.
       const conv::BackendTraits& traits = conv::traits(options.backend);
       const auto serves = [&](std::size_t w) {
@@ -773,6 +774,16 @@ std::vector<SolveResult> solve(std::span<const StructureIncidences> pairs, const
     if (pairs[k].structure.lattice.rotation_deg != 0)
       to_lab(results[k], pairs[k].structure.lattice.rotation_deg, pairs[k].incidences);
   return results;
+}
+
+DevicePlan device_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
+                       const SolverOptions& options) {
+  const bool metal = std::any_of(wavelengths.begin(), wavelengths.end(),
+                                 [&](double wavelength) { return layers_hold_metal(structure, wavelength); });
+  const int finest = slice_grid(structure).slices() * (options.richardson ? 2 : 1);
+  const MemoryPlan one = memory_plan(structure, finest, incidences, 1, options, metal);
+  const bool on_device = conv::memory_of(options.backend) == Memory::device;
+  return {on_device && one.kind == Preconditioning::sweep, one.need + one.inverses};
 }
 
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {

@@ -70,7 +70,7 @@ struct SolverOptions {
   /// memory_limit_bytes (device: the device's free memory) allows, the preconditioner included.
   /// 0: automatic, as many as fit on device backends where one member's problem has fewer than
   /// device_batch_unknowns unknowns (a small problem's products are launch-bound: one batch launches
-  /// once for all members), else one; one on host backends: there a batch saves nothing per product
+  /// once for all members) or takes the sweep preconditioner (device_plan), else one; one on host backends: there a batch saves nothing per product
   /// but keeps applying A to every member until the slowest converges (configs/default.yaml's 41 wavelengths, one
   /// thread of the dev machine, validation/scaling/wavelength_batch: cpu-fftw 1.8 s one by one, 6.6 s
   /// in one batch; the same 2516 iterations, at most 72 per rhs, and a basis 41× larger). Results do
@@ -89,6 +89,20 @@ struct SolverOptions {
 /// configs/default.yaml (3e3 unknowns per wavelength) 361 → 535 points/s (medians); si_lines_metrology
 /// (2.4e4, preconditioned, iterations 60–290 across its wavelengths) 96.5 → 73.9 points/s.
 inline constexpr double device_batch_unknowns = 1e4;
+
+/// How a device backend would solve one member (`structure` at one wavelength with `incidences`
+/// incidences) with `options`: whether with the sweep preconditioner (asked for, or automatic's choice:
+/// 1D lattices whose layers hold a metal at one of `wavelengths`), and the device memory the member takes
+/// on its finest grid, that preconditioner included (the estimate the batching rule checks). The device
+/// sweep's set-up is a chain of latency-bound launches per slice (cuBLAS products, the batched
+/// Gauss–Jordan of physics/device_inverse.hpp) whose time hardly grows with the members beside it, so
+/// automatic batches its members at any size, and app/work_units.hpp sizes its units by this memory.
+struct DevicePlan {
+  bool sweep = false;
+  std::size_t bytes_per_member = 0;
+};
+DevicePlan device_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
+                       const SolverOptions& options);
 
 inline constexpr int s_pol = 0, p_pol = 1;  ///< index of the incident polarisation in [2]-arrays
 

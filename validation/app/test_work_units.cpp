@@ -109,6 +109,56 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 8 units
   CHECK(app::wavelengths_per_unit(swept, 60, 1) == 6);  // 60 / 8 = 7 > 6 wavelengths
 }
 
+TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 units per device", "[app][units]") {
+  // The thin metal of validation/peers (ε = −20 + 1.5i lines): automatic gives it the sweep on devices
+  // (physics::device_plan). 3·121·32·2 = 23232 unknowns per wavelength, beyond device_batch_unknowns.
+  const auto metal = [](const std::string& numerics, conv::Backend backend) {
+    io::Problem p = io::make_problem(io::parse_case(
+        "units: um\nwavelength: {start: 0.99, stop: 1.01, count: 33}\n"
+        "incidence: {theta_deg: 15, polarization: both}\nlattice: {period_x: 0.8}\nsubstrate: sub\n"
+        "materials: {sub: {epsilon: [2.25, 0]}, shape: {epsilon: [-20, 1.5]}}\n"
+        "layers:\n  - {name: pattern, thickness: 0.08, slices: 16, shapes: [{type: line, material: shape, width: 0.4}]}\n"
+        "numerics: " + numerics + "\n",
+        "metal.yaml"));
+    p.solver.backend = backend;
+    return p;
+  };
+  const io::Problem sweep = metal("{harmonics: 60, richardson: true}", conv::Backend::gpu_fused);
+  CHECK(app::batch_unknowns(sweep) == 23232);
+  const physics::DevicePlan plan = app::device_plan(sweep);
+  CHECK(plan.sweep);
+  REQUIRE(plan.bytes_per_member > 0);
+  constexpr std::size_t gib = std::size_t(1) << 30;
+  for (const std::size_t memory : {gib, 16 * gib, 80 * gib, 1000 * gib}) {
+    INFO("device memory " << memory / gib << " GiB");
+    const std::size_t by_memory = app::device_sweep_wavelengths(sweep, memory);
+    CHECK(by_memory == std::max<std::size_t>(memory / app::sweep_memory_shares / plan.bytes_per_member, 1));
+    // 33 / (8 units per device) = 4 at most; by memory where that is fewer; at least one.
+    CHECK(app::wavelengths_per_unit(sweep, 33, 1, memory) == std::clamp<std::size_t>(by_memory, 1, 4));
+  }
+  CHECK(app::wavelengths_per_unit(sweep, 33, 1, 1000 * gib) == 4);
+  CHECK(app::wavelengths_per_unit(sweep, 33, 2, 1000 * gib) == 2);  // 33 / 16
+  // Without a device, or on a host backend, or without the sweep: the unknowns' rule (one per unit here).
+  CHECK(app::device_sweep_wavelengths(sweep, 0) == 0);
+  CHECK(app::wavelengths_per_unit(sweep, 33, 1, 0) == 1);
+  const io::Problem host = metal("{harmonics: 60, richardson: true}", conv::Backend::cpu_fftw);
+  CHECK_FALSE(app::device_plan(host).sweep);
+  CHECK(app::wavelengths_per_unit(host, 33, 1, 1000 * gib) == 1);
+  const io::Problem averaged = metal("{harmonics: 60, richardson: true, solver: {preconditioner: averaged}}",
+                                     conv::Backend::gpu_fused);
+  CHECK_FALSE(app::device_plan(averaged).sweep);
+  CHECK(app::wavelengths_per_unit(averaged, 33, 1, 1000 * gib) == 1);
+  // A dielectric takes the sweep on a device only when asked for; the memory per member grows with it.
+  io::Problem asked = lines(41, 2, 20, 100, conv::Backend::gpu_fused);
+  CHECK_FALSE(app::device_plan(asked).sweep);
+  asked.solver.preconditioner = physics::Preconditioning::sweep;
+  const physics::DevicePlan asked_plan = app::device_plan(asked);
+  CHECK(asked_plan.sweep);
+  io::Problem finer = asked;
+  finer.solver.m1 = 40;
+  CHECK(app::device_plan(finer).bytes_per_member > 3 * asked_plan.bytes_per_member);  // ~orders² per slice
+}
+
 TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the cap", "[app][units]") {
   std::uniform_int_distribution<int> wavelengths(1, 60), angles(1, 4), harmonics(1, 12), slices(1, 40), workers(1, 8);
   for (int trial = 0; trial < 200; ++trial) {
