@@ -76,6 +76,8 @@ __global__ void __launch_bounds__(panel_threads)
   double2* a = matrices[blockIdx.x];
   const Workspace ws = workspace_of(workspace, n, per_matrix, int(blockIdx.x));
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int first_row = int(threadIdx.x) % n, first_column = int(threadIdx.x) / n;
+  const int row_step = int(blockDim.x) % n, column_step = int(blockDim.x) / n;
   double least = k0 == 0 ? INFINITY : *smallest[blockIdx.x];  // thread 0's
   for (int i = threadIdx.x; i < n; i += blockDim.x) row_column[i] = k0 == 0 ? -1 : ws.row_column[i];
   for (int e = threadIdx.x; e < n * w; e += blockDim.x) panel[e] = a[std::size_t(k0) * n + e];
@@ -130,13 +132,22 @@ __global__ void __launch_bounds__(panel_threads)
     const int r = chosen;
     if (int c = threadIdx.x; c < w && c != s) pivot_line[c] = times(panel[std::size_t(c) * n + r], pivot_line[s]);
     __syncthreads();
-    for (int e = threadIdx.x; e < n * w; e += blockDim.x) {
-      const int c = e / n, i = e % n;
+    // Element e = c·n + i for e = threadIdx.x, + blockDim.x, …: (i, c) advanced by (blockDim.x mod n,
+    // blockDim.x div n) with a carry, not divided per element (the division was most of the step's
+    // instructions, and the step is instruction-bound on its one SM).
+    for (int i = first_row, c = first_column; c < w;) {
+      double2& a_ic = panel[std::size_t(c) * n + i];
       if (i == r) {
-        panel[e] = pivot_line[c];
+        a_ic = pivot_line[c];
       } else {
         const double2 f = times(multiplier[i], pivot_line[c]);
-        panel[e] = c == s ? double2{-f.x, -f.y} : double2{panel[e].x - f.x, panel[e].y - f.y};
+        a_ic = c == s ? double2{-f.x, -f.y} : double2{a_ic.x - f.x, a_ic.y - f.y};
+      }
+      i += row_step;
+      c += column_step;
+      if (i >= n) {
+        i -= n;
+        ++c;
       }
     }
     __syncthreads();
