@@ -54,7 +54,8 @@ constexpr OptionSpec run_options[] = {
     {"workers", "N", "one process: N local workers (threads) instead of one per visible GPU (tests)", 0, true},
     {"wavelengths-per-unit", "N",
      "solve up to N wavelengths of one parameter point in one batched solve (a unit of work; default: 1 on "
-     "CPU backends, on GPU backends as many as fill the GPU while the sweep keeps 8 units per device)"},
+     "CPU backends, or with the sweep preconditioner one per two threads and incidence; on GPU backends as many "
+     "as fill the GPU, or with the sweep as fit 1/16 of its memory, while the sweep keeps 8 units per device)"},
 };
 
 struct Settings {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <omp.h>
+
 #include "convolution/convolution.hpp"
 #include "convolution/devices.hpp"
 #include "physics/solver.hpp"
@@ -24,13 +26,13 @@ double batch_unknowns(const io::Problem& problem) {
   return 3 * orders * slices * double(l.theta_deg.size() * l.phi_deg.size()) * l.polarizations();
 }
 
-physics::DevicePlan device_plan(const io::Problem& problem) {
+physics::MemberPlan member_plan(const io::Problem& problem) {
   const io::ResultLayout& l = problem.layout;
   if (l.accuracy) return {};  // a ladder's rungs change the harmonics and slices: the unknowns' rule instead
-  physics::DevicePlan plan;
+  physics::MemberPlan plan;
   const std::size_t incidences = l.theta_deg.size() * l.phi_deg.size();
   for (const physics::Structure& structure : problem.structures) {
-    const physics::DevicePlan p = physics::device_plan(structure, incidences, l.wavelength_nm, problem.solver);
+    const physics::MemberPlan p = physics::member_plan(structure, incidences, l.wavelength_nm, problem.solver);
     plan.sweep = plan.sweep || p.sweep;
     plan.bytes_per_member = std::max(plan.bytes_per_member, p.bytes_per_member);
   }
@@ -39,7 +41,7 @@ physics::DevicePlan device_plan(const io::Problem& problem) {
 
 std::size_t device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes) {
   if (device_memory_bytes == 0 || conv::memory_of(problem.solver.backend) == Memory::host) return 0;
-  const physics::DevicePlan plan = device_plan(problem);
+  const physics::MemberPlan plan = member_plan(problem);
   if (!plan.sweep) return 0;
   return std::max<std::size_t>(device_memory_bytes / sweep_memory_shares / std::max<std::size_t>(plan.bytes_per_member, 1), 1);
 }
@@ -53,10 +55,16 @@ std::size_t smallest_device_memory() {
 }
 
 std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers,
-                                 std::optional<std::size_t> device_memory_bytes) {
-  if (conv::memory_of(problem.solver.backend) == Memory::host) return 1;
-  const std::size_t balanced = batches / (units_per_device * std::size_t(std::max(workers, 1)));
+                                 std::optional<std::size_t> device_memory_bytes, std::optional<int> threads) {
   const std::size_t most = std::max(problem.layout.wavelength_nm.size(), std::size_t(1));
+  if (conv::memory_of(problem.solver.backend) == Memory::host) {
+    if (!member_plan(problem).sweep) return 1;
+    const std::size_t incidences = problem.layout.theta_deg.size() * problem.layout.phi_deg.size();
+    const std::size_t members = physics::host_sweep_members(incidences, threads.value_or(omp_get_max_threads()));
+    const std::size_t balanced = batches / (units_per_worker * std::size_t(std::max(workers, 1)));
+    return std::clamp(std::min(members, balanced), std::size_t(1), most);
+  }
+  const std::size_t balanced = batches / (units_per_device * std::size_t(std::max(workers, 1)));
   if (const std::size_t sweep = device_sweep_wavelengths(problem, device_memory_bytes.value_or(smallest_device_memory()));
       sweep > 0)
     return std::clamp(std::min(sweep, balanced), std::size_t(1), most);

@@ -6,8 +6,11 @@
 // How many wavelengths a unit takes (wavelengths_per_unit), with the thresholds below:
 //   - host backends (cpu-direct, cpu-fftw): one. They parallelise inside a solve (OpenMP over the
 //     right-hand sides and the slices' convolutions) and gain nothing from a larger one; smaller units
-//     keep the progress line, resumability and load balancing as fine as they were.
-//   - device backends, solves with the sweep preconditioner (physics::device_plan): a unit's wavelengths
+//     keep the progress line, resumability and load balancing as fine as they were. Except with the
+//     sweep preconditioner (physics::member_plan), whose set-up runs one group (two per incidence) per
+//     thread: physics::host_sweep_members wavelengths, so that every thread has a group, while the sweep
+//     keeps units_per_worker units per worker.
+//   - device backends, solves with the sweep preconditioner (physics::member_plan): a unit's wavelengths
 //     are one batched problem at any size, since the sweep's set-up is a chain of latency-bound launches
 //     per slice whose time hardly grows with the wavelengths beside it; as many as keep each of the
 //     units_per_device workers sharing a device within 1/sweep_memory_shares of its memory, capped as
@@ -66,17 +69,17 @@ inline constexpr std::size_t units_per_device = 8;
 
 /// The device memory a unit of sweep-preconditioned wavelengths may take, as a share: 1/16 of the
 /// device for each of the units_per_device workers that share it, which leaves half of it for the
-/// estimates' slack (physics::device_plan is an upper bound of the sweep's matrices: conical incidence)
+/// estimates' slack (physics::member_plan is an upper bound of the sweep's matrices: conical incidence)
 /// and the workers' set-up peaks.
 inline constexpr std::size_t sweep_memory_shares = 2 * units_per_device;
 
-/// The sweep-preconditioned solve on a device (physics::device_plan) of every parameter point's
-/// structure at the sweep's wavelengths; none with accuracy on demand (its ladder changes the sizes).
-physics::DevicePlan device_plan(const io::Problem& problem);
+/// physics::member_plan of every parameter point's structure at the sweep's wavelengths (the sweep if any
+/// takes it, the largest memory); none with accuracy on demand (its ladder changes the sizes).
+physics::MemberPlan member_plan(const io::Problem& problem);
 
 /// The wavelengths a unit of a device sweep-preconditioned solve takes at most on devices of
 /// `device_memory_bytes` each (sweep_memory_shares), at least 1; 0 where the solve is not one
-/// (device_plan) or there is no device (0 bytes).
+/// (member_plan, a device backend) or there is no device (0 bytes).
 std::size_t device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes);
 
 /// The smallest global memory of the visible CUDA devices; 0 without one.
@@ -90,9 +93,10 @@ double batch_unknowns(const io::Problem& problem);
 /// The wavelengths per unit for a sweep of `batches` (parameter point, wavelength) batches still to solve
 /// on `workers` workers with problem.solver.backend, by the rule above; at least 1, at most the
 /// case's wavelengths.
-/// `device_memory_bytes`: the devices' (for tests); default smallest_device_memory().
+/// `device_memory_bytes` and `threads` (for tests): default smallest_device_memory() and the OpenMP threads.
 std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches, int workers,
-                                 std::optional<std::size_t> device_memory_bytes = std::nullopt);
+                                 std::optional<std::size_t> device_memory_bytes = std::nullopt,
+                                 std::optional<int> threads = std::nullopt);
 
 /// The units of the points not `done` for `workers` workers: per parameter point, its wavelengths with
 /// points left in runs of `wavelengths` (default: wavelengths_per_unit for the batches left), cut into

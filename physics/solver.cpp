@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <variant>
 
+#include <omp.h>
+
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
 #include "physics/sweep_preconditioner.hpp"
@@ -647,9 +649,12 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
     // One member's unknowns on the finest grid.
     const double unknowns = 3.0 * double(2 * options.m1 + 1) * double(2 * options.m2 + 1) * finest * 2.0 * double(count);
     const MemoryPlan one = memory_plan(structure, finest, count, 1, options, metal);
-    // The device sweep batches at any size (solver.hpp, device_plan).
-    const bool launch_bound = unknowns < device_batch_unknowns || one.kind == Preconditioning::sweep;
+    // The sweep's members batch at any size on a device, to fill the threads on the host (solver.hpp,
+    // member_plan).
+    const bool sweep = one.kind == Preconditioning::sweep;
+    const bool launch_bound = unknowns < device_batch_unknowns || sweep;
     const std::size_t cap = options.max_wavelengths_per_batch > 0 ? std::size_t(options.max_wavelengths_per_batch)
+                            : host_backend && sweep   ? host_sweep_members(count, omp_get_max_threads())
                             : host_backend || shared.size() == 1 || !launch_bound ? automatic_host_batch
                                                                                   : shared.size();
     std::size_t most = std::min(cap, shared.size());
@@ -776,14 +781,17 @@ std::vector<SolveResult> solve(std::span<const StructureIncidences> pairs, const
   return results;
 }
 
-DevicePlan device_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
+MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
                        const SolverOptions& options) {
   const bool metal = std::any_of(wavelengths.begin(), wavelengths.end(),
                                  [&](double wavelength) { return layers_hold_metal(structure, wavelength); });
   const int finest = slice_grid(structure).slices() * (options.richardson ? 2 : 1);
   const MemoryPlan one = memory_plan(structure, finest, incidences, 1, options, metal);
-  const bool on_device = conv::memory_of(options.backend) == Memory::device;
-  return {on_device && one.kind == Preconditioning::sweep, one.need + one.inverses};
+  return {one.kind == Preconditioning::sweep, one.need + one.inverses};
+}
+
+std::size_t host_sweep_members(std::size_t incidences, int threads) {
+  return std::max<std::size_t>(std::size_t(std::max(threads, 1)) / (2 * std::max<std::size_t>(incidences, 1)), 1);
 }
 
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {

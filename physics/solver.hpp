@@ -70,7 +70,8 @@ struct SolverOptions {
   /// memory_limit_bytes (device: the device's free memory) allows, the preconditioner included.
   /// 0: automatic, as many as fit on device backends where one member's problem has fewer than
   /// device_batch_unknowns unknowns (a small problem's products are launch-bound: one batch launches
-  /// once for all members) or takes the sweep preconditioner (device_plan), else one; one on host backends: there a batch saves nothing per product
+  /// once for all members) or takes the sweep preconditioner (member_plan), else one; one on host backends
+  /// (host_sweep_members with the sweep): there a batch saves nothing per product
   /// but keeps applying A to every member until the slowest converges (configs/default.yaml's 41 wavelengths, one
   /// thread of the dev machine, validation/scaling/wavelength_batch: cpu-fftw 1.8 s one by one, 6.6 s
   /// in one batch; the same 2516 iterations, at most 72 per rhs, and a basis 41× larger). Results do
@@ -90,19 +91,26 @@ struct SolverOptions {
 /// (2.4e4, preconditioned, iterations 60–290 across its wavelengths) 96.5 → 73.9 points/s.
 inline constexpr double device_batch_unknowns = 1e4;
 
-/// How a device backend would solve one member (`structure` at one wavelength with `incidences`
-/// incidences) with `options`: whether with the sweep preconditioner (asked for, or automatic's choice:
-/// 1D lattices whose layers hold a metal at one of `wavelengths`), and the device memory the member takes
-/// on its finest grid, that preconditioner included (the estimate the batching rule checks). The device
-/// sweep's set-up is a chain of latency-bound launches per slice (cuBLAS products, the batched
-/// Gauss–Jordan of physics/device_inverse.hpp) whose time hardly grows with the members beside it, so
-/// automatic batches its members at any size, and app/work_units.hpp sizes its units by this memory.
-struct DevicePlan {
+/// How one member (`structure` at one wavelength with `incidences` incidences) would be solved with
+/// `options`: whether with the sweep preconditioner (asked for, or automatic's choice: on host backends 1D
+/// lattices up to sweep_orders_limit orders, on device backends 1D lattices whose layers hold a metal at
+/// one of `wavelengths`), and the memory the member takes on its finest grid, that preconditioner included
+/// (the estimate the batching rule checks). The sweep's members batch where that pays: on a device its
+/// set-up is a chain of latency-bound launches per slice (cuBLAS products, the batched Gauss–Jordan of
+/// physics/device_inverse.hpp) whose time hardly grows with the members beside it, so automatic batches
+/// them at any size and app/work_units.hpp sizes its units by this memory; on the host its set-up runs a
+/// group per OpenMP thread (two per incidence of a 1D lattice, of unequal cost), so automatic batches
+/// host_sweep_members of them.
+struct MemberPlan {
   bool sweep = false;
   std::size_t bytes_per_member = 0;
 };
-DevicePlan device_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
+MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
                        const SolverOptions& options);
+
+/// The members of `incidences` incidences each that automatic batches on a host backend when they take the
+/// sweep: as many as give each of `threads` threads a group of the sweep (two per incidence), at least one.
+std::size_t host_sweep_members(std::size_t incidences, int threads);
 
 inline constexpr int s_pol = 0, p_pol = 1;  ///< index of the incident polarisation in [2]-arrays
 

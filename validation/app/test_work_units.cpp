@@ -1,5 +1,6 @@
 // The units of work of `gratingsim run` (app/work_units.hpp): the wavelengths per unit by the documented
-// rule (host backends one; device backends enough to reach gpu_filling_unknowns while the sweep keeps
+// rule (host backends one, or with the sweep preconditioner a group per thread; device backends enough to
+// reach gpu_filling_unknowns, or with the sweep as many as the memory share allows, while the sweep keeps
 // units_per_device units per device), and plan_units' units: every point left in exactly one unit, none
 // done, no unit mixing parameter points, near-equal runs of wavelengths; a unit's runs of one batch and
 // each wavelength's share of its time.
@@ -53,9 +54,10 @@ std::size_t wavelengths_in(const io::ResultLayout& layout, const app::Unit& unit
 
 }  // namespace
 
-TEST_CASE("host backends solve one wavelength per unit, whatever the workers", "[app][units]") {
+TEST_CASE("host backends solve one wavelength per unit without the sweep, whatever the workers", "[app][units]") {
   for (const conv::Backend backend : {conv::Backend::cpu_direct, conv::Backend::cpu_fftw}) {
-    const io::Problem p = lines(41, 1, 12, 20, backend);  // 3e3 unknowns per wavelength: a GPU would batch 10
+    io::Problem p = lines(41, 1, 12, 20, backend);  // 3e3 unknowns per wavelength: a GPU would batch 10
+    p.solver.preconditioner = physics::Preconditioning::averaged;  // the sweep's units: the test case below
     for (const int workers : {1, 2, 8}) {
       INFO("workers " << workers);
       CHECK(app::wavelengths_per_unit(p, 41, workers) == 1);
@@ -111,7 +113,7 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 8 units
 
 TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 units per device", "[app][units]") {
   // The thin metal of validation/peers (ε = −20 + 1.5i lines): automatic gives it the sweep on devices
-  // (physics::device_plan). 3·121·32·2 = 23232 unknowns per wavelength, beyond device_batch_unknowns.
+  // (physics::member_plan). 3·121·32·2 = 23232 unknowns per wavelength, beyond device_batch_unknowns.
   const auto metal = [](const std::string& numerics, conv::Backend backend) {
     io::Problem p = io::make_problem(io::parse_case(
         "units: um\nwavelength: {start: 0.99, stop: 1.01, count: 33}\n"
@@ -125,7 +127,7 @@ TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 uni
   };
   const io::Problem sweep = metal("{harmonics: 60, richardson: true}", conv::Backend::gpu_fused);
   CHECK(app::batch_unknowns(sweep) == 23232);
-  const physics::DevicePlan plan = app::device_plan(sweep);
+  const physics::MemberPlan plan = app::member_plan(sweep);
   CHECK(plan.sweep);
   REQUIRE(plan.bytes_per_member > 0);
   constexpr std::size_t gib = std::size_t(1) << 30;
@@ -138,25 +140,49 @@ TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 uni
   }
   CHECK(app::wavelengths_per_unit(sweep, 33, 1, 1000 * gib) == 4);
   CHECK(app::wavelengths_per_unit(sweep, 33, 2, 1000 * gib) == 2);  // 33 / 16
-  // Without a device, or on a host backend, or without the sweep: the unknowns' rule (one per unit here).
+  // Without a device, or without the sweep: the unknowns' rule (one per unit here).
   CHECK(app::device_sweep_wavelengths(sweep, 0) == 0);
   CHECK(app::wavelengths_per_unit(sweep, 33, 1, 0) == 1);
-  const io::Problem host = metal("{harmonics: 60, richardson: true}", conv::Backend::cpu_fftw);
-  CHECK_FALSE(app::device_plan(host).sweep);
-  CHECK(app::wavelengths_per_unit(host, 33, 1, 1000 * gib) == 1);
   const io::Problem averaged = metal("{harmonics: 60, richardson: true, solver: {preconditioner: averaged}}",
                                      conv::Backend::gpu_fused);
-  CHECK_FALSE(app::device_plan(averaged).sweep);
+  CHECK_FALSE(app::member_plan(averaged).sweep);
   CHECK(app::wavelengths_per_unit(averaged, 33, 1, 1000 * gib) == 1);
+  // On a host backend the sweep's units fill the threads instead (next test case), whatever the memory.
+  const io::Problem host = metal("{harmonics: 60, richardson: true}", conv::Backend::cpu_fftw);
+  CHECK(app::member_plan(host).sweep);
+  CHECK(app::device_sweep_wavelengths(host, 1000 * gib) == 0);
+  CHECK(app::wavelengths_per_unit(host, 33, 1, 1000 * gib, 16) == 8);  // 16 threads, 2 groups per wavelength
   // A dielectric takes the sweep on a device only when asked for; the memory per member grows with it.
   io::Problem asked = lines(41, 2, 20, 100, conv::Backend::gpu_fused);
-  CHECK_FALSE(app::device_plan(asked).sweep);
+  CHECK_FALSE(app::member_plan(asked).sweep);
   asked.solver.preconditioner = physics::Preconditioning::sweep;
-  const physics::DevicePlan asked_plan = app::device_plan(asked);
+  const physics::MemberPlan asked_plan = app::member_plan(asked);
   CHECK(asked_plan.sweep);
   io::Problem finer = asked;
   finer.solver.m1 = 40;
-  CHECK(app::device_plan(finer).bytes_per_member > 3 * asked_plan.bytes_per_member);  // ~orders² per slice
+  CHECK(app::member_plan(finer).bytes_per_member > 3 * asked_plan.bytes_per_member);  // ~orders² per slice
+}
+
+TEST_CASE("host sweeps batch as many wavelengths as give every thread a group, keeping 4 units per worker",
+          "[app][units]") {
+  // A 1D dielectric on the host: automatic takes the sweep (physics::member_plan), two groups per incidence.
+  const io::Problem one = lines(41, 1, 12, 20, conv::Backend::cpu_fftw);
+  REQUIRE(app::member_plan(one).sweep);
+  CHECK(physics::host_sweep_members(1, 16) == 8);
+  CHECK(physics::host_sweep_members(2, 16) == 4);
+  CHECK(physics::host_sweep_members(1, 2) == 1);
+  CHECK(physics::host_sweep_members(3, 4) == 1);
+  CHECK(app::wavelengths_per_unit(one, 41, 1, std::nullopt, 16) == 8);  // 41 / 4 units per worker = 10 > 8
+  CHECK(app::wavelengths_per_unit(one, 41, 1, std::nullopt, 2) == 1);   // two threads: the two groups fill them
+  CHECK(app::wavelengths_per_unit(one, 20, 1, std::nullopt, 16) == 5);  // 20 / 4: the cap
+  CHECK(app::wavelengths_per_unit(one, 41, 3, std::nullopt, 16) == 3);  // 41 / 12 (three ranks)
+  const io::Problem two_angles = lines(41, 2, 12, 20, conv::Backend::cpu_direct);
+  CHECK(app::wavelengths_per_unit(two_angles, 41, 1, std::nullopt, 16) == 4);
+  // Without the sweep one wavelength per unit, whatever the threads.
+  io::Problem averaged = one;
+  averaged.solver.preconditioner = physics::Preconditioning::averaged;
+  CHECK_FALSE(app::member_plan(averaged).sweep);
+  CHECK(app::wavelengths_per_unit(averaged, 41, 1, std::nullopt, 16) == 1);
 }
 
 TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the cap", "[app][units]") {
