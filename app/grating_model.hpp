@@ -10,7 +10,8 @@
 // `run` would use): each (grating, wavelength) is a member of the batched problems that solve forms
 // (physics/solver.hpp: members of equal slice count and lattice share a batch, as many as memory and
 // max_wavelengths_per_batch allow; automatic: on device backends for problems below
-// physics::device_batch_unknowns, one member per problem on host backends), so a GPU solves a
+// physics::device_batch_unknowns or with the sweep preconditioner, one member per problem on host
+// backends or physics::host_sweep_members with the sweep), so a GPU solves a
 // Jacobian's perturbed spectra at once instead of one launch-bound solve per vector and wavelength.
 // Where that call throws, each vector is solved alone, so that a failure costs only its own column.
 // With frozen auto numerics, wavelengths whose harmonics and slices differ cannot share a solve: one
