@@ -133,7 +133,8 @@ struct LocalWorkers {
 /// The local workers of one process: for a GPU backend, one per visible CUDA device, or up to
 /// workers_per_device_small per device (sharing it, each worker on its own stream) when the units
 /// (`wavelengths` per unit, else work_units.hpp's rule for one worker per device) are smaller than
-/// gpu_filling_unknowns or take the device sweep (work_units.hpp), and there are more units than devices; else one. `asked` (--workers) workers
+/// gpu_filling_unknowns or take the device sweep within a worker's share of the memory (work_units.hpp), and
+/// there are more units than devices; else one. `asked` (--workers) workers
 /// instead, sharing the devices in turn, and as many parallel.
 LocalWorkers local_workers(conv::Backend backend, std::optional<int> asked, std::optional<std::size_t> wavelengths,
                            const io::Problem& problem) {
@@ -142,9 +143,10 @@ LocalWorkers local_workers(conv::Backend backend, std::optional<int> asked, std:
   int parallel = count;
   const std::size_t batches = problem.layout.batches();
   const std::size_t per_unit = wavelengths.value_or(wavelengths_per_unit(problem, batches, count));
-  // A sweep-preconditioned unit is latency-bound whatever its size (work_units.hpp): workers share the device.
+  // A sweep-preconditioned unit is latency-bound whatever its size (work_units.hpp): workers share the device
+  // where a wavelength fits a worker's share of its memory.
   if (devices > 0 && (double(per_unit) * batch_unknowns(problem) < gpu_filling_unknowns ||
-                      device_sweep_wavelengths(problem, smallest_device_memory()) > 0))
+                      device_sweep_wavelengths(problem, smallest_device_memory()).value_or(0) >= 1))
     count = int(std::clamp<std::size_t>((batches + per_unit - 1) / per_unit, std::size_t(devices),
                                         std::size_t(devices * workers_per_device_small)));
   if (asked) parallel = count = *asked;

@@ -39,11 +39,11 @@ physics::MemberPlan member_plan(const io::Problem& problem) {
   return plan;
 }
 
-std::size_t device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes) {
-  if (device_memory_bytes == 0 || conv::memory_of(problem.solver.backend) == Memory::host) return 0;
+std::optional<std::size_t> device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes) {
+  if (device_memory_bytes == 0 || conv::memory_of(problem.solver.backend) == Memory::host) return std::nullopt;
   const physics::MemberPlan plan = member_plan(problem);
-  if (!plan.sweep) return 0;
-  return std::max<std::size_t>(device_memory_bytes / sweep_memory_shares / std::max<std::size_t>(plan.bytes_per_member, 1), 1);
+  if (!plan.sweep) return std::nullopt;
+  return device_memory_bytes / sweep_memory_shares / std::max<std::size_t>(plan.bytes_per_member, 1);
 }
 
 std::size_t smallest_device_memory() {
@@ -65,9 +65,8 @@ std::size_t wavelengths_per_unit(const io::Problem& problem, std::size_t batches
     return std::clamp(std::min(members, balanced), std::size_t(1), most);
   }
   const std::size_t balanced = batches / (units_per_device * std::size_t(std::max(workers, 1)));
-  if (const std::size_t sweep = device_sweep_wavelengths(problem, device_memory_bytes.value_or(smallest_device_memory()));
-      sweep > 0)
-    return std::clamp(std::min(sweep, balanced), std::size_t(1), most);
+  if (const auto sweep = device_sweep_wavelengths(problem, device_memory_bytes.value_or(smallest_device_memory())))
+    return std::clamp(std::min(*sweep, balanced), std::size_t(1), most);
   const double unknowns = batch_unknowns(problem);
   if (unknowns >= physics::device_batch_unknowns) return 1;  // not launch-bound (solver.hpp)
   const auto filling = std::size_t(std::ceil(gpu_filling_unknowns / std::max(unknowns, 1.0)));

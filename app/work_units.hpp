@@ -77,10 +77,11 @@ inline constexpr std::size_t sweep_memory_shares = 2 * units_per_device;
 /// takes it, the largest memory); none with accuracy on demand (its ladder changes the sizes).
 physics::MemberPlan member_plan(const io::Problem& problem);
 
-/// The wavelengths a unit of a device sweep-preconditioned solve takes at most on devices of
-/// `device_memory_bytes` each (sweep_memory_shares), at least 1; 0 where the solve is not one
+/// The wavelengths a unit of a device sweep-preconditioned solve may take within its share of devices of
+/// `device_memory_bytes` each (sweep_memory_shares; 0 where one wavelength exceeds it: units of one, and
+/// app/run.cpp then shares the device only as for other solves); nullopt where the solve is not one
 /// (member_plan, a device backend) or there is no device (0 bytes).
-std::size_t device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes);
+std::optional<std::size_t> device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes);
 
 /// The smallest global memory of the visible CUDA devices; 0 without one.
 std::size_t smallest_device_memory();

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -133,15 +134,21 @@ TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 uni
   constexpr std::size_t gib = std::size_t(1) << 30;
   for (const std::size_t memory : {gib, 16 * gib, 80 * gib, 1000 * gib}) {
     INFO("device memory " << memory / gib << " GiB");
-    const std::size_t by_memory = app::device_sweep_wavelengths(sweep, memory);
-    CHECK(by_memory == std::max<std::size_t>(memory / app::sweep_memory_shares / plan.bytes_per_member, 1));
+    const std::optional<std::size_t> by_memory = app::device_sweep_wavelengths(sweep, memory);
+    REQUIRE(by_memory);
+    CHECK(*by_memory == memory / app::sweep_memory_shares / plan.bytes_per_member);
     // 33 / (8 units per device) = 4 at most; by memory where that is fewer; at least one.
-    CHECK(app::wavelengths_per_unit(sweep, 33, 1, memory) == std::clamp<std::size_t>(by_memory, 1, 4));
+    CHECK(app::wavelengths_per_unit(sweep, 33, 1, memory) == std::clamp<std::size_t>(*by_memory, 1, 4));
   }
+  // A device too small for one wavelength in a worker's share: 0 (app/run.cpp then keeps one worker for
+  // units this large), units of one.
+  const std::size_t tiny = plan.bytes_per_member * app::sweep_memory_shares - 1;
+  CHECK(app::device_sweep_wavelengths(sweep, tiny) == std::optional<std::size_t>(0));
+  CHECK(app::wavelengths_per_unit(sweep, 33, 1, tiny) == 1);
   CHECK(app::wavelengths_per_unit(sweep, 33, 1, 1000 * gib) == 4);
   CHECK(app::wavelengths_per_unit(sweep, 33, 2, 1000 * gib) == 2);  // 33 / 16
   // Without a device, or without the sweep: the unknowns' rule (one per unit here).
-  CHECK(app::device_sweep_wavelengths(sweep, 0) == 0);
+  CHECK_FALSE(app::device_sweep_wavelengths(sweep, 0));
   CHECK(app::wavelengths_per_unit(sweep, 33, 1, 0) == 1);
   const io::Problem averaged = metal("{harmonics: 60, richardson: true, solver: {preconditioner: averaged}}",
                                      conv::Backend::gpu_fused);
@@ -150,7 +157,7 @@ TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 uni
   // On a host backend the sweep's units fill the threads instead (next test case), whatever the memory.
   const io::Problem host = metal("{harmonics: 60, richardson: true}", conv::Backend::cpu_fftw);
   CHECK(app::member_plan(host).sweep);
-  CHECK(app::device_sweep_wavelengths(host, 1000 * gib) == 0);
+  CHECK_FALSE(app::device_sweep_wavelengths(host, 1000 * gib));
   CHECK(app::wavelengths_per_unit(host, 33, 1, 1000 * gib, 16) == 8);  // 16 threads, 2 groups per wavelength
   // A dielectric takes the sweep on a device only when asked for; the memory per member grows with it.
   io::Problem asked = lines(41, 2, 20, 100, conv::Backend::gpu_fused);
