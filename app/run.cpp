@@ -149,6 +149,10 @@ LocalWorkers local_workers(conv::Backend backend, std::optional<int> asked, std:
                       device_sweep_wavelengths(problem, smallest_device_memory()).value_or(0) >= 1))
     count = int(std::clamp<std::size_t>((batches + per_unit - 1) / per_unit, std::size_t(devices),
                                         std::size_t(devices * workers_per_device_small)));
+  // Sweep-preconditioned units (large, or as asked) leave room for each worker's preconditioner.
+  if (devices > 0)
+    count = std::min(count, devices * std::min(device_sweep_workers(problem, per_unit, smallest_device_memory()),
+                                               workers_per_device_small));
   if (asked) parallel = count = *asked;
   std::vector<WorkerOptions> workers(static_cast<std::size_t>(count));
   if (devices > 1)  // one device: the current one, as ever

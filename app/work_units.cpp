@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include <omp.h>
 
@@ -35,8 +36,22 @@ physics::MemberPlan member_plan(const io::Problem& problem) {
     const physics::MemberPlan p = physics::member_plan(structure, incidences, l.wavelength_nm, problem.solver);
     plan.sweep = plan.sweep || p.sweep;
     plan.bytes_per_member = std::max(plan.bytes_per_member, p.bytes_per_member);
+    plan.budget_per_member = std::max(plan.budget_per_member, p.budget_per_member);
   }
   return plan;
+}
+
+int device_sweep_workers(const io::Problem& problem, std::size_t wavelengths, std::size_t device_memory_bytes) {
+  constexpr int unbounded = std::numeric_limits<int>::max();
+  if (device_memory_bytes == 0 || conv::memory_of(problem.solver.backend) == Memory::host) return unbounded;
+  const physics::MemberPlan plan = member_plan(problem);
+  if (!plan.sweep || plan.bytes_per_member == 0) return unbounded;
+  // The last worker to check finds the others' units in memory: (W − 1)·k·bytes + k·budget/0.9 ≤ 0.95·memory
+  // (0.9: solve's budget is 90 % of the free memory; 0.95: the context and cuFFT's, cuBLAS's scratch).
+  const double k = double(std::max<std::size_t>(wavelengths, 1)), memory = 0.95 * double(device_memory_bytes);
+  const double left = memory - k * double(plan.budget_per_member) / 0.9;
+  if (left < 0) return 1;
+  return int(std::min(1.0 + std::floor(left / (k * double(plan.bytes_per_member))), double(unbounded / 2)));
 }
 
 std::optional<std::size_t> device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes) {

@@ -83,6 +83,14 @@ physics::MemberPlan member_plan(const io::Problem& problem);
 /// (member_plan, a device backend) or there is no device (0 bytes).
 std::optional<std::size_t> device_sweep_wavelengths(const io::Problem& problem, std::size_t device_memory_bytes);
 
+/// The most local workers that may share a device of `device_memory_bytes` with units of `wavelengths`
+/// wavelengths of a device sweep-preconditioned solve, so that the last to start still finds the budget its
+/// preconditioner needs (physics::MemberPlan::budget_per_member) beside the others' units; at least 1.
+/// INT_MAX where the solve is not one or there is no device. Session 21, H100, si_lines_metrology with the
+/// sweep and units of 2 wavelengths (`--wavelengths-per-unit 2`) on 8 workers: a worker found 30 GiB of
+/// 80 left and refused its preconditioner (7.95 GiB, more than a quarter of it); this rule gives 2 workers there.
+int device_sweep_workers(const io::Problem& problem, std::size_t wavelengths, std::size_t device_memory_bytes);
+
 /// The smallest global memory of the visible CUDA devices; 0 without one.
 std::size_t smallest_device_memory();
 

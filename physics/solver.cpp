@@ -138,6 +138,11 @@ struct MemoryPlan {
     const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
     return need <= budget.bytes && inverses <= (budget.bytes - need) / 4 && peak <= (budget.bytes - need) / 4 * 2;
   }
+  /// The least budget with which preconditioner_fits holds (up to the rounding of its divisions).
+  [[nodiscard]] std::size_t budget_for_preconditioner(bool on_device) const {
+    const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
+    return need + std::max(4 * inverses, 2 * peak);
+  }
 };
 
 /// plan.inverses and plan.build for plan.kind: its matrices and scratch in Real, and while building, on the
@@ -787,7 +792,8 @@ MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::
                                  [&](double wavelength) { return layers_hold_metal(structure, wavelength); });
   const int finest = slice_grid(structure).slices() * (options.richardson ? 2 : 1);
   const MemoryPlan one = memory_plan(structure, finest, incidences, 1, options, metal);
-  return {one.kind == Preconditioning::sweep, one.need + one.inverses};
+  const bool on_device = conv::memory_of(options.backend) == Memory::device;
+  return {one.kind == Preconditioning::sweep, one.need + one.inverses, one.budget_for_preconditioner(on_device)};
 }
 
 std::size_t host_sweep_members(std::size_t incidences, int threads) {

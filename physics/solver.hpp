@@ -104,6 +104,10 @@ inline constexpr double device_batch_unknowns = 1e4;
 struct MemberPlan {
   bool sweep = false;
   std::size_t bytes_per_member = 0;
+  /// The memory budget (solve's: 90 % of a device's free memory) a problem of this member alone needs to keep
+  /// its preconditioner: the preconditioner's matrices take at most a quarter of what the problem leaves, its
+  /// build peak half.
+  std::size_t budget_per_member = 0;
 };
 MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
                        const SolverOptions& options);

@@ -6,6 +6,7 @@
 // each wavelength's share of its time.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <random>
@@ -147,6 +148,22 @@ TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 uni
   CHECK(app::wavelengths_per_unit(sweep, 33, 1, tiny) == 1);
   CHECK(app::wavelengths_per_unit(sweep, 33, 1, 1000 * gib) == 4);
   CHECK(app::wavelengths_per_unit(sweep, 33, 2, 1000 * gib) == 2);  // 33 / 16
+  // The workers that may share a device: with 4 wavelengths per unit all eight on 80 GiB; as many as leave
+  // the last its preconditioner's budget beside the others' units (work_units.hpp), at least one.
+  REQUIRE(plan.budget_per_member > plan.bytes_per_member);
+  const auto workers = [&](std::size_t k, std::size_t memory) { return app::device_sweep_workers(sweep, k, memory); };
+  CHECK(workers(4, 80 * gib) >= 8);
+  for (const std::size_t k : {1, 4, 16, 64, 256})
+    for (const std::size_t memory : {gib, 16 * gib, 80 * gib}) {
+      const int w = workers(k, memory);
+      INFO(k << " wavelengths per unit, " << memory / gib << " GiB: " << w << " workers");
+      REQUIRE(w >= 1);
+      const double last = 0.95 * double(memory) - double(w - 1) * double(k * plan.bytes_per_member);
+      if (w > 1) CHECK(0.9 * last >= double(k * plan.budget_per_member));  // the last still fits
+      const double one_more = last - double(k * plan.bytes_per_member);
+      CHECK(0.9 * one_more < double(k * plan.budget_per_member));  // one more would not
+    }
+  CHECK(app::device_sweep_workers(sweep, 1, 0) == std::numeric_limits<int>::max());
   // Without a device, or without the sweep: the unknowns' rule (one per unit here).
   CHECK_FALSE(app::device_sweep_wavelengths(sweep, 0));
   CHECK(app::wavelengths_per_unit(sweep, 33, 1, 0) == 1);
@@ -154,6 +171,7 @@ TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 uni
                                      conv::Backend::gpu_fused);
   CHECK_FALSE(app::member_plan(averaged).sweep);
   CHECK(app::wavelengths_per_unit(averaged, 33, 1, 1000 * gib) == 1);
+  CHECK(app::device_sweep_workers(averaged, 1, 80 * gib) == std::numeric_limits<int>::max());
   // On a host backend the sweep's units fill the threads instead (next test case), whatever the memory.
   const io::Problem host = metal("{harmonics: 60, richardson: true}", conv::Backend::cpu_fftw);
   CHECK(app::member_plan(host).sweep);
