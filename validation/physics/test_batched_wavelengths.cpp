@@ -9,6 +9,10 @@
 // memory budget, and the preconditioners on a batch.
 #include <algorithm>
 #include <cmath>
+#include <span>
+#include <vector>
+
+#include <omp.h>
 
 #include "physics/problem.hpp"
 #include "physics/solver.hpp"
@@ -80,7 +84,7 @@ TEST_CASE("batched wavelengths: uneven incidence counts, Richardson, fields and 
   o.keep_fields = true;
   o.max_wavelengths_per_batch = 1;
   const SolveResult separate = solve(c.structure, incidences, o);
-  o.max_wavelengths_per_batch = 100;  // as many as there are (0, automatic, is one on the host)
+  o.max_wavelengths_per_batch = 100;  // as many as there are (0, automatic, is one on the host without the sweep)
   const SolveResult batched = solve(c.structure, incidences, o);
   test::check_same_results(batched, separate, 0);
   for (std::size_t i = 0; i < incidences.size(); ++i) {
@@ -130,4 +134,46 @@ TEST_CASE("batched wavelengths: preconditioned and unpreconditioned batches agre
     test::check_same_results(preconditioned, preconditioned_alone, 0);
     for (const IncidenceResult& r : preconditioned.incidences) CHECK(r.preconditioned[0]);
   }
+}
+
+TEST_CASE("automatic on the host batches the sweep's members so that every thread has a group of it",
+          "[physics][batch][preconditioner]") {
+  // Four copies of the Si lines, one incidence each (members of one shape, solve(pairs)): with the sweep
+  // automatic gives threads / (2 incidences) members per problem (host_sweep_members), and a batch's
+  // time is counted once, in its first member's result; without the sweep one member per problem. The
+  // results are those of one member per problem, bit for bit.
+  const test::BatchCase c = test::batch_cases()[2];
+  const std::vector<Incidence> incidences{{633, 40, 30}, {700, 40, 30}, {810, 40, 30}, {900, 40, 30}};
+  std::vector<StructureIncidences> pairs;
+  for (const Incidence& incidence : incidences) pairs.push_back({c.structure, std::span(&incidence, 1)});
+  SolverOptions o;
+  o.m1 = c.m1;
+  o.backend = conv::Backend::cpu_direct;
+  o.preconditioner = Preconditioning::sweep;
+  o.max_wavelengths_per_batch = 1;
+  const std::vector<SolveResult> alone = solve(pairs, o);
+  const int threads = omp_get_max_threads();
+  const auto timed = [](const std::vector<SolveResult>& results) {
+    std::vector<bool> out;
+    for (const SolveResult& r : results) out.push_back(r.phases.total() > 0);
+    return out;
+  };
+  CHECK(timed(alone) == std::vector<bool>{true, true, true, true});
+  o.max_wavelengths_per_batch = 0;  // automatic
+  for (const int t : {2, 4, 8}) {
+    INFO(t << " threads: " << host_sweep_members(1, t) << " members per problem");
+    omp_set_num_threads(t);
+    const std::vector<SolveResult> automatic = solve(pairs, o);
+    omp_set_num_threads(threads);
+    for (std::size_t k = 0; k < pairs.size(); ++k) test::check_same_results(automatic[k], alone[k], 0);
+    const std::vector<std::vector<bool>> expected{{true, true, true, true}, {true, false, true, false},
+                                                  {true, false, false, false}};
+    CHECK(timed(automatic) == expected[t == 2 ? 0 : t == 4 ? 1 : 2]);
+  }
+  // Without the sweep (averaged), automatic keeps one member per problem whatever the threads.
+  o.preconditioner = Preconditioning::averaged;
+  omp_set_num_threads(8);
+  const std::vector<SolveResult> averaged = solve(pairs, o);
+  omp_set_num_threads(threads);
+  CHECK(timed(averaged) == std::vector<bool>{true, true, true, true});
 }
