@@ -142,17 +142,17 @@ LocalWorkers local_workers(conv::Backend backend, std::optional<int> asked, std:
   int count = std::max(devices, 1);
   int parallel = count;
   const std::size_t batches = problem.layout.batches();
-  const std::size_t per_unit = wavelengths.value_or(wavelengths_per_unit(problem, batches, count));
+  const std::size_t memory = devices > 0 ? smallest_device_memory() : 0;
+  const std::size_t per_unit = wavelengths.value_or(wavelengths_per_unit(problem, batches, count, memory));
   // A sweep-preconditioned unit is latency-bound whatever its size (work_units.hpp): workers share the device
   // where a wavelength fits a worker's share of its memory.
   if (devices > 0 && (double(per_unit) * batch_unknowns(problem) < gpu_filling_unknowns ||
-                      device_sweep_wavelengths(problem, smallest_device_memory()).value_or(0) >= 1))
+                      device_sweep_wavelengths(problem, memory).value_or(0) >= 1))
     count = int(std::clamp<std::size_t>((batches + per_unit - 1) / per_unit, std::size_t(devices),
                                         std::size_t(devices * workers_per_device_small)));
   // Sweep-preconditioned units (large, or as asked) leave room for each worker's preconditioner.
   if (devices > 0)
-    count = std::min(count, devices * std::min(device_sweep_workers(problem, per_unit, smallest_device_memory()),
-                                               workers_per_device_small));
+    count = std::min(count, devices * std::min(device_sweep_workers(problem, per_unit, memory), workers_per_device_small));
   if (asked) parallel = count = *asked;
   std::vector<WorkerOptions> workers(static_cast<std::size_t>(count));
   if (devices > 1)  // one device: the current one, as ever

@@ -135,13 +135,15 @@ struct MemoryPlan {
   /// The preconditioner's matrices take at most a quarter of what the problem leaves, its build peak
   /// half (on the device, while inverting: the inverses and twice `build`, device.hpp).
   [[nodiscard]] bool preconditioner_fits(const MemoryBudget& budget, bool on_device) const {
-    const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
-    return need <= budget.bytes && inverses <= (budget.bytes - need) / 4 && peak <= (budget.bytes - need) / 4 * 2;
+    return need <= budget.bytes && inverses <= (budget.bytes - need) / 4 &&
+           build_peak(on_device) <= (budget.bytes - need) / 4 * 2;
   }
   /// The least budget with which preconditioner_fits holds (up to the rounding of its divisions).
   [[nodiscard]] std::size_t budget_for_preconditioner(bool on_device) const {
-    const std::size_t peak = on_device ? inverses + 2 * build : build + inverses;
-    return need + std::max(4 * inverses, 2 * peak);
+    return need + std::max(4 * inverses, 2 * build_peak(on_device));
+  }
+  [[nodiscard]] std::size_t build_peak(bool on_device) const {
+    return on_device ? inverses + 2 * build : build + inverses;
   }
 };
 
