@@ -161,6 +161,149 @@ __global__ void __launch_bounds__(panel_threads)
   if (threadIdx.x == 0) *smallest[blockIdx.x] = least;
 }
 
+/// eliminate_panel with the panel in registers, for n ≤ 32·Rows: warp g holds the panel's columns
+/// Columns·g … Columns·g + Columns − 1, lane l its rows l, l + 32, …, l + 32(Rows − 1). The shared-memory
+/// kernel's step was bound by the panel's round trip through shared memory (n·w complex128 read and written per
+/// step, about 1.2 µs of its 3 at n = 290, w = 32); here only the multipliers (column s before its step) pass
+/// through shared memory, double-buffered so that a step has one barrier, the pivot search is the owning warp's
+/// alone (no block-wide reduction), and a column's pivot-row value comes by a shuffle within its warp. Each
+/// element's arithmetic is eliminate_panel's, in the same order.
+template <int Rows, int Columns>
+__global__ void __launch_bounds__(panel_threads, 1)
+    eliminate_panel_in_registers(double2* const* matrices, double* const* smallest, unsigned char* workspace,
+                                 std::size_t per_matrix, int n, int k0, int w) {
+  __shared__ double2 multiplier[2][32 * Rows];
+  __shared__ double2 inverse_pivot[2];
+  __shared__ int chosen[2];
+  __shared__ double least;
+  double2* a = matrices[blockIdx.x];
+  const Workspace ws = workspace_of(workspace, n, per_matrix, int(blockIdx.x));
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, first_column = Columns * warp;
+  if (k0 == 0)
+    for (int i = threadIdx.x; i < n; i += blockDim.x) ws.row_column[i] = -1;
+  double2 v[Columns][Rows];
+  unsigned unavailable = 0;  // bit k: row lane + 32k pivoted an earlier column, or is past n
+#pragma unroll
+  for (int k = 0; k < Rows; ++k) {
+    const int i = lane + 32 * k;
+    if (i >= n || (k0 > 0 && ws.row_column[i] >= 0)) unavailable |= 1u << k;
+#pragma unroll
+    for (int j = 0; j < Columns; ++j) {
+      const int c = first_column + j;
+      v[j][k] = i < n && c < w ? a[std::size_t(k0 + c) * n + i] : double2{0, 0};
+    }
+  }
+  if (threadIdx.x == 0) least = k0 == 0 ? INFINITY : *smallest[blockIdx.x];
+  __syncthreads();  // row_column's reset before the first pivot is recorded
+  for (int s = 0; s < w; ++s) {
+    const int buffer = s & 1;
+    if (warp == s / Columns) {
+      // The pivot as eliminate_panel picks it: largest |re| + |im| among the remaining rows, non-finite first,
+      // ties to the lower row.
+      const int mine = s % Columns;
+      double best = -1;
+      int row = n;
+#pragma unroll
+      for (int k = 0; k < Rows; ++k) {
+        double2 value = v[0][k];
+#pragma unroll
+        for (int j = 1; j < Columns; ++j)
+          if (mine == j) value = v[j][k];
+        const int i = lane + 32 * k;
+        if (i < n) multiplier[buffer][i] = value;
+        if (!(unavailable >> k & 1u)) {
+          double m = fabs(value.x) + fabs(value.y);
+          if (!isfinite(m)) m = INFINITY;
+          if (m > best) {
+            best = m;
+            row = i;
+          }
+        }
+      }
+      for (int offset = 16; offset > 0; offset /= 2) {
+        const double other = __shfl_xor_sync(~0u, best, offset);
+        const int other_row = __shfl_xor_sync(~0u, row, offset);
+        if (other > best || (other == best && other_row < row)) {
+          best = other;
+          row = other_row;
+        }
+      }
+      __syncwarp();
+      if (lane == 0) {
+        chosen[buffer] = row;
+        ws.pivot_row[k0 + s] = row;
+        ws.row_column[row] = k0 + s;
+        const double2 p = multiplier[buffer][row];
+        const double magnitude = hypot(p.x, p.y);
+        least = isfinite(magnitude) ? fmin(least, magnitude) : 0.0;
+        const double scale = 1 / (p.x * p.x + p.y * p.y);
+        inverse_pivot[buffer] = {p.x * scale, -p.y * scale};
+      }
+    }
+    __syncthreads();
+    const int r = chosen[buffer];
+    const double2 pivot = inverse_pivot[buffer];
+    if (r % 32 == lane) unavailable |= 1u << (r / 32);
+    if (first_column >= w) continue;  // the warp holds no column of this panel
+    double2 line[Columns];  // the pivot row's values of the warp's columns, scaled by 1/p
+#pragma unroll
+    for (int j = 0; j < Columns; ++j) {
+      double2 at_r{0, 0};
+#pragma unroll
+      for (int k = 0; k < Rows; ++k)
+        if (k == r / 32) at_r = v[j][k];
+      at_r.x = __shfl_sync(~0u, at_r.x, r % 32);
+      at_r.y = __shfl_sync(~0u, at_r.y, r % 32);
+      line[j] = first_column + j == s ? pivot : times(at_r, pivot);
+    }
+    // Every row as if it were not the pivot's, then the pivot row's value set (a per-row branch here held
+    // both paths' values live and spilled).
+#pragma unroll
+    for (int k = 0; k < Rows; ++k) {
+      if (lane + 32 * k >= n) break;
+      const double2 m = multiplier[buffer][lane + 32 * k];
+#pragma unroll
+      for (int j = 0; j < Columns; ++j) {
+        const double2 f = times(m, line[j]);
+        v[j][k] = first_column + j == s ? double2{-f.x, -f.y} : double2{v[j][k].x - f.x, v[j][k].y - f.y};
+      }
+    }
+    if (lane == r % 32)
+#pragma unroll
+      for (int k = 0; k < Rows; ++k)
+        if (k == r / 32)
+#pragma unroll
+          for (int j = 0; j < Columns; ++j) v[j][k] = line[j];
+  }
+#pragma unroll
+  for (int k = 0; k < Rows; ++k)
+#pragma unroll
+    for (int j = 0; j < Columns; ++j) {
+      const int i = lane + 32 * k, c = first_column + j;
+      if (i < n && c < w) a[std::size_t(k0 + c) * n + i] = v[j][k];
+    }
+  __syncthreads();  // the pivots recorded by the steps' owners
+  for (int e = threadIdx.x; e < n * w; e += blockDim.x) {
+    const int s = e % w, j = e / w;
+    if (j < k0 || j >= k0 + w) ws.gathered[e] = a[std::size_t(j) * n + ws.pivot_row[k0 + s]];
+  }
+  if (threadIdx.x == 0) *smallest[blockIdx.x] = least;
+}
+
+/// The register kernels' shapes: rows per lane and columns per warp (the panel is panel_warps · columns wide),
+/// as many columns as fit 128 registers a thread beside the kernel's own (probed with -Xptxas -v: no spills).
+struct RegisterShape {
+  int rows, columns;
+};
+constexpr RegisterShape register_shapes[] = {{4, 2}, {8, 2}, {11, 2}, {16, 1}};
+
+/// The shape serving n×n matrices; rows 0 where n is too large for registers (then eliminate_panel).
+RegisterShape register_shape(int n) {
+  for (const RegisterShape& shape : register_shapes)
+    if (n <= 32 * shape.rows) return shape;
+  return {0, 0};
+}
+
 /// The rank-w update of the columns outside the panel [k0, k0 + w), tile (blockIdx.x: 64 rows, blockIdx.y:
 /// 32 columns) of matrix blockIdx.z.
 __global__ void __launch_bounds__(apply_threads)
@@ -249,7 +392,10 @@ int panel_width(int n, std::size_t available) {
 
 }  // namespace
 
-int inverse_panel_width(int n) { return panel_width(n, available_shared_bytes()); }
+int inverse_panel_width(int n) {
+  const RegisterShape shape = register_shape(n);
+  return shape.rows > 0 ? panel_warps * shape.columns : panel_width(n, available_shared_bytes());
+}
 
 std::size_t inverse_workspace_bytes(int n, int count) { return workspace_per_matrix(n) * std::size_t(std::max(count, 0)); }
 
@@ -257,21 +403,31 @@ void invert_batched(std::complex<double>* const* matrices, std::complex<double>*
                     double* const* smallest_pivot, int n, int count, void* workspace, Stream stream) {
   GS_EXPECTS(count >= 0, "invert_batched: a negative count");
   if (count == 0) return;
-  const std::size_t available = available_shared_bytes();
-  const int width = panel_width(n, available);
+  const RegisterShape shape = register_shape(n);
+  const std::size_t available = shape.rows > 0 ? 0 : available_shared_bytes();
+  const int width = shape.rows > 0 ? panel_warps * shape.columns : panel_width(n, available);
   const std::size_t per_matrix = workspace_per_matrix(n);
   auto* a = reinterpret_cast<double2* const*>(matrices);
   auto* ws = static_cast<unsigned char*>(workspace);
   // The device's maximum, not this call's need: the attribute is the kernel's, shared by every thread
   // calling it, and one needing less must not lower another's limit.
-  GS_CUDA_TRY(cudaFuncSetAttribute(eliminate_panel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   int(available)));
+  if (shape.rows == 0)
+    GS_CUDA_TRY(cudaFuncSetAttribute(eliminate_panel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(available)));
   const dim3 tiles{unsigned((n + tile_rows - 1) / tile_rows), unsigned((n + tile_columns - 1) / tile_columns),
                    unsigned(count)};
   for (int k0 = 0; k0 < n; k0 += width) {
     const int w = std::min(width, n - k0);
-    eliminate_panel<<<unsigned(count), panel_threads, panel_bytes(n, w), stream>>>(a, smallest_pivot, ws, per_matrix, n,
-                                                                                    k0, w);
+    const auto eliminate = [&](auto kernel, std::size_t shared_bytes) {
+      kernel<<<unsigned(count), panel_threads, shared_bytes, stream>>>(a, smallest_pivot, ws, per_matrix, n, k0, w);
+    };
+    switch (shape.rows) {
+      case 0: eliminate(eliminate_panel, panel_bytes(n, w)); break;
+      case 4: eliminate(eliminate_panel_in_registers<4, 2>, 0); break;
+      case 8: eliminate(eliminate_panel_in_registers<8, 2>, 0); break;
+      case 11: eliminate(eliminate_panel_in_registers<11, 2>, 0); break;
+      default: eliminate(eliminate_panel_in_registers<16, 1>, 0); break;
+    }
     GS_CUDA_CHECK_LAUNCH();
     if (w < n) {
       apply_panel<<<tiles, apply_threads, 0, stream>>>(a, ws, per_matrix, n, k0, w);

@@ -15,7 +15,8 @@ namespace gratingsim::physics {
 /// inverses[k] ← matrices[k]⁻¹ for k < count: n×n complex128 matrices, column-major, leading dimension n,
 /// by Gauss–Jordan elimination with partial pivoting (the pivot of column c the remaining row of largest
 /// |re| + |im|, ties to the lower row: LAPACK's izamax, the same pivots as its getrf), blocked: a panel of
-/// `inverse_panel_width(n)` columns is eliminated by one thread block per matrix in shared memory, then
+/// `inverse_panel_width(n)` columns is eliminated by one thread block per matrix (the panel in its registers
+/// for n ≤ 512, in shared memory beyond), then
 /// applied to the other columns as one rank-width update by a block per 64 × 32 tile, so one matrix alone
 /// uses the device. Each element's arithmetic depends on n and the device's shared memory only: a matrix's
 /// inverse is the same bits in any batch, at any position (cuBLAS's getrfBatched and gemmBatched change in

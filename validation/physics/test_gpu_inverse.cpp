@@ -103,7 +103,9 @@ std::vector<C> needs_pivoting(int n) {
 
 TEST_CASE("invert_batched: A X = I and X A = I by direct sums, within one panel and across many, pivoting forced",
           "[physics][gpu]") {
-  for (int n : {1, 2, 31, 32, 33, 97, 129, 258, 482}) {
+  // Every panel kernel: the register shapes (n ≤ 128, 256, 352, 512, each at its edge) and the shared-memory
+  // one beyond (513).
+  for (int n : {1, 2, 31, 32, 33, 97, 128, 129, 256, 258, 352, 482, 512, 513}) {
     const std::vector<std::vector<C>> matrices{random_matrix(n), needs_pivoting(n), random_matrix(n)};
     const Inverted out = invert_on_device(matrices, n);
     INFO("n = " << n << ", panel width " << inverse_panel_width(n));
@@ -137,7 +139,7 @@ TEST_CASE("invert_batched: the smallest pivot is 0 for a zero column and tiny fo
 }
 
 TEST_CASE("invert_batched: a matrix's inverse is the same bits alone and at any position of any batch", "[physics][gpu]") {
-  for (int n : {64, 258}) {
+  for (int n : {64, 258, 513}) {
     const std::vector<C> m = random_matrix(n);
     const Inverted alone = invert_on_device({m}, n);
     std::vector<std::vector<C>> batch;
