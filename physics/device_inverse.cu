@@ -161,20 +161,108 @@ __global__ void __launch_bounds__(panel_threads)
   if (threadIdx.x == 0) *smallest[blockIdx.x] = least;
 }
 
-/// eliminate_panel with the panel in registers, for n ≤ 32·Rows: warp g holds the panel's columns
-/// Columns·g … Columns·g + Columns − 1, lane l its rows l, l + 32, …, l + 32(Rows − 1). The shared-memory
-/// kernel's step was bound by the panel's round trip through shared memory (n·w complex128 read and written per
-/// step, about 1.2 µs of its 3 at n = 290, w = 32); here only the multipliers (column s before its step) pass
-/// through shared memory, double-buffered so that a step has one barrier, the pivot search is the owning warp's
-/// alone (no block-wide reduction), and a column's pivot-row value comes by a shuffle within its warp. Each
-/// element's arithmetic is eliminate_panel's, in the same order.
+/// Between row k of a thread's register panel v (k < Rows, known only at run time) and `line`: line ← v[·][k]
+/// when `read`, else v[·][k] ← line, for columns [first, last). A switch on k, so that registers are addressed
+/// statically.
+template <int Rows, int Columns, int First = 0, int Last = Columns>
+__device__ __forceinline__ void copy_row(double2 (&v)[Columns][Rows], int k, double2 (&line)[Columns], bool read) {
+#define GS_ROW_CASE(K)                                  \
+  case K:                                               \
+    if constexpr (K < Rows) {                           \
+      for (int j = First; j < Last; ++j)                \
+        if (read)                                       \
+          line[j] = v[j][K];                            \
+        else                                            \
+          v[j][K] = line[j];                            \
+    }                                                   \
+    break;
+  switch (k) {
+    GS_ROW_CASE(0) GS_ROW_CASE(1) GS_ROW_CASE(2) GS_ROW_CASE(3) GS_ROW_CASE(4) GS_ROW_CASE(5) GS_ROW_CASE(6)
+    GS_ROW_CASE(7) GS_ROW_CASE(8) GS_ROW_CASE(9) GS_ROW_CASE(10) GS_ROW_CASE(11) GS_ROW_CASE(12) GS_ROW_CASE(13)
+    GS_ROW_CASE(14) GS_ROW_CASE(15)
+  }
+#undef GS_ROW_CASE
+  static_assert(Rows <= 16, "copy_row: rows 0 to 15");
+}
+
+/// The register panel of eliminate_panel_in_registers: warp g holds the panel's columns Columns·g …
+/// Columns·g + Columns − 1, lane l their rows l, l + 32, …, l + 32(Rows − 1) (rows past n are carried and never
+/// stored). Shared between the warps: the multipliers of a step (its column before the step) and its pivot,
+/// double-buffered, and the recorded pivots.
+template <int Rows, int Columns>
+struct RegisterPanel {
+  double2 (&v)[Columns][Rows];
+  unsigned& unavailable;  // bit k: row lane + 32k pivoted an earlier column, or is past n
+  double2 (*multiplier)[32 * Rows];
+  double2* inverse_pivot;
+  int* chosen;
+  int* pivot_rows;
+  double* least;
+  Workspace ws;
+  int lane, n, k0;
+
+  /// Step s's pivot from column j (this warp's): its values become the step's multipliers (buffer s & 1), the
+  /// pivot is the remaining row of largest |re| + |im| (LAPACK's izamax; non-finite first, ties to the lower
+  /// row, as eliminate_panel), recorded with 1/p and the least |pivot| so far.
+  template <int J>
+  __device__ __forceinline__ void search(int s) {
+    const int buffer = s & 1;
+    double best = -1;
+    int row = n;
+#pragma unroll
+    for (int k = 0; k < Rows; ++k) {
+      const double2 value = v[J][k];
+      const int i = lane + 32 * k;
+      multiplier[buffer][i] = value;
+      if (!(unavailable >> k & 1u)) {
+        double magnitude = fabs(value.x) + fabs(value.y);
+        if (!isfinite(magnitude)) magnitude = INFINITY;
+        if (magnitude > best) {
+          best = magnitude;
+          row = i;
+        }
+      }
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const double other = __shfl_xor_sync(~0u, best, offset);
+      const int other_row = __shfl_xor_sync(~0u, row, offset);
+      if (other > best || (other == best && other_row < row)) {
+        best = other;
+        row = other_row;
+      }
+    }
+    __syncwarp();
+    if (lane == 0) {
+      chosen[buffer] = row;
+      pivot_rows[s] = row;
+      ws.pivot_row[k0 + s] = row;
+      ws.row_column[row] = k0 + s;
+      const double2 p = multiplier[buffer][row];
+      const double scale = 1 / (p.x * p.x + p.y * p.y);
+      inverse_pivot[buffer] = {p.x * scale, -p.y * scale};
+      const double magnitude = hypot(p.x, p.y);
+      *least = isfinite(magnitude) ? fmin(*least, magnitude) : 0.0;
+    }
+  }
+};
+
+/// eliminate_panel with the panel in registers (RegisterPanel), for n ≤ 32·Rows. The shared-memory kernel's
+/// step was bound by the panel's round trip through shared memory (n·w complex128 read and written per step)
+/// and its block-wide pivot search; here only the multipliers pass through shared memory, double-buffered so
+/// that a step has one barrier, the pivot search is the owning warp's alone, and a column's pivot-row value comes
+/// by a shuffle within its warp. The update a_ic − m_i·line_c is fused (four FMAs; eliminate_panel rounds the
+/// product first), so the two kernels' inverses differ in the last bits; which kernel serves a matrix depends on
+/// n only. (Searching step s + 1's pivot ahead, in the warp holding that column while the others still update
+/// theirs, measured 5–8 % slower at n = 242–482 on an H100: the step is bound by the update's instructions, not
+/// by the search.)
 template <int Rows, int Columns>
 __global__ void __launch_bounds__(panel_threads, 1)
     eliminate_panel_in_registers(double2* const* matrices, double* const* smallest, unsigned char* workspace,
                                  std::size_t per_matrix, int n, int k0, int w) {
+  static_assert(Columns == 1 || Columns == 2, "eliminate_panel_in_registers: one or two columns per warp");
   __shared__ double2 multiplier[2][32 * Rows];
   __shared__ double2 inverse_pivot[2];
-  __shared__ int chosen[2];
+  __shared__ int chosen[2], pivot_rows[32];
   __shared__ double least;
   double2* a = matrices[blockIdx.x];
   const Workspace ws = workspace_of(workspace, n, per_matrix, int(blockIdx.x));
@@ -182,7 +270,7 @@ __global__ void __launch_bounds__(panel_threads, 1)
   if (k0 == 0)
     for (int i = threadIdx.x; i < n; i += blockDim.x) ws.row_column[i] = -1;
   double2 v[Columns][Rows];
-  unsigned unavailable = 0;  // bit k: row lane + 32k pivoted an earlier column, or is past n
+  unsigned unavailable = 0;
 #pragma unroll
   for (int k = 0; k < Rows; ++k) {
     const int i = lane + 32 * k;
@@ -194,87 +282,50 @@ __global__ void __launch_bounds__(panel_threads, 1)
     }
   }
   if (threadIdx.x == 0) least = k0 == 0 ? INFINITY : *smallest[blockIdx.x];
-  __syncthreads();  // row_column's reset before the first pivot is recorded
+  RegisterPanel<Rows, Columns> panel{v, unavailable, multiplier, inverse_pivot, chosen, pivot_rows, &least, ws, lane, n, k0};
+  __syncthreads();  // row_column's reset and least before the first pivot is recorded
   for (int s = 0; s < w; ++s) {
     const int buffer = s & 1;
     if (warp == s / Columns) {
-      // The pivot as eliminate_panel picks it: largest |re| + |im| among the remaining rows, non-finite first,
-      // ties to the lower row.
-      const int mine = s % Columns;
-      double best = -1;
-      int row = n;
-#pragma unroll
-      for (int k = 0; k < Rows; ++k) {
-        double2 value = v[0][k];
-#pragma unroll
-        for (int j = 1; j < Columns; ++j)
-          if (mine == j) value = v[j][k];
-        const int i = lane + 32 * k;
-        if (i < n) multiplier[buffer][i] = value;
-        if (!(unavailable >> k & 1u)) {
-          double m = fabs(value.x) + fabs(value.y);
-          if (!isfinite(m)) m = INFINITY;
-          if (m > best) {
-            best = m;
-            row = i;
-          }
-        }
-      }
-      for (int offset = 16; offset > 0; offset /= 2) {
-        const double other = __shfl_xor_sync(~0u, best, offset);
-        const int other_row = __shfl_xor_sync(~0u, row, offset);
-        if (other > best || (other == best && other_row < row)) {
-          best = other;
-          row = other_row;
-        }
-      }
-      __syncwarp();
-      if (lane == 0) {
-        chosen[buffer] = row;
-        ws.pivot_row[k0 + s] = row;
-        ws.row_column[row] = k0 + s;
-        const double2 p = multiplier[buffer][row];
-        const double magnitude = hypot(p.x, p.y);
-        least = isfinite(magnitude) ? fmin(least, magnitude) : 0.0;
-        const double scale = 1 / (p.x * p.x + p.y * p.y);
-        inverse_pivot[buffer] = {p.x * scale, -p.y * scale};
-      }
+      if (s % Columns == 0)
+        panel.template search<0>(s);
+      else if constexpr (Columns == 2)
+        panel.template search<1>(s);
     }
     __syncthreads();
     const int r = chosen[buffer];
     const double2 pivot = inverse_pivot[buffer];
     if (r % 32 == lane) unavailable |= 1u << (r / 32);
     if (first_column >= w) continue;  // the warp holds no column of this panel
-    double2 line[Columns];  // the pivot row's values of the warp's columns, scaled by 1/p
+    // The pivot row's values of the warp's columns, from the lane holding row r (r / 32 is the same in every
+    // lane: a uniform switch, not a select per register), scaled by 1/p.
+    double2 line[Columns];
+    if (lane == r % 32) copy_row<Rows, Columns>(v, r / 32, line, true);
 #pragma unroll
     for (int j = 0; j < Columns; ++j) {
-      double2 at_r{0, 0};
-#pragma unroll
-      for (int k = 0; k < Rows; ++k)
-        if (k == r / 32) at_r = v[j][k];
-      at_r.x = __shfl_sync(~0u, at_r.x, r % 32);
-      at_r.y = __shfl_sync(~0u, at_r.y, r % 32);
+      const double2 at_r{__shfl_sync(~0u, line[j].x, r % 32), __shfl_sync(~0u, line[j].y, r % 32)};
       line[j] = first_column + j == s ? pivot : times(at_r, pivot);
     }
-    // Every row as if it were not the pivot's, then the pivot row's value set (a per-row branch here held
-    // both paths' values live and spilled).
+    // Every row as if it were not the pivot's (rows past n too: their values are never stored), then the pivot
+    // row's values set: a_ic ← a_ic − m_i·line_c, column s's slot taking −m_i·line_s (its old values zeroed
+    // first). One shared load of m_i serves both columns; no per-row branch, which kept the loads from being
+    // issued ahead.
+#pragma unroll
+    for (int j = 0; j < Columns; ++j)
+      if (first_column + j == s)
+#pragma unroll
+        for (int k = 0; k < Rows; ++k) v[j][k] = {0, 0};
 #pragma unroll
     for (int k = 0; k < Rows; ++k) {
-      if (lane + 32 * k >= n) break;
       const double2 m = multiplier[buffer][lane + 32 * k];
 #pragma unroll
-      for (int j = 0; j < Columns; ++j) {
-        const double2 f = times(m, line[j]);
-        v[j][k] = first_column + j == s ? double2{-f.x, -f.y} : double2{v[j][k].x - f.x, v[j][k].y - f.y};
-      }
+      for (int j = 0; j < Columns; ++j)
+        v[j][k] = {fma(m.y, line[j].y, fma(-m.x, line[j].x, v[j][k].x)),
+                   fma(-m.y, line[j].x, fma(-m.x, line[j].y, v[j][k].y))};
     }
-    if (lane == r % 32)
-#pragma unroll
-      for (int k = 0; k < Rows; ++k)
-        if (k == r / 32)
-#pragma unroll
-          for (int j = 0; j < Columns; ++j) v[j][k] = line[j];
+    if (lane == r % 32) copy_row<Rows, Columns>(v, r / 32, line, false);
   }
+  __syncthreads();  // the last step's pivot recorded
 #pragma unroll
   for (int k = 0; k < Rows; ++k)
 #pragma unroll
@@ -282,26 +333,39 @@ __global__ void __launch_bounds__(panel_threads, 1)
       const int i = lane + 32 * k, c = first_column + j;
       if (i < n && c < w) a[std::size_t(k0 + c) * n + i] = v[j][k];
     }
-  __syncthreads();  // the pivots recorded by the steps' owners
+  // The pivot rows' values of the other columns.
+#pragma unroll 4
   for (int e = threadIdx.x; e < n * w; e += blockDim.x) {
     const int s = e % w, j = e / w;
-    if (j < k0 || j >= k0 + w) ws.gathered[e] = a[std::size_t(j) * n + ws.pivot_row[k0 + s]];
+    if (j < k0 || j >= k0 + w) ws.gathered[e] = a[std::size_t(j) * n + pivot_rows[s]];
   }
   if (threadIdx.x == 0) *smallest[blockIdx.x] = least;
 }
 
-/// The register kernels' shapes: rows per lane and columns per warp (the panel is panel_warps · columns wide),
-/// as many columns as fit 128 registers a thread beside the kernel's own (probed with -Xptxas -v: no spills).
+/// The signature of the panel kernels.
+using PanelKernel = void (*)(double2* const*, double* const*, unsigned char*, std::size_t, int, int, int);
+
+/// The register kernels' shapes: rows per lane and columns per warp (the panel is panel_warps · columns wide).
+/// Two columns share each multiplier read where both fit 128 registers a thread beside the kernel's own (probed
+/// with -Xptxas -v: no spills up to 8 rows with two columns, 16 with one; 10 rows with two spilled); rows in
+/// steps of one or two, since the rows past n cost as much as the others.
 struct RegisterShape {
   int rows, columns;
+  PanelKernel kernel;
 };
-constexpr RegisterShape register_shapes[] = {{4, 2}, {8, 2}, {11, 2}, {16, 1}};
+template <int Rows, int Columns>
+constexpr RegisterShape shape_of() {
+  return {Rows, Columns, &eliminate_panel_in_registers<Rows, Columns>};
+}
+constexpr RegisterShape register_shapes[] = {shape_of<1, 2>(),  shape_of<2, 2>(),  shape_of<3, 2>(),  shape_of<4, 2>(),
+                                             shape_of<5, 2>(),  shape_of<6, 2>(),  shape_of<7, 2>(),  shape_of<8, 2>(),
+                                             shape_of<10, 1>(), shape_of<12, 1>(), shape_of<14, 1>(), shape_of<16, 1>()};
 
 /// The shape serving n×n matrices; rows 0 where n is too large for registers (then eliminate_panel).
 RegisterShape register_shape(int n) {
   for (const RegisterShape& shape : register_shapes)
     if (n <= 32 * shape.rows) return shape;
-  return {0, 0};
+  return {0, 0, nullptr};
 }
 
 /// The rank-w update of the columns outside the panel [k0, k0 + w), tile (blockIdx.x: 64 rows, blockIdx.y:
@@ -418,16 +482,11 @@ void invert_batched(std::complex<double>* const* matrices, std::complex<double>*
                    unsigned(count)};
   for (int k0 = 0; k0 < n; k0 += width) {
     const int w = std::min(width, n - k0);
-    const auto eliminate = [&](auto kernel, std::size_t shared_bytes) {
-      kernel<<<unsigned(count), panel_threads, shared_bytes, stream>>>(a, smallest_pivot, ws, per_matrix, n, k0, w);
-    };
-    switch (shape.rows) {
-      case 0: eliminate(eliminate_panel, panel_bytes(n, w)); break;
-      case 4: eliminate(eliminate_panel_in_registers<4, 2>, 0); break;
-      case 8: eliminate(eliminate_panel_in_registers<8, 2>, 0); break;
-      case 11: eliminate(eliminate_panel_in_registers<11, 2>, 0); break;
-      default: eliminate(eliminate_panel_in_registers<16, 1>, 0); break;
-    }
+    if (shape.rows == 0)
+      eliminate_panel<<<unsigned(count), panel_threads, panel_bytes(n, w), stream>>>(a, smallest_pivot, ws, per_matrix,
+                                                                                      n, k0, w);
+    else
+      shape.kernel<<<unsigned(count), panel_threads, 0, stream>>>(a, smallest_pivot, ws, per_matrix, n, k0, w);
     GS_CUDA_CHECK_LAUNCH();
     if (w < n) {
       apply_panel<<<tiles, apply_threads, 0, stream>>>(a, ws, per_matrix, n, k0, w);

@@ -103,9 +103,9 @@ std::vector<C> needs_pivoting(int n) {
 
 TEST_CASE("invert_batched: A X = I and X A = I by direct sums, within one panel and across many, pivoting forced",
           "[physics][gpu]") {
-  // Every panel kernel: the register shapes (n ≤ 128, 256, 352, 512, each at its edge) and the shared-memory
-  // one beyond (513).
-  for (int n : {1, 2, 31, 32, 33, 97, 128, 129, 256, 258, 352, 482, 512, 513}) {
+  // Every panel kernel: each register shape (1 to 8 rows of 32 per lane with two columns per warp, then 10,
+  // 12, 14, 16 with one), several at their edges, and the shared-memory kernel beyond 512.
+  for (int n : {1, 2, 31, 32, 33, 65, 97, 128, 129, 161, 200, 256, 258, 384, 385, 512, 513}) {
     const std::vector<std::vector<C>> matrices{random_matrix(n), needs_pivoting(n), random_matrix(n)};
     const Inverted out = invert_on_device(matrices, n);
     INFO("n = " << n << ", panel width " << inverse_panel_width(n));
