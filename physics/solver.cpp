@@ -176,9 +176,10 @@ bool layers_hold_metal(const Structure& structure, double wavelength) {
   return any_layer_material(structure, [&](const Material& m) { return m.permittivity(wavelength).real() < 0; });
 }
 
-/// `metal`: the layers hold a metal at some wavelength of the problem (layers_hold_metal).
+/// `metal`: the layers hold a metal at some wavelength of the problem (layers_hold_metal). `device_sweep`: the
+/// automatic rule giving device problems the sweep applies (solve_group drops it where the sweep would not fit).
 MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incidences, std::size_t members,
-                       const SolverOptions& options, bool metal = false) {
+                       const SolverOptions& options, bool metal = false, bool device_sweep = true) {
   const std::size_t real_bytes = options.precision == Precision::single ? sizeof(float) : sizeof(double);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
   const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
@@ -188,25 +189,27 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
                              options.formulation, members);
   // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes the sweep (A⁻¹) for 1D
-  // lattices up to sweep_orders_limit orders on host backends, and on device backends for 1D lattices whose
-  // layers hold a metal, up to device_sweep_continuation_orders (averaged leaves those hundreds of
-  // iterations short, and the switch to the sweep came only after them: the thin metal's sweep of 33
-  // wavelengths 2.6 s against 1.4 s with the sweep at once, H100, session 19); averaged otherwise for 1D
-  // lattices in the normal-vector formulation in complex128, none otherwise (2D lattices: the sweep's and
-  // coarse's set-ups outweighed their savings). Device backends keep averaged for dielectrics: there the
-  // sweep's set-up (a chain of LUs per slice) made the GPU sweeps of the metrology cases slower than
-  // averaged's longer Krylov phases (§6.3).
+  // lattices up to sweep_orders_limit orders on host backends; on device backends for 1D lattices up to
+  // device_sweep_continuation_orders whose layers hold a metal (averaged leaves those hundreds of iterations
+  // short: the thin metal's sweep of 33 wavelengths 2.6 s against 1.4 s with the sweep at once, H100, session
+  // 19) or that averaged would serve (the normal-vector formulation in complex128: since session 22's
+  // Gauss–Jordan the device sweeps of the metrology cases beat averaged's, default.yaml 2.1–2.3 against 3.0 s,
+  // si_lines_metrology 8.4 against 9.3 s, H100); averaged otherwise for 1D lattices in the normal-vector
+  // formulation in complex128, none otherwise (2D lattices: the sweep's and coarse's set-ups outweighed their
+  // savings).
   plan.kind = dense ? Preconditioning::none : options.preconditioner;
   plan.coarse_m = coarse_harmonics(slices, options.m1, options.m2);
   const bool on_host = conv::memory_of(options.backend) != Memory::device;
   if (plan.kind == Preconditioning::automatic) {
     const bool one_dimensional = structure.lattice.one_dimensional();
-    plan.kind = one_dimensional && on_host && nm <= sweep_orders_limit                           ? Preconditioning::sweep
-                : one_dimensional && !on_host && metal && nm <= device_sweep_continuation_orders ? Preconditioning::sweep
-                : one_dimensional && options.formulation == Formulation::normal_vector &&
-                        options.precision == Precision::double_
-                    ? Preconditioning::averaged
-                    : Preconditioning::none;
+    const bool averaged = one_dimensional && options.formulation == Formulation::normal_vector &&
+                          options.precision == Precision::double_;
+    plan.kind = one_dimensional && on_host && nm <= sweep_orders_limit ? Preconditioning::sweep
+                : one_dimensional && !on_host && device_sweep && (metal || averaged) &&
+                        nm <= device_sweep_continuation_orders
+                    ? Preconditioning::sweep
+                : averaged ? Preconditioning::averaged
+                           : Preconditioning::none;
   }
   size_preconditioner(plan, slices, incidences, options);
   return plan;
@@ -279,8 +282,9 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   const bool on_device = conv::memory_of(options.backend) == Memory::device;
   const MemoryBudget budget = memory_budget(options);
   MemoryPlan plan = memory_plan(structure, slices, group.size(), members.size(), options, metal);
-  if (metal && !plan.preconditioner_fits(budget, on_device))
-    plan = memory_plan(structure, slices, group.size(), members.size(), options);  // auto's choice without the metal rule
+  if (on_device && options.preconditioner == Preconditioning::automatic && plan.kind == Preconditioning::sweep &&
+      !plan.preconditioner_fits(budget, on_device))
+    plan = memory_plan(structure, slices, group.size(), members.size(), options, metal, false);  // without the device rule
   const Preconditioning kind = plan.kind;
   const int coarse_m = plan.coarse_m;
   const std::string what = "problem too large: " + std::to_string(slices) + " slices × " + std::to_string(nm) +

@@ -177,9 +177,23 @@ TEST_CASE("device sweeps batch wavelengths at any size, by memory, keeping 8 uni
   CHECK(app::member_plan(host).sweep);
   CHECK_FALSE(app::device_sweep_wavelengths(host, 1000 * gib));
   CHECK(app::wavelengths_per_unit(host, 33, 1, 1000 * gib, 16) == 8);  // 16 threads, 2 groups per wavelength
-  // A dielectric takes the sweep on a device only when asked for; the memory per member grows with it.
-  io::Problem asked = lines(41, 2, 20, 100, conv::Backend::gpu_fused);
-  CHECK_FALSE(app::member_plan(asked).sweep);
+  // A dielectric takes the sweep on a device automatically where averaged would otherwise serve it (the
+  // normal-vector formulation in complex128, physics::member_plan), not in complex64 nor with Laurent's rule
+  // (none), nor where averaged is asked for; the memory per member grows with the orders.
+  const io::Problem dielectric = lines(41, 2, 20, 100, conv::Backend::gpu_fused);
+  CHECK(app::member_plan(dielectric).sweep);
+  io::Problem variant = dielectric;
+  variant.solver.precision = Precision::single;
+  CHECK_FALSE(app::member_plan(variant).sweep);
+  variant = dielectric;
+  variant.solver.formulation = physics::Formulation::laurent;
+  CHECK_FALSE(app::member_plan(variant).sweep);
+  variant.solver.preconditioner = physics::Preconditioning::sweep;  // asked for: any formulation
+  CHECK(app::member_plan(variant).sweep);
+  variant = dielectric;
+  variant.solver.preconditioner = physics::Preconditioning::averaged;
+  CHECK_FALSE(app::member_plan(variant).sweep);
+  io::Problem asked = dielectric;
   asked.solver.preconditioner = physics::Preconditioning::sweep;
   const physics::MemberPlan asked_plan = app::member_plan(asked);
   CHECK(asked_plan.sweep);
