@@ -12,11 +12,12 @@
 // with the pivot rows' old values a_{r_s j} gathered first. n³ complex multiply-adds in all, as LU with the
 // inverse from its factors.
 //
-// Per panel two launches: `eliminate_panel`, one block per matrix, runs the panel's w steps in shared
-// memory (each a block-wide pivot search and a rank-1 update of the n × w panel) and gathers the pivot
-// rows; `apply_panel` updates the other columns, a block per 64 × 32 tile of every matrix, so that one
-// matrix alone spreads over the device. The update of an element is the same sum in the same order
-// whatever the tiling or the batch. `permute` writes A⁻¹ out of place.
+// Per panel two launches: `eliminate_panel_in_registers` (n ≤ 512; the panel in the block's registers) or
+// `eliminate_panel` (beyond; in shared memory), one block per matrix, runs the panel's w steps (each a pivot
+// search and a rank-1 update of the n × w panel) and gathers the pivot rows; `apply_panel` updates the
+// other columns, a block per 64 × 32 tile of every matrix, so that one matrix alone spreads over the device.
+// The update of an element is the same sum in the same order whatever the tiling or the batch. `permute`
+// writes A⁻¹ out of place.
 #include "physics/device_inverse.hpp"
 
 #include <algorithm>
