@@ -38,6 +38,25 @@ constexpr int tile_rows = 64, tile_columns = 32, apply_threads = 256;
 
 __device__ double2 times(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
 
+/// A pivot candidate's size as LAPACK's izamax measures it, |re| + |im|, a non-finite value largest (so that
+/// the smallest-pivot test sees it).
+__device__ double pivot_size(double2 v) {
+  const double m = fabs(v.x) + fabs(v.y);
+  return isfinite(m) ? m : INFINITY;
+}
+
+/// (best, row) ← the largest of the warp's candidates, ties to the lower row; every lane gets it.
+__device__ void warp_pivot(double& best, int& row) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const double other = __shfl_xor_sync(~0u, best, offset);
+    const int other_row = __shfl_xor_sync(~0u, row, offset);
+    if (other > best || (other == best && other_row < row)) {
+      best = other;
+      row = other_row;
+    }
+  }
+}
+
 /// Per matrix in the workspace: each column's pivot row and each row's column (n ints each, −1 before),
 /// padded to a complex128, then the gathered pivot rows (w × n complex128, (s, j) at j·w + s).
 __host__ __device__ std::size_t pivot_bytes(int n) {
@@ -84,31 +103,19 @@ __global__ void __launch_bounds__(panel_threads)
   for (int e = threadIdx.x; e < n * w; e += blockDim.x) panel[e] = a[std::size_t(k0) * n + e];
   __syncthreads();
   for (int s = 0; s < w; ++s) {
-    // The pivot: the remaining row of largest |re| + |im| (LAPACK's izamax), ties to the lower row; a
-    // non-finite value is taken first, so that the smallest-pivot test sees it.
+    // The pivot: the remaining row of largest pivot_size, ties to the lower row.
     const double2* column = panel + std::size_t(s) * n;
     double best = -1;
     int row = n;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
       const double2 v = column[i];
       multiplier[i] = v;
-      if (row_column[i] < 0) {
-        double m = fabs(v.x) + fabs(v.y);
-        if (!isfinite(m)) m = INFINITY;
-        if (m > best) {
-          best = m;
-          row = i;
-        }
+      if (row_column[i] < 0 && pivot_size(v) > best) {
+        best = pivot_size(v);
+        row = i;
       }
     }
-    for (int offset = 16; offset > 0; offset /= 2) {
-      const double other = __shfl_xor_sync(~0u, best, offset);
-      const int other_row = __shfl_xor_sync(~0u, row, offset);
-      if (other > best || (other == best && other_row < row)) {
-        best = other;
-        row = other_row;
-      }
-    }
+    warp_pivot(best, row);
     if (lane == 0) {
       warp_value[warp] = best;
       warp_row[warp] = row;
@@ -203,8 +210,8 @@ struct RegisterPanel {
   int lane, n, k0;
 
   /// Step s's pivot from column j (this warp's): its values become the step's multipliers (buffer s & 1), the
-  /// pivot is the remaining row of largest |re| + |im| (LAPACK's izamax; non-finite first, ties to the lower
-  /// row, as eliminate_panel), recorded with 1/p and the least |pivot| so far.
+  /// pivot is the remaining row of largest pivot_size (ties to the lower row, as eliminate_panel), recorded with
+  /// 1/p and the least |pivot| so far.
   template <int J>
   __device__ __forceinline__ void search(int s) {
     const int buffer = s & 1;
@@ -215,23 +222,12 @@ struct RegisterPanel {
       const double2 value = v[J][k];
       const int i = lane + 32 * k;
       multiplier[buffer][i] = value;
-      if (!(unavailable >> k & 1u)) {
-        double magnitude = fabs(value.x) + fabs(value.y);
-        if (!isfinite(magnitude)) magnitude = INFINITY;
-        if (magnitude > best) {
-          best = magnitude;
-          row = i;
-        }
+      if (!(unavailable >> k & 1u) && pivot_size(value) > best) {
+        best = pivot_size(value);
+        row = i;
       }
     }
-    for (int offset = 16; offset > 0; offset /= 2) {
-      const double other = __shfl_xor_sync(~0u, best, offset);
-      const int other_row = __shfl_xor_sync(~0u, row, offset);
-      if (other > best || (other == best && other_row < row)) {
-        best = other;
-        row = other_row;
-      }
-    }
+    warp_pivot(best, row);
     __syncwarp();
     if (lane == 0) {
       chosen[buffer] = row;
