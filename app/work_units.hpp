@@ -7,9 +7,9 @@
 //   - host backends (cpu-direct, cpu-fftw): one. They parallelise inside a solve (OpenMP over the
 //     right-hand sides and the slices' convolutions) and gain nothing from a larger one; smaller units
 //     keep the progress line, resumability and load balancing as fine as they were. Except with the
-//     sweep preconditioner (physics::member_plan), whose set-up runs one group (two per incidence) per
-//     thread: physics::host_sweep_members wavelengths, so that every thread has a group, while the sweep
-//     keeps units_per_worker units per worker.
+//     sweep preconditioner (physics::member_plan), whose set-up runs its groups (one or two per incidence)
+//     on the threads: physics::host_sweep_members wavelengths (threads / incidences), so that every thread
+//     has a group and unequal groups balance, while the sweep keeps units_per_worker units per worker.
 //   - device backends, solves with the sweep preconditioner (physics::member_plan): a unit's wavelengths
 //     are one batched problem at any size, since the sweep's set-up is a chain of latency-bound launches
 //     per slice whose time hardly grows with the wavelengths beside it; as many as keep each of the

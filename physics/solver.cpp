@@ -803,7 +803,7 @@ MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::
 }
 
 std::size_t host_sweep_members(std::size_t incidences, int threads) {
-  return std::max<std::size_t>(std::size_t(std::max(threads, 1)) / (2 * std::max<std::size_t>(incidences, 1)), 1);
+  return std::max<std::size_t>(std::size_t(std::max(threads, 1)) / std::max<std::size_t>(incidences, 1), 1);
 }
 
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {

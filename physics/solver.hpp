@@ -98,9 +98,9 @@ inline constexpr double device_batch_unknowns = 1e4;
 /// (the estimate the batching rule checks). The sweep's members batch where that pays: on a device its
 /// set-up is a chain of latency-bound launches per slice (cuBLAS products, the batched Gauss–Jordan of
 /// physics/device_inverse.hpp) whose time hardly grows with the members beside it, so automatic batches
-/// them at any size and app/work_units.hpp sizes its units by this memory; on the host its set-up runs a
-/// group per OpenMP thread (two per incidence of a 1D lattice, of unequal cost), so automatic batches
-/// host_sweep_members of them.
+/// them at any size and app/work_units.hpp sizes its units by this memory; on the host its set-up runs its
+/// groups (one or two per incidence of a 1D lattice, of unequal cost) on the OpenMP threads, so automatic
+/// batches host_sweep_members of them.
 struct MemberPlan {
   bool sweep = false;
   std::size_t bytes_per_member = 0;
@@ -113,7 +113,11 @@ MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::
                        const SolverOptions& options);
 
 /// The members of `incidences` incidences each that automatic batches on a host backend when they take the
-/// sweep: as many as give each of `threads` threads a group of the sweep (two per incidence), at least one.
+/// sweep: threads / incidences, at least one, so that every thread has a group of the sweep even with one group
+/// per incidence (conical incidence), and where an incidence has two of unequal cost (s and p: about 4 and 15
+/// orders³ per slice) the threads' dynamic schedule balances them: with one member per two threads the p
+/// groups kept their threads busy while the s groups' idled (default.yaml at 8 wavelengths, 2 threads of the
+/// dev CPU: 15.2 / 14.1 → 11.6 / 12.7 s, docs/solver.md §1.1).
 std::size_t host_sweep_members(std::size_t incidences, int threads);
 
 inline constexpr int s_pol = 0, p_pol = 1;  ///< index of the incident polarisation in [2]-arrays

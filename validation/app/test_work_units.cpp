@@ -207,16 +207,19 @@ TEST_CASE("host sweeps batch as many wavelengths as give every thread a group, k
   // A 1D dielectric on the host: automatic takes the sweep (physics::member_plan), two groups per incidence.
   const io::Problem one = lines(41, 1, 12, 20, conv::Backend::cpu_fftw);
   REQUIRE(app::member_plan(one).sweep);
-  CHECK(physics::host_sweep_members(1, 16) == 8);
-  CHECK(physics::host_sweep_members(2, 16) == 4);
-  CHECK(physics::host_sweep_members(1, 2) == 1);
+  CHECK(physics::host_sweep_members(1, 16) == 16);
+  CHECK(physics::host_sweep_members(2, 16) == 8);
+  CHECK(physics::host_sweep_members(1, 2) == 2);
   CHECK(physics::host_sweep_members(3, 4) == 1);
-  CHECK(app::wavelengths_per_unit(one, 41, 1, std::nullopt, 16) == 8);  // 41 / 4 units per worker = 10 > 8
-  CHECK(app::wavelengths_per_unit(one, 41, 1, std::nullopt, 2) == 1);   // two threads: the two groups fill them
+  CHECK(physics::host_sweep_members(3, 2) == 1);
+  CHECK(app::wavelengths_per_unit(one, 41, 1, std::nullopt, 16) == 10);  // 41 / 4 units per worker = 10 < 16
+  CHECK(app::wavelengths_per_unit(one, 81, 1, std::nullopt, 16) == 16);  // 81 / 4 = 20 > 16 threads
+  CHECK(app::wavelengths_per_unit(one, 41, 1, std::nullopt, 2) == 2);    // two threads: four groups balance them
+  CHECK(app::wavelengths_per_unit(one, 41, 1, std::nullopt, 1) == 1);
   CHECK(app::wavelengths_per_unit(one, 20, 1, std::nullopt, 16) == 5);  // 20 / 4: the cap
   CHECK(app::wavelengths_per_unit(one, 41, 3, std::nullopt, 16) == 3);  // 41 / 12 (three ranks)
   const io::Problem two_angles = lines(41, 2, 12, 20, conv::Backend::cpu_direct);
-  CHECK(app::wavelengths_per_unit(two_angles, 41, 1, std::nullopt, 16) == 4);
+  CHECK(app::wavelengths_per_unit(two_angles, 41, 1, std::nullopt, 16) == 8);
   // Without the sweep one wavelength per unit, whatever the threads.
   io::Problem averaged = one;
   averaged.solver.preconditioner = physics::Preconditioning::averaged;
