@@ -46,10 +46,11 @@ int device_sweep_workers(const io::Problem& problem, std::size_t wavelengths, st
   if (device_memory_bytes == 0 || conv::memory_of(problem.solver.backend) == Memory::host) return unbounded;
   const physics::MemberPlan plan = member_plan(problem);
   if (!plan.sweep || plan.bytes_per_member == 0) return unbounded;
-  // The last worker to check finds the others' units in memory: (W − 1)·k·bytes + k·budget/0.9 ≤ 0.95·memory
-  // (0.9: solve's budget is 90 % of the free memory; 0.95: the context and cuFFT's, cuBLAS's scratch).
+  // The last worker to check finds the others' units in memory: (W − 1)·k·bytes + k·budget/f ≤ 0.95·memory
+  // (f: the share of the free memory solve budgets, physics::device_budget_tenths / 10; 0.95: the context and
+  // cuFFT's, cuBLAS's scratch).
   const double k = double(std::max<std::size_t>(wavelengths, 1)), memory = 0.95 * double(device_memory_bytes);
-  const double left = memory - k * double(plan.budget_per_member) / 0.9;
+  const double left = memory - k * double(plan.budget_per_member) / (double(physics::device_budget_tenths) / 10);
   if (left < 0) return 1;
   return int(std::min(1.0 + std::floor(left / (k * double(plan.bytes_per_member))), double(unbounded / 2)));
 }

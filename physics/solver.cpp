@@ -37,9 +37,10 @@ int sweep_check_iterations(const SolverOptions& options) {
   if (options.method != Method::gmres) return iterations;
   return std::max(1, iterations / options.gmres_restart) * options.gmres_restart;
 }
-/// The most orders the sweep continues (solve_group): its set-up grows as slices × orders³; on a device its
-/// application keeps a slice's vectors in shared memory (about 1400 orders on an H100); on a host twice
-/// sweep_orders_limit (M ≤ 160: about 2e9 multiply-adds per slice, conical).
+/// The most orders the sweep continues (solve_group), and on a device the most automatic gives it at once
+/// (memory_plan: metals, and the normal-vector formulation in complex128): its set-up grows as slices ×
+/// orders³; on a device its application keeps a slice's vectors in shared memory (about 1400 orders on an
+/// H100); on a host twice sweep_orders_limit (M ≤ 160: about 2e9 multiply-adds per slice, conical).
 constexpr std::size_t device_sweep_continuation_orders = 641;
 constexpr std::size_t host_sweep_continuation_orders = 321;
 
@@ -114,8 +115,9 @@ MemoryBudget memory_budget(const SolverOptions& options) {
   const bool on_device = conv::memory_of(options.backend) == Memory::device;
   if (on_device && conv::backend_available(options.backend)) {
     const DeviceMemoryInfo info = device_memory_info();
-    budget.bytes = info.free_bytes / 10 * 9;
-    budget.text = format_bytes(budget.bytes) + " of device memory (90 % of the " + format_bytes(info.free_bytes) +
+    budget.bytes = info.free_bytes / 10 * device_budget_tenths;
+    budget.text = format_bytes(budget.bytes) + " of device memory (" + std::to_string(10 * device_budget_tenths) +
+                  " % of the " + format_bytes(info.free_bytes) +
                   " free of " + format_bytes(info.total_bytes) + ")";
   } else if (on_device) {
     budget.bytes = std::numeric_limits<std::size_t>::max();  // the backend reports its absence itself

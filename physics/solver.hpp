@@ -91,6 +91,10 @@ struct SolverOptions {
 /// (2.4e4, preconditioned, iterations 60–290 across its wavelengths) 96.5 → 73.9 points/s.
 inline constexpr double device_batch_unknowns = 1e4;
 
+/// The tenths of a device's free memory (cudaMemGetInfo) a device solve takes as its memory budget; the rest is
+/// left to what the estimate does not count (the CUDA context, cuFFT's and cuBLAS's scratch).
+inline constexpr std::size_t device_budget_tenths = 9;
+
 /// How one member (`structure` at one wavelength with `incidences` incidences) would be solved with
 /// `options`: whether with the sweep preconditioner (asked for, or automatic's choice: on host backends 1D
 /// lattices up to sweep_orders_limit orders, on device backends 1D lattices whose layers hold a metal at
@@ -104,9 +108,9 @@ inline constexpr double device_batch_unknowns = 1e4;
 struct MemberPlan {
   bool sweep = false;
   std::size_t bytes_per_member = 0;
-  /// The memory budget (solve's: 90 % of a device's free memory) a problem of this member alone needs to keep
-  /// its preconditioner: the preconditioner's matrices take at most a quarter of what the problem leaves, its
-  /// build peak half.
+  /// The memory budget (solve's: device_budget_tenths of a device's free memory) a problem of this member
+  /// alone needs to keep its preconditioner: the preconditioner's matrices take at most a quarter of what the
+  /// problem leaves, its build peak half.
   std::size_t budget_per_member = 0;
 };
 MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::span<const double> wavelengths,
