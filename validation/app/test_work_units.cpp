@@ -70,9 +70,22 @@ TEST_CASE("host backends solve one wavelength per unit without the sweep, whatev
   }
 }
 
+namespace {
+
+/// `lines` on gpu-fused with the averaged preconditioner: the unknowns' rule, whether or not this machine
+/// has a device (with one, automatic would take the device sweep for these 1D complex128 problems, whose
+/// rule is the memory's: the test case after next).
+io::Problem averaged_lines(int wavelengths, int angles, int harmonics, int slices) {
+  io::Problem p = lines(wavelengths, angles, harmonics, slices, conv::Backend::gpu_fused);
+  p.solver.preconditioner = physics::Preconditioning::averaged;
+  return p;
+}
+
+}  // namespace
+
 TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 8 units per device", "[app][units]") {
   // 3·25·20·2 = 3000 unknowns per wavelength: 334 wavelengths would reach 1e6; the cap decides.
-  const io::Problem small = lines(41, 1, 12, 20, conv::Backend::gpu_fused);
+  const io::Problem small = averaged_lines(41, 1, 12, 20);
   CHECK(app::batch_unknowns(small) == 3000);
   CHECK(app::wavelengths_per_unit(small, 41, 1) == 5);   // 41 / (8 units per device) = 5
   CHECK(app::wavelengths_per_unit(small, 41, 2) == 2);   // 41 / 16
@@ -84,16 +97,16 @@ TEST_CASE("device backends batch wavelengths up to a GPU's fill, keeping 8 units
 
   // 3·25·60·2 = 9000 unknowns, just below physics::device_batch_unknowns: 112 wavelengths fill the GPU
   // (1e6 unknowns), whatever more the cap (1600 batches / 8) allows.
-  const io::Problem filling = lines(200, 1, 12, 60, conv::Backend::gpu_fused);
+  const io::Problem filling = averaged_lines(200, 1, 12, 60);
   CHECK(app::batch_unknowns(filling) == 9000);
   CHECK(app::wavelengths_per_unit(filling, 1600, 1) == 112);
   // 3·41·200·12·2 = 590400 unknowns: beyond device_batch_unknowns, one wavelength per unit.
-  const io::Problem nearly = lines(40, 12, 20, 200, conv::Backend::gpu_fused);
+  const io::Problem nearly = averaged_lines(40, 12, 20, 200);
   CHECK(app::batch_unknowns(nearly) == 590400);
   CHECK(app::wavelengths_per_unit(nearly, 40, 1) == 1);
   CHECK(app::plan_units(nearly, nothing_done, 1).size() == 40);
   // 3·41·200·21·2 = 1033200: one wavelength fills it.
-  const io::Problem large = lines(40, 21, 20, 200, conv::Backend::gpu_fused);
+  const io::Problem large = averaged_lines(40, 21, 20, 200);
   CHECK(app::wavelengths_per_unit(large, 40, 1) == 1);
   CHECK(app::plan_units(large, nothing_done, 1).size() == 40);
   // Accuracy on demand: sized at the ladder's top (here M = 48 and 160 slices: 3·97·160·2 = 93120
@@ -230,8 +243,8 @@ TEST_CASE("host sweeps batch as many wavelengths as give every thread a group, k
 TEST_CASE("the wavelengths per unit: as many as fill a GPU, no more, within the cap", "[app][units]") {
   std::uniform_int_distribution<int> wavelengths(1, 60), angles(1, 4), harmonics(1, 12), slices(1, 40), workers(1, 8);
   for (int trial = 0; trial < 200; ++trial) {
-    const io::Problem p = lines(wavelengths(test::rng()), angles(test::rng()), harmonics(test::rng()),
-                                slices(test::rng()), conv::Backend::gpu_fused);
+    const io::Problem p = averaged_lines(wavelengths(test::rng()), angles(test::rng()), harmonics(test::rng()),
+                                         slices(test::rng()));
     const std::size_t batches = p.layout.batches(), nw = p.layout.wavelength_nm.size();
     const int w = workers(test::rng());
     const std::size_t k = app::wavelengths_per_unit(p, batches, w);
