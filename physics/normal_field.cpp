@@ -954,6 +954,23 @@ int default_normal_field_resolution(int m1, int m2) {
   return std::max(256, power_of_two_at_least(8 * (4 * std::max(m1, m2) + 1)));
 }
 
+namespace {
+
+/// region_normal_coefficients' process-wide cache, newest first.
+struct CoefficientCache {
+  std::mutex mutex;
+  std::list<std::pair<std::string, std::shared_ptr<const RegionNormalCoefficients>>> entries;
+  std::size_t bytes = 0;
+} coefficient_cache;
+
+}  // namespace
+
+void clear_normal_field_cache() {
+  const std::lock_guard lock(coefficient_cache.mutex);
+  coefficient_cache.entries.clear();
+  coefficient_cache.bytes = 0;
+}
+
 std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const Lattice& lattice,
                                                                            const SliceContent& slice, int n1_max,
                                                                            int n2_max, int resolution, bool tilted) {
@@ -965,9 +982,7 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
           "normal-field raster of " + std::to_string(resolution) + " pixels is too coarse for harmonics up to " +
               std::to_string(std::max(n1_max, n2_max)));
   // Least recently used first out, bounded by cache_bytes (a hit moves to the front).
-  static std::mutex mutex;
-  static std::list<std::pair<std::string, std::shared_ptr<const RegionNormalCoefficients>>> cache;
-  static std::size_t cached_bytes = 0;
+  auto& [mutex, cache, cached_bytes] = coefficient_cache;
   const auto bytes = [](const RegionNormalCoefficients& c) { return c.values.size() * sizeof(Complex); };
   const bool tilt = tilted && tilts_normal_field(lattice, slice);
   const std::string key = geometry_key(lattice, slice, n1_max, n2_max, resolution, tilt);

@@ -86,6 +86,9 @@ struct RegionNormalCoefficients {
 };
 std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const Lattice& lattice, const SliceContent& slice,
                                                            int n1_max, int n2_max, int resolution, bool tilted = false);
+/// Empties region_normal_coefficients' cache: a benchmark's repeated solve then pays the normal fields as a
+/// call with a new geometry does (a fit's step).
+void clear_normal_field_cache();
 
 /// Whether the 2D field of `slice` is tilted (a lone rectangle, ellipse or polygon with sloped walls).
 bool tilts_normal_field(const Lattice& lattice, const SliceContent& slice);

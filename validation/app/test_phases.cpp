@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -207,4 +208,31 @@ TEST_CASE("bench e2e prints the phases of each batch within the sweep's wall tim
   const test::Execution wrong = run_gratingsim("bench e2e --case 5");
   CHECK(wrong.status == 2);
   CHECK(contains(wrong.output, "--case expects 1, 2, 3, 4"));
+}
+
+TEST_CASE("bench e2e --repeat: N sweeps in one process, their walls and the later calls' median", "[app][phases]") {
+  const test::ScratchDirectory dir("phases_repeat");
+  const auto config = dir / "sweep.yaml";
+  std::ofstream(config) << test::sweep_case;
+  test::Execution bench;
+  const double wall = timed_run("bench e2e " + quoted(config) + " --backend cpu-fftw --repeat 4", bench);
+  INFO(bench.output);
+  REQUIRE(bench.status == 0);
+  CHECK(contains(bench.output, "call 1 of 4:"));
+  CHECK(contains(bench.output, "call 4 of 4:"));
+  std::smatch walls, steady;
+  REQUIRE(std::regex_search(bench.output, walls, std::regex(R"(walls \(s\):((?: [0-9.]+)+)\n)")));
+  std::vector<double> w;
+  std::istringstream values(walls[1].str());
+  for (double x; values >> x;) w.push_back(x);
+  REQUIRE(w.size() == 4);
+  CHECK(w[0] + w[1] + w[2] + w[3] <= wall);
+  REQUIRE(std::regex_search(bench.output, steady,
+                            std::regex(R"(steady state \(calls 2-4\): median ([0-9.]+) s, min ([0-9.]+) s, max ([0-9.]+) s)")));
+  std::vector<double> later(w.begin() + 1, w.end());
+  std::sort(later.begin(), later.end());
+  CHECK(std::stod(steady[1]) == Approx(later[1]).margin(1e-4));  // the printed values have 4 decimals
+  CHECK(std::stod(steady[2]) == Approx(later[0]).margin(1e-4));
+  CHECK(std::stod(steady[3]) == Approx(later[2]).margin(1e-4));
+  CHECK(run_gratingsim("bench e2e " + quoted(config) + " --repeat 0").status == 2);
 }

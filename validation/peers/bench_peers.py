@@ -43,6 +43,12 @@ alternating, and its cost per further point, (median wall(K) − median wall(3))
 fmmax's steady call (a one-point process's wall varies by ±0.2 s on the lent H100's host, more than a
 sweep's points cost: differences of single runs came out negative).
 
+One point in one process: a one-point process pays CUDA's fixed costs (context, module loading, teardown:
+about 0.45 s, validation/results/startup-h200.txt), which fmmax's steady call has paid before it. So each
+settled setting's one point is also solved IN_PROCESS_CALLS times in one process (`gratingsim bench e2e
+--repeat`, every call rebuilding its normal fields), and the median of calls 2.. stands against fmmax's steady
+call: what a fit's step or a Python caller pays per point.
+
 Writes OUT/results.csv (every run), OUT/sweeps.csv (the steady-state sweeps), OUT/summary.txt (table,
 time to threshold, ratio, steady state) and OUT/error_vs_time.png (log-log, one panel per case).
 Needs numpy, h5py, matplotlib, jax, fmmax.
@@ -58,6 +64,7 @@ import csv  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import platform  # noqa: E402
+import re  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -71,6 +78,7 @@ REFERENCES = os.path.join(HERE, "references.txt")
 DEFAULT_CASES = ("pillars", "rectangles", "metal_1d")
 THRESHOLD = 1e-3  # issue #9: time to reach 1e-3 absolute
 FLOOR = 2e-4  # a series stops below this: the references are converged to ~1e-4
+IN_PROCESS_CALLS = 7  # the settled setting's one point in one process: call 1, then 6 steady calls
 SWEEP_REPEATS = 3  # steady-state sweeps: each of the two sizes this many times, alternating
 
 # gratingsim settings per case: harmonics M (2D: M1 = M2 = M) in increasing cost, and the slicings
@@ -253,11 +261,37 @@ def steady_state(args, workdir: str, name: str, cr, reference: dict, variant: st
         walls[points].append(run["wall_s"])
     done = len(walls[k]) == SWEEP_REPEATS
     small, large = (float(np.median(walls[p])) if walls[p] else math.nan for p in (3, k))
-    return dict(case=name, variant=variant, setting=chosen["setting"], points=k,
+    single = in_process(args, workdir, name, cr, m, slices, precision, tolerance, chosen)
+    return dict(case=name, variant=variant, setting=chosen["setting"], points=k, **single,
                 small_walls_s=" ".join(f"{w:.3f}" for w in walls[3]), walls_s=" ".join(f"{w:.3f}" for w in walls[k]),
                 per_point_s=(large - small) / (k - 3) if done else math.nan,
                 sweep_per_point_s=large / k if done else math.nan, error=run["error"] if done else math.nan,
                 note=run["note"] if done else "stopped: " + run["note"])
+
+
+def in_process(args, workdir: str, name: str, cr, m: int, slices: int, precision: str, tolerance: float,
+               chosen: dict) -> dict:
+    """The settled setting's one point solved IN_PROCESS_CALLS times in one process (`gratingsim bench e2e
+    --repeat`, on the backend the chosen run took): call 1 pays the process's first uses (CUDA context, module
+    loading, handles, plans), later calls what an in-process caller pays (a fit's step, the Python module;
+    the normal fields are rebuilt every call), the counterpart of fmmax's steady call."""
+    stem = os.path.join(workdir, f"{name}_M{m}_s{slices}_{precision}_in_process")
+    with open(stem + ".yaml", "w") as f:
+        f.write(gratingsim_yaml(name, cr.CASES[name], m, slices, precision, args.backend, tolerance))
+    backend = chosen["note"].split(" on ")[0]
+    none = dict(first_call_s=math.nan, in_process_s=math.nan, in_process_min_s=math.nan, in_process_max_s=math.nan)
+    try:
+        proc = subprocess.run([args.gratingsim, "bench", "e2e", stem + ".yaml", "--backend", backend,
+                               "--repeat", str(IN_PROCESS_CALLS)], capture_output=True, text=True, env=ENV0,
+                              timeout=max(60.0, 3 * IN_PROCESS_CALLS * chosen["time_s"]))
+    except subprocess.TimeoutExpired:
+        return none
+    walls = re.search(r"^walls \(s\): (.*)$", proc.stdout, re.M)
+    steady = re.search(r"^steady state \(calls 2-\d+\): median (\S+) s, min (\S+) s, max (\S+) s", proc.stdout, re.M)
+    if proc.returncode != 0 or not walls or not steady:
+        return none
+    return dict(first_call_s=float(walls.group(1).split()[0]), in_process_s=float(steady.group(1)),
+                in_process_min_s=float(steady.group(2)), in_process_max_s=float(steady.group(3)))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -398,7 +432,9 @@ def time_to_reach(rows: list, threshold: float, key: str) -> tuple[float, str]:
 def format_sweep(s: dict) -> str:
     return (f"{s['case']:<10} sweeps of 3 and {s['points']} wavelengths (λ ± 1 %) at {s['variant']}, {s['setting']}: "
             f"walls {s['small_walls_s'] or '-'} s and {s['walls_s'] or '-'} s, {s['per_point_s']:.4f} s per further "
-            f"point; error at λ {s['error']:.2e}; {s['note']}")
+            f"point; error at λ {s['error']:.2e}; one point in one process: call 1 {s['first_call_s']:.4f} s, "
+            f"calls 2-{IN_PROCESS_CALLS} median {s['in_process_s']:.4f} s (min {s['in_process_min_s']:.4f}, max "
+            f"{s['in_process_max_s']:.4f}); {s['note']}")
 
 
 def summary(rows: list, sweeps: list, cases: list, threshold: float) -> str:
@@ -430,10 +466,25 @@ def summary(rows: list, sweeps: list, cases: list, threshold: float) -> str:
                   "call at its own settled setting",
                   f"{'case':<10} {'gs per point/s':>14} {'gs sweep/point/s':>16} {'fmmax steady/s':>14} "
                   f"{'steady/per point':>16}  gratingsim setting"]
+        singles = ["",
+                   f"one point in one process at {threshold:g}: each gratingsim series' settled setting solved "
+                   f"{IN_PROCESS_CALLS} times in one process (gratingsim bench e2e --repeat), the median of calls 2-"
+                   f"{IN_PROCESS_CALLS}, against fmmax's steady call (both after their first call: CUDA context and module "
+                   "loading; trace and compilation)",
+                   f"{'case':<10} {'gs in-process/s':>15} {'min':>8} {'max':>8} {'gs call 1/s':>11} "
+                   f"{'fmmax steady/s':>14} {'steady/in-process':>17}  gratingsim setting"]
         for c in cases:
             s = [w for w in sweeps if w["case"] == c and math.isfinite(w["per_point_s"]) and w["error"] <= threshold]
             best = min(s, key=lambda w: w["per_point_s"]) if s else None
             fs, _ = time_to_reach([r for r in rows if r["case"] == c and r["code"] == "fmmax"], threshold, "steady_s")
+            one = [w for w in sweeps if w["case"] == c and math.isfinite(w["in_process_s"]) and w["error"] <= threshold]
+            quickest = min(one, key=lambda w: w["in_process_s"]) if one else None
+            if quickest is None:
+                singles.append(f"{c:<10} {'-':>15} {'-':>8} {'-':>8} {'-':>11} {fs:14.3f} {'nan':>17}")
+            else:
+                singles.append(f"{c:<10} {quickest['in_process_s']:15.4f} {quickest['in_process_min_s']:8.4f} "
+                               f"{quickest['in_process_max_s']:8.4f} {quickest['first_call_s']:11.4f} {fs:14.3f} "
+                               f"{ratio(fs, quickest['in_process_s']):17.2f}  {quickest['variant']}, {quickest['setting']}")
             if best is None:
                 lines.append(f"{c:<10} {'-':>14} {'-':>16} {fs:14.3f} {'nan':>16}")
                 continue
@@ -442,6 +493,7 @@ def summary(rows: list, sweeps: list, cases: list, threshold: float) -> str:
         lines.append(f"gs per point: (median wall of the {sweeps[0]['points']}-point sweeps − that of the 3-point sweeps)/"
                      f"{sweeps[0]['points'] - 3}; gs sweep/point: the {sweeps[0]['points']}-point sweep's median wall/points "
                      "(start-up included); sweeps whose λ point misses the threshold are left out")
+        lines += singles
     return "\n".join(lines)
 
 

@@ -477,6 +477,20 @@ TEST_CASE("a lone circle's coefficients do not depend on the circles computed be
   CHECK(differing == 0);
 }
 
+TEST_CASE("clear_normal_field_cache: the next call builds the coefficients again, to the same values", "[physics][normal]") {
+  std::uniform_real_distribution<double> u(0, 1);
+  auto& g = test::rng();
+  const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
+  const SliceContent slice{Material::constant_index(1.0), {circle(0.1 + 0.25 * u(g), {0.2 * (u(g) - 0.5), 0.1})}};
+  const int n_max = 1 + int(6 * u(g));
+  const auto first = region_normal_coefficients(lattice, slice, n_max, n_max, 64);
+  CHECK(region_normal_coefficients(lattice, slice, n_max, n_max, 64) == first);  // cached: the same object
+  clear_normal_field_cache();
+  const auto rebuilt = region_normal_coefficients(lattice, slice, n_max, n_max, 64);
+  CHECK(rebuilt != first);
+  CHECK(rebuilt->values == first->values);
+}
+
 TEST_CASE("the raster normal field converges as the raster is refined", "[physics][normal]") {
   // A circular pillar and an overlapping rotated ellipse (a later shape wins); R0 and T0 of p at
   // R = 64, 128, 256, 512: the change from doubling R shrinks.
