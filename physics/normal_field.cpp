@@ -58,8 +58,10 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <list>
 #include <map>
 #include <memory>
@@ -956,11 +958,21 @@ int default_normal_field_resolution(int m1, int m2) {
 
 namespace {
 
-/// region_normal_coefficients' process-wide cache, newest first.
+/// region_normal_coefficients' process-wide cache, newest first. An entry is made when its computation starts:
+/// a thread asking for the same geometry meanwhile (Richardson's two solves side by side, solver.cpp) waits for
+/// it instead of computing it again.
+using Coefficients = std::shared_ptr<const RegionNormalCoefficients>;
 struct CoefficientCache {
+  struct Entry {
+    std::string key;
+    std::shared_future<Coefficients> value;
+    std::size_t bytes = 0;  ///< 0 while being computed
+    std::uint64_t id = 0;
+  };
   std::mutex mutex;
-  std::list<std::pair<std::string, std::shared_ptr<const RegionNormalCoefficients>>> entries;
+  std::list<Entry> entries;
   std::size_t bytes = 0;
+  std::uint64_t next_id = 0;
 } coefficient_cache;
 
 }  // namespace
@@ -982,25 +994,46 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
           "normal-field raster of " + std::to_string(resolution) + " pixels is too coarse for harmonics up to " +
               std::to_string(std::max(n1_max, n2_max)));
   // Least recently used first out, bounded by cache_bytes (a hit moves to the front).
-  auto& [mutex, cache, cached_bytes] = coefficient_cache;
-  const auto bytes = [](const RegionNormalCoefficients& c) { return c.values.size() * sizeof(Complex); };
+  CoefficientCache& cache = coefficient_cache;
   const bool tilt = tilted && tilts_normal_field(lattice, slice);
   const std::string key = geometry_key(lattice, slice, n1_max, n2_max, resolution, tilt);
+  std::promise<Coefficients> promise;
+  std::uint64_t id = 0;
   {
-    const std::lock_guard lock(mutex);
-    for (auto it = cache.begin(); it != cache.end(); ++it)
-      if (it->first == key) {
-        cache.splice(cache.begin(), cache, it);
-        return it->second;
+    std::unique_lock lock(cache.mutex);
+    for (auto it = cache.entries.begin(); it != cache.entries.end(); ++it)
+      if (it->key == key) {
+        cache.entries.splice(cache.entries.begin(), cache.entries, it);
+        const std::shared_future<Coefficients> value = it->value;
+        lock.unlock();
+        return value.get();  // waits while another thread computes it; its exception, if it failed
       }
+    id = cache.next_id++;
+    cache.entries.push_front({key, promise.get_future().share(), 0, id});
   }
-  auto value = compute_region_coefficients(lattice, slice, n1_max, n2_max, resolution, tilt);
-  const std::lock_guard lock(mutex);
-  cache.emplace_front(key, value);
-  cached_bytes += bytes(*value);
-  while (cached_bytes > cache_bytes && cache.size() > 1) {
-    cached_bytes -= bytes(*cache.back().second);
-    cache.pop_back();
+  const auto own = [&] {  // this call's entry, unless cleared or evicted meanwhile (under the lock)
+    return std::find_if(cache.entries.begin(), cache.entries.end(), [&](const auto& e) { return e.id == id; });
+  };
+  Coefficients value;
+  try {
+    value = compute_region_coefficients(lattice, slice, n1_max, n2_max, resolution, tilt);
+  } catch (...) {
+    {
+      const std::lock_guard lock(cache.mutex);
+      if (const auto it = own(); it != cache.entries.end()) cache.entries.erase(it);  // the next call tries again
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+  promise.set_value(value);
+  const std::lock_guard lock(cache.mutex);
+  if (const auto it = own(); it != cache.entries.end()) {
+    it->bytes = value->values.size() * sizeof(Complex);
+    cache.bytes += it->bytes;
+  }
+  while (cache.bytes > cache_bytes && cache.entries.size() > 1) {
+    cache.bytes -= cache.entries.back().bytes;
+    cache.entries.pop_back();
   }
   return value;
 }

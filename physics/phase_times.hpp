@@ -7,7 +7,9 @@
 // coefficients, preconditioner) waits for the stream it ran on (the calling thread's default stream,
 // core/device_buffer.hpp) before returning, and the Krylov solve ends with a download that waits for
 // its stream, so a lap taken on the host after each of them holds the device work it started (and,
-// with several workers on one GPU, none of the others').
+// with several workers on one GPU, none of the others'). Richardson's two solves run side by side on a device
+// (solver.cpp, overlap_richardson): their wall time is then shared among both solves' phases in proportion
+// to them, so a batch's phases still sum to at most its wall time.
 #include <array>
 #include <chrono>
 #include <cstddef>

@@ -1,10 +1,13 @@
 #include "physics/solver.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <future>
 #include <limits>
 #include <map>
 #include <numbers>
+#include <optional>
 #include <sstream>
 #include <tuple>
 #include <type_traits>
@@ -12,6 +15,7 @@
 
 #include <omp.h>
 
+#include "convolution/devices.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
 #include "physics/sweep_preconditioner.hpp"
@@ -459,6 +463,32 @@ GroupSolve solve_group_any(std::span<const ProblemMember> members, const SolverO
   return o.precision == Precision::single ? solve_group<float>(members, o, factor) : solve_group<double>(members, o, factor);
 }
 
+/// The calling thread's CUDA device (cudaSetDevice is per thread: a helper thread must take it), or none.
+std::optional<int> calling_thread_device() {
+#if GRATINGSIM_HAVE_CUDA
+  if (const std::optional<conv::CudaDevice> d = conv::current_cuda_device()) return d->index;
+#endif
+  return std::nullopt;
+}
+
+/// Whether Richardson's two solves of a batch (`members` members of `structure`'s shape, `per_member`
+/// incidences each; `metal` as memory_plan takes it) run side by side: on device backends (on the host each
+/// solve's OpenMP threads fill the cores already), where both problems and their preconditioners' build peaks
+/// (memory_plan) fit the device's budget at once. Two independent solves then fill the device together where
+/// either alone leaves most SMs idle: the sweep's serial slice recursion, small launch-bound Krylov steps (a
+/// point of a fit, a short sweep).
+bool overlap_richardson(const Structure& structure, bool metal, std::size_t per_member, std::size_t members,
+                        const SolverOptions& options) {
+  if (conv::memory_of(options.backend) != Memory::device || !conv::backend_available(options.backend)) return false;
+  const int coarse = slice_grid(structure).slices();
+  std::size_t peak = 0;
+  for (const int slices : {coarse, 2 * coarse}) {
+    const MemoryPlan plan = memory_plan(structure, slices, per_member * members, members, options, metal);
+    peak += plan.need + plan.build_peak(true);
+  }
+  return peak <= memory_budget(options).bytes;
+}
+
 IncidenceResult assemble(const Incidence& inc, const FloquetOrders& f, const FarField& s_far, const FarField& p_far,
                          bool lossless) {
   IncidenceResult res;
@@ -715,9 +745,32 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
       return out;
     };
     std::vector<GroupSolve> runs;
-    runs.push_back(solve_group_any(problem_members(false), options, 1));
+    const bool metal = std::any_of(batch.begin(), batch.end(), [&](const Member* m) {
+      return layers_hold_metal(pairs[m->pair].structure, m->wavelength);
+    });
+    if (options.richardson &&
+        overlap_richardson(pairs[batch.front()->pair].structure, metal, incidences[0].size(), batch.size(), options)) {
+      // The fine solve on a second host thread (its own per-thread stream, the caller's device), the coarse
+      // one here. Their wall time is shared among both runs' phases in proportion to them, so that the
+      // batch's phases still sum to at most its wall time (phase_times.hpp).
+      const auto start = std::chrono::steady_clock::now();
+      const std::optional<int> device = calling_thread_device();
+      std::future<GroupSolve> fine = std::async(std::launch::async, [&] {
+        if (device) conv::use_cuda_device(*device);
+        return solve_group_any(problem_members(true), options, 2);
+      });
+      runs.push_back(solve_group_any(problem_members(false), options, 1));  // on a throw, ~future waits for fine
+      runs.push_back(fine.get());
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const double summed = runs[0].phases.total() + runs[1].phases.total();
+      if (summed > wall)
+        for (GroupSolve& run : runs)
+          for (double& seconds : run.phases.seconds) seconds *= wall / summed;
+    } else {
+      runs.push_back(solve_group_any(problem_members(false), options, 1));
+      if (options.richardson) runs.push_back(solve_group_any(problem_members(true), options, 2));
+    }
     if (options.richardson) {
-      runs.push_back(solve_group_any(problem_members(true), options, 2));
       for (std::size_t k = 0; k < pairs.size(); ++k)
         for (const std::string& w : fine_warnings[k])
           if (w.find("Rayleigh") == std::string::npos) results[k].warnings.push_back(w);

@@ -262,6 +262,52 @@ TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields",
 TEST_CASE("GPU solves equal the CPU solve, complex128", "[physics][gpu]") { check_backends_equal_cpu<double>(); }
 TEST_CASE("GPU solves equal the CPU solve, complex64", "[physics][gpu]") { check_backends_equal_cpu<float>(); }
 
+TEST_CASE("Richardson's two device solves, side by side, equal the CPU's in turn and repeat bit for bit",
+          "[physics][gpu]") {
+  // solve() runs the 2N-slice solve on a second thread beside the N-slice one on device backends
+  // (overlap_richardson, solver.cpp): the extrapolated result must be the CPU's (which solves them in turn)
+  // to the solvers' tolerance, the same bits on a second run, with both slice counts recorded and the
+  // phases within the wall time.
+  for (const GratingCase& c : grating_cases()) {
+    SolverOptions o;
+    o.m1 = c.m1;
+    o.m2 = c.m2;
+    o.richardson = true;
+    o.tolerance = 1e-12;
+    o.backend = test::serves(conv::Backend::cpu_fftw, o.precision, o.formulation, c.m2 == 0) ? conv::Backend::cpu_fftw
+                                                                                             : conv::Backend::cpu_direct;
+    const SolveResult cpu = solve(c.structure, c.incidences, o);
+    for (conv::Backend backend : gpu_backends) {
+      INFO(c.name << ", " << conv::to_string(backend));
+      o.backend = backend;
+      const auto start = std::chrono::steady_clock::now();
+      SolveResult first;
+      try {
+        first = solve(c.structure, c.incidences, o);
+      } catch (const Unsupported& e) {
+        WARN(std::string(conv::to_string(backend)) + " declines " + c.name + ": " + e.what());
+        continue;
+      }
+      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const SolveResult second = solve(c.structure, c.incidences, o);
+      const Difference d = relative_difference(first, cpu), repeat = relative_difference(second, first);
+      INFO("against the CPU: efficiencies " << d.efficiency << ", Jones " << d.jones);
+      CHECK(d.efficiency <= 1e-10);
+      CHECK(d.jones <= 1e-10);
+      CHECK(repeat.efficiency == 0);
+      CHECK(repeat.jones == 0);
+      for (const IncidenceResult& r : first.incidences) {
+        REQUIRE(r.slice_counts.size() == 2);
+        CHECK(r.slice_counts[1] == 2 * r.slice_counts[0]);
+        for (const auto& pair : r.solves)
+          for (const SolveStats& st : pair) CHECK(st.converged);
+      }
+      CHECK(first.phases.total() > 0);
+      CHECK(first.phases.total() <= wall);
+    }
+  }
+}
+
 TEST_CASE("a GPU result does not depend on the batch it was solved in, bit for bit", "[physics][gpu]") {
   test::check_batch_independence_of(gpu_backends);
 }

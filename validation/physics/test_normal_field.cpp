@@ -9,6 +9,8 @@
 #include <functional>
 #include <limits>
 #include <numbers>
+#include <thread>
+#include <vector>
 
 #include "physics/discretisation.hpp"
 #include "physics/normal_field.hpp"
@@ -489,6 +491,33 @@ TEST_CASE("clear_normal_field_cache: the next call builds the coefficients again
   const auto rebuilt = region_normal_coefficients(lattice, slice, n_max, n_max, 64);
   CHECK(rebuilt != first);
   CHECK(rebuilt->values == first->values);
+}
+
+TEST_CASE("region_normal_coefficients asked for one geometry by threads at once computes it once", "[physics][normal]") {
+  // Richardson's two solves run side by side on a device (solver.cpp) and ask for the same slices' fields:
+  // the later callers wait for the first one's computation and share its object.
+  std::uniform_real_distribution<double> u(0, 1);
+  auto& g = test::rng();
+  const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
+  Rectangle r;
+  r.center = {0.1 * (u(g) - 0.5), 0.1 * (u(g) - 0.5)};
+  r.width_x = 0.2 + 0.3 * u(g);
+  r.width_y = 0.2 + 0.3 * u(g);
+  r.material = Material::constant_permittivity(6.0);
+  const SliceContent slice{Material::constant_index(1.0), {r}};
+  clear_normal_field_cache();
+  std::vector<std::shared_ptr<const RegionNormalCoefficients>> got(6);
+  {
+    std::vector<std::thread> threads;
+    for (auto& value : got)
+      threads.emplace_back([&] { value = region_normal_coefficients(lattice, slice, 6, 6, 256); });
+    for (std::thread& t : threads) t.join();
+  }
+  for (const auto& value : got) {
+    REQUIRE(value != nullptr);
+    CHECK(value == got[0]);
+  }
+  CHECK(got[0]->values.size() == std::size_t(2 * 13 * 13) * 3);  // two regions, 3 maps of (2·6 + 1)² each
 }
 
 TEST_CASE("the raster normal field converges as the raster is refined", "[physics][normal]") {
