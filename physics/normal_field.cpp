@@ -336,9 +336,8 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
           cross[k] += w * off_diagonal;
         }
     }
-    Grid* const maps[] = {&grid, &cross};
-#pragma omp parallel for schedule(static, 1)  // where not in a parallel region already, as area_fractions
-    for (int m = 0; m < 2; ++m) inverse_fft2_kept(*maps[m], r, c1);
+    inverse_fft2_kept(grid, r, c1);
+    inverse_fft2_kept(cross, r, c1);
   }
   for (const auto& ar : a) {
     if (edges != nullptr) break;  // step 2′ built T already
@@ -373,10 +372,9 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
   };
   if (edges == nullptr) {
     for (std::size_t i = 0; i < n; ++i) grid[i] = {txx[i], tyy[i]};
+    smooth(grid);
     cross.assign(txy.begin(), txy.end());
-    Grid* const maps[] = {&grid, &cross};
-#pragma omp parallel for schedule(static, 1)
-    for (int m = 0; m < 2; ++m) smooth(*maps[m]);
+    smooth(cross);
   }
   NormalFieldRaster out;
   out.resolution = r;
@@ -385,13 +383,11 @@ NormalFieldRaster normal_field(const Lattice& lattice, const std::vector<std::ve
   out.yy.resize(n);
   std::vector<double> h(n);
   double h_max = 0;
-#pragma omp parallel for schedule(static) reduction(max : h_max)
   for (std::size_t i = 0; i < n; ++i) {
     const double d = grid[i].real() - grid[i].imag(), e = 2 * cross[i].real();
     h[i] = std::sqrt(d * d + e * e);
     h_max = std::max(h_max, h[i]);
   }
-#pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < n; ++i) {
     if (!(h[i] > 1e-12 * h_max)) {  // no edge anywhere (or a degenerate point at rounding level): x̂
       out.xx[i] = 1;
@@ -575,19 +571,11 @@ std::string geometry_key(const Lattice& lattice, const SliceContent& slice, int 
   return key;
 }
 
-/// One region's map for transform_regions: the area fractions `a` of region `reg` and the field `nn`.
-struct RegionMap {
-  std::span<const double> a;
-  const NormalFieldRaster* nn;
-  int reg;
-};
-
 /// Pixel-exact transforms of a·n_i n_j (ij ∈ {xx, xy, yy}, then xz, yz, zz where out.components = 6) on the
-/// R × R raster, for |n_i| ≤ n_i_max, into region `reg` of `out`, for every map:
+/// R × R raster, for |n_i| ≤ n_i_max, into region `reg` of `out`:
 /// ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1 + n2)(1 − 1/R)} DFT[f](n mod R) / R².
-/// The maps' 2D transforms (two or three per region) run in parallel where the caller is not in a parallel
-/// region already (one slice geometry alone); each is the same transform whichever thread runs it.
-void transform_regions(std::span<const RegionMap> maps, int r, RegionNormalCoefficients& out) {
+void transform_region(std::span<const double> a, const NormalFieldRaster& nn, int r, RegionNormalCoefficients& out,
+                      int reg) {
   const int nc = out.components;
   const int n1_max = out.n1_max, n2_max = out.n2_max, k2 = 2 * n2_max + 1;
   const std::size_t size = out.size(), n = std::size_t(r) * r;
@@ -599,51 +587,36 @@ void transform_regions(std::span<const RegionMap> maps, int r, RegionNormalCoeff
   const auto wrap = [r](int k) { return std::size_t(((k % r) + r) % r); };
   // Two real maps per transform: (xx, yy) and xy; tilted, (xy, zz) and (xz, yz) instead of xy alone.
   // Only the x frequencies |n1| ≤ n1_max are read below: the column transforms of the others are skipped.
-  const int per_map = nc == 6 ? 3 : 2;  // both, cross[, out_of_plane]
-  std::vector<Grid> grids(maps.size() * per_map);
-  const int transforms = int(grids.size());
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int t = 0; t < transforms; ++t) {
-    const std::span<const double> a = maps[std::size_t(t / per_map)].a;
-    const NormalFieldRaster& nn = *maps[std::size_t(t / per_map)].nn;
-    Grid& g = grids[std::size_t(t)];
-    g.resize(n);
-    const int which = t % per_map;
-    for (std::size_t i = 0; i < n; ++i)
-      g[i] = which == 0 ? Complex{a[i] * nn.xx[i], a[i] * nn.yy[i]}
-             : which == 2 ? Complex{a[i] * nn.xz[i], a[i] * nn.yz[i]}
-             : nc == 6    ? Complex{a[i] * nn.xy[i], a[i] * nn.zz[i]}
-                          : Complex{a[i] * nn.xy[i]};
-    fft2_kept(g, r, n1_max);
+  Grid both(n), cross(n), out_of_plane(nc == 6 ? n : 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    both[i] = {a[i] * nn.xx[i], a[i] * nn.yy[i]};
+    cross[i] = nc == 6 ? Complex{a[i] * nn.xy[i], a[i] * nn.zz[i]} : Complex{a[i] * nn.xy[i]};
+    if (nc == 6) out_of_plane[i] = {a[i] * nn.xz[i], a[i] * nn.yz[i]};
   }
-  for (std::size_t m = 0; m < maps.size(); ++m) {
-    const int reg = maps[m].reg;
-    const Grid& both = grids[m * per_map];
-    const Grid& cross = grids[m * per_map + 1];
-    for (int i = -n1_max; i <= n1_max; ++i)
-      for (int j = -n2_max; j <= n2_max; ++j) {
-        // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
-        // Y(k) = (H(k) − H(−k)*)/(2i).
-        const std::size_t at = wrap(j) * r + wrap(i), mirror = wrap(-j) * r + wrap(-i);
-        const Complex h = both[at], hm = std::conj(both[mirror]);
-        const Complex factor = phase_x[i + n1_max] * phase_y[j + n2_max];
-        const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
-        const auto put = [&](int ij, Complex v) { out.values[std::size_t(reg * nc + ij) * size + idx] = factor * v; };
-        put(0, 0.5 * (h + hm));
-        put(2, (h - hm) / (2.0 * I));
-        if (nc == 3) {
-          put(1, cross[at]);
-          continue;
-        }
-        const Grid& out_of_plane = grids[m * per_map + 2];
-        const Complex c = cross[at], cm = std::conj(cross[mirror]), o = out_of_plane[at],
-                      om = std::conj(out_of_plane[mirror]);
-        put(1, 0.5 * (c + cm));
-        put(5, (c - cm) / (2.0 * I));
-        put(3, 0.5 * (o + om));
-        put(4, (o - om) / (2.0 * I));
+  fft2_kept(both, r, n1_max);
+  fft2_kept(cross, r, n1_max);
+  if (nc == 6) fft2_kept(out_of_plane, r, n1_max);
+  for (int i = -n1_max; i <= n1_max; ++i)
+    for (int j = -n2_max; j <= n2_max; ++j) {
+      // Separate the transforms of the two real maps packed in `both`: X(k) = (H(k) + H(−k)*)/2,
+      // Y(k) = (H(k) − H(−k)*)/(2i).
+      const std::size_t at = wrap(j) * r + wrap(i), mirror = wrap(-j) * r + wrap(-i);
+      const Complex h = both[at], hm = std::conj(both[mirror]);
+      const Complex factor = phase_x[i + n1_max] * phase_y[j + n2_max];
+      const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
+      const auto put = [&](int ij, Complex v) { out.values[std::size_t(reg * nc + ij) * size + idx] = factor * v; };
+      put(0, 0.5 * (h + hm));
+      put(2, (h - hm) / (2.0 * I));
+      if (nc == 3) {
+        put(1, cross[at]);
+        continue;
       }
-  }
+      const Complex c = cross[at], cm = std::conj(cross[mirror]), o = out_of_plane[at], om = std::conj(out_of_plane[mirror]);
+      put(1, 0.5 * (c + cm));
+      put(5, (c - cm) / (2.0 * I));
+      put(3, 0.5 * (o + om));
+      put(4, (o - om) / (2.0 * I));
+    }
 }
 
 /// ∫_0^x u J1(u) du = −x J0(x) + ∫_0^x J0 = −x J0(x) + 2 Σ_{j≥0} J_{2j+1}(x) (Neumann's series), every
@@ -671,7 +644,7 @@ double integral_u_j1(double x) {
 }
 
 /// The signed radial field ρ̂ = d/|d| of a circle centred at c (d to the nearest periodic image of c; x̂ at c
-/// itself), per pixel as in ellipse_normal_field, as the (xx, yy) maps of a raster so that transform_regions
+/// itself), per pixel as in ellipse_normal_field, as the (xx, yy) maps of a raster so that transform_region
 /// transforms the pair (ρ̂_x, ρ̂_y) (xy zero).
 NormalFieldRaster radial_components(const Lattice& lattice, Point c, int r) {
   const double lx = lattice.period_x, ly = lattice.period_y;
@@ -752,10 +725,8 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
       unit_circle.center = e.center;
       unit_circle.semi_axis_x = unit_circle.semi_axis_y = 1;
       const std::vector<double> whole(std::size_t(r) * r, 1.0);
-      const NormalFieldRaster unit = ellipse_normal_field(lattice, unit_circle, r);
-      const NormalFieldRaster radial = radial_components(lattice, e.center, r);
-      const RegionMap maps[] = {{whole, &unit, 0}, {whole, &radial, 1}};
-      transform_regions(maps, r, *t);
+      transform_region(whole, ellipse_normal_field(lattice, unit_circle, r), r, *t, 0);
+      transform_region(whole, radial_components(lattice, e.center, r), r, *t, 1);
       entry = t;
     }
     cell = entry;
@@ -832,10 +803,11 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
   out->n2_max = n2_max;
   out->resolution = r;
   out->values.assign(std::size_t(regions.count) * out->components * out->size(), 0.0);
-  std::vector<RegionMap> maps;
-  for (int reg = 0; reg < regions.count; ++reg)
-    if (std::any_of(a[reg].begin(), a[reg].end(), [](double v) { return v != 0; })) maps.push_back({a[reg], &nn, reg});
-  transform_regions(maps, r, *out);
+  for (int reg = 0; reg < regions.count; ++reg) {
+    const auto& ar = a[reg];
+    if (std::all_of(ar.begin(), ar.end(), [](double v) { return v == 0; })) continue;
+    transform_region(ar, nn, r, *out, reg);
+  }
   return out;
 }
 
