@@ -185,12 +185,22 @@ TEST_CASE("run: an interrupted run records the writing of the points it wrote, r
     for (const double s : reader.read(p).phase_seconds) CHECK((std::isfinite(s) && s >= 0));
 }
 
-TEST_CASE("bench e2e prints the phases of each batch within the sweep's wall time", "[app][phases]") {
-  const test::ScratchDirectory dir("phases_bench");
+namespace {
+
+/// `gratingsim bench e2e` on test::sweep_case (written to scratch directory `scratch`) with `options`; its
+/// output in `bench`, its wall time returned.
+double bench_sweep_case(const char* scratch, const std::string& options, test::Execution& bench) {
+  const test::ScratchDirectory dir(scratch);
   const auto config = dir / "sweep.yaml";
   std::ofstream(config) << test::sweep_case;
+  return timed_run("bench e2e " + quoted(config) + " " + options, bench);
+}
+
+}  // namespace
+
+TEST_CASE("bench e2e prints the phases of each batch within the sweep's wall time", "[app][phases]") {
   test::Execution bench;
-  const double wall = timed_run("bench e2e " + quoted(config) + " --backend cpu-direct,cpu-fftw", bench);
+  const double wall = bench_sweep_case("phases_bench", "--backend cpu-direct,cpu-fftw", bench);
   INFO(bench.output);
   REQUIRE(bench.status == 0);
   const std::regex total(R"(phases sum to ([0-9.]+) s of ([0-9.]+) s wall time)");
@@ -211,11 +221,8 @@ TEST_CASE("bench e2e prints the phases of each batch within the sweep's wall tim
 }
 
 TEST_CASE("bench e2e --repeat: N sweeps in one process, their walls and the later calls' median", "[app][phases]") {
-  const test::ScratchDirectory dir("phases_repeat");
-  const auto config = dir / "sweep.yaml";
-  std::ofstream(config) << test::sweep_case;
   test::Execution bench;
-  const double wall = timed_run("bench e2e " + quoted(config) + " --backend cpu-fftw --repeat 4", bench);
+  const double wall = bench_sweep_case("phases_repeat", "--backend cpu-fftw --repeat 4", bench);
   INFO(bench.output);
   REQUIRE(bench.status == 0);
   CHECK(contains(bench.output, "call 1 of 4:"));
@@ -234,5 +241,8 @@ TEST_CASE("bench e2e --repeat: N sweeps in one process, their walls and the late
   CHECK(std::stod(steady[1]) == Approx(later[1]).margin(1e-4));  // the printed values have 4 decimals
   CHECK(std::stod(steady[2]) == Approx(later[0]).margin(1e-4));
   CHECK(std::stod(steady[3]) == Approx(later[2]).margin(1e-4));
-  CHECK(run_gratingsim("bench e2e " + quoted(config) + " --repeat 0").status == 2);
+  test::Execution zero;
+  bench_sweep_case("phases_repeat_zero", "--repeat 0", zero);
+  CHECK(zero.status == 2);
+  CHECK(contains(zero.output, "--repeat"));
 }

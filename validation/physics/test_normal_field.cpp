@@ -55,6 +55,17 @@ Ellipse circle(double radius, Point center = {0, 0}) {
   return e;
 }
 
+/// A rectangle of random size (0.2–0.5 a side) near the origin (within ±`spread`/2), of permittivity `eps`.
+Rectangle random_rectangle(std::mt19937_64& g, double spread, double eps) {
+  std::uniform_real_distribution<double> u(0, 1);
+  Rectangle r;
+  r.center = {spread * (u(g) - 0.5), spread * (u(g) - 0.5)};
+  r.width_x = 0.2 + 0.3 * u(g);
+  r.width_y = 0.2 + 0.3 * u(g);
+  r.material = Material::constant_permittivity(eps);
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("1D kernels: the exact transforms of χ, 1 − ε1/ε and ε1/ε − 1", "[physics][normal]") {
@@ -313,11 +324,7 @@ TEST_CASE("region coefficients: Σ_r coef_r,ij is the pixel-exact transform of n
   std::uniform_real_distribution<double> u(0, 1);
   auto& g = test::rng();
   const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
-  Rectangle rect;
-  rect.center = {0.3 * (u(g) - 0.5), 0.3 * (u(g) - 0.5)};
-  rect.width_x = 0.2 + 0.3 * u(g);
-  rect.width_y = 0.2 + 0.3 * u(g);
-  rect.material = Material::constant_permittivity(3.0);
+  const Rectangle rect = random_rectangle(g, 0.3, 3.0);
   const std::vector<PlanarShape> shapes{rect, circle(0.1 + 0.15 * u(g), {0.4 * (u(g) - 0.5), 0.4 * (u(g) - 0.5)})};
   const SliceContent slice{Material::constant_index(1.0), shapes};
   const int r = 64, n1_max = 1 + int(6 * u(g)), n2_max = 1 + int(6 * u(g));
@@ -499,12 +506,7 @@ TEST_CASE("region_normal_coefficients asked for one geometry by threads at once 
   std::uniform_real_distribution<double> u(0, 1);
   auto& g = test::rng();
   const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
-  Rectangle r;
-  r.center = {0.1 * (u(g) - 0.5), 0.1 * (u(g) - 0.5)};
-  r.width_x = 0.2 + 0.3 * u(g);
-  r.width_y = 0.2 + 0.3 * u(g);
-  r.material = Material::constant_permittivity(6.0);
-  const SliceContent slice{Material::constant_index(1.0), {r}};
+  const SliceContent slice{Material::constant_index(1.0), {random_rectangle(g, 0.1, 6.0)}};
   clear_normal_field_cache();
   std::vector<std::shared_ptr<const RegionNormalCoefficients>> got(6);
   {
