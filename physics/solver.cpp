@@ -471,12 +471,17 @@ std::optional<int> calling_thread_device() {
   return std::nullopt;
 }
 
+/// The share of the device budget within which Richardson's two solves run side by side (overlap_richardson).
+constexpr std::size_t richardson_overlap_share = 8;
+
 /// Whether Richardson's two solves of a batch (`members` members of `structure`'s shape, `per_member`
 /// incidences each; `metal` as memory_plan takes it) run side by side: on device backends (on the host each
 /// solve's OpenMP threads fill the cores already), where both problems and their preconditioners' build peaks
-/// (memory_plan) fit the device's budget at once. Two independent solves then fill the device together where
-/// either alone leaves most SMs idle: the sweep's serial slice recursion, small launch-bound Krylov steps (a
-/// point of a fit, a short sweep).
+/// (memory_plan) take at most 1/richardson_overlap_share of the device's budget together. Two independent
+/// solves fill the device together where either alone leaves most SMs idle: the sweep's serial slice
+/// recursion, small launch-bound Krylov steps (a point of a fit, a short sweep), all small problems. The
+/// share keeps the overlap within what the application plans for: up to 8 workers may share a device
+/// (app/run.cpp's workers_per_device_small), each with its own pair of solves side by side.
 bool overlap_richardson(const Structure& structure, bool metal, std::size_t per_member, std::size_t members,
                         const SolverOptions& options) {
   if (conv::memory_of(options.backend) != Memory::device || !conv::backend_available(options.backend)) return false;
@@ -486,7 +491,7 @@ bool overlap_richardson(const Structure& structure, bool metal, std::size_t per_
     const MemoryPlan plan = memory_plan(structure, slices, per_member * members, members, options, metal);
     peak += plan.need + plan.build_peak(true);
   }
-  return peak <= memory_budget(options).bytes;
+  return peak <= memory_budget(options).bytes / richardson_overlap_share;
 }
 
 IncidenceResult assemble(const Incidence& inc, const FloquetOrders& f, const FarField& s_far, const FarField& p_far,
