@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
+#include "core/zeroed_allocator.hpp"
 #include "physics/preconditioner.hpp"
 #include "physics/z_operator.hpp"
 
@@ -65,10 +66,14 @@ struct SweepGroup {
   [[nodiscard]] std::size_t n(int orders) const { return components.size() * std::size_t(orders); }
   [[nodiscard]] std::size_t h(int orders) const { return polarisations.size() * std::size_t(orders); }
 };
+/// The dense per-slice arrays (N_p's factors, H_p, Γ_p, Φ_p and the z-local inputs): sized once, zeros from
+/// calloc, filled by the (group, slice) threads (core/zeroed_allocator.hpp).
+using DenseArray = std::vector<std::complex<double>, ZeroedAllocator<std::complex<double>>>;
 struct SweepMatrices {
   int incidences = 0, orders = 0, slices = 0;
   std::vector<SweepGroup> groups;  ///< incidence by incidence
-  std::vector<std::complex<double>> lu, gain_a, up, down, step, e_plus;
+  DenseArray lu, gain_a, up, down;
+  std::vector<std::complex<double>> step, e_plus;
   std::vector<int> permutation;
   std::vector<std::size_t> permutation_at;  ///< per group
 };
@@ -108,7 +113,8 @@ std::vector<int> first_groups(std::span<const SweepGroup> groups, int incidences
 struct SweepInputs {
   int incidences = 0, orders = 0, slices = 0;
   std::vector<SweepGroup> groups;
-  std::vector<std::complex<double>> local, down, source_up, e_plus, e_minus, rho, step;
+  DenseArray local, down, source_up;
+  std::vector<std::complex<double>> e_plus, e_minus, rho, step;
   std::vector<std::complex<double>> self_rows, down_rows, up_rows;
   std::vector<conv::Term> source_terms, d_terms;  ///< J outputs; D terms with their axis as output
   std::span<const std::complex<double>> kernels;  ///< the problem's: not copied, must outlive the set-up
