@@ -2,7 +2,9 @@
 // solve per unit of work: one wavelength, or several on a GPU, app/work_units.hpp; every point written
 // to a result file), with the time of each phase per wavelength batch
 // (physics/phase_times.hpp): where the time around the Krylov iterations goes (issue #15). The result
-// file goes to the temporary directory and is removed.
+// file goes to the temporary directory and is removed. With --repeat N the sweep runs N times in this
+// process: calls 2..N are what an in-process caller pays (validation/peers sets them against fmmax's
+// steady call).
 #include <unistd.h>
 
 #include <algorithm>

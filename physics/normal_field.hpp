@@ -76,7 +76,8 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
 /// yz, zz} for a tilted field (components = 6), the coefficients of a_r n_i n_j (a_r the region's
 /// indicator) for |n_i| ≤ n_i_max, at [(r·components + ij)·size + (n1 + n1_max)(2n2_max+1) + n2 +
 /// n2_max]. Cached process-wide by geometry (shapes, wall slopes where tilted, lattice, range,
-/// resolution), up to 1 GiB, least recently used out: a sweep's later wavelengths reuse every slice's.
+/// resolution), up to 1 GiB, least recently used out: a sweep's later wavelengths reuse every slice's; threads
+/// asking for one geometry at once share one computation (the later ones wait for it).
 /// tilted: tilt the field where the slice holds a lone sloped shape (components = 6 there, 3 elsewhere).
 struct RegionNormalCoefficients {
   int regions = 0, components = 3, n1_max = 0, n2_max = 0, resolution = 0;
