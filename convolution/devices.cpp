@@ -58,7 +58,7 @@ CudaReport cuda_report() {
   return r;
 }
 
-std::optional<CudaDevice> current_cuda_device() {
+std::optional<int> current_cuda_device_index() {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
     cudaGetLastError();
@@ -66,7 +66,13 @@ std::optional<CudaDevice> current_cuda_device() {
   }
   int index = 0;
   GS_CUDA_TRY(cudaGetDevice(&index));
-  return query_device(index);
+  return index;
+}
+
+std::optional<CudaDevice> current_cuda_device() {
+  const std::optional<int> index = current_cuda_device_index();
+  if (!index) return std::nullopt;
+  return query_device(*index);
 }
 
 void use_cuda_device(int index) {
@@ -89,6 +95,7 @@ CudaReport cuda_report() {
   return r;
 }
 std::optional<CudaDevice> current_cuda_device() { return std::nullopt; }
+std::optional<int> current_cuda_device_index() { return std::nullopt; }
 void use_cuda_device(int) { GS_SUPPORTS(false, "CUDA devices: this build has no CUDA backends"); }
 std::string cufft_version() { return {}; }
 #endif

@@ -33,6 +33,8 @@ CudaReport cuda_report();
 
 /// The device the GPU backends run on (the calling thread's current device); nullopt without one.
 std::optional<CudaDevice> current_cuda_device();
+/// The index of that device alone (no property query); nullopt without one.
+std::optional<int> current_cuda_device_index();
 
 /// Makes device `index` (0-based, among the devices CUDA_VISIBLE_DEVICES leaves visible) the calling
 /// thread's current device, on which the GPU backends then plan and run (cudaSetDevice: per thread,

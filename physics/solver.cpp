@@ -8,6 +8,7 @@
 #include <map>
 #include <numbers>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <tuple>
 #include <type_traits>
@@ -463,14 +464,6 @@ GroupSolve solve_group_any(std::span<const ProblemMember> members, const SolverO
   return o.precision == Precision::single ? solve_group<float>(members, o, factor) : solve_group<double>(members, o, factor);
 }
 
-/// The calling thread's CUDA device (cudaSetDevice is per thread: a helper thread must take it), or none.
-std::optional<int> calling_thread_device() {
-#if GRATINGSIM_HAVE_CUDA
-  if (const std::optional<conv::CudaDevice> d = conv::current_cuda_device()) return d->index;
-#endif
-  return std::nullopt;
-}
-
 /// The share of the device budget within which Richardson's two solves run side by side (overlap_richardson).
 constexpr std::size_t richardson_overlap_share = 8;
 
@@ -676,6 +669,11 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
   // the same lattice.
   using Shape = std::tuple<std::size_t, int, double, double>;  // incidences, slices, period_x, period_y
   std::map<Shape, std::vector<const Member*>> by_shape;
+  // Whether a layer of some member's structure is a metal at its wavelength (memory_plan's `metal`).
+  const auto hold_metal = [&](std::span<const Member* const> some) {
+    return std::any_of(some.begin(), some.end(),
+                       [&](const Member* m) { return layers_hold_metal(pairs[m->pair].structure, m->wavelength); });
+  };
   for (const Member& m : members) {
     const Structure& s = pairs[m.pair].structure;
     by_shape[{m.incidences.size(), slice_grid(s).slices(), s.lattice.period_x, s.lattice.period_y}].push_back(&m);
@@ -691,9 +689,7 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
     const auto [count, coarse_slices, period_x, period_y] = shape;
     const Structure& structure = pairs[shared.front()->pair].structure;  // its lattice and slice count
     const int finest = factor * coarse_slices;
-    const bool metal = std::any_of(shared.begin(), shared.end(), [&](const Member* m) {
-      return layers_hold_metal(pairs[m->pair].structure, m->wavelength);
-    });
+    const bool metal = hold_metal(shared);
     // One member's unknowns on the finest grid.
     const double unknowns = 3.0 * double(2 * options.m1 + 1) * double(2 * options.m2 + 1) * finest * 2.0 * double(count);
     const MemoryPlan one = memory_plan(structure, finest, count, 1, options, metal);
@@ -750,16 +746,14 @@ std::vector<SolveResult> solve_unrotated(std::span<const StructureIncidences> pa
       return out;
     };
     std::vector<GroupSolve> runs;
-    const bool metal = std::any_of(batch.begin(), batch.end(), [&](const Member* m) {
-      return layers_hold_metal(pairs[m->pair].structure, m->wavelength);
-    });
+    const bool metal = hold_metal(batch);
     if (options.richardson &&
         overlap_richardson(pairs[batch.front()->pair].structure, metal, incidences[0].size(), batch.size(), options)) {
       // The fine solve on a second host thread (its own per-thread stream, the caller's device), the coarse
       // one here. Their wall time is shared among both runs' phases in proportion to them, so that the
       // batch's phases still sum to at most its wall time (phase_times.hpp).
       const auto start = std::chrono::steady_clock::now();
-      const std::optional<int> device = calling_thread_device();
+      const std::optional<int> device = conv::current_cuda_device_index();  // per thread: the helper takes it
       std::future<GroupSolve> fine = std::async(std::launch::async, [&] {
         if (device) conv::use_cuda_device(*device);
         return solve_group_any(problem_members(true), options, 2);

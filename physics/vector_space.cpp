@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <memory>
-#include <new>
 #include <vector>
 
 #include "core/error.hpp"
+#include "core/zeroed_allocator.hpp"
 
 namespace gratingsim::physics {
 namespace {
@@ -23,12 +21,10 @@ class HostVectorSpace final : public VectorSpace<Real> {
   using typename VectorSpace<Real>::Scalar;
   HostVectorSpace(const BatchLayout& layout, int count)
       : VectorSpace<Real>(layout, count),
-        storage_(static_cast<Complex*>(std::calloc(layout.size() * std::size_t(count), sizeof(Complex)))),
-        partials_(std::min<std::size_t>(reduction_chunks, layout.slices) * std::size_t(count) * layout.rhs) {
-    if (!storage_) throw std::bad_alloc();
-  }
+        storage_(layout.size() * std::size_t(count)),
+        partials_(std::min<std::size_t>(reduction_chunks, layout.slices) * std::size_t(count) * layout.rhs) {}
 
-  Complex* data(int i) override { return storage_.get() + std::size_t(i) * this->layout_.size(); }
+  Complex* data(int i) override { return storage_.data() + std::size_t(i) * this->layout_.size(); }
   [[nodiscard]] Memory memory() const override { return Memory::host; }
 
   void norm(int x, std::span<double> out) override {
@@ -144,14 +140,11 @@ class HostVectorSpace final : public VectorSpace<Real> {
   }
 
   static constexpr std::size_t reduction_chunks = 64;
-  // Zeros from calloc: a large block comes zeroed from the kernel, its pages touched (faulted in) only when a
-  // vector is first written. A restart-m basis whose solve converges in a few iterations (the sweep's) then
-  // costs the pages of the vectors it uses, not m + 1 vectors' (a value-initialised std::vector wrote them
-  // all: 35 % of the page faults of configs/default.yaml's sweep on cpu-fftw).
-  struct Free {
-    void operator()(Complex* p) const { std::free(p); }
-  };
-  std::unique_ptr<Complex, Free> storage_;
+  // Zeros from calloc (core/zeroed_allocator.hpp): a large block comes zeroed from the kernel, its pages touched
+  // (faulted in) only when a vector is first written. A restart-m basis whose solve converges in a few iterations
+  // (the sweep's) then costs the pages of the vectors it uses, not m + 1 vectors' (a value-initialised
+  // std::vector wrote them all: 35 % of the page faults of configs/default.yaml's sweep on cpu-fftw).
+  std::vector<Complex, ZeroedAllocator<Complex>> storage_;
   std::vector<Scalar> partials_;  // reduce()'s chunk sums, for up to count() terms
 };
 
