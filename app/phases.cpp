@@ -68,7 +68,10 @@ std::string format_phase_table(const std::vector<BatchPhases>& batches, double w
   if (abridged) {
     const std::size_t kept = std::min(largest, shown.size());
     std::partial_sort(shown.begin(), shown.begin() + std::ptrdiff_t(kept), shown.end(),
-                      [&](std::size_t a, std::size_t b) { return batches[a].times.total() > batches[b].times.total(); });
+                      [&](std::size_t a, std::size_t b) {  // ties (a unit's batches share its writes): sweep order
+                        const double ta = batches[a].times.total(), tb = batches[b].times.total();
+                        return ta > tb || (ta == tb && a < b);
+                      });
     shown.resize(kept);
     std::sort(shown.begin(), shown.end());
   }

@@ -1,8 +1,8 @@
 // The statistical proof of issue #11 at library level: Ψ/Δ spectra of a two-film stack (analytic,
 // validation/fitting/thin_film.hpp) at known parameters plus Gaussian noise of stated levels, fitted
-// from a start off the truth. Every parameter is recovered within 3 standard errors in at least 19 of
-// 20 draws, and the reported standard errors agree with the scatter of the estimates over draws within
-// a factor 1.5.
+// from a start off the truth. Every parameter is recovered within 3 standard errors in at least 95 % of
+// the draws (the issue's 19 of 20, over 100 draws), and the reported standard errors agree with the
+// scatter of the estimates over draws within a factor 1.5.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -52,7 +52,7 @@ struct StackModel : BatchModel {
 
 }  // namespace
 
-TEST_CASE("thin films: parameters recovered within 3 standard errors in 19 of 20 noise draws, errors match the scatter") {
+TEST_CASE("thin films: parameters recovered within 3 standard errors in 95 of 100 noise draws, errors match the scatter") {
   StackModel model;
   const Eigen::Index m = Eigen::Index(model.outputs());
   const Eigen::Vector3d truth(100.0, 1.46, 50.0);  // d1 (nm), n1, d2 (nm)
@@ -67,17 +67,19 @@ TEST_CASE("thin films: parameters recovered within 3 standard errors in 19 of 20
   }
   std::normal_distribution<double> noise(0, 1);
   std::uniform_real_distribution<double> offset(-1, 1);
-  // 20 draws for the issue's coverage test. Its criterion can fail by chance: two 3σ events among 20
-  // draws have a probability ≈ 190 · 0.0027² ≈ 0.14 % per parameter, 0.4 % for the three (measured: 1
-  // failure in 300 runs). The scatter is taken over 100 draws: 20 estimate a standard deviation only to
-  // ±16 % (1σ), so a factor-1.5 bound on 20 would fail by chance in ≈ 2 % of runs per parameter (60
-  // draws: ≈ 1e-4, and a ratio of 0.673 was seen in 900); over 100 (±7 %) the bound lies ≥ 5σ away.
-  const int coverage_draws = 20, scatter_draws = 100;
+  // The issue's coverage, 19 of 20 draws within 3 errors, is a rate of 95 %; it is tested over 100 draws.
+  // Over 20 it failed by chance: two 3σ events among 20 draws have a probability ≈ 190 · 0.0027² ≈
+  // 0.14 % per parameter, 0.4 % for the three (1 failure in 300 runs; CI seed 4193836235). Six among 100
+  // have ≈ C(100,6) · 0.0027⁶ ≈ 5e-7, while an error estimate whose true coverage is 90 % fails the 100-draw
+  // test in 94 % of runs against 61 % over 20. The scatter is taken over 100 draws too: 20 estimate a
+  // standard deviation only to ±16 % (1σ), so a factor-1.5 bound on 20 would fail by chance in ≈ 2 % of
+  // runs per parameter; over 100 (±7 %) the bound lies ≥ 5σ away.
+  const int draws = 100, coverage_allowed = draws / 20;
   std::vector<Eigen::VectorXd> estimates, errors;
   std::vector<int> outside(3, 0);
   double reduced_chi2_sum = 0;
   const auto begin = std::chrono::steady_clock::now();
-  for (int draw = 0; draw < scatter_draws; ++draw) {
+  for (int draw = 0; draw < draws; ++draw) {
     measurement.values = clean;
     for (Eigen::Index i = 0; i < m; ++i) measurement.values[i] += measurement.sigmas[i] * noise(test::rng());
     // A start off the truth by up to 5 nm, 0.03 and 5 nm; bounds well away from the optimum.
@@ -92,32 +94,29 @@ TEST_CASE("thin films: parameters recovered within 3 standard errors in 19 of 20
     estimates.push_back(result.parameters);
     errors.push_back(result.standard_errors);
     reduced_chi2_sum += result.reduced_chi2;
-    if (draw < coverage_draws)
-      for (int j = 0; j < 3; ++j) outside[std::size_t(j)] += std::abs(result.parameters[j] - truth[j]) > 3 * result.standard_errors[j];
+    for (int j = 0; j < 3; ++j) outside[std::size_t(j)] += std::abs(result.parameters[j] - truth[j]) > 3 * result.standard_errors[j];
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
-  std::printf("%d fits of %lld values in %.3f s; mean reduced chi2 %.3f\n", scatter_draws, static_cast<long long>(m), seconds,
-              reduced_chi2_sum / scatter_draws);
+  std::printf("%d fits of %lld values in %.3f s; mean reduced chi2 %.3f\n", draws, static_cast<long long>(m), seconds,
+              reduced_chi2_sum / draws);
   const char* names[] = {"d1", "n1", "d2"};
   for (int j = 0; j < 3; ++j) {
-    double mean = 0, error = 0, mean20 = 0;
-    for (int d = 0; d < scatter_draws; ++d) mean += estimates[std::size_t(d)][j] / scatter_draws;
-    for (int d = 0; d < coverage_draws; ++d) mean20 += estimates[std::size_t(d)][j] / coverage_draws;
-    double scatter = 0, scatter20 = 0;
-    for (int d = 0; d < scatter_draws; ++d) {
-      scatter += std::pow(estimates[std::size_t(d)][j] - mean, 2) / (scatter_draws - 1);
-      error += errors[std::size_t(d)][j] / scatter_draws;
+    double mean = 0, error = 0;
+    for (int d = 0; d < draws; ++d) mean += estimates[std::size_t(d)][j] / draws;
+    double scatter = 0;
+    for (int d = 0; d < draws; ++d) {
+      scatter += std::pow(estimates[std::size_t(d)][j] - mean, 2) / (draws - 1);
+      error += errors[std::size_t(d)][j] / draws;
     }
-    for (int d = 0; d < coverage_draws; ++d) scatter20 += std::pow(estimates[std::size_t(d)][j] - mean20, 2) / (coverage_draws - 1);
-    const double ratio = std::sqrt(scatter) / error, ratio20 = std::sqrt(scatter20) / error;
-    std::printf("%s: true %g, mean estimate %.6g, reported error %.3g, scatter/error %.3f over %d draws (%.3f over %d); "
+    const double ratio = std::sqrt(scatter) / error;
+    std::printf("%s: true %g, mean estimate %.6g, reported error %.3g, scatter/error %.3f; "
                 "%d of %d draws beyond 3 errors\n",
-                names[j], truth[j], mean, error, ratio, scatter_draws, ratio20, coverage_draws, outside[std::size_t(j)], coverage_draws);
+                names[j], truth[j], mean, error, ratio, outside[std::size_t(j)], draws);
     INFO(names[j]);
-    CHECK(outside[std::size_t(j)] <= 1);
+    CHECK(outside[std::size_t(j)] <= coverage_allowed);
     CHECK(ratio > 1 / 1.5);
     CHECK(ratio < 1.5);
-    CHECK(std::abs(mean - truth[j]) < 4 * error / std::sqrt(double(scatter_draws)));  // unbiased to within the noise
+    CHECK(std::abs(mean - truth[j]) < 4 * error / std::sqrt(double(draws)));  // unbiased to within the noise
   }
-  CHECK(std::abs(reduced_chi2_sum / scatter_draws - 1) < 0.1);  // ν = 161: per draw ±0.11, the mean ±0.011
+  CHECK(std::abs(reduced_chi2_sum / draws - 1) < 0.1);  // ν = 161: per draw ±0.11, the mean ±0.011
 }
