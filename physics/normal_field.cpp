@@ -18,10 +18,17 @@
 //     2Txy)/|(Txx − Tyy, 2Txy)|. Only n nᵀ enters the formulation, so the sign of n is irrelevant
 //     (no orientation is needed). On a straight edge away from corners T ∝ n nᵀ exactly. Where T
 //     vanishes (no edge anywhere) n = x̂.
-//  2′. A slice holding a single rectangle or polygon (every slice of a sloped polygon) builds T from
-//     its exact edges instead: T = (G_ρ + w G_ρw) * Σ_e n_e n_eᵀ δ_e (δ_e the line measure on edge e),
-//     its Fourier series exact per segment, i.e. the σ → 0 limit of step 2 without the raster's
-//     diagonal gradients at corners (which bias the field there by O(σ) in step 2).
+//  2′. A slice holding a single polygon (every slice of a sloped polygon; a sloped or period-spanning
+//     rectangle) builds T from its exact edges instead: T = (G_ρ + w G_ρw) * Σ_e n_e n_eᵀ δ_e (δ_e the
+//     line measure on edge e), its Fourier series exact per segment, i.e. the σ → 0 limit of step 2
+//     without the raster's diagonal gradients at corners (which bias the field there by O(σ) in step 2).
+//  2″. A slice holding a single upright rectangle narrower than the periods takes the nearest-edge field
+//     instead of steps 1–4: x̂ where the nearest boundary point (of the rectangle or an image) lies on a
+//     vertical edge, ŷ on a horizontal one, and in the corner gaps x̂ below the corner's outward diagonal
+//     (rectangle_field_is_x). It is x̂ or ŷ on polygons (cut by the 45° lines through the corners), so
+//     its coefficients are exact polygon transforms (rectangle_region_coefficients), with no raster.
+//     Step 2′ gives an axis-aligned rectangle a binary field too (T_xy = 0), whose switch from x̂ to ŷ
+//     follows the smoothed tensors' Txx = Tyy curve instead of these straight lines.
 //  3′. A slice holding a single ellipse (or circle) takes the exact
 //     field instead of steps 2–3: n ∥ ∇[(u/a)² + (v/b)²] in the ellipse's axes, measured from the
 //     nearest periodic image of its centre (radial for a circle; ellipse_normal_field()).
@@ -209,7 +216,8 @@ const Ellipse* lone_ellipse(const SliceContent& slice) {
   return slice.shapes.size() == 1 ? std::get_if<Ellipse>(&slice.shapes.front()) : nullptr;
 }
 
-/// The vertices of the single rectangle or polygon of `slice` (step 2′), else empty.
+/// The vertices of the single rectangle or polygon of `slice` (step 2′; an upright rectangle narrower than the
+/// periods takes step 2″ where it is not tilted), else empty.
 std::vector<Point> lone_polygon(const SliceContent& slice) {
   if (slice.shapes.size() != 1) return {};
   if (const auto* p = std::get_if<Polygon>(&slice.shapes.front())) return p->vertices;
@@ -253,6 +261,156 @@ NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e,
       out.xy[i] = gx * gy / g2;
       out.yy[i] = gy * gy / g2;
     }
+  return out;
+}
+
+/// The single rectangle of `slice` when its nearest-edge field applies (it leaves a gap to its images
+/// along both axes), else null.
+const Rectangle* lone_rectangle(const Lattice& lattice, const SliceContent& slice) {
+  if (slice.shapes.size() != 1) return nullptr;
+  const auto* b = std::get_if<Rectangle>(&slice.shapes.front());
+  return b && b->width_x < lattice.period_x && b->width_y < lattice.period_y ? b : nullptr;
+}
+
+/// Whether the nearest-edge field of rectangle `b` is x̂ at offset (u, v) from its centre, taken to the
+/// nearest periodic image: inside, where the vertical edges are nearer than the horizontal ones; in the
+/// gaps beside it along x (y), x̂ (ŷ); in the corner gaps, where the nearest boundary point is a corner,
+/// x̂ below the corner's outward diagonal (nearer the vertical edge's line than the horizontal one's).
+bool rectangle_field_is_x(const Rectangle& b, double u, double v) {
+  const double a = std::abs(u) - b.width_x / 2, c = std::abs(v) - b.width_y / 2;  // signed distances outside
+  if (a <= 0 && c <= 0) return -a < -c;
+  if (c <= 0) return true;
+  if (a <= 0) return false;
+  return c < a;
+}
+
+/// The nearest-edge field of a lone rectangle on the raster (binary: n = x̂ or ŷ, n_x n_y = 0).
+NormalFieldRaster rectangle_normal_field(const Lattice& lattice, const Rectangle& b, int r) {
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  NormalFieldRaster out;
+  out.resolution = r;
+  const std::size_t n = std::size_t(r) * r;
+  out.xx.resize(n);
+  out.xy.assign(n, 0.0);
+  out.yy.resize(n);
+  for (int iy = 0; iy < r; ++iy)
+    for (int ix = 0; ix < r; ++ix) {
+      double u = -lx / 2 + (ix + 0.5) * lx / r - b.center.x, v = -ly / 2 + (iy + 0.5) * ly / r - b.center.y;
+      u -= lx * std::round(u / lx);
+      v -= ly * std::round(v / ly);
+      const std::size_t i = std::size_t(iy) * r + ix;
+      out.xx[i] = rectangle_field_is_x(b, u, v) ? 1.0 : 0.0;
+      out.yy[i] = 1.0 - out.xx[i];
+    }
+  return out;
+}
+
+/// The part of convex polygon `v` where a·x + b·y < c (Sutherland–Hodgman against one line); empty when
+/// nothing of area is left.
+std::vector<Point> clip_half_plane(const std::vector<Point>& v, double a, double b, double c) {
+  std::vector<Point> out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    const Point p = v[i], q = v[(i + 1) % v.size()];
+    const double fp = a * p.x + b * p.y - c, fq = a * q.x + b * q.y - c;
+    if (fp < 0) out.push_back(p);
+    if ((fp < 0) != (fq < 0) && fp != fq) {
+      const double t = fp / (fp - fq);
+      out.push_back({p.x + t * (q.x - p.x), p.y + t * (q.y - p.y)});
+    }
+  }
+  return out.size() >= 3 ? out : std::vector<Point>{};
+}
+
+/// Adds (1/(ΛxΛy)) ∫_P e^{−iG·x} dx dy of polygon P (any orientation) to `out` for |n1| ≤ n1_max,
+/// |n2| ≤ n2_max (layout of RegionNormalCoefficients), G = 2π(n1/Λx, n2/Λy). By the divergence theorem
+/// with F = iG e^{−iG·x}/|G|², ∫_P = (i/|G|²) Σ_e (G_x t_y − G_y t_x) ∫_e e^{−iG·x} ds/L_e over the
+/// counter-clockwise edges p0 → p1, t = p1 − p0, and ∫_e e^{−iG·x} ds/L_e = (e^{−iG·p0} − e^{−iG·p1})/(iG·t)
+/// (e^{−iG·p0} where G·t = 0, up to rounding); G = 0: the area. The vertex phases are separable, one
+/// row of e^{−iG_x x} and one column of e^{−iG_y y} per vertex.
+void add_polygon_transform(std::vector<Point> v, const Lattice& lattice, int n1_max, int n2_max, Complex* out) {
+  double area = 0;
+  for (std::size_t i = 0, j = v.size() - 1; i < v.size(); j = i++) area += 0.5 * (v[j].x * v[i].y - v[i].x * v[j].y);
+  if (area < 0) {
+    std::reverse(v.begin(), v.end());
+    area = -area;
+  }
+  const int k1 = 2 * n1_max + 1, k2 = 2 * n2_max + 1;
+  const double cell = lattice.period_x * lattice.period_y;
+  std::vector<Complex> ex(v.size() * k1), ey(v.size() * k2);
+  for (std::size_t q = 0; q < v.size(); ++q) {
+    for (int i = -n1_max; i <= n1_max; ++i) ex[q * k1 + i + n1_max] = std::polar(1.0, -2 * pi * i * v[q].x / lattice.period_x);
+    for (int j = -n2_max; j <= n2_max; ++j) ey[q * k2 + j + n2_max] = std::polar(1.0, -2 * pi * j * v[q].y / lattice.period_y);
+  }
+  for (int i = -n1_max; i <= n1_max; ++i)
+    for (int j = -n2_max; j <= n2_max; ++j) {
+      Complex& target = out[std::size_t(i + n1_max) * k2 + (j + n2_max)];
+      if (i == 0 && j == 0) {
+        target += area / cell;
+        continue;
+      }
+      const double gx = 2 * pi * i / lattice.period_x, gy = 2 * pi * j / lattice.period_y;
+      Complex sum = 0;
+      for (std::size_t q = 0; q < v.size(); ++q) {
+        const std::size_t r = (q + 1) % v.size();
+        const double tx = v[r].x - v[q].x, ty = v[r].y - v[q].y, gt = gx * tx + gy * ty;
+        const Complex e0 = ex[q * k1 + i + n1_max] * ey[q * k2 + j + n2_max];
+        // |G·t| below 1e-6 (an edge along G's normal): the mean of e^{−iG·x} over the edge is e^{−iG·p0}
+        // to O(G·t), a relative 1e-6 that the sinc's expansion would remove; the axis-aligned edges met
+        // here have G·t = 0 exactly.
+        const Complex mean = std::abs(gt) < 1e-6 ? e0 * std::polar(1.0, -0.5 * gt)
+                                                 : (e0 - ex[r * k1 + i + n1_max] * ey[r * k2 + j + n2_max]) / (I * gt);
+        sum += (gx * ty - gy * tx) * mean;
+      }
+      target += I * sum / ((gx * gx + gy * gy) * cell);
+    }
+}
+
+/// The region coefficients of a lone rectangle's nearest-edge field (rectangle_field_is_x), exactly: the
+/// field is x̂ or ŷ on polygons (per quadrant about the centre: inside, the part nearer the vertical edge,
+/// cut off by the 45° line from the corner; the gap beside it along x; the part of the corner gap below
+/// the corner's outward diagonal), so coef_r,xx is the sum of their transforms, coef_r,xy = 0 and
+/// coef_r,yy the region's indicator minus coef_r,xx. No raster.
+std::shared_ptr<const RegionNormalCoefficients> rectangle_region_coefficients(const Lattice& lattice, const Rectangle& b,
+                                                                              int n1_max, int n2_max, int r) {
+  auto out = std::make_shared<RegionNormalCoefficients>();
+  out->regions = 2;
+  out->components = 3;
+  out->n1_max = n1_max;
+  out->n2_max = n2_max;
+  out->resolution = r;
+  const std::size_t size = out->size();
+  out->values.assign(2 * 3 * size, 0.0);
+  Complex* background_xx = out->values.data();
+  Complex* background_yy = out->values.data() + 2 * size;
+  Complex* inside_xx = out->values.data() + 3 * size;
+  Complex* inside_yy = out->values.data() + 5 * size;
+  const double hx = b.width_x / 2, hy = b.width_y / 2, lx = lattice.period_x / 2, ly = lattice.period_y / 2;
+  const auto box = [](double x0, double x1, double y0, double y1) {
+    return std::vector<Point>{{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}};
+  };
+  // Quadrant u, v ≥ 0 about the centre; the x̂ parts: inside where hx − u < hy − v, the gap beside, the corner
+  // gap where v − hy < u − hx.
+  const std::vector<Point> inside = clip_half_plane(box(0, hx, 0, hy), -1, 1, hy - hx);
+  const std::vector<Point> beside = box(hx, lx, 0, hy);
+  const std::vector<Point> corner = clip_half_plane(box(hx, lx, hy, ly), -1, 1, hy - hx);
+  for (const double su : {-1.0, 1.0})
+    for (const double sv : {-1.0, 1.0}) {
+      const auto placed = [&](std::vector<Point> v) {
+        for (Point& p : v) p = {b.center.x + su * p.x, b.center.y + sv * p.y};
+        return v;
+      };
+      if (!inside.empty()) add_polygon_transform(placed(inside), lattice, n1_max, n2_max, inside_xx);
+      add_polygon_transform(placed(beside), lattice, n1_max, n2_max, background_xx);
+      if (!corner.empty()) add_polygon_transform(placed(corner), lattice, n1_max, n2_max, background_xx);
+    }
+  std::vector<Complex> indicator(size, 0.0);
+  add_polygon_transform(box(b.center.x - hx, b.center.x + hx, b.center.y - hy, b.center.y + hy), lattice, n1_max,
+                        n2_max, indicator.data());
+  const std::size_t zero = std::size_t(n1_max) * (2 * n2_max + 1) + n2_max;
+  for (std::size_t k = 0; k < size; ++k) {
+    inside_yy[k] = indicator[k] - inside_xx[k];
+    background_yy[k] = (k == zero ? 1.0 : 0.0) - indicator[k] - background_xx[k];
+  }
   return out;
 }
 
@@ -790,6 +948,8 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
   const Ellipse* ellipse = lone_ellipse(slice);
   if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y)
     return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r, tilt, tilt ? slice.wall_slopes[0][0] : 0.0);
+  if (const Rectangle* rectangle = lone_rectangle(lattice, slice); rectangle && !tilt)
+    return rectangle_region_coefficients(lattice, *rectangle, n1_max, n2_max, r);
   const Regions regions = regions_of(lattice, slice);
   const auto a = area_fractions(lattice, regions, r);
   const std::vector<Point> polygon = lone_polygon(slice);
@@ -1043,12 +1203,15 @@ NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent
   GS_EXPECTS(!lattice.one_dimensional() && !slice.shapes.empty(), "normal_field_raster: a 2D slice with shapes");
   const std::vector<Point> polygon = exact_where_possible ? lone_polygon(slice) : std::vector<Point>{};
   const Ellipse* ellipse = lone_ellipse(slice);
+  const Rectangle* rectangle = lone_rectangle(lattice, slice);
+  const bool tilt = tilted && tilts_normal_field(lattice, slice);
+  if (rectangle && exact_where_possible && !tilt) return rectangle_normal_field(lattice, *rectangle, resolution);
   NormalFieldRaster nn = ellipse && exact_where_possible ? ellipse_normal_field(lattice, *ellipse, resolution)
                          : !polygon.empty()
                              ? normal_field(lattice, {}, resolution, &polygon)
                              : normal_field(lattice, area_fractions(lattice, regions_of(lattice, slice), resolution),
                                             resolution, nullptr);
-  if (!(tilted && tilts_normal_field(lattice, slice))) return nn;
+  if (!tilt) return nn;
   if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y && exact_where_possible) {  // step 5′: constant tilt
     const double tau = slice.wall_slopes[0][0], scale = 1 / (1 + tau * tau);
     const NormalFieldRaster radial = radial_components(lattice, ellipse->center, resolution);

@@ -82,10 +82,11 @@ std::vector<PeerCase> peer_cases() {
       // 7.4e-4 (s sumT) at M = 10, 10/20 slices: truncation in M (7.7e-4 with 20/40 slices); the
       // exact radial field (normal-vector.md §5, 3′) gives the same as the raster one (7.40e-4).
       {"pillars", on_glass({1.0, 1.0}, pillar, 0.5, 10), {1.0, 30.0, 30.0}, 10, {8e-4, 8e-4}},
-      // 8.5e-4 (s sumT) and 9.3e-4 (p sumT) at M = 10, 8/16 slices, with the field built from the
-      // rectangle's exact edges (normal-vector.md §5, 2′); the raster field gave 1.7e-3 (s T00). Not
-      // uniform in M: 2.7e-3 at M = 8 and 1.6e-3 at M = 12 with the same field and slices.
-      {"rectangles", on_glass({1.2, 0.9}, block, 0.35, 8), {1.0, 20.0, 45.0}, 10, {9e-4, 1e-3}},
+      // 7.9e-4 (s sumT) and 5.7e-4 (p sumT) at M = 10, 8/16 slices, with the rectangle's nearest-edge
+      // field and its exact polygon coefficients (normal-vector.md §5, 2″); 8.5e-4 and 9.3e-4 with the
+      // structure tensor of its exact edges (2′), 1.7e-3 with the raster field. Largest error at M = 6, 8,
+      // 12, 14: 2.4e-3, 1.8e-3, 5.9e-4, 3.9e-4 (2′: 4.8e-3, 2.7e-3, 1.6e-3, 5.1e-4).
+      {"rectangles", on_glass({1.2, 0.9}, block, 0.35, 8), {1.0, 20.0, 45.0}, 10, {8.5e-4, 6.5e-4}},
       // s: 1.5e-4. p: 1.4e-2 on R00 at M = 15 with 8/16 slices, not the 1e-3 of issue #9, and not
       // reachable at M ≤ 15 by Li's rule in either code: fmmax itself (exact in z) is 3.0e-3 off at
       // M = 15, 3.2e-2 at M = 10, 4.8e-3 at M = 20, erratically in M (presumably the corner fields of
