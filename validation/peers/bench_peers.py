@@ -17,7 +17,7 @@ there is one; GMRES(100), relative residual --tolerance 1e-6, at most 3000 itera
 took thousands of iterations or did not converge). Time: the wall
 time of the process (start, CUDA context, plan, solve, HDF5 writing), and `solver/seconds` of the
 result file (the solve alone). The YAML reproduces validation/physics/test_peer_references.cpp's
-errors (CPU, tolerance 1e-9: pillars M = 10, 10 slices 7.4e-4; rectangles M = 10, 8 slices 1.69e-3;
+errors (CPU, tolerance 1e-9: pillars M = 10, 10 slices 7.4e-4; rectangles M = 10, 8 slices 7.9e-4;
 metal_1d M = 15, 8 slices 1.39e-2).
 fmmax: one worker process per precision (jax's x64 switch is global), on jax's default device (the
 GPU when jax has one; its eigendecompositions then run in cuSOLVER's geev). A setting is an
