@@ -22,7 +22,8 @@
 //     rectangle) builds T from its exact edges instead: T = (G_ρ + w G_ρw) * Σ_e n_e n_eᵀ δ_e (δ_e the
 //     line measure on edge e), its Fourier series exact per segment, i.e. the σ → 0 limit of step 2
 //     without the raster's diagonal gradients at corners (which bias the field there by O(σ) in step 2).
-//  2″. A slice holding a single upright rectangle narrower than the periods takes the nearest-edge field
+//  2″. A slice holding a single upright rectangle narrower than the periods (or a four-vertex polygon that
+//     is one) takes the nearest-edge field
 //     instead of steps 1–4: x̂ where the nearest boundary point (of the rectangle or an image) lies on a
 //     vertical edge, ŷ on a horizontal one, and in the corner gaps x̂ below the corner's outward diagonal
 //     (rectangle_field_is_x). It is x̂ or ŷ on polygons (cut by the 45° lines through the corners), so
@@ -74,6 +75,7 @@
 #include <memory>
 #include <mutex>
 #include <numbers>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -264,12 +266,34 @@ NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e,
   return out;
 }
 
-/// The single rectangle of `slice` when its nearest-edge field applies (it leaves a gap to its images
-/// along both axes), else null.
-const Rectangle* lone_rectangle(const Lattice& lattice, const SliceContent& slice) {
-  if (slice.shapes.size() != 1) return nullptr;
-  const auto* b = std::get_if<Rectangle>(&slice.shapes.front());
-  return b && b->width_x < lattice.period_x && b->width_y < lattice.period_y ? b : nullptr;
+/// The single upright rectangle of `slice` when its nearest-edge field applies (it leaves a gap to its
+/// images along both axes), else nothing. A polygon of four vertices forming an axis-aligned rectangle
+/// counts as one, so that the same geometry gets the same field however it is written.
+std::optional<Rectangle> lone_rectangle(const Lattice& lattice, const SliceContent& slice) {
+  if (slice.shapes.size() != 1) return std::nullopt;
+  std::optional<Rectangle> b;
+  if (const auto* r = std::get_if<Rectangle>(&slice.shapes.front())) b = *r;
+  if (const auto* p = std::get_if<Polygon>(&slice.shapes.front()); p && p->vertices.size() == 4) {
+    const auto& v = p->vertices;
+    const auto [x0, x1] = std::minmax({v[0].x, v[1].x, v[2].x, v[3].x});
+    const auto [y0, y1] = std::minmax({v[0].y, v[1].y, v[2].y, v[3].y});
+    const auto corner = [&](const Point& q) {
+      return (q.x == x0 || q.x == x1) && (q.y == y0 || q.y == y1);
+    };
+    // Four distinct corners of the box (a simple polygon never repeats a vertex), each edge along an axis.
+    bool axis_aligned = true;
+    for (std::size_t i = 0; i < 4; ++i)
+      axis_aligned = axis_aligned && corner(v[i]) && (v[i].x == v[(i + 1) % 4].x || v[i].y == v[(i + 1) % 4].y);
+    if (axis_aligned && x1 > x0 && y1 > y0) {
+      b.emplace();
+      b->center = {0.5 * (x0 + x1), 0.5 * (y0 + y1)};
+      b->width_x = x1 - x0;
+      b->width_y = y1 - y0;
+      b->material = p->material;
+    }
+  }
+  if (b && b->width_x < lattice.period_x && b->width_y < lattice.period_y) return b;
+  return std::nullopt;
 }
 
 /// Whether the nearest-edge field of rectangle `b` is x̂ at offset (u, v) from its centre, taken to the
@@ -948,7 +972,7 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
   const Ellipse* ellipse = lone_ellipse(slice);
   if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y)
     return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r, tilt, tilt ? slice.wall_slopes[0][0] : 0.0);
-  if (const Rectangle* rectangle = lone_rectangle(lattice, slice); rectangle && !tilt)
+  if (const std::optional<Rectangle> rectangle = lone_rectangle(lattice, slice); rectangle && !tilt)
     return rectangle_region_coefficients(lattice, *rectangle, n1_max, n2_max, r);
   const Regions regions = regions_of(lattice, slice);
   const auto a = area_fractions(lattice, regions, r);
@@ -1203,7 +1227,7 @@ NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent
   GS_EXPECTS(!lattice.one_dimensional() && !slice.shapes.empty(), "normal_field_raster: a 2D slice with shapes");
   const std::vector<Point> polygon = exact_where_possible ? lone_polygon(slice) : std::vector<Point>{};
   const Ellipse* ellipse = lone_ellipse(slice);
-  const Rectangle* rectangle = lone_rectangle(lattice, slice);
+  const std::optional<Rectangle> rectangle = lone_rectangle(lattice, slice);
   const bool tilt = tilted && tilts_normal_field(lattice, slice);
   if (rectangle && exact_where_possible && !tilt) return rectangle_normal_field(lattice, *rectangle, resolution);
   NormalFieldRaster nn = ellipse && exact_where_possible ? ellipse_normal_field(lattice, *ellipse, resolution)

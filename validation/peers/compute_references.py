@@ -63,6 +63,13 @@ CASES = {
         shape=dict(type="line", width=0.4), eps_shape=-20.0 + 1.5j, height=0.08,
         eps_sup=1.0, eps_sub=2.25, wavelength=1.0, theta_deg=15.0, phi_deg=0.0,
     ),
+    # A high-contrast (silicon-like) block, long along y: the 2D field's harder case. Every order stays
+    # at least 0.15 k0 away from a Rayleigh anomaly in air and in the substrate.
+    "si_block": dict(
+        lattice="2d", period_x=0.6, period_y=0.6,
+        shape=dict(type="rectangle", width_x=0.2, width_y=0.42), eps_shape=12.0 + 0j, height=0.2,
+        eps_sup=1.0, eps_sub=2.25, wavelength=1.0, theta_deg=30.0, phi_deg=10.0,
+    ),
     "lamellar": dict(  # docs/reference-cases.md §3, "1D lamellar grating"
         lattice="1d", period_x=1.5,
         shape=dict(type="line", width=0.75), eps_shape=4.0 + 0j, height=0.5,
@@ -88,6 +95,7 @@ POLARISATIONS = ("s", "p")
 SETTINGS = {
     "pillars": dict(formulation="JONES_DIRECT_AA", counts=[100, 200, 400, 800, 1200, 1600], grid=1024),
     "rectangles": dict(formulation="LI_RECTANGLE", counts=[100, 200, 400, 800, 1200, 1681], grid=None),
+    "si_block": dict(formulation="LI_RECTANGLE", counts=[100, 200, 400, 800, 1200, 1681, 2401], grid=None),
     "metal_1d": dict(formulation="JONES_DIRECT", counts=[20, 40, 80, 160, 320, 640], grid=16384),
     "lamellar": dict(formulation="JONES_DIRECT", counts=[20, 40, 80, 160, 320, 640], grid=16384),
 }
