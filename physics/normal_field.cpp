@@ -78,6 +78,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "convolution/cpu_fftw.hpp"
@@ -230,14 +231,11 @@ std::vector<Point> lone_polygon(const SliceContent& slice) {
   return {};
 }
 
-/// The exact field of a lone ellipse (header comment, step 3′): at every pixel centre p, with
-/// d = p − centre taken to the nearest periodic image and (u, v) = d in the ellipse's own axes,
-/// n ∥ ∇[(u/a)² + (v/b)²] ∝ R(θ) (u/a², v/b²), the normal of the scaled (homothetic) ellipse through p
-/// (radial for a circle). At the centre itself n = x̂.
-NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e, int r) {
+/// A field given per pixel as `at(dx, dy)` → (n_x², n_x n_y, n_y²), (dx, dy) the pixel centre's offset from
+/// `centre` taken to the nearest periodic image.
+template <class Field>
+NormalFieldRaster field_about(const Lattice& lattice, Point centre, int r, Field at) {
   const double lx = lattice.period_x, ly = lattice.period_y;
-  const double c = std::cos(e.rotation_deg * pi / 180), s = std::sin(e.rotation_deg * pi / 180);
-  const double a2 = e.semi_axis_x * e.semi_axis_x, b2 = e.semi_axis_y * e.semi_axis_y;
   NormalFieldRaster out;
   out.resolution = r;
   const std::size_t n = std::size_t(r) * r;
@@ -246,24 +244,29 @@ NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e,
   out.yy.resize(n);
   for (int iy = 0; iy < r; ++iy)
     for (int ix = 0; ix < r; ++ix) {
-      double dx = -lx / 2 + (ix + 0.5) * lx / r - e.center.x, dy = -ly / 2 + (iy + 0.5) * ly / r - e.center.y;
+      double dx = -lx / 2 + (ix + 0.5) * lx / r - centre.x, dy = -ly / 2 + (iy + 0.5) * ly / r - centre.y;
       dx -= lx * std::round(dx / lx);
       dy -= ly * std::round(dy / ly);
-      const double u = c * dx + s * dy, v = -s * dx + c * dy;     // ellipse axes
-      const double gu = u / a2, gv = v / b2;                      // ∇q/2 in those axes
-      const double gx = c * gu - s * gv, gy = s * gu + c * gv;    // back in x, y
-      const double g2 = gx * gx + gy * gy;
       const std::size_t i = std::size_t(iy) * r + ix;
-      if (!(g2 > 0)) {
-        out.xx[i] = 1;
-        out.xy[i] = out.yy[i] = 0;
-        continue;
-      }
-      out.xx[i] = gx * gx / g2;
-      out.xy[i] = gx * gy / g2;
-      out.yy[i] = gy * gy / g2;
+      std::tie(out.xx[i], out.xy[i], out.yy[i]) = at(dx, dy);
     }
   return out;
+}
+
+/// The exact field of a lone ellipse (header comment, step 3′): at every pixel centre p, with
+/// d = p − centre taken to the nearest periodic image and (u, v) = d in the ellipse's own axes,
+/// n ∥ ∇[(u/a)² + (v/b)²] ∝ R(θ) (u/a², v/b²), the normal of the scaled (homothetic) ellipse through p
+/// (radial for a circle). At the centre itself n = x̂.
+NormalFieldRaster ellipse_normal_field(const Lattice& lattice, const Ellipse& e, int r) {
+  const double c = std::cos(e.rotation_deg * pi / 180), s = std::sin(e.rotation_deg * pi / 180);
+  const double a2 = e.semi_axis_x * e.semi_axis_x, b2 = e.semi_axis_y * e.semi_axis_y;
+  return field_about(lattice, e.center, r, [&](double dx, double dy) {
+    const double u = c * dx + s * dy, v = -s * dx + c * dy;     // ellipse axes
+    const double gu = u / a2, gv = v / b2;                      // ∇q/2 in those axes
+    const double gx = c * gu - s * gv, gy = s * gu + c * gv;    // back in x, y
+    const double g2 = gx * gx + gy * gy;
+    return g2 > 0 ? std::tuple{gx * gx / g2, gx * gy / g2, gy * gy / g2} : std::tuple{1.0, 0.0, 0.0};
+  });
 }
 
 /// The single upright rectangle of `slice` when its nearest-edge field applies (it leaves a gap to its
@@ -310,23 +313,9 @@ bool rectangle_field_is_x(const Rectangle& b, double u, double v) {
 
 /// The nearest-edge field of a lone rectangle on the raster (binary: n = x̂ or ŷ, n_x n_y = 0).
 NormalFieldRaster rectangle_normal_field(const Lattice& lattice, const Rectangle& b, int r) {
-  const double lx = lattice.period_x, ly = lattice.period_y;
-  NormalFieldRaster out;
-  out.resolution = r;
-  const std::size_t n = std::size_t(r) * r;
-  out.xx.resize(n);
-  out.xy.assign(n, 0.0);
-  out.yy.resize(n);
-  for (int iy = 0; iy < r; ++iy)
-    for (int ix = 0; ix < r; ++ix) {
-      double u = -lx / 2 + (ix + 0.5) * lx / r - b.center.x, v = -ly / 2 + (iy + 0.5) * ly / r - b.center.y;
-      u -= lx * std::round(u / lx);
-      v -= ly * std::round(v / ly);
-      const std::size_t i = std::size_t(iy) * r + ix;
-      out.xx[i] = rectangle_field_is_x(b, u, v) ? 1.0 : 0.0;
-      out.yy[i] = 1.0 - out.xx[i];
-    }
-  return out;
+  return field_about(lattice, b.center, r, [&](double dx, double dy) {
+    return rectangle_field_is_x(b, dx, dy) ? std::tuple{1.0, 0.0, 0.0} : std::tuple{0.0, 0.0, 1.0};
+  });
 }
 
 /// The part of convex polygon `v` where a·x + b·y < c (Sutherland–Hodgman against one line); empty when
