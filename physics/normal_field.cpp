@@ -338,7 +338,7 @@ std::vector<Point> clip_half_plane(const std::vector<Point>& v, double a, double
 /// |n2| ≤ n2_max (layout of RegionNormalCoefficients), G = 2π(n1/Λx, n2/Λy). By the divergence theorem
 /// with F = iG e^{−iG·x}/|G|², ∫_P = (i/|G|²) Σ_e (G_x t_y − G_y t_x) ∫_e e^{−iG·x} ds/L_e over the
 /// counter-clockwise edges p0 → p1, t = p1 − p0, and ∫_e e^{−iG·x} ds/L_e = (e^{−iG·p0} − e^{−iG·p1})/(iG·t)
-/// (e^{−iG·p0} where G·t = 0, up to rounding); G = 0: the area. The vertex phases are separable, one
+/// (e^{−iG·m}, m the midpoint, where |G·t| < 1e-6); G = 0: the area. The vertex phases are separable, one
 /// row of e^{−iG_x x} and one column of e^{−iG_y y} per vertex.
 void add_polygon_transform(std::vector<Point> v, const Lattice& lattice, int n1_max, int n2_max, Complex* out) {
   double area = 0;
@@ -367,9 +367,9 @@ void add_polygon_transform(std::vector<Point> v, const Lattice& lattice, int n1_
         const std::size_t r = (q + 1) % v.size();
         const double tx = v[r].x - v[q].x, ty = v[r].y - v[q].y, gt = gx * tx + gy * ty;
         const Complex e0 = ex[q * k1 + i + n1_max] * ey[q * k2 + j + n2_max];
-        // |G·t| below 1e-6 (an edge along G's normal): the mean of e^{−iG·x} over the edge is e^{−iG·p0}
-        // to O(G·t), a relative 1e-6 that the sinc's expansion would remove; the axis-aligned edges met
-        // here have G·t = 0 exactly.
+        // |G·t| below 1e-6 (an edge along G's normal; the axis-aligned edges met here have G·t = 0 exactly),
+        // where the difference quotient cancels: the mean is e^{−iG·m} sinc(G·t/2) with m the midpoint, and
+        // e^{−iG·m} = e^{−iG·p0} e^{−iG·t/2} alone is within (G·t)²/24 < 1e-13 of it.
         const Complex mean = std::abs(gt) < 1e-6 ? e0 * std::polar(1.0, -0.5 * gt)
                                                  : (e0 - ex[r * k1 + i + n1_max] * ey[r * k2 + j + n2_max]) / (I * gt);
         sum += (gx * ty - gy * tx) * mean;
