@@ -334,50 +334,6 @@ std::vector<Point> clip_half_plane(const std::vector<Point>& v, double a, double
   return out.size() >= 3 ? out : std::vector<Point>{};
 }
 
-/// Adds (1/(ΛxΛy)) ∫_P e^{−iG·x} dx dy of polygon P (any orientation) to `out` for |n1| ≤ n1_max,
-/// |n2| ≤ n2_max (layout of RegionNormalCoefficients), G = 2π(n1/Λx, n2/Λy). By the divergence theorem
-/// with F = iG e^{−iG·x}/|G|², ∫_P = (i/|G|²) Σ_e (G_x t_y − G_y t_x) ∫_e e^{−iG·x} ds/L_e over the
-/// counter-clockwise edges p0 → p1, t = p1 − p0, and ∫_e e^{−iG·x} ds/L_e = (e^{−iG·p0} − e^{−iG·p1})/(iG·t)
-/// (e^{−iG·m}, m the midpoint, where |G·t| < 1e-6); G = 0: the area. The vertex phases are separable, one
-/// row of e^{−iG_x x} and one column of e^{−iG_y y} per vertex.
-void add_polygon_transform(std::vector<Point> v, const Lattice& lattice, int n1_max, int n2_max, Complex* out) {
-  double area = 0;
-  for (std::size_t i = 0, j = v.size() - 1; i < v.size(); j = i++) area += 0.5 * (v[j].x * v[i].y - v[i].x * v[j].y);
-  if (area < 0) {
-    std::reverse(v.begin(), v.end());
-    area = -area;
-  }
-  const int k1 = 2 * n1_max + 1, k2 = 2 * n2_max + 1;
-  const double cell = lattice.period_x * lattice.period_y;
-  std::vector<Complex> ex(v.size() * k1), ey(v.size() * k2);
-  for (std::size_t q = 0; q < v.size(); ++q) {
-    for (int i = -n1_max; i <= n1_max; ++i) ex[q * k1 + i + n1_max] = std::polar(1.0, -2 * pi * i * v[q].x / lattice.period_x);
-    for (int j = -n2_max; j <= n2_max; ++j) ey[q * k2 + j + n2_max] = std::polar(1.0, -2 * pi * j * v[q].y / lattice.period_y);
-  }
-  for (int i = -n1_max; i <= n1_max; ++i)
-    for (int j = -n2_max; j <= n2_max; ++j) {
-      Complex& target = out[std::size_t(i + n1_max) * k2 + (j + n2_max)];
-      if (i == 0 && j == 0) {
-        target += area / cell;
-        continue;
-      }
-      const double gx = 2 * pi * i / lattice.period_x, gy = 2 * pi * j / lattice.period_y;
-      Complex sum = 0;
-      for (std::size_t q = 0; q < v.size(); ++q) {
-        const std::size_t r = (q + 1) % v.size();
-        const double tx = v[r].x - v[q].x, ty = v[r].y - v[q].y, gt = gx * tx + gy * ty;
-        const Complex e0 = ex[q * k1 + i + n1_max] * ey[q * k2 + j + n2_max];
-        // |G·t| below 1e-6 (an edge along G's normal; the axis-aligned edges met here have G·t = 0 exactly),
-        // where the difference quotient cancels: the mean is e^{−iG·m} sinc(G·t/2) with m the midpoint, and
-        // e^{−iG·m} = e^{−iG·p0} e^{−iG·t/2} alone is within (G·t)²/24 < 1e-13 of it.
-        const Complex mean = std::abs(gt) < 1e-6 ? e0 * std::polar(1.0, -0.5 * gt)
-                                                 : (e0 - ex[r * k1 + i + n1_max] * ey[r * k2 + j + n2_max]) / (I * gt);
-        sum += (gx * ty - gy * tx) * mean;
-      }
-      target += I * sum / ((gx * gx + gy * gy) * cell);
-    }
-}
-
 /// The region coefficients of a lone rectangle's nearest-edge field (rectangle_field_is_x), exactly: the
 /// field is x̂ or ŷ on polygons (per quadrant about the centre: inside, the part nearer the vertical edge,
 /// cut off by the 45° line from the corner; the gap beside it along x; the part of the corner gap below
@@ -393,10 +349,9 @@ std::shared_ptr<const RegionNormalCoefficients> rectangle_region_coefficients(co
   out->resolution = r;
   const std::size_t size = out->size();
   out->values.assign(2 * 3 * size, 0.0);
-  Complex* background_xx = out->values.data();
-  Complex* background_yy = out->values.data() + 2 * size;
-  Complex* inside_xx = out->values.data() + 3 * size;
-  Complex* inside_yy = out->values.data() + 5 * size;
+  const auto map = [&](int region, int ij) { return std::span<Complex>(out->values).subspan((region * 3 + ij) * size, size); };
+  const std::span<Complex> background_xx = map(0, 0), background_yy = map(0, 2), inside_xx = map(1, 0),
+                           inside_yy = map(1, 2);
   const double hx = b.width_x / 2, hy = b.width_y / 2, lx = lattice.period_x / 2, ly = lattice.period_y / 2;
   const auto box = [](double x0, double x1, double y0, double y1) {
     return std::vector<Point>{{x0, y0}, {x1, y0}, {x1, y1}, {x0, y1}};
@@ -412,13 +367,13 @@ std::shared_ptr<const RegionNormalCoefficients> rectangle_region_coefficients(co
         for (Point& p : v) p = {b.center.x + su * p.x, b.center.y + sv * p.y};
         return v;
       };
-      if (!inside.empty()) add_polygon_transform(placed(inside), lattice, n1_max, n2_max, inside_xx);
-      add_polygon_transform(placed(beside), lattice, n1_max, n2_max, background_xx);
-      if (!corner.empty()) add_polygon_transform(placed(corner), lattice, n1_max, n2_max, background_xx);
+      if (!inside.empty()) add_polygon_harmonics(placed(inside), lattice, n1_max, n2_max, inside_xx);
+      add_polygon_harmonics(placed(beside), lattice, n1_max, n2_max, background_xx);
+      if (!corner.empty()) add_polygon_harmonics(placed(corner), lattice, n1_max, n2_max, background_xx);
     }
   std::vector<Complex> indicator(size, 0.0);
-  add_polygon_transform(box(b.center.x - hx, b.center.x + hx, b.center.y - hy, b.center.y + hy), lattice, n1_max,
-                        n2_max, indicator.data());
+  add_polygon_harmonics(box(b.center.x - hx, b.center.x + hx, b.center.y - hy, b.center.y + hy), lattice, n1_max,
+                        n2_max, indicator);
   const std::size_t zero = std::size_t(n1_max) * (2 * n2_max + 1) + n2_max;
   for (std::size_t k = 0; k < size; ++k) {
     inside_yy[k] = indicator[k] - inside_xx[k];

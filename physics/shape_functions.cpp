@@ -121,6 +121,36 @@ double signed_area(const std::vector<Point>& v) {
   return a / 2;
 }
 
+/// Adds weight × segment a → b's term of ∫ e^{−iG·x} dx dy over the region on its left, by Green's theorem:
+/// i (G_x d_y − G_y d_x)/|G|² sinc(G·d/2) e^{−iG·m} (d = b − a, m the midpoint; ½(a_x + b_x) d_y at G = 0),
+/// for the G = (gx[i], gy[j]) at out[i·|gy| + j]. phase_x and phase_y: scratch of gx's and gy's sizes.
+void add_segment_harmonics(Point a, Point b, Complex weight, std::span<const double> gx, std::span<const double> gy,
+                           std::vector<Complex>& phase_x, std::vector<Complex>& phase_y, std::span<Complex> out) {
+  const std::size_t k1 = gx.size(), k2 = gy.size();
+  const Point m = 0.5 * (a + b), d = b - a;
+  for (std::size_t i = 0; i < k1; ++i) phase_x[i] = std::polar(1.0, -gx[i] * m.x);
+  for (std::size_t j = 0; j < k2; ++j) phase_y[j] = std::polar(1.0, -gy[j] * m.y);
+  for (std::size_t i = 0; i < k1; ++i)
+    for (std::size_t j = 0; j < k2; ++j) {
+      const double g2 = gx[i] * gx[i] + gy[j] * gy[j];
+      Complex integral;
+      if (g2 == 0) {
+        integral = 0.5 * (a.x + b.x) * d.y;
+      } else {
+        const double c = gx[i] * d.y - gy[j] * d.x;
+        integral = I * (c / g2) * sinc_unnormalised(0.5 * (gx[i] * d.x + gy[j] * d.y)) * phase_x[i] * phase_y[j];
+      }
+      out[i * k2 + j] += weight * integral;
+    }
+}
+
+/// The reciprocal vectors 2π n/Λ for n = −n_max … n_max.
+std::vector<double> reciprocal(double period, int n_max) {
+  std::vector<double> g(std::size_t(2 * n_max + 1));
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = 2 * pi * (int(i) - n_max) / period;
+  return g;
+}
+
 bool segments_cross(Point a, Point b, Point c, Point d) {
   const double d1 = cross(b - a, c - a), d2 = cross(b - a, d - a);
   const double d3 = cross(d - c, a - c), d4 = cross(d - c, b - c);
@@ -465,6 +495,18 @@ int PaintedCell::region_at(Point p) const {
   return -1;
 }
 
+void add_polygon_harmonics(std::span<const Point> vertices, const Lattice& lattice, int n1_max, int n2_max,
+                           std::span<Complex> out) {
+  GS_EXPECTS(out.size() == std::size_t(2 * n1_max + 1) * std::size_t(2 * n2_max + 1),
+             "add_polygon_harmonics: output of the wrong size");
+  const std::vector<Point> v(vertices.begin(), vertices.end());
+  const Complex weight = (signed_area(v) < 0 ? -1.0 : 1.0) / (lattice.period_x * lattice.period_y);
+  const std::vector<double> gx = reciprocal(lattice.period_x, n1_max), gy = reciprocal(lattice.period_y, n2_max);
+  std::vector<Complex> phase_x(gx.size()), phase_y(gy.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    add_segment_harmonics(v[i], v[(i + 1) % v.size()], weight, gx, gy, phase_x, phase_y, out);
+}
+
 std::vector<Complex> PaintedCell::harmonics(Complex background, std::span<const Complex> shape_values, int n1_max,
                                             int n2_max) const {
   GS_EXPECTS(shape_values.size() == regions_.size(), "PaintedCell::harmonics: expected " +
@@ -476,9 +518,7 @@ std::vector<Complex> PaintedCell::harmonics(Complex background, std::span<const 
   const auto value = [&](int region) -> Complex {
     return region == -2 ? Complex(0) : region == -1 ? background : shape_values[region];
   };
-  std::vector<double> gx(k1), gy(k2);
-  for (int i = 0; i < k1; ++i) gx[i] = 2 * pi * (i - n1_max) / lx_;
-  for (int j = 0; j < k2; ++j) gy[j] = 2 * pi * (j - n2_max) / ly_;
+  const std::vector<double> gx = reciprocal(lx_, n1_max), gy = reciprocal(ly_, n2_max);
   const double g_max = std::hypot(gx.back(), gy.back());
   const double inv_area = 1 / (lx_ * ly_);
   std::vector<Complex> phase_x(k1), phase_y(k2);
@@ -487,21 +527,7 @@ std::vector<Complex> PaintedCell::harmonics(Complex background, std::span<const 
     const Complex jump = (value(p.left) - value(p.right)) * inv_area;
     if (jump == Complex(0)) continue;
     if (!p.arc) {
-      const Point m = 0.5 * (p.a + p.b), d = p.b - p.a;
-      for (int i = 0; i < k1; ++i) phase_x[i] = std::polar(1.0, -gx[i] * m.x);
-      for (int j = 0; j < k2; ++j) phase_y[j] = std::polar(1.0, -gy[j] * m.y);
-      for (int i = 0; i < k1; ++i)
-        for (int j = 0; j < k2; ++j) {
-          const double g2 = gx[i] * gx[i] + gy[j] * gy[j];
-          Complex integral;
-          if (g2 == 0) {
-            integral = 0.5 * (p.a.x + p.b.x) * d.y;
-          } else {
-            const double c = gx[i] * d.y - gy[j] * d.x;
-            integral = I * (c / g2) * sinc_unnormalised(0.5 * (gx[i] * d.x + gy[j] * d.y)) * phase_x[i] * phase_y[j];
-          }
-          out[std::size_t(i) * k2 + j] += jump * integral;
-        }
+      add_segment_harmonics(p.a, p.b, jump, gx, gy, phase_x, phase_y, out);
       continue;
     }
     const Region& e = ellipses_[p.ellipse];

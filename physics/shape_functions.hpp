@@ -56,6 +56,11 @@ struct SliceContent {
   }
 };
 
+/// Adds (1/(ΛxΛy)) ∫_P e^{−iG·x} dx dy of the polygon `vertices` (simple, either orientation; exact per edge
+/// by Green's theorem, as PaintedCell's straight pieces) to `out`, laid out as PaintedCell::harmonics'.
+void add_polygon_harmonics(std::span<const Point> vertices, const Lattice& lattice, int n1_max, int n2_max,
+                           std::span<Complex> out);
+
 /// The geometry of a painted cell, analysed once; its transform for any values of the regions.
 /// Takes rectangles, ellipses and polygons (not rasters). In a 1D lattice only rectangles, whose
 /// y extent is then ignored (they are lines along y).
