@@ -6,22 +6,33 @@
 //   Ẽ⁺ρ (zgemm), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), N⁻¹ and the smallest
 //   pivot (invert_batched, device_inverse.hpp), K = N⁻¹Ẽ⁺, H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ (zgemm,
 //   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
-// three kernels per slice and shape and seven cuBLAS zgemm per group, on the calling thread's default
-// stream, no host round trip
+// three kernels per slice and shape and nine cuBLAS zgemm per group (two of them form the application’s
+// transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
+// thread's default stream), no host round trip
 // until the singularity test at the end (the host's: smallest pivot against largest element, per group
 // and slice). The matrices stay in complex128 also for complex64 solves: rounded to complex64, the
 // preconditioned operator of validation/peers' thin metal at M = 60 (ε = −20 + 1.5i, p) was too far
 // from the identity for GMRES(100) to converge in 3000 iterations (call C of session 12).
-// Application: one launch on the problem's stream, one thread block per (right-hand side, group of its
-// incidence). The block runs the rhs's sweep up (v_p = N_p⁻¹ b_p − K_p g, then g ← s_p (g + Γ_p v_p),
-// from the bottom slice) and down (x_p = v_p − H_p a, then a ← s_{p+1} (a + Φ_p x_p)); v_p is kept in y
-// between the two. Each product (block_product) reads a slice matrix column-major, a warp's lanes over 32
-// consecutive rows (consecutive addresses) and the 32 warps over slices of the columns, so a thread's
-// loads are few and independent; the vectors (the slice's n values, g and a) sit in shared memory in
-// complex128 and every product sums in complex128. The depth is serial in the slices, as the
-// z-operator's unchunked sweeps were; the solves this preconditions take one or two iterations. (One
-// thread per row, each summing its whole row, was measured first: on si_lines_metrology's 72 slices at
-// n = 82 the Krylov phase it preconditioned took as long as averaged's 45× more iterations, session 12.)
+// Application: five launches on the problem's stream. The sweep up (v_p = N_p⁻¹ b_p − K_p g_p, then
+// g_{p−1} = s_p (g_p + Γ_p v_p), from the bottom slice) and down (x_p = v_p − H_p a_p, then
+// a_{p+1} = s_{p+1} (a_p + Φ_p x_p)) are rewritten so that only h × h products stay serial:
+//   w_p = N_p⁻¹ b_p, c_p = Γ_p w_p                 every slice at once (local_solves)
+//   g_{p−1} = s_p (T_p g_p + c_p),  T_p = I − Γ_p K_p     serial, a block per (rhs, group) (sweep_amplitudes)
+//   v_p = w_p − K_p g_p, d_p = Φ_p v_p              every slice at once (gather_up)
+//   a_{p+1} = s_{p+1} (U_p a_p + d_p),  U_p = I − Φ_p H_p  serial (sweep_amplitudes)
+//   x_p = v_p − H_p a_p                            every slice at once (finish)
+// T_p and U_p are the slice's transfer of the up- and down-going amplitudes with everything below (above)
+// it answering, bounded as ρ is; the set-up forms them after the slice's other matrices. The serial chain
+// thereby reads 2h² numbers per slice instead of n² + 4nh (thin metal in p, n = 2h: 12× less), and the
+// parallel phases fill the device. (Until session 25 one launch, a block per (rhs, group), read every slice's
+// matrices through one SM: 1.14 ms an application on an H200 at n = 242, 32 slices; now 0.3 ms.)
+// Each product (block_product) reads a slice matrix column-major, a warp's lanes over 32 consecutive rows
+// (consecutive addresses) and the 32 warps over slices of the columns, so a thread's loads are few and
+// independent; the vectors sit in shared memory in complex128, every product sums in complex128, and the
+// intermediate vectors (w, v; c, d; g, a) live in a complex128 workspace. Every block's sum order is fixed,
+// so a right-hand side's result does not depend on the others in its batch. (One thread per row, each
+// summing its whole row, was measured first: on si_lines_metrology's 72 slices at n = 82 the Krylov phase
+// it preconditioned took as long as averaged's 45× more iterations, session 12.)
 #include <algorithm>
 #include <complex>
 #include <map>
@@ -46,6 +57,7 @@ struct DeviceGroup {
   int nc = 0, np = 0;
   int components[3] = {0, 0, 0};
   std::size_t matrices = 0, gains = 0;
+  std::size_t transfers = 0;  ///< offset of T_p, U_p (h × h per slice)
 };
 
 /// The application's block: 32 warps (and the products' loops unrolled by 4) keep enough loads in flight on
@@ -91,56 +103,143 @@ __device__ void block_product(const double2* __restrict__ matrix, int rows, int 
 
 __device__ double2 times(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
 
+/// Where a block of the application stands: its right-hand side r, incidence a, group k (none when the
+/// incidence has fewer groups than the grid's slots) and its workspace: W (nz·n: w_p, then v_p), D (nz·h:
+/// c_p, then d_p), A (nz·h: g_p, then a_p), complex128.
+struct ApplyBlock {
+  int r, a, k, n, h;
+  DeviceGroup group;
+  double2 *w, *d, *amplitude;
+};
+
+__device__ bool locate(ApplyBlock& b, const DeviceGroup* groups, const int* first_group, const int* rhs_incidence,
+                       double2* work, std::size_t work_stride, int r, int slot, int nm, int nz, int slots) {
+  b.r = r;
+  b.a = rhs_incidence[r];
+  b.k = first_group[b.a] + slot;
+  if (b.k >= first_group[b.a + 1]) return false;
+  b.group = groups[b.k];
+  b.n = b.group.nc * nm;
+  b.h = b.group.np * nm;
+  b.w = work + (std::size_t(r) * slots + slot) * work_stride;
+  b.d = b.w + std::size_t(nz) * b.n;
+  b.amplitude = b.d + std::size_t(nz) * b.h;
+  return true;
+}
+
 /// x, y: batched layout, element (slice p, rhs r, component c, order m) at (p·nr + r)·3·nm + c·nm + m.
+__device__ std::size_t element(const ApplyBlock& b, int p, int i, int nm, int nr) {
+  return (std::size_t(p) * nr + b.r) * 3 * std::size_t(nm) + std::size_t(b.group.components[i / nm]) * nm + i % nm;
+}
+
+/// w_p = N_p⁻¹ b_p and c_p = Γ_p w_p (p > 0); a block per (slice, rhs, group slot).
 template <class Real>
 __global__ void __launch_bounds__(apply_threads)
-    apply_sweep(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
-                const int* __restrict__ rhs_incidence, const double2* __restrict__ inverse,
-                const double2* __restrict__ gain_g, const double2* __restrict__ gain_a,
-                const double2* __restrict__ up, const double2* __restrict__ down,
-                const double2* __restrict__ step, const Complex2<Real>* x, Complex2<Real>* y, int nm, int nz,
-                int nr) {
-  using V = Complex2<Real>;
-  extern __shared__ double2 shared[];  // b [n], v or x_p [n], g [h], a [h], partial sums [sweep_warps·32]
-  const int r = blockIdx.x, a = rhs_incidence[r], k = first_group[a] + int(blockIdx.y);
-  if (k >= first_group[a + 1]) return;
-  const DeviceGroup group = groups[k];
-  const int n = group.nc * nm, h = group.np * nm;
-  double2 *b = shared, *v = shared + n, *g = v + n, *amplitude = g + h, *partial = amplitude + h;
-  const auto element = [&](int p, int i) {
-    return (std::size_t(p) * nr + r) * 3 * std::size_t(nm) + std::size_t(group.components[i / nm]) * nm + i % nm;
-  };
-  const auto step_at = [&](int p, int i) { return step[(std::size_t(a) * nz + p) * nm + i % nm]; };
-  for (int i = threadIdx.x; i < h; i += blockDim.x) g[i] = amplitude[i] = double2{0, 0};
-  for (int p = nz - 1; p >= 0; --p) {  // up: v_p = N_p⁻¹ b_p − K_p g, then g ← s_p (g + Γ_p v_p)
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-      const V e = x[element(p, i)];
-      b[i] = {double(e.x), double(e.y)};
-    }
-    __syncthreads();
-    const std::size_t at = group.gains + std::size_t(p) * n * h;
-    block_product(inverse + group.matrices + std::size_t(p) * n * n, n, n, b, partial,
-                  [&](int i, double2 t) { v[i] = t; });
-    block_product(gain_g + at, n, h, g, partial, [&](int i, double2 c) {
-      v[i] = {v[i].x - c.x, v[i].y - c.y};
-      y[element(p, i)] = V{Real(v[i].x), Real(v[i].y)};
-    });
-    if (p > 0)
-      block_product(up + at, h, n, v, partial,
-                    [&](int i, double2 c) { g[i] = times(step_at(p, i), {g[i].x + c.x, g[i].y + c.y}); });
+    local_solves(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
+                 const int* __restrict__ rhs_incidence, const double2* __restrict__ inverse,
+                 const double2* __restrict__ up, const Complex2<Real>* x, double2* work, std::size_t work_stride,
+                 int nm, int nz, int nr) {
+  extern __shared__ double2 shared[];  // b [n], w [n], partial sums [sweep_warps·32]
+  ApplyBlock blk;
+  const int p = int(blockIdx.x);
+  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.y), int(blockIdx.z), nm, nz,
+              int(gridDim.z)))
+    return;
+  const int n = blk.n, h = blk.h;
+  double2 *b = shared, *w = b + n, *partial = w + n;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    const Complex2<Real> e = x[element(blk, p, i, nm, nr)];
+    b[i] = {double(e.x), double(e.y)};
   }
-  for (int p = 0; p < nz; ++p) {  // down: x_p = v_p − H_p a, then a ← s_{p+1} (a + Φ_p x_p)
-    const std::size_t at = group.gains + std::size_t(p) * n * h;
-    block_product(gain_a + at, n, h, amplitude, partial, [&](int i, double2 c) {
-      const V e = y[element(p, i)];  // v_p, written by this block's warp 0 above
-      v[i] = {double(e.x) - c.x, double(e.y) - c.y};
-      y[element(p, i)] = V{Real(v[i].x), Real(v[i].y)};
+  __syncthreads();
+  block_product(inverse + blk.group.matrices + std::size_t(p) * n * n, n, n, b, partial, [&](int i, double2 t) {
+    w[i] = t;
+    blk.w[std::size_t(p) * n + i] = t;
+  });
+  if (p > 0)
+    block_product(up + blk.group.gains + std::size_t(p) * n * h, h, n, w, partial,
+                  [&](int i, double2 t) { blk.d[std::size_t(p) * h + i] = t; });
+}
+
+/// The serial recursion a_{next} = s (T_p a_p + source_p) over the slices in `direction` (−1: up, from the
+/// bottom slice, T_p, s_p; +1: down, from the top, U_p, s_{p+1}), storing every a_p (a_first = 0) in A; a
+/// block per (rhs, group slot).
+__global__ void __launch_bounds__(apply_threads)
+    sweep_amplitudes(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
+                     const int* __restrict__ rhs_incidence, const double2* __restrict__ transfers,
+                     const double2* __restrict__ step, double2* work, std::size_t work_stride, int nm, int nz,
+                     int direction) {
+  extern __shared__ double2 shared[];  // a [h], next [h], partial sums [sweep_warps·32]
+  ApplyBlock blk;
+  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.x), int(blockIdx.y), nm, nz,
+              int(gridDim.y)))
+    return;
+  const int h = blk.h;
+  double2 *a = shared, *next = a + h, *partial = next + h;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) a[i] = double2{0, 0};
+  __syncthreads();
+  const std::size_t transfer_size = std::size_t(h) * h;
+  for (int q = 0; q < nz; ++q) {
+    const int p = direction < 0 ? nz - 1 - q : q;
+    for (int i = threadIdx.x; i < h; i += blockDim.x) blk.amplitude[std::size_t(p) * h + i] = a[i];
+    if (q + 1 == nz) break;
+    const int s = direction < 0 ? p : p + 1;  // the step between slice p and the next
+    const double2* t = transfers + blk.group.transfers + (std::size_t(p) * 2 + (direction < 0 ? 0 : 1)) * transfer_size;
+    block_product(t, h, h, a, partial, [&](int i, double2 c) {
+      const double2 source = blk.d[std::size_t(p) * h + i];
+      next[i] = times(step[(std::size_t(blk.a) * nz + s) * nm + i % nm], {c.x + source.x, c.y + source.y});
     });
-    if (p + 1 < nz)
-      block_product(down + at, h, n, v, partial, [&](int i, double2 c) {
-        amplitude[i] = times(step_at(p + 1, i), {amplitude[i].x + c.x, amplitude[i].y + c.y});
-      });
+    double2* swap = a;
+    a = next;
+    next = swap;
   }
+}
+
+/// v_p = w_p − K_p g_p and d_p = Φ_p v_p (p + 1 < nz); a block per (slice, rhs, group slot).
+__global__ void __launch_bounds__(apply_threads)
+    gather_up(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
+              const int* __restrict__ rhs_incidence, const double2* __restrict__ gain_g,
+              const double2* __restrict__ down, double2* work, std::size_t work_stride, int nm, int nz) {
+  extern __shared__ double2 shared[];  // g [h], v [n], partial sums [sweep_warps·32]
+  ApplyBlock blk;
+  const int p = int(blockIdx.x);
+  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.y), int(blockIdx.z), nm, nz,
+              int(gridDim.z)))
+    return;
+  const int n = blk.n, h = blk.h;
+  double2 *g = shared, *v = g + h, *partial = v + n;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) g[i] = blk.amplitude[std::size_t(p) * h + i];
+  __syncthreads();
+  const std::size_t at = blk.group.gains + std::size_t(p) * n * h;
+  block_product(gain_g + at, n, h, g, partial, [&](int i, double2 c) {
+    const double2 w = blk.w[std::size_t(p) * n + i];
+    v[i] = {w.x - c.x, w.y - c.y};
+    blk.w[std::size_t(p) * n + i] = v[i];
+  });
+  if (p + 1 < nz)
+    block_product(down + at, h, n, v, partial, [&](int i, double2 c) { blk.d[std::size_t(p) * h + i] = c; });
+}
+
+/// x_p = v_p − H_p a_p into y; a block per (slice, rhs, group slot).
+template <class Real>
+__global__ void __launch_bounds__(apply_threads)
+    finish(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
+           const int* __restrict__ rhs_incidence, const double2* __restrict__ gain_a, double2* work,
+           std::size_t work_stride, Complex2<Real>* y, int nm, int nz, int nr) {
+  extern __shared__ double2 shared[];  // a [h], partial sums [sweep_warps·32]
+  ApplyBlock blk;
+  const int p = int(blockIdx.x);
+  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.y), int(blockIdx.z), nm, nz,
+              int(gridDim.z)))
+    return;
+  const int n = blk.n, h = blk.h;
+  double2 *a = shared, *partial = a + h;
+  for (int i = threadIdx.x; i < h; i += blockDim.x) a[i] = blk.amplitude[std::size_t(p) * h + i];
+  __syncthreads();
+  block_product(gain_a + blk.group.gains + std::size_t(p) * n * h, n, h, a, partial, [&](int i, double2 c) {
+    const double2 v = blk.w[std::size_t(p) * n + i];
+    y[element(blk, p, i, nm, nr)] = Complex2<Real>{Real(v.x - c.x), Real(v.y - c.y)};
+  });
 }
 
 /// The block's reduction of each thread's `value` by `combine`, returned to thread 0.
@@ -156,32 +255,45 @@ __device__ double block_reduce(double value, Combine combine) {
   return partial[0];
 }
 
-/// largest[k] = max |A_ij| of the n×n matrix matrices[k] (infinite where an element is not finite); a
-/// block per matrix.
+/// largest[k] = max |A_ij| of the n×n matrix matrices[k] (infinite where an element is not finite); blocks
+/// (x) over a matrix's elements, y over the matrices; *largest[k] must hold +0 before. Non-negative doubles
+/// order as their bits do, so the blocks combine by an integer atomicMax, in any order to the same value.
+/// (A block per matrix took 72 µs at n = 242 on an H200, more than a step's zgemms together.)
 __global__ void __launch_bounds__(sweep_threads)
     largest_of(const cuDoubleComplex* const* matrices, int n, double* const* largest) {
-  const cuDoubleComplex* a = matrices[blockIdx.x];
+  const cuDoubleComplex* a = matrices[blockIdx.y];
   double m = 0;
-  for (std::size_t i = threadIdx.x; i < std::size_t(n) * n; i += blockDim.x) {
+  for (std::size_t i = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < std::size_t(n) * n;
+       i += std::size_t(gridDim.x) * blockDim.x) {
     const double v = hypot(a[i].x, a[i].y);
     m = isfinite(v) ? fmax(m, v) : INFINITY;
   }
   m = block_reduce(m, [](double x, double y) { return fmax(x, y); });
-  if (threadIdx.x == 0) *largest[blockIdx.x] = m;
+  if (threadIdx.x == 0)
+    atomicMax(reinterpret_cast<unsigned long long*>(largest[blockIdx.y]),
+              static_cast<unsigned long long>(__double_as_longlong(m)));
 }
 
-/// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a block
-/// per matrix.
+/// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a thread
+/// per element, blocks (x) over a matrix, y over the matrices.
 __global__ void __launch_bounds__(sweep_threads)
     scale_by_steps(cuDoubleComplex* const* rho, const double2* const* steps, int h, int orders) {
-  cuDoubleComplex* r = rho[blockIdx.x];
-  const double2* s = steps[blockIdx.x];
-  for (int e = threadIdx.x; e < h * h; e += blockDim.x) {
-    const double2 si = s[(e % h) % orders], sj = s[(e / h) % orders];
-    const double2 f = {si.x * sj.x - si.y * sj.y, si.x * sj.y + si.y * sj.x};
-    const cuDoubleComplex v = r[e];
-    r[e] = {f.x * v.x - f.y * v.y, f.x * v.y + f.y * v.x};
-  }
+  const int e = int(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= h * h) return;
+  cuDoubleComplex* r = rho[blockIdx.y];
+  const double2* s = steps[blockIdx.y];
+  const double2 si = s[(e % h) % orders], sj = s[(e / h) % orders];
+  const double2 f = {si.x * sj.x - si.y * sj.y, si.x * sj.y + si.y * sj.x};
+  const cuDoubleComplex v = r[e];
+  r[e] = {f.x * v.x - f.y * v.y, f.x * v.y + f.y * v.x};
+}
+
+/// Every h×h matrix of `matrices` (count of them, one after another) set to the identity.
+__global__ void set_identities(double2* matrices, std::size_t count, int h) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= count * h * h) return;
+  const std::size_t within = e % (std::size_t(h) * h);
+  matrices[e] = {within % (std::size_t(h) + 1) == 0 ? 1.0 : 0.0, 0.0};
 }
 
 /// One group's shape and where its rows and kernels are, for assemble_group.
@@ -228,11 +340,83 @@ __global__ void assemble_group(double2* __restrict__ local, double2* __restrict_
   (dense_local ? local : is_up ? up : down)[rest] = v;
 }
 
+/// A stream and a cuBLAS handle bound to it.
+struct SideLane {
+  cudaStream_t stream;
+  cublasHandle_t handle;
+};
+
+/// Side lane `index` ≥ 1 of the calling thread on the current device: a non-blocking stream and a cuBLAS handle
+/// of its own, made on first use and kept for the thread's life (as CublasHandle's).
+SideLane side_lane(int index) {
+  struct Lanes {
+    std::vector<SideLane> lanes;
+    Lanes() = default;
+    Lanes(const Lanes&) = delete;
+    Lanes& operator=(const Lanes&) = delete;
+    ~Lanes() {  // no throw from a destructor
+      for (const SideLane& lane : lanes) {
+        cublasDestroy(lane.handle);
+        cudaStreamDestroy(lane.stream);
+      }
+    }
+  };
+  thread_local std::map<int, Lanes> by_device;
+  int device = 0;
+  GS_CUDA_TRY(cudaGetDevice(&device));
+  Lanes& mine = by_device[device];
+  while (int(mine.lanes.size()) < index) {
+    SideLane lane{};
+    GS_CUDA_TRY(cudaStreamCreateWithFlags(&lane.stream, cudaStreamNonBlocking));
+    mine.lanes.push_back({lane.stream, nullptr});  // owned from here, handle or not
+    GS_CUBLAS_TRY(cublasCreate(&lane.handle));
+    mine.lanes.back().handle = lane.handle;
+    GS_CUBLAS_TRY(cublasSetStream(lane.handle, lane.stream));
+  }
+  return mine.lanes[std::size_t(index) - 1];
+}
+
+/// lanes[1…] wait for what lanes[0] has enqueued at construction; join() (or the destructor, also when an
+/// exception unwinds) makes lanes[0] wait for everything they enqueued since, so that buffers freed in
+/// lanes[0]'s order outlive their use. Neither synchronises the host.
+class LaneFork {
+ public:
+  explicit LaneFork(const std::vector<SideLane>& lanes) : lanes_(lanes) {
+    if (lanes_.size() < 2) return;
+    GS_CUDA_TRY(cudaEventCreateWithFlags(&forked_, cudaEventDisableTiming));
+    GS_CUDA_TRY(cudaEventRecord(forked_, lanes_[0].stream));
+    for (std::size_t k = 1; k < lanes_.size(); ++k) GS_CUDA_TRY(cudaStreamWaitEvent(lanes_[k].stream, forked_, 0));
+  }
+  void join() {
+    if (joined_ || lanes_.size() < 2) return;
+    joined_ = true;
+    for (std::size_t k = 1; k < lanes_.size(); ++k) {
+      GS_CUDA_TRY(cudaEventRecord(forked_, lanes_[k].stream));
+      GS_CUDA_TRY(cudaStreamWaitEvent(lanes_[0].stream, forked_, 0));
+    }
+  }
+  ~LaneFork() {
+    if (!joined_ && lanes_.size() >= 2)  // unwinding: join without throwing
+      for (std::size_t k = 1; k < lanes_.size(); ++k)
+        if (cudaEventRecord(forked_, lanes_[k].stream) == cudaSuccess) cudaStreamWaitEvent(lanes_[0].stream, forked_, 0);
+    if (forked_) cudaEventDestroy(forked_);
+  }
+  LaneFork(const LaneFork&) = delete;
+  LaneFork& operator=(const LaneFork&) = delete;
+
+ private:
+  const std::vector<SideLane>& lanes_;
+  cudaEvent_t forked_ = nullptr;
+  bool joined_ = false;
+};
+
 /// The sweep's matrices in complex128 on the device, from the inputs (the recursion of
 /// sweep_preconditioner.hpp, batched over the groups of equal shape). Throws as the host's sweep_matrices
 /// does. Runs on the calling thread's default stream and waits for it (the singularity test's download).
 struct DeviceSweepMatrices {
   DeviceBuffer<double2> inverse, gain_g, gain_a, up, down, step;
+  DeviceBuffer<double2> transfers;              ///< per group and slice T_p then U_p (h × h each)
+  std::vector<std::size_t> transfers_at;        ///< per group, into transfers
 };
 
 DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
@@ -273,6 +457,19 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   out.inverse = DeviceBuffer<double2>(local_size);
   out.gain_g = DeviceBuffer<double2>(gain_size);
   out.gain_a = DeviceBuffer<double2>(gain_size);
+  std::size_t transfer_size = 0;
+  for (const SweepGroup& g : in.groups) {
+    out.transfers_at.push_back(transfer_size);
+    transfer_size += 2 * g.h(nm) * g.h(nm) * std::size_t(nz);
+  }
+  out.transfers = DeviceBuffer<double2>(transfer_size);
+  for (std::size_t k = 0; k < in.groups.size(); ++k) {  // T_p = I − Γ_p K_p and U_p = I − Φ_p H_p start as I
+    const int h = int(in.groups[k].h(nm));
+    const std::size_t count = 2 * std::size_t(nz), elements = count * std::size_t(h) * h;
+    set_identities<<<unsigned((elements + sweep_threads - 1) / sweep_threads), sweep_threads, 0, cudaStreamPerThread>>>(
+        out.transfers.data() + out.transfers_at[k], count, h);
+    GS_CUDA_CHECK_LAUNCH();
+  }
   // Per group: Ẽ⁺ρ (n × h); per (group, slice): the largest element and the smallest pivot.
   std::size_t e_rho_size = 0;
   std::vector<std::size_t> e_rho_at;
@@ -282,6 +479,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   }
   DeviceBuffer<double2> e_rho(e_rho_size);
   DeviceBuffer<double> largest{std::size_t(ng) * nz}, smallest{std::size_t(ng) * nz};
+  GS_CUDA_TRY(cudaMemsetAsync(largest.data(), 0, largest.size() * sizeof(double), cudaStreamPerThread));  // +0.0
   // Shapes (n, h) and their groups.
   std::map<std::pair<int, int>, std::vector<int>> shapes;
   for (int k = 0; k < ng; ++k)
@@ -295,7 +493,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
     int n, h, count;
   };
   enum List { l_eplus, l_eminus, l_rho, l_erho, l_local, l_down, l_inverse, l_gain_g, l_gain_a, l_up, l_largest,
-              l_smallest, l_step, lists };
+              l_smallest, l_step, l_transfer_up, l_transfer_down, lists };
   std::vector<Step> steps;  // (p from nz − 1 down, shape in map order)
   const auto z = [](DeviceBuffer<double2>& b, std::size_t at) { return static_cast<void*>(b.data() + at); };
   for (int p = nz - 1; p >= 0; --p)
@@ -321,6 +519,10 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
             case l_largest: ptr = largest.data() + std::size_t(k) * nz + p; break;
             case l_smallest: ptr = smallest.data() + std::size_t(k) * nz + p; break;
             case l_step: ptr = z(out.step, (std::size_t(g.incidence) * nz + p) * nm); break;
+            case l_transfer_up: ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + 2 * std::size_t(p) * h * h); break;
+            case l_transfer_down:
+              ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + (2 * std::size_t(p) + 1) * h * h);
+              break;
             case lists: break;
           }
           host_pointers.push_back(ptr);
@@ -329,16 +531,29 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
     }
   DeviceBuffer<void*> pointers(host_pointers.size());
   pointers.upload(host_pointers);
-  cublasHandle_t handle = CublasHandle::get();
-  std::size_t workspace_bytes = 0;
-  for (const Step& st : steps) workspace_bytes = std::max(workspace_bytes, inverse_workspace_bytes(st.n, st.count));
-  DeviceBuffer<unsigned char> workspace(workspace_bytes);
+  // The shapes' recursions are independent (s and p of 1D problems without conical incidence, n = orders and
+  // 2·orders): shape 0 runs on this thread's default stream, each further one on a lane of its own forked from
+  // it, so that a slice's small inverse overlaps its large one (session 25). Each lane has its own cuBLAS
+  // handle and inversion workspace.
+  std::vector<SideLane> lanes{{cudaStreamPerThread, CublasHandle::get()}};
+  for (std::size_t shape = 1; shape < shapes.size(); ++shape) lanes.push_back(side_lane(int(shape)));
+  std::vector<DeviceBuffer<unsigned char>> workspaces;
+  for (std::size_t shape = 0; shape < shapes.size(); ++shape) {
+    std::size_t bytes = 0;
+    for (std::size_t at = shape; at < steps.size(); at += shapes.size())
+      bytes = std::max(bytes, inverse_workspace_bytes(steps[at].n, steps[at].count));
+    workspaces.emplace_back(bytes);
+  }
+  LaneFork fork(lanes);  // the side lanes wait for everything enqueued so far; joined when it goes
   const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
   std::size_t s = 0;
   for (int p = nz - 1; p >= 0; --p)
     for (std::size_t shape = 0; shape < shapes.size(); ++shape, ++s) {
       const Step& st = steps[s];
       const int n = st.n, h = st.h, b = st.count;
+      const cudaStream_t stream = lanes[shape].stream;
+      const cublasHandle_t handle = lanes[shape].handle;
+      DeviceBuffer<unsigned char>& workspace = workspaces[shape];
       const auto list = [&](List l) { return reinterpret_cast<Z**>(pointers.data() + st.first + std::size_t(l) * b); };
       const auto clist = [&](List l) { return reinterpret_cast<const Z* const*>(list(l)); };
       // C ← α A B + β C for every group, one cuBLAS call per group: cublasZgemmBatched changes the last bits
@@ -354,27 +569,33 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
       // Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'.
       gemm(n, h, h, &one, l_eplus, n, l_rho, h, &zero, l_erho, n);
       gemm(n, n, h, &one, l_erho, n, l_down, h, &one, l_local, n);
-      largest_of<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(clist(l_local), n,
-                                                                           reinterpret_cast<double* const*>(list(l_largest)));
+      const unsigned element_blocks = unsigned((std::size_t(n) * n + sweep_threads - 1) / sweep_threads);
+      largest_of<<<dim3{std::min(element_blocks / 8 + 1, 64u), unsigned(b)}, sweep_threads, 0, stream>>>(
+          clist(l_local), n, reinterpret_cast<double* const*>(list(l_largest)));
       GS_CUDA_CHECK_LAUNCH();
       // N⁻¹ of every group at once (blocked Gauss–Jordan: cuSOLVER's one-matrix LU and getrs in turn were
       // latency-bound, 0.68 ms at n = 242, and cuBLAS's batched ones change bits with the batch); N is
       // overwritten.
       invert_batched(reinterpret_cast<std::complex<double>* const*>(list(l_local)),
                      reinterpret_cast<std::complex<double>* const*>(list(l_inverse)),
-                     reinterpret_cast<double* const*>(list(l_smallest)), n, b, workspace.data(), cudaStreamPerThread);
+                     reinterpret_cast<double* const*>(list(l_smallest)), n, b, workspace.data(), stream);
       // K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻; Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C).
       gemm(n, h, n, &one, l_inverse, n, l_eplus, n, &zero, l_gain_g, n);
       gemm(n, h, n, &one, l_inverse, n, l_erho, n, &zero, l_gain_a, n);
       gemm(n, h, n, &one, l_inverse, n, l_eminus, n, &one, l_gain_a, n);
       gemm(h, n, h, &one, l_rho, h, l_down, h, &one, l_up, h);
+      // The application's transfers: T = I − Γ K and U = I − Φ H (from the identity set above).
+      gemm(h, h, n, &minus_one, l_up, h, l_gain_g, n, &one, l_transfer_up, h);
+      gemm(h, h, n, &minus_one, l_down, h, l_gain_a, n, &one, l_transfer_down, h);
       if (p > 0) {  // ρ ← S_p (ρ − Γ H) S_p
         gemm(h, h, n, &minus_one, l_up, h, l_gain_a, n, &one, l_rho, h);
-        scale_by_steps<<<unsigned(b), sweep_threads, 0, cudaStreamPerThread>>>(
-            list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
+        scale_by_steps<<<dim3{unsigned((h * h + sweep_threads - 1) / sweep_threads), unsigned(b)}, sweep_threads, 0,
+                         stream>>>(list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
         GS_CUDA_CHECK_LAUNCH();
       }
     }
+  fork.join();
+
   // The host's singularity test, per group from the bottom slice up: the first failing group's first
   // failing slice is named.
   std::vector<double> largest_host(largest.size()), smallest_host(smallest.size());
@@ -398,7 +619,7 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
   DeviceSweepPreconditioner(const SweepInputs& sweep, const std::vector<int>& rhs_incidence)
       : nm_(sweep.orders), nz_(sweep.slices), nr_(int(rhs_incidence.size())) {
     std::vector<DeviceGroup> groups;
-    std::size_t largest = 0;
+    std::size_t parallel = 0, serial = 0, stride = 0;  // complex128 numbers: shared per block, workspace per block
     for (const SweepGroup& s : sweep.groups) {
       DeviceGroup d;
       d.nc = int(s.components.size());
@@ -407,56 +628,85 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
       d.matrices = s.matrices;
       d.gains = s.gains;
       groups.push_back(d);
-      largest = std::max(largest, 2 * (s.n(nm_) + s.h(nm_)) + std::size_t(sweep_warps) * 32);
+      const std::size_t n = s.n(nm_), h = s.h(nm_);
+      parallel = std::max(parallel, 2 * n + h + std::size_t(sweep_warps) * 32);
+      serial = std::max(serial, 2 * h + std::size_t(sweep_warps) * 32);
+      stride = std::max(stride, std::size_t(nz_) * (n + 2 * h));
     }
     const std::vector<int> first = first_groups(sweep.groups, sweep.incidences);
     for (std::size_t a = 0; a < std::size_t(sweep.incidences); ++a) max_groups_ = std::max(max_groups_, first[a + 1] - first[a]);
     for (int a : rhs_incidence)
       GS_EXPECTS(a >= 0 && a < sweep.incidences, "device sweep preconditioner: a right-hand side's incidence is out of range");
-    shared_bytes_ = largest * sizeof(double2);
+    parallel_bytes_ = parallel * sizeof(double2);
+    serial_bytes_ = serial * sizeof(double2);
+    work_stride_ = stride;
     int device = 0, limit = 0;
     GS_CUDA_TRY(cudaGetDevice(&device));
     GS_CUDA_TRY(cudaDeviceGetAttribute(&limit, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    GS_EXPECTS(shared_bytes_ <= std::size_t(limit),
+    GS_EXPECTS(parallel_bytes_ <= std::size_t(limit),
                "the sweep preconditioner on the device: " + std::to_string(nm_) + " orders need " +
-                   std::to_string(shared_bytes_) + " bytes of shared memory per block, the device allows " +
+                   std::to_string(parallel_bytes_) + " bytes of shared memory per block, the device allows " +
                    std::to_string(limit) + "; choose preconditioner: averaged or none, or a host backend");
     // The device's maximum, not this preconditioner's need: the attribute is the kernel function's, shared by
     // every preconditioner alive, and one needing less must not lower another's limit.
-    GS_CUDA_TRY(cudaFuncSetAttribute(apply_sweep<Real>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    GS_CUDA_TRY(cudaFuncSetAttribute(local_solves<Real>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    GS_CUDA_TRY(cudaFuncSetAttribute(sweep_amplitudes, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    GS_CUDA_TRY(cudaFuncSetAttribute(gather_up, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
+    GS_CUDA_TRY(cudaFuncSetAttribute(finish<Real>, cudaFuncAttributeMaxDynamicSharedMemorySize, limit));
     groups_ = DeviceBuffer<DeviceGroup>(groups.size());
-    groups_.upload(groups);
     first_group_ = DeviceBuffer<int>(first.size());
     first_group_.upload(first);
     rhs_incidence_ = DeviceBuffer<int>(rhs_incidence.size());
     rhs_incidence_.upload(rhs_incidence);
+    work_ = DeviceBuffer<double2>(std::size_t(nr_) * std::size_t(max_groups_) * work_stride_);
     DeviceSweepMatrices m = device_sweep_matrices(sweep);
+    for (std::size_t k = 0; k < groups.size(); ++k) groups[k].transfers = m.transfers_at[k];
+    groups_.upload(groups);
     inverse_ = std::move(m.inverse);
     gain_g_ = std::move(m.gain_g);
     gain_a_ = std::move(m.gain_a);
     up_ = std::move(m.up);
     down_ = std::move(m.down);
     step_ = std::move(m.step);
+    transfers_ = std::move(m.transfers);
     // The set-up ran on this thread's default stream; apply uses the problem's: wait for the former.
     GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
   }
 
   [[nodiscard]] Memory memory() const override { return Memory::device; }
 
+  /// Five launches on `stream` (the header's phases); no synchronisation.
   void apply(const Complex* x, Complex* y, Stream stream) override {
-    const dim3 grid{unsigned(nr_), unsigned(max_groups_)};
-    apply_sweep<Real><<<grid, apply_threads, shared_bytes_, stream>>>(
-        groups_.data(), first_group_.data(), rhs_incidence_.data(), inverse_.data(), gain_g_.data(), gain_a_.data(),
-        up_.data(), down_.data(), step_.data(), reinterpret_cast<const V*>(x), reinterpret_cast<V*>(y), nm_, nz_, nr_);
+    const dim3 every_slice{unsigned(nz_), unsigned(nr_), unsigned(max_groups_)}, serial{unsigned(nr_), unsigned(max_groups_)};
+    local_solves<Real><<<every_slice, apply_threads, parallel_bytes_, stream>>>(
+        groups_.data(), first_group_.data(), rhs_incidence_.data(), inverse_.data(), up_.data(),
+        reinterpret_cast<const V*>(x), work_.data(), work_stride_, nm_, nz_, nr_);
+    GS_CUDA_CHECK_LAUNCH();
+    sweep_amplitudes<<<serial, apply_threads, serial_bytes_, stream>>>(groups_.data(), first_group_.data(),
+                                                                      rhs_incidence_.data(), transfers_.data(),
+                                                                      step_.data(), work_.data(), work_stride_, nm_, nz_, -1);
+    GS_CUDA_CHECK_LAUNCH();
+    gather_up<<<every_slice, apply_threads, parallel_bytes_, stream>>>(groups_.data(), first_group_.data(),
+                                                                      rhs_incidence_.data(), gain_g_.data(), down_.data(),
+                                                                      work_.data(), work_stride_, nm_, nz_);
+    GS_CUDA_CHECK_LAUNCH();
+    sweep_amplitudes<<<serial, apply_threads, serial_bytes_, stream>>>(groups_.data(), first_group_.data(),
+                                                                      rhs_incidence_.data(), transfers_.data(),
+                                                                      step_.data(), work_.data(), work_stride_, nm_, nz_, +1);
+    GS_CUDA_CHECK_LAUNCH();
+    finish<Real><<<every_slice, apply_threads, parallel_bytes_, stream>>>(
+        groups_.data(), first_group_.data(), rhs_incidence_.data(), gain_a_.data(), work_.data(), work_stride_,
+        reinterpret_cast<V*>(y), nm_, nz_, nr_);
     GS_CUDA_CHECK_LAUNCH();
   }
 
  private:
   int nm_, nz_, nr_, max_groups_ = 1;
-  std::size_t shared_bytes_ = 0;
+  std::size_t parallel_bytes_ = 0, serial_bytes_ = 0, work_stride_ = 0;
   DeviceBuffer<DeviceGroup> groups_;
   DeviceBuffer<int> first_group_, rhs_incidence_;
-  DeviceBuffer<double2> inverse_, gain_g_, gain_a_, up_, down_, step_;  // complex128 whatever Real is
+  DeviceBuffer<double2> inverse_, gain_g_, gain_a_, up_, down_, step_, transfers_;  // complex128 whatever Real is
+  DeviceBuffer<double2> work_;  ///< per (rhs, group slot): w/v, c/d, g/a of every slice (ApplyBlock)
 };
 
 }  // namespace
