@@ -6,7 +6,7 @@
 //   Ẽ⁺ρ (zgemm), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), N⁻¹ and the smallest
 //   pivot (invert_batched, device_inverse.hpp), K = N⁻¹Ẽ⁺, H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ (zgemm,
 //   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
-// three kernels per slice and shape and nine cuBLAS zgemm per group (two of them form the application’s
+// three kernels per slice and shape and nine cuBLAS zgemm per group (two of them form the application's
 // transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
 // thread's default stream), no host round trip
 // until the singularity test at the end (the host's: smallest pivot against largest element, per group
