@@ -162,7 +162,8 @@ void size_preconditioner(MemoryPlan& plan, int slices, std::size_t incidences, c
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
   const auto bytes = [&](std::size_t real) {
     if (plan.kind == Preconditioning::sweep)
-      return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, sizeof(double));
+      return sweep_preconditioner_bytes(std::size_t(slices), nm, incidences, sizeof(double),
+                                        conv::memory_of(options.backend) == Memory::device);
     return plan.kind == Preconditioning::coarse
                ? coarse_preconditioner_bytes(std::size_t(slices), nm, incidences,
                                              plan.coarse_m >= 1

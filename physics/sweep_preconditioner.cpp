@@ -15,9 +15,11 @@ using detail::GreenTensors;
 using detail::Tensor;
 
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
-                                       std::size_t real_bytes) {
-  const double o = double(orders), matrices = double(incidences) * double(slices) * (41.0 * o * o + o),
-               scratch = 2.0 * double(incidences) * (3.0 * o * (double(slices) + 1.0) + 4.0 * o + 7.0 * o * double(slices));  // two rhs each
+                                       std::size_t real_bytes, bool on_device) {
+  const double o = double(orders), per_slice = on_device ? 41.0 : 33.0,
+               matrices = double(incidences) * double(slices) * (per_slice * o * o + o),
+               workspace = on_device ? 7.0 * o * double(slices) : 0.0,
+               scratch = 2.0 * double(incidences) * (3.0 * o * (double(slices) + 1.0) + 4.0 * o + workspace);  // two rhs each
   const double complex_numbers = matrices + scratch;
   return std::size_t(std::min(complex_numbers * 2.0 * double(real_bytes), 1.8e19));
 }

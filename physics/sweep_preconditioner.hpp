@@ -85,13 +85,14 @@ struct SweepMatrices {
 /// dev CPU), whose solves did not converge in 3000 iterations without it.
 constexpr std::size_t sweep_orders_limit = 161;
 
-/// Bytes of the sweep preconditioner: its matrices (41·orders² complex numbers per incidence and
-/// slice, the device's: N⁻¹, K, H, Γ, Φ and the transfers T, U; the host keeps 27) and its scratch (a
-/// vector's worth per right-hand side and the device application's workspace, 7·orders per slice, two
+/// Bytes of the sweep preconditioner: its matrices per incidence and slice (on a device 41·orders² complex
+/// numbers for conical groups: N⁻¹, K, H, Γ, Φ and the transfers T, U; on the host 33, the device's count
+/// before session 25 kept so that host choices do not move, where the host stores 27) and its scratch (a
+/// vector's worth per right-hand side and, on a device, the application's workspace, 7·orders per slice; two
 /// right-hand sides per incidence), complex numbers of `real_bytes` parts (the host and the device keep
 /// complex128: real_bytes = 8).
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
-                                       std::size_t real_bytes);
+                                       std::size_t real_bytes, bool on_device);
 /// Where incidence a's groups stand among `groups` (which come incidence by incidence): [first[a],
 /// first[a + 1]), `incidences` + 1 entries.
 std::vector<int> first_groups(std::span<const SweepGroup> groups, int incidences);
