@@ -87,8 +87,15 @@ void check_sizes(const PlanarShape& shape, const std::string& what) {
             what + ": raster needs nx, ny > 0 and nx·ny pixels");
 }
 
+/// Whether a shape's cross-section changes with height: a trapezoid line or sloped polygon whose sidewall is not
+/// vertical. At 90° sidewall_cot is exactly 0, so every slice samples the same cross-section bit for bit and the
+/// layer's slices share one content: its kernels are computed once, not once per slice (session 25: the 1D
+/// `line` of a case file is a 90° trapezoid line, and the thin metal's 32 slices took 2 ms of structure phase
+/// on the dev CPU, 4 ms of a 39 ms single point on an H200).
 bool varies_with_z(const Shape& s) {
-  return std::holds_alternative<TrapezoidLine>(s) || std::holds_alternative<SlopedPolygon>(s);
+  if (const auto* line = std::get_if<TrapezoidLine>(&s)) return line->sidewall_angle_deg != 90;
+  if (const auto* polygon = std::get_if<SlopedPolygon>(&s)) return polygon->sidewall_angle_deg != 90;
+  return false;
 }
 
 PlanarShape sample(const Shape& shape, const Lattice& lattice, double height, const std::string& what) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numbers>
 #include <random>
+#include <variant>
 #include <vector>
 
 #include "core/error.hpp"
@@ -174,4 +175,56 @@ TEST_CASE("2D sloped walls: discretise records each shape's wall rates, sloped_w
   polygon_layer.shapes.push_back(vertical.shapes.front());
   s.layers = {polygon_layer};
   CHECK_FALSE(sloped_walls(s));
+}
+
+TEST_CASE("slices of z-invariant geometry share one content, sloped walls take one per slice",
+          "[physics][discretisation]") {
+  // A 90° trapezoid line (the case file's `line`) and a 90° sloped polygon sample the same cross-section at
+  // every height (sidewall_cot(90°) is exactly 0), so their layer's slices share one content, equal to the
+  // layer's cross-section; a line at another angle gets a content per slice, its width the trapezoid's there.
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const double width = 0.3 + 0.2 * u(test::rng()), angle = 80 + 5 * u(test::rng()), thickness = 0.12;
+  const Material m = Material::constant_index(2.0);
+  Structure s;
+  s.lattice = {1.0, 0.0};
+  s.superstrate = Material::constant_index(1.0);
+  s.substrate = Material::constant_index(1.5);
+  Layer vertical, sloped;
+  vertical.thickness = sloped.thickness = thickness;
+  vertical.slices = sloped.slices = 5;
+  vertical.shapes = {TrapezoidLine{0.05, width, 90, m}};
+  sloped.shapes = {TrapezoidLine{0.05, width, angle, m}};
+  s.layers = {vertical, sloped};
+  for (int factor : {1, 2}) {
+    const Discretisation d = discretise(s, factor);
+    const int per_layer = 5 * factor;
+    REQUIRE(d.content_of_slice.size() == std::size_t(2 * per_layer));
+    REQUIRE(d.contents.size() == std::size_t(1 + per_layer));
+    const double cot = std::cos(angle * std::numbers::pi / 180) / std::sin(angle * std::numbers::pi / 180);
+    for (int p = 0; p < 2 * per_layer; ++p) {
+      INFO("factor " << factor << ", slice " << p);
+      const SliceContent& c = d.contents.at(std::size_t(d.content_of_slice[std::size_t(p)]));
+      REQUIRE(c.shapes.size() == 1);
+      const auto* r = std::get_if<Rectangle>(&c.shapes[0]);
+      REQUIRE(r != nullptr);
+      if (p < per_layer) {
+        CHECK(d.content_of_slice[std::size_t(p)] == 0);
+        CHECK(r->width_x == width);
+      } else {
+        CHECK(d.content_of_slice[std::size_t(p)] == p - per_layer + 1);
+        const double height = thickness * (1 - (p - per_layer + 0.5) / per_layer);  // above the layer's bottom
+        CHECK(std::abs(r->width_x - (width - 2 * height * cot)) < 1e-14);
+      }
+    }
+  }
+  // The 2D sloped polygon at 90°: one content for its layer.
+  s.lattice = {1.0, 1.0};
+  Layer prism;
+  prism.thickness = thickness;
+  prism.slices = 4;
+  prism.shapes = {SlopedPolygon{Polygon{{{-0.3, -0.2}, {0.3, -0.2}, {0.1, 0.3}}, m}, 90}};
+  s.layers = {prism};
+  const Discretisation d = discretise(s);
+  CHECK(d.contents.size() == 1);
+  CHECK(d.content_of_slice == std::vector<int>(4, 0));
 }
