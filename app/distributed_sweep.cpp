@@ -44,6 +44,17 @@ Solved decode_solved(std::span<const std::byte> bytes) {
 
 }  // namespace
 
+RankWorkers::~RankWorkers() {
+  try {
+    while (running_ > 0) {
+      const Message m = ranks_.receive();
+      if (m.tag == Tag::ready || m.tag == Tag::result) ranks_.send(m.source, Tag::stop, {});
+      if (m.tag == Tag::ready || m.tag == Tag::result || m.tag == Tag::failed) --running_;  // failed: it has stopped
+    }
+  } catch (...) {  // no throw from a destructor; the launch then ends as mpirun ends it
+  }
+}
+
 void RankWorkers::hand_out(UnitQueue& queue, int to) {
   if (std::optional<Unit> unit = queue.next()) {
     const std::vector<std::byte> bytes = encode_unit(*unit);

@@ -14,6 +14,14 @@ namespace gratingsim::app {
 class RankWorkers : public RemoteWorkers {
  public:
   explicit RankWorkers(Ranks& ranks) : ranks_(ranks), running_(ranks.size() - 1) {}
+  /// Rank 0 leaving the sweep by an exception (not finished()): every rank still running is told to stop,
+  /// what it sends meanwhile (its ready message, a result) received and dropped, so that each reaches the
+  /// status broadcast. Without this the other ranks waited for rank 0's next message forever and rank 0 in
+  /// MPI_Finalize for them (a hung launch, seen once in CI in session 25). Errors here are swallowed: the
+  /// exception in flight is the one reported.
+  ~RankWorkers() override;
+  RankWorkers(const RankWorkers&) = delete;
+  RankWorkers& operator=(const RankWorkers&) = delete;
   void start(UnitQueue& queue) override;
   bool poll(UnitQueue& queue, const std::function<void(int, Solved)>& accept) override;
   [[nodiscard]] bool finished() const override { return running_ == 0; }
