@@ -77,6 +77,7 @@ void RankWorkers::start(UnitQueue& queue) {
                                      std::to_string(m.source) + " before its first unit");
     hand_out(queue, m.source);
   }
+  if (fail_after_start_) throw Error("injected failure on rank 0 (--fail-root-mid-sweep)");
 }
 
 bool RankWorkers::poll(UnitQueue& queue, const std::function<void(int, Solved)>& accept) {

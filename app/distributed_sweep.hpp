@@ -13,7 +13,9 @@ namespace gratingsim::app {
 /// Rank 0's view of the other ranks (1 … K-1, the workers of those numbers).
 class RankWorkers : public RemoteWorkers {
  public:
-  explicit RankWorkers(Ranks& ranks) : ranks_(ranks), running_(ranks.size() - 1) {}
+  /// `fail_after_start` (tests, --fail-root-mid-sweep): start() throws once every rank has its first unit.
+  explicit RankWorkers(Ranks& ranks, bool fail_after_start = false)
+      : ranks_(ranks), running_(ranks.size() - 1), fail_after_start_(fail_after_start) {}
   /// Rank 0 leaving the sweep by an exception (not finished()): every rank still running is told to stop,
   /// what it sends meanwhile (its ready message, a result) received and dropped, so that each reaches the
   /// status broadcast. Without this the other ranks waited for rank 0's next message forever and rank 0 in
@@ -33,6 +35,7 @@ class RankWorkers : public RemoteWorkers {
   Ranks& ranks_;
   int running_;                  // ranks not yet told to stop (or failed)
   std::map<int, Unit> assigned_;  // the unit each rank is solving
+  bool fail_after_start_;
 };
 
 /// Ranks other than 0: solves the units rank 0 sends until it says stop, or until a unit fails

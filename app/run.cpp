@@ -51,6 +51,7 @@ constexpr OptionSpec run_options[] = {
     {"quiet", "", "no progress line, no summary (warnings and errors still go to stderr)"},
     {"stop-after", "N", "stop with status 1 after writing N points, leaving OUT.h5.partial (tests)", 0, true},
     {"fail-on-rank", "R", "MPI rank R fails its first unit of work (tests)", 0, true},
+    {"fail-root-mid-sweep", "", "MPI rank 0 throws once the other ranks have their first units (tests)", 0, true},
     {"workers", "N", "one process: N local workers (threads) instead of one per visible GPU (tests)", 0, true},
     {"wavelengths-per-unit", "N",
      "solve up to N wavelengths of one parameter point in one batched solve (a unit of work; default: 1 on "
@@ -65,6 +66,7 @@ struct Settings {
   bool resume = false, quiet = false, overwrite = false;
   std::optional<std::size_t> stop_after;
   std::optional<int> fail_on_rank;
+  bool fail_root_mid_sweep = false;
   std::optional<int> workers;
   std::optional<std::size_t> wavelengths_per_unit;
 };
@@ -84,6 +86,7 @@ Settings parse_settings(const Options& o) {
   s.overwrite = o.flag("overwrite");
   if (const auto v = o.value("stop-after")) s.stop_after = std::size_t(parse_int("stop-after", *v, 1, 1 << 30));
   if (const auto v = o.value("fail-on-rank")) s.fail_on_rank = parse_int("fail-on-rank", *v, 0, 1 << 24);
+  s.fail_root_mid_sweep = o.flag("fail-root-mid-sweep");
   if (const auto v = o.value("workers")) s.workers = parse_int("workers", *v, 1, 1 << 10);
   if (const auto v = o.value("wavelengths-per-unit"))
     s.wavelengths_per_unit = std::size_t(parse_int("wavelengths-per-unit", *v, 1, 1 << 30));
@@ -294,7 +297,7 @@ int sweep_and_summarise(Run& run) {
   Progress progress(layout.points(), writer.points_done(), !s.quiet && layout.points() > 1 && isatty(STDERR_FILENO));
   SweepReporter report(run.problem, progress, run.rank_names);
   std::optional<RankWorkers> ranks;
-  if (run.ranks) ranks.emplace(*run.ranks);
+  if (run.ranks) ranks.emplace(*run.ranks, s.fail_root_mid_sweep);
   const int workers = run.ranks ? run.ranks->size() : run.parallel;
   SweepOutcome outcome;
   const auto sweep_start = std::chrono::steady_clock::now();

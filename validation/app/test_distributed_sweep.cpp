@@ -264,6 +264,22 @@ TEST_CASE("under mpirun --stop-after stops every rank and keeps exactly the poin
   CHECK(done == 2);
 }
 
+TEST_CASE("under mpirun rank 0 failing mid-sweep stops every rank and reports its error", "[app][mpi]") {
+  // Rank 0 throws once ranks 1 and 2 hold their first units (--fail-root-mid-sweep): they must be told to stop
+  // (their results received and dropped) so that the launch ends with rank 0's error, not hang with rank 0 in
+  // MPI_Finalize and the others waiting for work (run_gratingsim's watchdog ends a hung launch after 300 s).
+  const test::ScratchDirectory dir("mpi_root_failure");
+  const fs::path config = dir / "sweep.yaml", out = dir / "out.h5";
+  std::ofstream(config) << sweep_case;
+  const test::Execution r = run_gratingsim(
+      "run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --fail-root-mid-sweep", "", mpirun(3));
+  INFO(r.output);
+  CHECK(r.status == 1);
+  CHECK(contains(r.output, "injected failure on rank 0 (--fail-root-mid-sweep)"));
+  CHECK(!contains(r.output, "watchdog"));
+  CHECK(!fs::exists(out));
+}
+
 TEST_CASE("under mpirun an invalid case is reported once and nothing is written", "[app][mpi]") {
   const test::ScratchDirectory dir("mpi_invalid");
   const fs::path config = dir / "broken.yaml", out = dir / "broken.h5";
