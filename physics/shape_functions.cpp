@@ -115,7 +115,7 @@ Region shifted(Region r, Point s) {
   return r;
 }
 
-double signed_area(const std::vector<Point>& v) {
+double signed_area(std::span<const Point> v) {
   double a = 0;
   for (std::size_t i = 0, j = v.size() - 1; i < v.size(); j = i++) a += cross(v[j], v[i]);
   return a / 2;
@@ -499,12 +499,11 @@ void add_polygon_harmonics(std::span<const Point> vertices, const Lattice& latti
                            std::span<Complex> out) {
   GS_EXPECTS(out.size() == std::size_t(2 * n1_max + 1) * std::size_t(2 * n2_max + 1),
              "add_polygon_harmonics: output of the wrong size");
-  const std::vector<Point> v(vertices.begin(), vertices.end());
-  const Complex weight = (signed_area(v) < 0 ? -1.0 : 1.0) / (lattice.period_x * lattice.period_y);
+  const Complex weight = (signed_area(vertices) < 0 ? -1.0 : 1.0) / (lattice.period_x * lattice.period_y);
   const std::vector<double> gx = reciprocal(lattice.period_x, n1_max), gy = reciprocal(lattice.period_y, n2_max);
   std::vector<Complex> phase_x(gx.size()), phase_y(gy.size());
-  for (std::size_t i = 0; i < v.size(); ++i)
-    add_segment_harmonics(v[i], v[(i + 1) % v.size()], weight, gx, gy, phase_x, phase_y, out);
+  for (std::size_t i = 0; i < vertices.size(); ++i)
+    add_segment_harmonics(vertices[i], vertices[(i + 1) % vertices.size()], weight, gx, gy, phase_x, phase_y, out);
 }
 
 std::vector<Complex> PaintedCell::harmonics(Complex background, std::span<const Complex> shape_values, int n1_max,
