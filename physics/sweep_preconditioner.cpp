@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -206,6 +207,25 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
     }
   }
   return out;
+}
+
+std::vector<int> run_bottoms(const SweepInputs& in, std::size_t group) {
+  const SweepGroup& g = in.groups.at(group);
+  const std::size_t n = g.n(in.orders), h = g.h(in.orders), member = std::size_t(in.member.at(std::size_t(g.incidence))),
+                    kernel_block = std::size_t(in.kernel_count) * in.kernel_size;
+  const auto same = [](const std::complex<double>* a, const std::complex<double>* b, std::size_t count) {
+    return std::memcmp(a, b, count * sizeof(std::complex<double>)) == 0;
+  };
+  const auto same_as_next = [&](std::size_t p) {
+    return same(&in.self_rows[g.rows + p * n * 3], &in.self_rows[g.rows + (p + 1) * n * 3], n * 3) &&
+           same(&in.down_rows[g.amplitude_rows + p * h * 3], &in.down_rows[g.amplitude_rows + (p + 1) * h * 3], h * 3) &&
+           same(in.kernels.data() + (p * std::size_t(in.members) + member) * kernel_block,
+                in.kernels.data() + ((p + 1) * std::size_t(in.members) + member) * kernel_block, kernel_block);
+  };
+  std::vector<int> bottom(std::size_t(in.slices));
+  for (int p = in.slices - 1; p >= 0; --p)
+    bottom[std::size_t(p)] = p + 1 < in.slices && same_as_next(std::size_t(p)) ? bottom[std::size_t(p) + 1] : p;
+  return bottom;
 }
 
 std::string singular_slice_text(int incidence, int slice, double pivot, double largest) {

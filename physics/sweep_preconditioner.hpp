@@ -132,6 +132,17 @@ struct SweepInputs {
 SweepInputs sweep_inputs(const GreenCoefficients& coefficients, const conv::Problem& problem,
                          std::span<const std::complex<double>> kernels, bool dense = true);
 
+/// Uniform runs, where the device's recursion takes Woodbury's form (docs/solver.md §6.3): per slice p of group
+/// `group`, the bottom (largest) slice of the run of consecutive slices whose L'_p and Φ_p are the same bit for
+/// bit, which holds where their row coefficients (self_rows, down_rows) and their engine slices' kernels are
+/// (a layer whose content does not vary with z, cut into slices of equal thickness); p itself where slice
+/// p + 1's differ. W Π⁺ C_p and the steps may differ within a run: the form does not use them.
+std::vector<int> run_bottoms(const SweepInputs& inputs, std::size_t group);
+/// Woodbury's form replaces each slice's n × n inverse by an h × h one, at the price of the run's own n × n
+/// inverse L'⁻¹ and a few more products, so it is taken where h < n (the p group of a 1D grating without
+/// conical incidence: n = 2h; conical groups: n = 3h/2) and the run has at least this many slices.
+constexpr int woodbury_least_run = 4;
+
 /// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups. Throws
 /// InvalidArgument naming the incidence and slice where N_p is singular (smallest LU pivot not above
 /// 1e-13 of its largest element, or not finite).

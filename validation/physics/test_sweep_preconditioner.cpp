@@ -194,3 +194,43 @@ TEST_CASE("auto continues what its first solve leaves unconverged with the sweep
         CHECK(std::abs(first.total_R[p_pol] - sweep.total_R[p_pol]) > 10 * agree);
       }
 }
+
+TEST_CASE("the sweep's uniform runs are the layers whose content does not vary with z", "[physics][sweep]") {
+  // run_bottoms (sweep_preconditioner.hpp): the device's recursion takes Woodbury's form within such runs. The
+  // expected runs follow from the layers alone: a layer of uniform content cut into slices is one run, ending
+  // at its bottom slice (slices are numbered from the top); a sloped sidewall makes every slice its own.
+  const std::vector<Incidence> two{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
+  for (bool one_dimensional : {true, false})
+    for (double angle : {90.0, 80.0}) {
+      Structure s = test::random_stack(one_dimensional, 5);
+      if (one_dimensional) std::get<TrapezoidLine>(s.layers[0].shapes[0]).sidewall_angle_deg = angle;
+      const bool sloped = one_dimensional && angle != 90.0;
+      s.layers.push_back(test::uniform_stack(one_dimensional).layers[2]);  // a uniform film of 4 slices
+      INFO((one_dimensional ? "1D" : "2D") << (sloped ? ", sloped" : ", upright"));
+      ProblemSettings settings;
+      settings.m1 = one_dimensional ? 7 : 2;
+      settings.m2 = one_dimensional ? 0 : 2;
+      settings.backend = conv::Backend::cpu_fftw;
+      std::vector<std::string> warnings;
+      const DiscreteProblem<double> problem(s, two, settings, 1, warnings);
+      const SweepInputs inputs = problem.sweep_inputs(false);
+      std::vector<int> expected;
+      int top = 0;
+      for (const Layer& layer : s.layers) {
+        for (int p = top; p < top + layer.slices; ++p)
+          expected.push_back(sloped && &layer == &s.layers[0] ? p : top + layer.slices - 1);
+        top += layer.slices;
+      }
+      REQUIRE(inputs.slices == top);
+      for (std::size_t k = 0; k < inputs.groups.size(); ++k) CHECK(run_bottoms(inputs, k) == expected);
+    }
+  // Two films of the same material and thickness per slice, one after the other, are one run.
+  Structure films = test::uniform_stack(true);
+  films.layers = {films.layers[0], films.layers[0]};
+  ProblemSettings settings;
+  settings.m1 = 5;
+  std::vector<std::string> warnings;
+  const DiscreteProblem<double> problem(films, two, settings, 1, warnings);
+  const SweepInputs inputs = problem.sweep_inputs(false);
+  for (std::size_t k = 0; k < inputs.groups.size(); ++k) CHECK(run_bottoms(inputs, k) == std::vector<int>(6, 5));
+}
