@@ -8,7 +8,15 @@
 //   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
 // three kernels per slice and shape and nine cuBLAS zgemm per group (two of them form the application's
 // transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
-// thread's default stream), no host round trip
+// thread's default stream). Within a uniform run (run_bottoms: L'_p and Φ_p the same in every slice, a layer
+// whose content does not vary with z) of at least woodbury_least_run slices, for groups with h < n, N_p =
+// L' + Ẽ⁺ρ_pΦ is a rank-h update of one matrix, and Woodbury's identity leaves one h × h inverse per slice
+// instead of the n × n one (docs/solver.md §6.3): at the run's bottom slice, once,
+//   A = L'⁻¹, B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB, I − F_m = I − ΦE;
+// per slice X = (I + ρD_m)⁻¹ (its pivots tested as N's), K = BX, BQ = Kρ, N⁻¹ = A − BQ C_m,
+// H = Kρ + E − BQ F_m = E + BQ (I − F_m); then Γ, T, U and ρ as in the direct form. (N = L'(I + BρΦ), so N is
+// singular exactly where I + ρD_m is; where a run's L' is singular the whole set-up is redone in the direct
+// form.) The application reads the same matrices either way. No host round trip
 // until the singularity test at the end (the host's: smallest pivot against largest element, per group
 // and slice). The matrices stay in complex128 also for complex64 solves: rounded to complex64, the
 // preconditioned operator of validation/peers' thin metal at M = 60 (ε = −20 + 1.5i, p) was too far
@@ -296,6 +304,12 @@ __global__ void set_identities(double2* matrices, std::size_t count, int h) {
   matrices[e] = {within % (std::size_t(h) + 1) == 0 ? 1.0 : 0.0, 0.0};
 }
 
+/// matrices[k] += I for the h×h matrices of the list; a thread per diagonal element, y over the matrices.
+__global__ void __launch_bounds__(sweep_threads) add_identities(cuDoubleComplex* const* matrices, int h) {
+  const int i = int(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < h) matrices[blockIdx.y][std::size_t(i) * (h + 1)].x += 1.0;
+}
+
 /// One group's shape and where its rows and kernels are, for assemble_group.
 struct AssemblyGroup {
   int n, h, nm, nz, n1, n2, members, member;
@@ -419,7 +433,7 @@ struct DeviceSweepMatrices {
   std::vector<std::size_t> transfers_at;        ///< per group, into transfers
 };
 
-DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
+DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_allowed = true) {
   const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
 
   DeviceSweepMatrices out;
@@ -470,7 +484,8 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
         out.transfers.data() + out.transfers_at[k], count, h);
     GS_CUDA_CHECK_LAUNCH();
   }
-  // Per group: Ẽ⁺ρ (n × h); per (group, slice): the largest element and the smallest pivot.
+  // Per group: Ẽ⁺ρ (n × h); per (group, slice): the largest element and the smallest pivot (of N_p, or in
+  // Woodbury's form of I + ρD_m); per (group, bottom slice of a run): those of the run's L'.
   std::size_t e_rho_size = 0;
   std::vector<std::size_t> e_rho_at;
   for (const SweepGroup& g : in.groups) {
@@ -478,57 +493,110 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
     e_rho_size += g.n(nm) * g.h(nm);
   }
   DeviceBuffer<double2> e_rho(e_rho_size);
-  DeviceBuffer<double> largest{std::size_t(ng) * nz}, smallest{std::size_t(ng) * nz};
+  DeviceBuffer<double> largest{std::size_t(ng) * nz}, smallest{std::size_t(ng) * nz}, layer_largest{std::size_t(ng) * nz},
+      layer_smallest{std::size_t(ng) * nz};
   GS_CUDA_TRY(cudaMemsetAsync(largest.data(), 0, largest.size() * sizeof(double), cudaStreamPerThread));  // +0.0
+  GS_CUDA_TRY(cudaMemsetAsync(layer_largest.data(), 0, layer_largest.size() * sizeof(double), cudaStreamPerThread));
+  // Woodbury's form (the header's, docs/solver.md §6.3) per group and slice: where h < n and the slice lies in a
+  // uniform run of at least woodbury_least_run slices. A group's choice depends on its own inputs only, so a
+  // member's result does not depend on the members beside it.
+  std::vector<std::vector<int>> bottom(std::size_t(ng), std::vector<int>(std::size_t(nz), 0));
+  std::vector<std::vector<char>> in_woodbury(std::size_t(ng), std::vector<char>(std::size_t(nz), char(0)));
+  std::vector<std::size_t> layer_at(std::size_t(ng), 0);  // into the layer buffer, per group that takes the form
+  std::size_t layer_size = 0;
+  for (int k = 0; k < ng && woodbury_allowed; ++k) {
+    const SweepGroup& g = in.groups[std::size_t(k)];
+    const std::size_t n = g.n(nm), h = g.h(nm);
+    bottom[std::size_t(k)] = run_bottoms(in, std::size_t(k));
+    const std::vector<int>& b = bottom[std::size_t(k)];
+    bool any = false;
+    for (int p = 0; p < nz; ++p) {
+      const int length = int(std::count(b.begin(), b.end(), b[std::size_t(p)]));
+      in_woodbury[std::size_t(k)][std::size_t(p)] = h < n && length >= woodbury_least_run;
+      any = any || in_woodbury[std::size_t(k)][std::size_t(p)];
+    }
+    if (!any) continue;
+    layer_at[std::size_t(k)] = layer_size;
+    layer_size += n * n + 4 * n * h + 3 * h * h;  // A, B, E, C_m, BQ, D_m, I − F_m, X
+  }
+  DeviceBuffer<double2> layer(layer_size);
   // Shapes (n, h) and their groups.
   std::map<std::pair<int, int>, std::vector<int>> shapes;
   for (int k = 0; k < ng; ++k)
     shapes[{int(in.groups[std::size_t(k)].n(nm)), int(in.groups[std::size_t(k)].h(nm))}].push_back(k);
-  // Every pointer array of every step (slice p, shape), built on the host and uploaded once: the step's
-  // lists one after another, each with one pointer per group of the shape.
+  // Every pointer array of every step (slice p, shape, kind), built on the host and uploaded once: the step's
+  // lists one after another, each with one pointer per group of the step.
   using Z = cuDoubleComplex;
   std::vector<void*> host_pointers;
+  enum class Kind { layer, woodbury, direct };  // a run's set-up at its bottom slice; a slice in either form
   struct Step {
     std::size_t first;  // index of the step's first pointer list in host_pointers
-    int n, h, count;
+    int n, h, count, shape, p;
+    Kind kind;
   };
   enum List { l_eplus, l_eminus, l_rho, l_erho, l_local, l_down, l_inverse, l_gain_g, l_gain_a, l_up, l_largest,
-              l_smallest, l_step, l_transfer_up, l_transfer_down, lists };
-  std::vector<Step> steps;  // (p from nz − 1 down, shape in map order)
+              l_smallest, l_step, l_transfer_up, l_transfer_down, l_layer_inverse, l_b, l_e, l_cm, l_bq, l_dm, l_ifm,
+              l_x, l_layer_largest, l_layer_smallest, lists };
+  std::vector<Step> steps;  // p from nz − 1 down, shape in map order, kinds in Kind's order
   const auto z = [](DeviceBuffer<double2>& b, std::size_t at) { return static_cast<void*>(b.data() + at); };
-  for (int p = nz - 1; p >= 0; --p)
+  for (int p = nz - 1; p >= 0; --p) {
+    int shape_index = 0;
     for (const auto& [shape, members] : shapes) {
       const auto [n, h] = shape;
-      Step st{host_pointers.size(), n, h, int(members.size())};
-      for (int list = 0; list < lists; ++list)
+      for (Kind kind : {Kind::layer, Kind::woodbury, Kind::direct}) {
+        std::vector<int> chosen;
         for (int k : members) {
-          const SweepGroup& g = in.groups[std::size_t(k)];
-          const std::size_t mat = g.matrices + std::size_t(p) * n * n, gain = g.gains + std::size_t(p) * n * h;
-          void* ptr = nullptr;
-          switch (List(list)) {
-            case l_eplus: ptr = z(e_plus, g.edges); break;
-            case l_eminus: ptr = z(e_minus, g.edges); break;
-            case l_rho: ptr = z(rho, g.rho); break;
-            case l_erho: ptr = z(e_rho, e_rho_at[std::size_t(k)]); break;
-            case l_local: ptr = z(local, mat); break;
-            case l_down: ptr = z(out.down, gain); break;
-            case l_inverse: ptr = z(out.inverse, mat); break;
-            case l_gain_g: ptr = z(out.gain_g, gain); break;
-            case l_gain_a: ptr = z(out.gain_a, gain); break;
-            case l_up: ptr = z(source_up, gain); break;
-            case l_largest: ptr = largest.data() + std::size_t(k) * nz + p; break;
-            case l_smallest: ptr = smallest.data() + std::size_t(k) * nz + p; break;
-            case l_step: ptr = z(out.step, (std::size_t(g.incidence) * nz + p) * nm); break;
-            case l_transfer_up: ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + 2 * std::size_t(p) * h * h); break;
-            case l_transfer_down:
-              ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + (2 * std::size_t(p) + 1) * h * h);
-              break;
-            case lists: break;
-          }
-          host_pointers.push_back(ptr);
+          const bool woodbury = in_woodbury[std::size_t(k)][std::size_t(p)];
+          if (kind == Kind::direct ? !woodbury : woodbury && (kind == Kind::woodbury || bottom[std::size_t(k)][std::size_t(p)] == p))
+            chosen.push_back(k);
         }
-      steps.push_back(st);
+        if (chosen.empty()) continue;
+        Step st{host_pointers.size(), n, h, int(chosen.size()), shape_index, p, kind};
+        for (int list = 0; list < lists; ++list)
+          for (int k : chosen) {
+            const SweepGroup& g = in.groups[std::size_t(k)];
+            const std::size_t mat = g.matrices + std::size_t(p) * n * n, gain = g.gains + std::size_t(p) * n * h,
+                              nn = std::size_t(n) * n, nh = std::size_t(n) * h, hh = std::size_t(h) * h,
+                              at = layer_at[std::size_t(k)],
+                              bottom_slice = std::size_t(k) * nz + std::size_t(bottom[std::size_t(k)][std::size_t(p)]);
+            void* ptr = nullptr;
+            switch (List(list)) {
+              case l_eplus: ptr = z(e_plus, g.edges); break;
+              case l_eminus: ptr = z(e_minus, g.edges); break;
+              case l_rho: ptr = z(rho, g.rho); break;
+              case l_erho: ptr = z(e_rho, e_rho_at[std::size_t(k)]); break;
+              case l_local: ptr = z(local, mat); break;
+              case l_down: ptr = z(out.down, gain); break;
+              case l_inverse: ptr = z(out.inverse, mat); break;
+              case l_gain_g: ptr = z(out.gain_g, gain); break;
+              case l_gain_a: ptr = z(out.gain_a, gain); break;
+              case l_up: ptr = z(source_up, gain); break;
+              case l_largest: ptr = largest.data() + std::size_t(k) * nz + p; break;
+              case l_smallest: ptr = smallest.data() + std::size_t(k) * nz + p; break;
+              case l_step: ptr = z(out.step, (std::size_t(g.incidence) * nz + p) * nm); break;
+              case l_transfer_up: ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + 2 * std::size_t(p) * h * h); break;
+              case l_transfer_down:
+                ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + (2 * std::size_t(p) + 1) * h * h);
+                break;
+              case l_layer_inverse: ptr = kind == Kind::direct ? nullptr : z(layer, at); break;
+              case l_b: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn); break;
+              case l_e: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + nh); break;
+              case l_cm: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 2 * nh); break;
+              case l_bq: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 3 * nh); break;
+              case l_dm: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 4 * nh); break;
+              case l_ifm: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 4 * nh + hh); break;
+              case l_x: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 4 * nh + 2 * hh); break;
+              case l_layer_largest: ptr = layer_largest.data() + bottom_slice; break;
+              case l_layer_smallest: ptr = layer_smallest.data() + bottom_slice; break;
+              case lists: break;
+            }
+            host_pointers.push_back(ptr);
+          }
+        steps.push_back(st);
+      }
+      ++shape_index;
     }
+  }
   DeviceBuffer<void*> pointers(host_pointers.size());
   pointers.upload(host_pointers);
   // The shapes' recursions are independent (s and p of 1D problems without conical incidence, n = orders and
@@ -540,60 +608,94 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   std::vector<DeviceBuffer<unsigned char>> workspaces;
   for (std::size_t shape = 0; shape < shapes.size(); ++shape) {
     std::size_t bytes = 0;
-    for (std::size_t at = shape; at < steps.size(); at += shapes.size())
-      bytes = std::max(bytes, inverse_workspace_bytes(steps[at].n, steps[at].count));
+    for (const Step& st : steps)
+      if (st.shape == int(shape)) bytes = std::max(bytes, inverse_workspace_bytes(st.kind == Kind::woodbury ? st.h : st.n, st.count));
     workspaces.emplace_back(bytes);
   }
   LaneFork fork(lanes);  // the side lanes wait for everything enqueued so far; joined when it goes
   const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
-  std::size_t s = 0;
-  for (int p = nz - 1; p >= 0; --p)
-    for (std::size_t shape = 0; shape < shapes.size(); ++shape, ++s) {
-      const Step& st = steps[s];
-      const int n = st.n, h = st.h, b = st.count;
-      const cudaStream_t stream = lanes[shape].stream;
-      const cublasHandle_t handle = lanes[shape].handle;
-      DeviceBuffer<unsigned char>& workspace = workspaces[shape];
-      const auto list = [&](List l) { return reinterpret_cast<Z**>(pointers.data() + st.first + std::size_t(l) * b); };
-      const auto clist = [&](List l) { return reinterpret_cast<const Z* const*>(list(l)); };
-      // C ← α A B + β C for every group, one cuBLAS call per group: cublasZgemmBatched changes the last bits
-      // of a product with the batch count (1 × 1 against 5 groups of the shapes (n, h) = (15, 15) and (30, 15),
-      // H100, session 20), and a member's result must not depend on the members beside it.
-      const auto gemm = [&](int rows, int columns, int inner, const Z* alpha, List a, int lda, List bl, int ldb,
-                            const Z* beta, List c, int ldc) {
-        const auto at = [&](List l, int k) { return static_cast<Z*>(host_pointers[st.first + std::size_t(l) * b + std::size_t(k)]); };
-        for (int k = 0; k < b; ++k)
-          GS_CUBLAS_TRY(cublasZgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, columns, inner, alpha, at(a, k), lda, at(bl, k),
-                                    ldb, beta, at(c, k), ldc));
-      };
-      // Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'.
+  for (const Step& st : steps) {
+    const int n = st.n, h = st.h, b = st.count;
+    const cudaStream_t stream = lanes[std::size_t(st.shape)].stream;
+    const cublasHandle_t handle = lanes[std::size_t(st.shape)].handle;
+    DeviceBuffer<unsigned char>& workspace = workspaces[std::size_t(st.shape)];
+    const auto list = [&](List l) { return reinterpret_cast<Z**>(pointers.data() + st.first + std::size_t(l) * b); };
+    const auto clist = [&](List l) { return reinterpret_cast<const Z* const*>(list(l)); };
+    const auto at = [&](List l, int k) { return static_cast<Z*>(host_pointers[st.first + std::size_t(l) * b + std::size_t(k)]); };
+    // C ← α A B + β C for every group, one cuBLAS call per group: cublasZgemmBatched changes the last bits
+    // of a product with the batch count (1 × 1 against 5 groups of the shapes (n, h) = (15, 15) and (30, 15),
+    // H100, session 20), and a member's result must not depend on the members beside it.
+    const auto gemm = [&](int rows, int columns, int inner, const Z* alpha, List a, int lda, List bl, int ldb,
+                          const Z* beta, List c, int ldc) {
+      for (int k = 0; k < b; ++k)
+        GS_CUBLAS_TRY(cublasZgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, columns, inner, alpha, at(a, k), lda, at(bl, k),
+                                  ldb, beta, at(c, k), ldc));
+    };
+    const auto copy = [&](List from, List to, std::size_t elements) {
+      for (int k = 0; k < b; ++k)
+        GS_CUDA_TRY(cudaMemcpyAsync(at(to, k), at(from, k), elements * sizeof(Z), cudaMemcpyDeviceToDevice, stream));
+    };
+    // The largest element of every group's m × m matrix `matrix` into `into`; its inverse by blocked
+    // Gauss–Jordan (cuSOLVER's one-matrix LU and getrs in turn were latency-bound, 0.68 ms at n = 242, and
+    // cuBLAS's batched ones change bits with the batch), `matrix` overwritten.
+    const auto invert = [&](int m, List matrix, List inverse, List into_largest, List into_smallest) {
+      const unsigned element_blocks = unsigned((std::size_t(m) * m + sweep_threads - 1) / sweep_threads);
+      largest_of<<<dim3{std::min(element_blocks / 8 + 1, 64u), unsigned(b)}, sweep_threads, 0, stream>>>(
+          clist(matrix), m, reinterpret_cast<double* const*>(list(into_largest)));
+      GS_CUDA_CHECK_LAUNCH();
+      invert_batched(reinterpret_cast<std::complex<double>* const*>(list(matrix)),
+                     reinterpret_cast<std::complex<double>* const*>(list(inverse)),
+                     reinterpret_cast<double* const*>(list(into_smallest)), m, b, workspace.data(), stream);
+    };
+    const auto add_identity = [&](List matrix) {
+      add_identities<<<dim3{unsigned((h + sweep_threads - 1) / sweep_threads), unsigned(b)}, sweep_threads, 0, stream>>>(
+          list(matrix), h);
+      GS_CUDA_CHECK_LAUNCH();
+    };
+    if (st.kind == Kind::layer) {
+      // The run's own: A = L'⁻¹ (L' overwritten), B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB, I − F_m = I − ΦE.
+      invert(n, l_local, l_layer_inverse, l_layer_largest, l_layer_smallest);
+      gemm(n, h, n, &one, l_layer_inverse, n, l_eplus, n, &zero, l_b, n);
+      gemm(n, h, n, &one, l_layer_inverse, n, l_eminus, n, &zero, l_e, n);
+      gemm(h, n, n, &one, l_down, h, l_layer_inverse, n, &zero, l_cm, h);
+      gemm(h, h, n, &one, l_down, h, l_b, n, &zero, l_dm, h);
+      gemm(h, h, n, &minus_one, l_down, h, l_e, n, &zero, l_ifm, h);
+      add_identity(l_ifm);
+      continue;
+    }
+    if (st.kind == Kind::woodbury) {
+      // X = (I + ρD_m)⁻¹ (the matrix in BQ's place), K = BX, BQ = BXρ = Kρ, N⁻¹ = A − BQ C_m,
+      // H = Kρ + E − BQ F_m = E + BQ (I − F_m).
+      gemm(h, h, h, &one, l_rho, h, l_dm, h, &zero, l_bq, h);
+      add_identity(l_bq);
+      invert(h, l_bq, l_x, l_largest, l_smallest);
+      gemm(n, h, h, &one, l_b, n, l_x, h, &zero, l_gain_g, n);
+      gemm(n, h, h, &one, l_gain_g, n, l_rho, h, &zero, l_bq, n);
+      copy(l_layer_inverse, l_inverse, std::size_t(n) * n);
+      gemm(n, n, h, &minus_one, l_bq, n, l_cm, h, &one, l_inverse, n);
+      copy(l_e, l_gain_a, std::size_t(n) * h);
+      gemm(n, h, h, &one, l_bq, n, l_ifm, h, &one, l_gain_a, n);
+    } else {
+      // Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'; N⁻¹ (N overwritten); K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻.
       gemm(n, h, h, &one, l_eplus, n, l_rho, h, &zero, l_erho, n);
       gemm(n, n, h, &one, l_erho, n, l_down, h, &one, l_local, n);
-      const unsigned element_blocks = unsigned((std::size_t(n) * n + sweep_threads - 1) / sweep_threads);
-      largest_of<<<dim3{std::min(element_blocks / 8 + 1, 64u), unsigned(b)}, sweep_threads, 0, stream>>>(
-          clist(l_local), n, reinterpret_cast<double* const*>(list(l_largest)));
-      GS_CUDA_CHECK_LAUNCH();
-      // N⁻¹ of every group at once (blocked Gauss–Jordan: cuSOLVER's one-matrix LU and getrs in turn were
-      // latency-bound, 0.68 ms at n = 242, and cuBLAS's batched ones change bits with the batch); N is
-      // overwritten.
-      invert_batched(reinterpret_cast<std::complex<double>* const*>(list(l_local)),
-                     reinterpret_cast<std::complex<double>* const*>(list(l_inverse)),
-                     reinterpret_cast<double* const*>(list(l_smallest)), n, b, workspace.data(), stream);
-      // K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻; Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C).
+      invert(n, l_local, l_inverse, l_largest, l_smallest);
       gemm(n, h, n, &one, l_inverse, n, l_eplus, n, &zero, l_gain_g, n);
       gemm(n, h, n, &one, l_inverse, n, l_erho, n, &zero, l_gain_a, n);
       gemm(n, h, n, &one, l_inverse, n, l_eminus, n, &one, l_gain_a, n);
-      gemm(h, n, h, &one, l_rho, h, l_down, h, &one, l_up, h);
-      // The application's transfers: T = I − Γ K and U = I − Φ H (from the identity set above).
-      gemm(h, h, n, &minus_one, l_up, h, l_gain_g, n, &one, l_transfer_up, h);
-      gemm(h, h, n, &minus_one, l_down, h, l_gain_a, n, &one, l_transfer_down, h);
-      if (p > 0) {  // ρ ← S_p (ρ − Γ H) S_p
-        gemm(h, h, n, &minus_one, l_up, h, l_gain_a, n, &one, l_rho, h);
-        scale_by_steps<<<dim3{unsigned((h * h + sweep_threads - 1) / sweep_threads), unsigned(b)}, sweep_threads, 0,
-                         stream>>>(list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
-        GS_CUDA_CHECK_LAUNCH();
-      }
     }
+    // Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C); the application's transfers T = I − Γ K and U = I − Φ H (from the
+    // identity set above).
+    gemm(h, n, h, &one, l_rho, h, l_down, h, &one, l_up, h);
+    gemm(h, h, n, &minus_one, l_up, h, l_gain_g, n, &one, l_transfer_up, h);
+    gemm(h, h, n, &minus_one, l_down, h, l_gain_a, n, &one, l_transfer_down, h);
+    if (st.p > 0) {  // ρ ← S_p (ρ − Γ H) S_p
+      gemm(h, h, n, &minus_one, l_up, h, l_gain_a, n, &one, l_rho, h);
+      scale_by_steps<<<dim3{unsigned((h * h + sweep_threads - 1) / sweep_threads), unsigned(b)}, sweep_threads, 0,
+                       stream>>>(list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
+      GS_CUDA_CHECK_LAUNCH();
+    }
+  }
   fork.join();
 
   // The host's singularity test, per group from the bottom slice up: the first failing group's first
@@ -601,6 +703,16 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in) {
   std::vector<double> largest_host(largest.size()), smallest_host(smallest.size());
   largest.download(largest_host);  // waits for the recursion
   smallest.download(smallest_host);
+  if (layer_size > 0) {  // a run's L' singular where N may not be (a resonance of the slice alone): the direct form
+    std::vector<double> layer_largest_host(layer_largest.size()), layer_smallest_host(layer_smallest.size());
+    layer_largest.download(layer_largest_host);
+    layer_smallest.download(layer_smallest_host);
+    for (int k = 0; k < ng; ++k)
+      for (int p = 0; p < nz; ++p)
+        if (in_woodbury[std::size_t(k)][std::size_t(p)] && bottom[std::size_t(k)][std::size_t(p)] == p &&
+            !regular_factorisation(layer_largest_host[std::size_t(k) * nz + p], layer_smallest_host[std::size_t(k) * nz + p]))
+          return device_sweep_matrices(in, false);
+  }
   for (int k = 0; k < ng; ++k)
     for (int p = nz - 1; p >= 0; --p) {
       const double l = largest_host[std::size_t(k) * nz + p], m = smallest_host[std::size_t(k) * nz + p];

@@ -18,7 +18,7 @@ using detail::Tensor;
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
                                        std::size_t real_bytes, bool on_device) {
   const double o = double(orders), per_slice = on_device ? 41.0 : 33.0,
-               matrices = double(incidences) * double(slices) * (per_slice * o * o + o),
+               matrices = double(incidences) * (double(slices) * (per_slice * o * o + o) + (on_device ? 45.0 * o * o : 0.0)),
                workspace = on_device ? 7.0 * o * double(slices) : 0.0,
                scratch = 2.0 * double(incidences) * (3.0 * o * (double(slices) + 1.0) + 4.0 * o + workspace);  // two rhs each
   const double complex_numbers = matrices + scratch;

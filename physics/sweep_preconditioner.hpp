@@ -87,7 +87,9 @@ constexpr std::size_t sweep_orders_limit = 161;
 
 /// Bytes of the sweep preconditioner: its matrices per incidence and slice (on a device 41·orders² complex
 /// numbers for conical groups: N⁻¹, K, H, Γ, Φ and the transfers T, U; on the host 33, the device's count
-/// before session 25 kept so that host choices do not move, where the host stores 27) and its scratch (a
+/// before session 25 kept so that host choices do not move, where the host stores 27), on a device the
+/// matrices of Woodbury's form per incidence (45·orders² for a conical group: L'⁻¹, B, E, C_m, BQ, D_m, I − F_m,
+/// X; device_sweep_preconditioner.cu) and its scratch (a
 /// vector's worth per right-hand side and, on a device, the application's workspace, 7·orders per slice; two
 /// right-hand sides per incidence), complex numbers of `real_bytes` parts (the host and the device keep
 /// complex128: real_bytes = 8).

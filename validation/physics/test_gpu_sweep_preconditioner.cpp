@@ -17,16 +17,21 @@ using namespace gratingsim::physics;
 TEST_CASE("the sweep is built and applied on the device as on the host", "[physics][sweep][gpu]") {
   // Conical and φ = 0 incidences at two wavelengths: one group and two groups per incidence.
   const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
+  // The 1D ridge sloped (every slice its own: the direct form) and upright (one run of 5 slices: Woodbury's form
+  // for the groups with h < n), the 2D one upright; the film's 2 slices take the direct form.
   for (Formulation formulation : test::formulations)
-    for (bool one_dimensional : {true, false}) {
-      INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
+    for (int variant = 0; variant < 3; ++variant) {
+      const bool one_dimensional = variant < 2, upright = variant > 0;
+      INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D") << (upright ? ", upright" : ", sloped"));
       std::vector<std::string> warnings;
       ProblemSettings settings;
       settings.m1 = one_dimensional ? 9 : 3;
       settings.m2 = one_dimensional ? 0 : 2;
       settings.backend = conv::Backend::cpu_fftw;
       settings.formulation = formulation;
-      const DiscreteProblem<double> problem(test::random_stack(one_dimensional, 5), inc, settings, 1, warnings);
+      Structure stack = test::random_stack(one_dimensional, 5);
+      if (one_dimensional && upright) std::get<TrapezoidLine>(stack.layers[0].shapes[0]).sidewall_angle_deg = 90;
+      const DiscreteProblem<double> problem(stack, inc, settings, 1, warnings);
       const SweepInputs inputs = problem.sweep_inputs();
       std::vector<int> rhs_incidence;
       for (int r = 0; r < problem.rhs(); ++r) rhs_incidence.push_back(r / 2);
