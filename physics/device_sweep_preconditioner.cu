@@ -42,6 +42,11 @@
 // summing its whole row, was measured first: on si_lines_metrology's 72 slices at n = 82 the Krylov phase
 // it preconditioned took as long as averaged's 45× more iterations, session 12.)
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <future>
 #include <complex>
 #include <map>
 #include <string>
@@ -111,52 +116,60 @@ __device__ void block_product(const double2* __restrict__ matrix, int rows, int 
 
 __device__ double2 times(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
 
-/// Where a block of the application stands: its right-hand side r, incidence a, group k (none when the
-/// incidence has fewer groups than the grid's slots) and its workspace: W (nz·n: w_p, then v_p), D (nz·h:
-/// c_p, then d_p), A (nz·h: g_p, then a_p), complex128.
+/// What every launch of the application shares: the groups (first_group[a] .. first_group[a + 1] − 1 those of
+/// incidence a), each rhs's incidence, the workspace (per rhs and group slot, work_stride complex128 numbers), the
+/// orders, slices, right-hand sides and group slots per rhs (the grid's).
+struct ApplyArguments {
+  const DeviceGroup* groups;
+  const int* first_group;
+  const int* rhs_incidence;
+  double2* work;
+  std::size_t work_stride;
+  int nm, nz, nr, slots;
+};
+
+/// Where a block of the application stands: its right-hand side r, incidence a, group k and its workspace:
+/// W (nz·n: w_p, then v_p), D (nz·h: c_p, then d_p), A (nz·h: g_p, then a_p), complex128.
 struct ApplyBlock {
   int r, a, k, n, h;
   DeviceGroup group;
   double2 *w, *d, *amplitude;
 };
 
-__device__ bool locate(ApplyBlock& b, const DeviceGroup* groups, const int* first_group, const int* rhs_incidence,
-                       double2* work, std::size_t work_stride, int r, int slot, int nm, int nz, int slots) {
+/// The block of rhs r and group slot `slot`; false where the rhs's incidence has fewer groups than the slots.
+__device__ bool locate(ApplyBlock& b, const ApplyArguments& args, int r, int slot) {
   b.r = r;
-  b.a = rhs_incidence[r];
-  b.k = first_group[b.a] + slot;
-  if (b.k >= first_group[b.a + 1]) return false;
-  b.group = groups[b.k];
-  b.n = b.group.nc * nm;
-  b.h = b.group.np * nm;
-  b.w = work + (std::size_t(r) * slots + slot) * work_stride;
-  b.d = b.w + std::size_t(nz) * b.n;
-  b.amplitude = b.d + std::size_t(nz) * b.h;
+  b.a = args.rhs_incidence[r];
+  b.k = args.first_group[b.a] + slot;
+  if (b.k >= args.first_group[b.a + 1]) return false;
+  b.group = args.groups[b.k];
+  b.n = b.group.nc * args.nm;
+  b.h = b.group.np * args.nm;
+  b.w = args.work + (std::size_t(r) * args.slots + slot) * args.work_stride;
+  b.d = b.w + std::size_t(args.nz) * b.n;
+  b.amplitude = b.d + std::size_t(args.nz) * b.h;
   return true;
 }
 
 /// x, y: batched layout, element (slice p, rhs r, component c, order m) at (p·nr + r)·3·nm + c·nm + m.
-__device__ std::size_t element(const ApplyBlock& b, int p, int i, int nm, int nr) {
-  return (std::size_t(p) * nr + b.r) * 3 * std::size_t(nm) + std::size_t(b.group.components[i / nm]) * nm + i % nm;
+__device__ std::size_t element(const ApplyBlock& b, const ApplyArguments& args, int p, int i) {
+  const int nm = args.nm;
+  return (std::size_t(p) * args.nr + b.r) * 3 * std::size_t(nm) + std::size_t(b.group.components[i / nm]) * nm + i % nm;
 }
 
 /// w_p = N_p⁻¹ b_p and c_p = Γ_p w_p (p > 0); a block per (slice, rhs, group slot).
 template <class Real>
 __global__ void __launch_bounds__(apply_threads)
-    local_solves(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
-                 const int* __restrict__ rhs_incidence, const double2* __restrict__ inverse,
-                 const double2* __restrict__ up, const Complex2<Real>* x, double2* work, std::size_t work_stride,
-                 int nm, int nz, int nr) {
+    local_solves(ApplyArguments args, const double2* __restrict__ inverse, const double2* __restrict__ up,
+                 const Complex2<Real>* x) {
   extern __shared__ double2 shared[];  // b [n], w [n], partial sums [sweep_warps·32]
   ApplyBlock blk;
   const int p = int(blockIdx.x);
-  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.y), int(blockIdx.z), nm, nz,
-              int(gridDim.z)))
-    return;
+  if (!locate(blk, args, int(blockIdx.y), int(blockIdx.z))) return;
   const int n = blk.n, h = blk.h;
   double2 *b = shared, *w = b + n, *partial = w + n;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    const Complex2<Real> e = x[element(blk, p, i, nm, nr)];
+    const Complex2<Real> e = x[element(blk, args, p, i)];
     b[i] = {double(e.x), double(e.y)};
   }
   __syncthreads();
@@ -173,16 +186,12 @@ __global__ void __launch_bounds__(apply_threads)
 /// bottom slice, T_p, s_p; +1: down, from the top, U_p, s_{p+1}), storing every a_p (a_first = 0) in A; a
 /// block per (rhs, group slot).
 __global__ void __launch_bounds__(apply_threads)
-    sweep_amplitudes(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
-                     const int* __restrict__ rhs_incidence, const double2* __restrict__ transfers,
-                     const double2* __restrict__ step, double2* work, std::size_t work_stride, int nm, int nz,
+    sweep_amplitudes(ApplyArguments args, const double2* __restrict__ transfers, const double2* __restrict__ step,
                      int direction) {
   extern __shared__ double2 shared[];  // a [h], next [h], partial sums [sweep_warps·32]
   ApplyBlock blk;
-  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.x), int(blockIdx.y), nm, nz,
-              int(gridDim.y)))
-    return;
-  const int h = blk.h;
+  if (!locate(blk, args, int(blockIdx.x), int(blockIdx.y))) return;
+  const int h = blk.h, nm = args.nm, nz = args.nz;
   double2 *a = shared, *next = a + h, *partial = next + h;
   for (int i = threadIdx.x; i < h; i += blockDim.x) a[i] = double2{0, 0};
   __syncthreads();
@@ -205,15 +214,11 @@ __global__ void __launch_bounds__(apply_threads)
 
 /// v_p = w_p − K_p g_p and d_p = Φ_p v_p (p + 1 < nz); a block per (slice, rhs, group slot).
 __global__ void __launch_bounds__(apply_threads)
-    gather_up(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
-              const int* __restrict__ rhs_incidence, const double2* __restrict__ gain_g,
-              const double2* __restrict__ down, double2* work, std::size_t work_stride, int nm, int nz) {
+    gather_up(ApplyArguments args, const double2* __restrict__ gain_g, const double2* __restrict__ down) {
   extern __shared__ double2 shared[];  // g [h], v [n], partial sums [sweep_warps·32]
   ApplyBlock blk;
   const int p = int(blockIdx.x);
-  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.y), int(blockIdx.z), nm, nz,
-              int(gridDim.z)))
-    return;
+  if (!locate(blk, args, int(blockIdx.y), int(blockIdx.z))) return;
   const int n = blk.n, h = blk.h;
   double2 *g = shared, *v = g + h, *partial = v + n;
   for (int i = threadIdx.x; i < h; i += blockDim.x) g[i] = blk.amplitude[std::size_t(p) * h + i];
@@ -224,29 +229,25 @@ __global__ void __launch_bounds__(apply_threads)
     v[i] = {w.x - c.x, w.y - c.y};
     blk.w[std::size_t(p) * n + i] = v[i];
   });
-  if (p + 1 < nz)
+  if (p + 1 < args.nz)
     block_product(down + at, h, n, v, partial, [&](int i, double2 c) { blk.d[std::size_t(p) * h + i] = c; });
 }
 
 /// x_p = v_p − H_p a_p into y; a block per (slice, rhs, group slot).
 template <class Real>
 __global__ void __launch_bounds__(apply_threads)
-    finish(const DeviceGroup* __restrict__ groups, const int* __restrict__ first_group,
-           const int* __restrict__ rhs_incidence, const double2* __restrict__ gain_a, double2* work,
-           std::size_t work_stride, Complex2<Real>* y, int nm, int nz, int nr) {
+    finish(ApplyArguments args, const double2* __restrict__ gain_a, Complex2<Real>* y) {
   extern __shared__ double2 shared[];  // a [h], partial sums [sweep_warps·32]
   ApplyBlock blk;
   const int p = int(blockIdx.x);
-  if (!locate(blk, groups, first_group, rhs_incidence, work, work_stride, int(blockIdx.y), int(blockIdx.z), nm, nz,
-              int(gridDim.z)))
-    return;
+  if (!locate(blk, args, int(blockIdx.y), int(blockIdx.z))) return;
   const int n = blk.n, h = blk.h;
   double2 *a = shared, *partial = a + h;
   for (int i = threadIdx.x; i < h; i += blockDim.x) a[i] = blk.amplitude[std::size_t(p) * h + i];
   __syncthreads();
   block_product(gain_a + blk.group.gains + std::size_t(p) * n * h, n, h, a, partial, [&](int i, double2 c) {
     const double2 v = blk.w[std::size_t(p) * n + i];
-    y[element(blk, p, i, nm, nr)] = Complex2<Real>{Real(v.x - c.x), Real(v.y - c.y)};
+    y[element(blk, args, p, i)] = Complex2<Real>{Real(v.x - c.x), Real(v.y - c.y)};
   });
 }
 
@@ -435,6 +436,7 @@ struct DeviceSweepMatrices {
 
 DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_allowed = true) {
   const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
+  const auto t_entry = std::chrono::steady_clock::now();
 
   DeviceSweepMatrices out;
   DeviceBuffer<double2> e_plus = upload_complex128(in.e_plus), e_minus = upload_complex128(in.e_minus),
@@ -614,7 +616,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
   }
   LaneFork fork(lanes);  // the side lanes wait for everything enqueued so far; joined when it goes
   const Z one{1, 0}, zero{0, 0}, minus_one{-1, 0};
-  for (const Step& st : steps) {
+  const auto run_step = [&](const Step& st) {
     const int n = st.n, h = st.h, b = st.count;
     const cudaStream_t stream = lanes[std::size_t(st.shape)].stream;
     const cublasHandle_t handle = lanes[std::size_t(st.shape)].handle;
@@ -661,7 +663,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
       gemm(h, h, n, &one, l_down, h, l_b, n, &zero, l_dm, h);
       gemm(h, h, n, &minus_one, l_down, h, l_e, n, &zero, l_ifm, h);
       add_identity(l_ifm);
-      continue;
+      return;
     }
     if (st.kind == Kind::woodbury) {
       // X = (I + ρD_m)⁻¹ (the matrix in BQ's place), K = BX, BQ = BXρ = Kρ, N⁻¹ = A − BQ C_m,
@@ -695,8 +697,46 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
                        stream>>>(list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
       GS_CUDA_CHECK_LAUNCH();
     }
+  };
+  const bool trace = std::getenv("GRATINGSIM_SWEEP_TRACE") != nullptr;  // session 26's experiment
+  const auto t_start = std::chrono::steady_clock::now();
+  if (std::getenv("GRATINGSIM_SWEEP_LANE_THREADS") != nullptr && lanes.size() > 1) {
+    // Each side lane's steps issued by a host thread of its own (the current device made its), lane 0's here.
+    int device = 0;
+    GS_CUDA_TRY(cudaGetDevice(&device));
+    std::vector<std::future<void>> issuers;
+    for (std::size_t shape = 1; shape < lanes.size(); ++shape)
+      issuers.push_back(std::async(std::launch::async, [&, shape] {
+        GS_CUDA_TRY(cudaSetDevice(device));
+        for (const Step& st : steps)
+          if (st.shape == int(shape)) run_step(st);
+      }));
+    std::exception_ptr failure;
+    try {
+      for (const Step& st : steps)
+        if (st.shape == 0) run_step(st);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    for (std::future<void>& issuer : issuers) try {
+        issuer.get();
+      } catch (...) {
+        if (!failure) failure = std::current_exception();
+      }
+    if (failure) std::rethrow_exception(failure);
+  } else {
+    for (const Step& st : steps) run_step(st);
   }
+  const auto t_issued = std::chrono::steady_clock::now();
   fork.join();
+  if (trace) {
+    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
+    const auto t_done = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "sweep trace: %d slices, %zu steps, before the recursion %.3f ms, issued in %.3f ms, done after %.3f ms\n",
+                 nz, steps.size(), std::chrono::duration<double, std::milli>(t_start - t_entry).count(),
+                 std::chrono::duration<double, std::milli>(t_issued - t_start).count(),
+                 std::chrono::duration<double, std::milli>(t_done - t_start).count());
+  }
 
   // The host's singularity test, per group from the bottom slice up: the first failing group's first
   // failing slice is named.
@@ -790,25 +830,18 @@ class DeviceSweepPreconditioner final : public Preconditioner<Real> {
   /// Five launches on `stream` (the header's phases); no synchronisation.
   void apply(const Complex* x, Complex* y, Stream stream) override {
     const dim3 every_slice{unsigned(nz_), unsigned(nr_), unsigned(max_groups_)}, serial{unsigned(nr_), unsigned(max_groups_)};
-    local_solves<Real><<<every_slice, apply_threads, parallel_bytes_, stream>>>(
-        groups_.data(), first_group_.data(), rhs_incidence_.data(), inverse_.data(), up_.data(),
-        reinterpret_cast<const V*>(x), work_.data(), work_stride_, nm_, nz_, nr_);
+    const ApplyArguments args{groups_.data(), first_group_.data(), rhs_incidence_.data(), work_.data(), work_stride_,
+                              nm_, nz_, nr_, max_groups_};
+    local_solves<Real><<<every_slice, apply_threads, parallel_bytes_, stream>>>(args, inverse_.data(), up_.data(),
+                                                                               reinterpret_cast<const V*>(x));
     GS_CUDA_CHECK_LAUNCH();
-    sweep_amplitudes<<<serial, apply_threads, serial_bytes_, stream>>>(groups_.data(), first_group_.data(),
-                                                                      rhs_incidence_.data(), transfers_.data(),
-                                                                      step_.data(), work_.data(), work_stride_, nm_, nz_, -1);
+    sweep_amplitudes<<<serial, apply_threads, serial_bytes_, stream>>>(args, transfers_.data(), step_.data(), -1);
     GS_CUDA_CHECK_LAUNCH();
-    gather_up<<<every_slice, apply_threads, parallel_bytes_, stream>>>(groups_.data(), first_group_.data(),
-                                                                      rhs_incidence_.data(), gain_g_.data(), down_.data(),
-                                                                      work_.data(), work_stride_, nm_, nz_);
+    gather_up<<<every_slice, apply_threads, parallel_bytes_, stream>>>(args, gain_g_.data(), down_.data());
     GS_CUDA_CHECK_LAUNCH();
-    sweep_amplitudes<<<serial, apply_threads, serial_bytes_, stream>>>(groups_.data(), first_group_.data(),
-                                                                      rhs_incidence_.data(), transfers_.data(),
-                                                                      step_.data(), work_.data(), work_stride_, nm_, nz_, +1);
+    sweep_amplitudes<<<serial, apply_threads, serial_bytes_, stream>>>(args, transfers_.data(), step_.data(), +1);
     GS_CUDA_CHECK_LAUNCH();
-    finish<Real><<<every_slice, apply_threads, parallel_bytes_, stream>>>(
-        groups_.data(), first_group_.data(), rhs_incidence_.data(), gain_a_.data(), work_.data(), work_stride_,
-        reinterpret_cast<V*>(y), nm_, nz_, nr_);
+    finish<Real><<<every_slice, apply_threads, parallel_bytes_, stream>>>(args, gain_a_.data(), reinterpret_cast<V*>(y));
     GS_CUDA_CHECK_LAUNCH();
   }
 
