@@ -8,7 +8,7 @@
 //   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
 // three kernels per slice and shape and nine cuBLAS zgemm per group (two of them form the application's
 // transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
-// thread's default stream). Within a uniform run (run_bottoms: L'_p and Φ_p the same in every slice, a layer
+// thread's default stream, each further one issued by a host thread of its own). Within a uniform run (run_bottoms: L'_p and Φ_p the same in every slice, a layer
 // whose content does not vary with z) of at least woodbury_least_run slices, for groups with h < n, N_p =
 // L' + Ẽ⁺ρ_pΦ is a rank-h update of one matrix, and Woodbury's identity leaves one h × h inverse per slice
 // instead of the n × n one (docs/solver.md §6.3): at the run's bottom slice, once,
@@ -42,9 +42,6 @@
 // summing its whole row, was measured first: on si_lines_metrology's 72 slices at n = 82 the Krylov phase
 // it preconditioned took as long as averaged's 45× more iterations, session 12.)
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <future>
 #include <complex>
@@ -436,7 +433,6 @@ struct DeviceSweepMatrices {
 
 DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_allowed = true) {
   const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
-  const auto t_entry = std::chrono::steady_clock::now();
 
   DeviceSweepMatrices out;
   DeviceBuffer<double2> e_plus = upload_complex128(in.e_plus), e_minus = upload_complex128(in.e_minus),
@@ -698,10 +694,12 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
       GS_CUDA_CHECK_LAUNCH();
     }
   };
-  const bool trace = std::getenv("GRATINGSIM_SWEEP_TRACE") != nullptr;  // session 26's experiment
-  const auto t_start = std::chrono::steady_clock::now();
-  if (std::getenv("GRATINGSIM_SWEEP_LANE_THREADS") != nullptr && lanes.size() > 1) {
-    // Each side lane's steps issued by a host thread of its own (the current device made its), lane 0's here.
+  // Each side lane's steps are issued by a host thread of its own (the calling thread's device made current
+  // there), lane 0's by this thread: one thread issuing both took as long as the device ran them (the thin
+  // metal's 32 slices: 11.2 ms issued, 11.4 done; with a thread per lane the device chain bounds it, session 26).
+  // cuBLAS handles are per lane, so no handle is used by two threads. Every issuer finishes before an error is
+  // rethrown (the first lane's first).
+  if (lanes.size() > 1) {
     int device = 0;
     GS_CUDA_TRY(cudaGetDevice(&device));
     std::vector<std::future<void>> issuers;
@@ -727,16 +725,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
   } else {
     for (const Step& st : steps) run_step(st);
   }
-  const auto t_issued = std::chrono::steady_clock::now();
   fork.join();
-  if (trace) {
-    GS_CUDA_TRY(cudaStreamSynchronize(cudaStreamPerThread));
-    const auto t_done = std::chrono::steady_clock::now();
-    std::fprintf(stderr, "sweep trace: %d slices, %zu steps, before the recursion %.3f ms, issued in %.3f ms, done after %.3f ms\n",
-                 nz, steps.size(), std::chrono::duration<double, std::milli>(t_start - t_entry).count(),
-                 std::chrono::duration<double, std::milli>(t_issued - t_start).count(),
-                 std::chrono::duration<double, std::milli>(t_done - t_start).count());
-  }
 
   // The host's singularity test, per group from the bottom slice up: the first failing group's first
   // failing slice is named.

@@ -1,9 +1,6 @@
 #include "physics/problem.hpp"
 
-#include <chrono>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <limits>
 
@@ -320,18 +317,8 @@ template <class Real>
 std::unique_ptr<Preconditioner<Real>> DiscreteProblem<Real>::make_sweep_preconditioner() const {
   std::vector<int> rhs_incidence = rhs_incidences(layout_.rhs);
 #if GRATINGSIM_HAVE_CUDA
-  if (convolution_->memory() == Memory::device) {
-    const auto t0 = std::chrono::steady_clock::now();  // session 26's experiment (GRATINGSIM_SWEEP_TRACE)
-    SweepInputs inputs = sweep_inputs(false);
-    const auto t1 = std::chrono::steady_clock::now();
-    auto made = make_device_sweep_preconditioner<Real>(inputs, std::move(rhs_incidence));
-    const auto t2 = std::chrono::steady_clock::now();
-    if (std::getenv("GRATINGSIM_SWEEP_TRACE"))
-      std::fprintf(stderr, "sweep trace: %d slices: inputs %.3f ms, device set-up %.3f ms\n", inputs.slices,
-                   std::chrono::duration<double, std::milli>(t1 - t0).count(),
-                   std::chrono::duration<double, std::milli>(t2 - t1).count());
-    return made;
-  }
+  if (convolution_->memory() == Memory::device)
+    return make_device_sweep_preconditioner<Real>(sweep_inputs(false), std::move(rhs_incidence));
 #endif
   return make_host_sweep_preconditioner<Real>(sweep_matrices(sweep_inputs()), std::move(rhs_incidence));
 }

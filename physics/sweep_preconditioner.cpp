@@ -121,6 +121,10 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
   for (int a = 0; a < na; ++a) out.member.push_back(member_of(g, a));
   const std::size_t per_slice = std::size_t(problem.kernels) * problem.kernel_size();
   const int ng = int(out.groups.size());
+  // The Green tensors per (incidence, order), the same for every slice (once here, not per (group, slice)).
+  std::vector<GreenTensors> tensors;
+  tensors.reserve(std::size_t(na) * nm);
+  for (std::size_t io = 0; io < std::size_t(na) * nm; ++io) tensors.push_back(detail::green_tensors(g, io));
   // OpenMP over (group, slice): every pair writes its own rows and matrices.
 #pragma omp parallel for schedule(dynamic)
   for (int kp = 0; kp < ng * nz; ++kp) {
@@ -129,8 +133,7 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
     const int a = group.incidence;
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
     const int nc = int(group.components.size()), np = int(group.polarisations.size());
-    std::vector<GreenTensors> t;
-    for (int m = 0; m < nm; ++m) t.push_back(detail::green_tensors(g, std::size_t(a) * nm + m));
+    const GreenTensors* t = &tensors[std::size_t(a) * nm];
     const auto coefficient_index = [&](int m, int q) { return (std::size_t(a) * nm + m) * nz + q; };
     // The amplitude vectors of polarisation pol: ê (pol 0) or p̂± (pol 1), component c.
     const auto vector = [&](int m, int pol, int sign, int c) {
