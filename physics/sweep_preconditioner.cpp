@@ -222,6 +222,7 @@ std::vector<int> run_bottoms(const SweepInputs& in, std::size_t group) {
   const auto same_as_next = [&](std::size_t p) {
     return same(&in.self_rows[g.rows + p * n * 3], &in.self_rows[g.rows + (p + 1) * n * 3], n * 3) &&
            same(&in.down_rows[g.amplitude_rows + p * h * 3], &in.down_rows[g.amplitude_rows + (p + 1) * h * 3], h * 3) &&
+           same(&in.up_rows[g.amplitude_rows + p * h * 3], &in.up_rows[g.amplitude_rows + (p + 1) * h * 3], h * 3) &&
            same(in.kernels.data() + (p * std::size_t(in.members) + member) * kernel_block,
                 in.kernels.data() + ((p + 1) * std::size_t(in.members) + member) * kernel_block, kernel_block);
   };
@@ -252,10 +253,31 @@ void add_edge_product(const Eigen::Map<const Matrix>& e_plus, int nm, int nc, in
 
 }  // namespace
 
-SweepMatrices sweep_matrices(SweepInputs in) {
-  const int nz = in.slices, nm = in.orders;
+SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
+  const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
+  // Woodbury's runs (SweepRun), decided per group from its own inputs before anything is moved out of `in`.
+  std::vector<SweepRun> runs;
+  std::vector<int> run_of(std::size_t(ng) * nz, -1);
+  std::size_t run_data_size = 0, run_permutation_size = 0;
+  for (int k = 0; k < ng && woodbury; ++k) {
+    const std::size_t n = in.groups[std::size_t(k)].n(nm), h = in.groups[std::size_t(k)].h(nm);
+    if (h >= n) continue;
+    const std::vector<int> bottom = run_bottoms(in, std::size_t(k));
+    for (int top = 0; top < nz;) {
+      const int end = bottom[std::size_t(top)];
+      if (end - top + 1 >= host_woodbury_least_run) {
+        for (int p = top; p <= end; ++p) run_of[std::size_t(k) * nz + p] = int(runs.size());
+        runs.push_back({k, top, end, run_data_size, run_permutation_size});
+        run_data_size += n * n + 2 * n * h + 4 * h * h;
+        run_permutation_size += n;
+      }
+      top = end + 1;
+    }
+  }
   SweepMatrices out{in.incidences, nm, nz, in.groups, std::move(in.local), {}, {}, std::move(in.down),
-                    std::move(in.step), {}, {}, {}};
+                    std::move(in.step), {}, {}, {}, std::move(runs), std::move(run_of), {}, {}};
+  out.run_data.resize(run_data_size);
+  out.run_permutation.resize(run_permutation_size);
   out.gain_a.resize(out.down.size());
   out.up.resize(out.down.size());
   for (const SweepGroup& group : out.groups) {
@@ -264,21 +286,100 @@ SweepMatrices sweep_matrices(SweepInputs in) {
   }
   out.e_plus = std::move(in.e_plus);
   std::string failure;  // the first singular N_p, by group (written under a critical section)
-  int failed_group = int(out.groups.size());
+  int failed_group = ng;
   // OpenMP over the groups; each sweeps its slices bottom-up (ρ_q needs ρ_{q+1}) and writes its own
-  // matrices, so the result does not depend on the thread count.
+  // matrices, runs and run_of entries, so the result does not depend on the thread count.
 #pragma omp parallel for schedule(dynamic)
-  for (int k = 0; k < int(out.groups.size()); ++k) {
+  for (int k = 0; k < ng; ++k) {
     const SweepGroup& group = out.groups[std::size_t(k)];
     const int a = group.incidence, nc = int(group.components.size()), np = int(group.polarisations.size());
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
     const Eigen::Map<const Matrix> e_plus(&out.e_plus[group.edges], n, h), e_minus(&in.e_minus[group.edges], n, h);
     Matrix rho = Eigen::Map<const Matrix>(&in.rho[group.rho], h, h), e_rho(n, h), factors(n, n), gain(n, h);
-    for (int p = nz - 1; p >= 0; --p) {
+    Matrix rho_d(h, h), y_factors(h, h), q(h, h), t(h, h);  // Woodbury's form
+    const auto fail = [&](int p, double pivot, double largest) {
+#pragma omp critical(sweep_failure)
+      if (k < failed_group) {
+        failed_group = k;
+        failure = singular_slice_text(a, p, pivot, largest);
+      }
+    };
+    const auto scale_by_steps = [&](int p) {  // ρ ← S_p ρ S_p
+      for (Eigen::Index i = 0; i < h; ++i) {
+        const C s = out.step[(std::size_t(a) * nz + p) * nm + std::size_t(i % nm)];
+        rho.row(i) *= s;
+        rho.col(i) *= s;
+      }
+    };
+    bool failed = false;
+    for (int p = nz - 1; p >= 0 && !failed; --p) {
       const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h),
                         mat = group.matrices + std::size_t(p) * std::size_t(n * n);
       const Eigen::Map<const Matrix> phi(&out.down[at], h, n), psi(&in.source_up[at], h, n);
-      // N = L' + (Ẽ⁺ρ)Φ, in place of L'; factorised there.
+      int* permutation = &out.permutation[out.permutation_at[std::size_t(k)] + std::size_t(p * n)];
+      int& run_index = out.run_of[std::size_t(k) * nz + std::size_t(p)];
+      if (run_index >= 0) {
+        SweepRun& run = out.runs[std::size_t(run_index)];
+        C* data = &out.run_data[run.at];
+        Eigen::Map<Matrix> b_matrix(data + n * n, n, h), e_matrix(data + n * n + n * h, n, h),
+            d_m(data + n * n + 2 * n * h, h, h), i_minus_f(data + n * n + 2 * n * h + h * h, h, h),
+            g_b(data + n * n + 2 * n * h + 2 * h * h, h, h), g_e(data + n * n + 2 * n * h + 3 * h * h, h, h);
+        if (p == run.bottom) {  // the run's own: L''s factors, B, E, D_m, I − F_m, G_B, G_E
+          const Eigen::Map<const Matrix> lprime(&out.lu[mat], n, n);
+          const double largest = lprime.cwiseAbs().maxCoeff();
+          factors = lprime;  // aligned storage, as below
+          const Eigen::PartialPivLU<Eigen::Ref<Matrix>> lu(factors);
+          if (!regular_factorisation(largest, factors.diagonal().cwiseAbs().minCoeff())) {
+            // L' singular (a resonance of the slice alone) where N may not be: the direct form for the run.
+            for (int r = run.top; r <= run.bottom; ++r) out.run_of[std::size_t(k) * nz + std::size_t(r)] = -1;
+          } else {
+            // Each computed in Eigen's own aligned storage and copied out (as below).
+            Eigen::Map<Matrix>(data, n, n) = factors;
+            std::copy_n(lu.permutationP().indices().data(), n, &out.run_permutation[run.permutation_at]);
+            gain = lu.solve(e_plus);
+            e_rho = lu.solve(e_minus);
+            b_matrix = gain;
+            e_matrix = e_rho;
+            t.noalias() = phi * gain;
+            d_m = t;
+            t.noalias() = psi * gain;
+            g_b = t;
+            t.noalias() = psi * e_rho;
+            g_e = t;
+            t.noalias() = -(phi * e_rho);
+            t += Matrix::Identity(h, h);
+            i_minus_f = t;
+          }
+        }
+        if (run_index >= 0) {
+          // Y = I + ρD_m, factorised in aligned storage; its factors, then ρ, in the slice's lu slot; Ψ in up.
+          rho_d.noalias() = rho * d_m;
+          y_factors = rho_d;
+          y_factors += Matrix::Identity(h, h);
+          const double largest = y_factors.cwiseAbs().maxCoeff();
+          const Eigen::PartialPivLU<Eigen::Ref<Matrix>> lu(y_factors);
+          const double pivot = y_factors.diagonal().cwiseAbs().minCoeff();
+          if (!regular_factorisation(largest, pivot)) {
+            fail(p, pivot, largest);
+            failed = true;
+            break;
+          }
+          Eigen::Map<Matrix>(&out.lu[mat], h, h) = y_factors;
+          Eigen::Map<Matrix>(&out.lu[mat] + h * h, h, h) = rho;
+          std::copy_n(lu.permutationP().indices().data(), h, permutation);
+          Eigen::Map<Matrix>(&out.up[at], h, n) = psi;
+          if (p > 0) {  // ρ_{p−1} = S_p [(ρ − (G_B + ρD_m) Y⁻¹ρ)(I − F_m) − G_E] S_p
+            q = lu.solve(rho);
+            rho_d += g_b;
+            rho.noalias() -= rho_d * q;
+            t.noalias() = rho * i_minus_f;
+            rho = t - g_e;
+            scale_by_steps(p);
+          }
+          continue;
+        }
+      }
+      // The direct form. N = L' + (Ẽ⁺ρ)Φ, in place of L'; factorised there.
       Eigen::Map<Matrix> big_n(&out.lu[mat], n, n);
       e_rho.setZero();
       add_edge_product(e_plus, nm, nc, np, rho, e_rho, 1.0);
@@ -292,14 +393,10 @@ SweepMatrices sweep_matrices(SweepInputs in) {
       big_n = factors;
       const double pivot = factors.diagonal().cwiseAbs().minCoeff();
       if (!regular_factorisation(largest, pivot)) {
-#pragma omp critical(sweep_failure)
-        if (k < failed_group) {
-          failed_group = k;
-          failure = singular_slice_text(a, p, pivot, largest);
-        }
+        fail(p, pivot, largest);
         break;
       }
-      std::copy_n(lu.permutationP().indices().data(), n, &out.permutation[out.permutation_at[std::size_t(k)] + std::size_t(p * n)]);
+      std::copy_n(lu.permutationP().indices().data(), n, permutation);
       // H = N⁻¹(Ẽ⁺ρ + Ẽ⁻); Γ = ρΦ + W Π⁺ C.
       Eigen::Map<Matrix> gain_a(&out.gain_a[at], n, h), up(&out.up[at], h, n);
       e_rho += e_minus;
@@ -309,11 +406,7 @@ SweepMatrices sweep_matrices(SweepInputs in) {
       up += psi;
       if (p > 0) {  // ρ_{p−1} = S_p (ρ_p − Γ_p H_p) S_p
         rho.noalias() -= up * gain_a;
-        for (Eigen::Index i = 0; i < h; ++i) {
-          const C s = out.step[(std::size_t(a) * nz + p) * nm + std::size_t(i % nm)];
-          rho.row(i) *= s;
-          rho.col(i) *= s;
-        }
+        scale_by_steps(p);
       }
     }
   }
@@ -334,7 +427,7 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
     // Eigen-aligned), so that Eigen's loops on it peel alike whichever rhs of whichever batch it is: a
     // result is the same bit for bit in any batch.
     for (const SweepGroup& group : s_.groups)
-      per_rhs_ = std::max(per_rhs_, group.n(s_.orders) * (std::size_t(s_.slices) + 1) + 2 * group.h(s_.orders));
+      per_rhs_ = std::max(per_rhs_, group.n(s_.orders) * (std::size_t(s_.slices) + 1) + 4 * group.h(s_.orders));
     per_rhs_ = (per_rhs_ + 3) / 4 * 4;
     scratch_.resize(per_rhs_ * rhs_incidence_.size());
   }
@@ -356,8 +449,23 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
         const SweepGroup& group = s_.groups[std::size_t(k)];
         const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
         const int nc = int(group.components.size());
-        Eigen::Map<Eigen::VectorXcd> b(scratch, n), g(scratch + n, h), amplitude(scratch + n + h, h);
-        const auto v = [&](int p) { return Eigen::Map<Eigen::VectorXcd>(scratch + n + 2 * h + p * n, n); };
+        Eigen::Map<Eigen::VectorXcd> b(scratch, n), g(scratch + n, h), amplitude(scratch + n + h, h),
+            c(scratch + n + 2 * h, h), d(scratch + n + 3 * h, h);
+        const auto v = [&](int p) { return Eigen::Map<Eigen::VectorXcd>(scratch + n + 4 * h + p * n, n); };
+        // Woodbury's form (SweepRun): the run's L', B, E, I − F_m and the slice's Y_p, ρ_p.
+        const auto run_of = [&](int p) { return s_.run_of[std::size_t(k) * s_.slices + std::size_t(p)]; };
+        const auto solve_lu = [](const C* factors, const int* permutation, Eigen::Index size, const auto& in, auto&& out) {
+          const Eigen::Map<const Matrix> lu(factors, size, size);
+          for (Eigen::Index i = 0; i < size; ++i) out(permutation[i]) = in(i);
+          lu.triangularView<Eigen::UnitLower>().solveInPlace(out);
+          lu.triangularView<Eigen::Upper>().solveInPlace(out);
+        };
+        // c ← Y_p⁻¹ ρ_p c (d scratch).
+        const auto y_inverse_rho = [&](int p) {
+          const C* slot = &s_.lu[group.matrices + std::size_t(p) * std::size_t(n * n)];
+          d.noalias() = Eigen::Map<const Matrix>(slot + h * h, h, h) * c;
+          solve_lu(slot, &s_.permutation[s_.permutation_at[std::size_t(k)] + std::size_t(p * n)], h, d, c);
+        };
         g.setZero();
         amplitude.setZero();
         const Eigen::Map<const Matrix> e_plus(&s_.e_plus[group.edges], n, h);
@@ -372,9 +480,22 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
           const Eigen::Map<const Matrix> lu(&s_.lu[mat], n, n), up(&s_.up[at], h, n);
           const int* permutation = &s_.permutation[s_.permutation_at[std::size_t(k)] + std::size_t(p * n)];
           auto vp = v(p);
-          for (Eigen::Index i = 0; i < n; ++i) vp(permutation[i]) = b(i);
-          lu.triangularView<Eigen::UnitLower>().solveInPlace(vp);
-          lu.triangularView<Eigen::Upper>().solveInPlace(vp);
+          if (const int r = run_of(p); r >= 0) {  // v_p = y − B Y⁻¹ρ Φ y, y = L'⁻¹(b − Ẽ⁺g)
+            const SweepRun& run = s_.runs[std::size_t(r)];
+            const C* data = &s_.run_data[run.at];
+            solve_lu(data, &s_.run_permutation[run.permutation_at], n, b, vp);
+            c.noalias() = Eigen::Map<const Matrix>(&s_.down[at], h, n) * vp;
+            y_inverse_rho(p);
+            vp.noalias() -= Eigen::Map<const Matrix>(data + n * n, n, h) * c;
+            if (p > 0) {  // Γ_p v_p = ρ_p (Φ v_p) + Ψ v_p
+              c.noalias() = Eigen::Map<const Matrix>(&s_.down[at], h, n) * vp;
+              g.noalias() += Eigen::Map<const Matrix>(&s_.lu[mat] + h * h, h, h) * c;
+            }
+          } else {
+            for (Eigen::Index i = 0; i < n; ++i) vp(permutation[i]) = b(i);
+            lu.triangularView<Eigen::UnitLower>().solveInPlace(vp);
+            lu.triangularView<Eigen::Upper>().solveInPlace(vp);
+          }
           if (p > 0) {
             g.noalias() += up * vp;
             for (Eigen::Index i = 0; i < h; ++i) g(i) *= s_.step[(std::size_t(a) * nz + p) * nm + std::size_t(i % nm)];
@@ -384,7 +505,16 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
           const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
           const Eigen::Map<const Matrix> gain_a(&s_.gain_a[at], n, h), down(&s_.down[at], h, n);
           auto xp = v(p);
-          xp.noalias() -= gain_a * amplitude;
+          if (const int r = run_of(p); r >= 0) {  // H_p a = E a + B Y⁻¹ρ (I − F_m) a
+            const SweepRun& run = s_.runs[std::size_t(r)];
+            const C* data = &s_.run_data[run.at];
+            c.noalias() = Eigen::Map<const Matrix>(data + n * n + 2 * n * h + h * h, h, h) * amplitude;
+            y_inverse_rho(p);
+            xp.noalias() -= Eigen::Map<const Matrix>(data + n * n + n * h, n, h) * amplitude;
+            xp.noalias() -= Eigen::Map<const Matrix>(data + n * n, n, h) * c;
+          } else {
+            xp.noalias() -= gain_a * amplitude;
+          }
           for (int ci = 0; ci < nc; ++ci)
             for (int m = 0; m < nm; ++m)
               y[element(p, r, group.components[std::size_t(ci)], m)] = Complex(xp(ci * nm + m));

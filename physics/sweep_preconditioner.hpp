@@ -69,6 +69,18 @@ struct SweepGroup {
 /// The dense per-slice arrays (N_p's factors, H_p, Γ_p, Φ_p and the z-local inputs): sized once, zeros from
 /// calloc, filled by the (group, slice) threads (core/zeroed_allocator.hpp).
 using DenseArray = std::vector<std::complex<double>, ZeroedAllocator<std::complex<double>>>;
+/// A uniform run of one group in Woodbury's form on the host (run_bottoms; docs/solver.md §6.3): slices
+/// [top, bottom], whose L', Φ and Ψ = W Π⁺ C are the same. At `at` in SweepMatrices::run_data, column-major:
+/// L''s LU factors (n × n, as lu; its permutation at permutation_at in run_permutation), B = L'⁻¹Ẽ⁺ and
+/// E = L'⁻¹Ẽ⁻ (n × h each), D_m = ΦB, I − F_m = I − ΦE, G_B = ΨB and G_E = ΨE (h × h each). A slice p of the
+/// run keeps in its own lu slot the LU factors of Y_p = I + ρ_p D_m (h × h) followed by ρ_p (h × h) (n² ≥ 2h²
+/// where h < n), Y_p's permutation in its permutation slot, Φ in down and Ψ (not Γ_p) in up; its gain_a is
+/// unused. N_p⁻¹ = L'⁻¹ − B Y_p⁻¹ρ_p Φ L'⁻¹ and H_p a = E a + B Y_p⁻¹ρ_p (I − F_m) a: the application uses
+/// these forms.
+struct SweepRun {
+  int group = 0, top = 0, bottom = 0;
+  std::size_t at = 0, permutation_at = 0;
+};
 struct SweepMatrices {
   int incidences = 0, orders = 0, slices = 0;
   std::vector<SweepGroup> groups;  ///< incidence by incidence
@@ -76,7 +88,16 @@ struct SweepMatrices {
   std::vector<std::complex<double>> step, e_plus;
   std::vector<int> permutation;
   std::vector<std::size_t> permutation_at;  ///< per group
+  std::vector<SweepRun> runs;
+  std::vector<int> run_of;  ///< per (group k, slice p) at k·slices + p: its run in `runs`, −1 in the direct form
+  DenseArray run_data;
+  std::vector<int> run_permutation;
 };
+
+/// The host takes Woodbury's form for runs of at least this many slices (where h < n): the run's own matrices
+/// (n² + 2nh + 4h², 37·orders² for a conical group) then add at most 4.6·orders² per slice to the 27 the
+/// direct form stores, so the host's memory estimate (33 per slice) stays an upper bound.
+constexpr int host_woodbury_least_run = 8;
 
 /// The automatic choice (docs/solver.md §7) takes the sweep on host backends for 1D lattices up to this many orders
 /// (M ≤ 80): its set-up, about 19·orders³ complex multiply-adds per slice there (s and p decouple
@@ -134,21 +155,23 @@ struct SweepInputs {
 SweepInputs sweep_inputs(const GreenCoefficients& coefficients, const conv::Problem& problem,
                          std::span<const std::complex<double>> kernels, bool dense = true);
 
-/// Uniform runs, where the device's recursion takes Woodbury's form (docs/solver.md §6.3): per slice p of group
-/// `group`, the bottom (largest) slice of the run of consecutive slices whose L'_p and Φ_p are the same bit for
-/// bit, which holds where their row coefficients (self_rows, down_rows) and their engine slices' kernels are
-/// (a layer whose content does not vary with z, cut into slices of equal thickness); p itself where slice
-/// p + 1's differ. W Π⁺ C_p and the steps may differ within a run: the form does not use them.
+/// Uniform runs, where the recursion takes Woodbury's form (docs/solver.md §6.3): per slice p of group `group`,
+/// the bottom (largest) slice of the run of consecutive slices whose L'_p, Φ_p and W Π⁺ C_p are the same bit for
+/// bit, which holds where their row coefficients (self_rows, down_rows, up_rows) and their engine slices'
+/// kernels are (a layer whose content does not vary with z, cut into slices of equal thickness); p itself where
+/// slice p + 1's differ. The steps may differ within a run.
 std::vector<int> run_bottoms(const SweepInputs& inputs, std::size_t group);
-/// Woodbury's form replaces each slice's n × n inverse by an h × h one, at the price of the run's own n × n
-/// inverse L'⁻¹ and a few more products, so it is taken where h < n (the p group of a 1D grating without
+/// Woodbury's form replaces each slice's n × n factorisation by an h × h one, at the price of the run's own
+/// n × n one (L') and a few more products, so it is taken where h < n (the p group of a 1D grating without
 /// conical incidence: n = 2h; conical groups: n = 3h/2) and the run has at least this many slices.
 constexpr int woodbury_least_run = 4;
 
-/// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups. Throws
-/// InvalidArgument naming the incidence and slice where N_p is singular (smallest LU pivot not above
-/// 1e-13 of its largest element, or not finite).
-SweepMatrices sweep_matrices(SweepInputs inputs);
+/// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups; in Woodbury's form
+/// (SweepRun) within uniform runs of at least host_woodbury_least_run slices for groups with h < n, unless
+/// `woodbury` is false (tests compare the two), and in the direct form where a run's L' is singular. Throws
+/// InvalidArgument naming the incidence and slice where N_p is singular (smallest LU pivot, of N_p or in
+/// Woodbury's form of Y_p, not above 1e-13 of its largest element, or not finite).
+SweepMatrices sweep_matrices(SweepInputs inputs, bool woodbury = true);
 /// The text of that refusal (the device set-up's too).
 std::string singular_slice_text(int incidence, int slice, double pivot, double largest);
 

@@ -32,6 +32,11 @@ TEST_CASE("the sweep preconditioner is the inverse of A (host)", "[physics][swee
       const std::vector<Incidence> two{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
       CHECK(test::inverse_error<double>(s, conv::Backend::cpu_fftw, formulation, m1, m2, Preconditioning::sweep, 0,
                                         two) < 1e-10);
+      // A run of uniform slices in Woodbury's form (SweepRun): the upright ridge, or the 2D grating's blocks.
+      Structure upright = test::random_stack(one_dimensional, host_woodbury_least_run + 1);
+      if (one_dimensional) std::get<TrapezoidLine>(upright.layers[0].shapes[0]).sidewall_angle_deg = 90;
+      CHECK(test::inverse_error<double>(upright, conv::Backend::cpu_direct, formulation, m1, m2, Preconditioning::sweep) <
+            1e-10);
       // The limits the averaged preconditioner is exact in are special cases.
       CHECK(test::inverse_error<double>(test::uniform_stack(one_dimensional), conv::Backend::cpu_direct, formulation,
                                         m1, m2, Preconditioning::sweep) < 1e-11);
@@ -89,7 +94,11 @@ TEST_CASE("the host sweep's matrices and application do not depend on the thread
   // A point's results are bitwise the same whichever batch, worker or process solved it (the app tests
   // compare files): the sweep runs OpenMP over groups and right-hand sides, and its vectors' alignment
   // depends on where a group or rhs sits in the batch, so each must be computed alike anywhere.
-  const Structure stack = test::random_stack(true, 6);
+  // The sloped ridge (the direct form) and the upright one (Woodbury's form in a run of 8 slices).
+  for (const bool upright : {false, true}) {
+  INFO((upright ? "upright ridge" : "sloped ridge"));
+  Structure stack = test::random_stack(true, upright ? host_woodbury_least_run : 6);
+  if (upright) std::get<TrapezoidLine>(stack.layers[0].shapes[0]).sidewall_angle_deg = 90;
   ProblemSettings settings;
   settings.m1 = 12;
   settings.backend = conv::Backend::cpu_fftw;
@@ -132,6 +141,9 @@ TEST_CASE("the host sweep's matrices and application do not depend on the thread
       }
   const auto [alone, y_alone] = solve({both[2], both[3]}, x_alone, 2);
   CHECK(y_alone == y_expected);
+  CHECK(one.runs.size() == (upright ? 4u : 0u));  // the p groups (h < n) and the conical ones, at 2 wavelengths
+  CHECK(one.run_data == four.run_data);
+  }
 }
 
 TEST_CASE("auto continues what its first solve leaves unconverged with the sweep", "[physics][sweep]") {
@@ -233,4 +245,39 @@ TEST_CASE("the sweep's uniform runs are the layers whose content does not vary w
   const DiscreteProblem<double> problem(films, two, settings, 1, warnings);
   const SweepInputs inputs = problem.sweep_inputs(false);
   for (std::size_t k = 0; k < inputs.groups.size(); ++k) CHECK(run_bottoms(inputs, k) == std::vector<int>(6, 5));
+}
+
+TEST_CASE("the host sweep in Woodbury's form applies what the direct form applies", "[physics][sweep]") {
+  // sweep_matrices(inputs, false) keeps the direct form everywhere: an independent route to the same P = A⁻¹.
+  // Conical and φ = 0 incidences at two wavelengths; the upright 1D ridge (p groups and conical ones in a run
+  // of 9 slices, s groups direct: h = n) and the 2D blocks (one conical group per incidence); the film's 2 slices direct.
+  const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
+  for (Formulation formulation : test::formulations)
+    for (bool one_dimensional : {true, false}) {
+      INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
+      Structure stack = test::random_stack(one_dimensional, host_woodbury_least_run + 1);
+      if (one_dimensional) std::get<TrapezoidLine>(stack.layers[0].shapes[0]).sidewall_angle_deg = 90;
+      ProblemSettings settings;
+      settings.m1 = one_dimensional ? 10 : 3;
+      settings.m2 = one_dimensional ? 0 : 2;
+      settings.backend = conv::Backend::cpu_fftw;
+      settings.formulation = formulation;
+      std::vector<std::string> warnings;
+      const DiscreteProblem<double> problem(stack, inc, settings, 1, warnings);
+      std::vector<int> rhs_incidence;
+      for (int r = 0; r < problem.rhs(); ++r) rhs_incidence.push_back(r / 2);
+      SweepMatrices woodbury = sweep_matrices(problem.sweep_inputs());
+      const SweepMatrices direct = sweep_matrices(problem.sweep_inputs(), false);
+      REQUIRE(direct.runs.empty());
+      REQUIRE(woodbury.runs.size() == 4u);  // 1D: 2 conical groups and 2 p groups; 2D: a group per incidence
+      for (const SweepRun& run : woodbury.runs) {
+        CHECK(run.top == 0);
+        CHECK(run.bottom == host_woodbury_least_run);
+      }
+      const auto x = test::random_complex<double>(problem.layout().size());
+      std::vector<std::complex<double>> y_woodbury(x.size(), test::poison<double>()), y_direct(x.size(), test::poison<double>());
+      make_host_sweep_preconditioner<double>(std::move(woodbury), rhs_incidence)->apply(x.data(), y_woodbury.data(), nullptr);
+      make_host_sweep_preconditioner<double>(direct, rhs_incidence)->apply(x.data(), y_direct.data(), nullptr);
+      CHECK(test::relative_difference(y_woodbury, y_direct) < 1e-11);
+    }
 }
