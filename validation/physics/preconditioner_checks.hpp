@@ -55,8 +55,9 @@ inline physics::Structure single_slice(bool one_dimensional) {
 /// uniform layer of random thickness and another slice thickness: every component of the Green tensors
 /// is non-zero (at conical incidence) and the slices differ in their steps. The 1D ridge is a trapezoid
 /// line with sloped walls (75°–88°), so its normal-vector field is the tilted one (every kernel of that
-/// pattern, D_z among them, non-zero).
-inline physics::Structure random_stack(bool one_dimensional, int slices) {
+/// pattern, D_z among them, non-zero); `upright`: its walls at 90°, so its slices are one uniform run (the
+/// sweep's Woodbury form, sweep_preconditioner.hpp).
+inline physics::Structure random_stack(bool one_dimensional, int slices, bool upright = false) {
   using namespace physics;
   std::uniform_real_distribution<double> u(0.0, 1.0);
   Structure s = one_dimensional ? lamellar(slices) : crossed(slices);
@@ -66,7 +67,8 @@ inline physics::Structure random_stack(bool one_dimensional, int slices) {
     TrapezoidLine line;
     line.center_x = ridge.center.x;
     line.bottom_width = ridge.width_x;
-    line.sidewall_angle_deg = 75 + 13 * u(rng());
+    const double sloped = 75 + 13 * u(rng());
+    line.sidewall_angle_deg = upright ? 90.0 : sloped;
     line.material = ridge.material;
     s.layers[0].shapes = {line};
   }

@@ -29,9 +29,7 @@ TEST_CASE("the sweep is built and applied on the device as on the host", "[physi
       settings.m2 = one_dimensional ? 0 : 2;
       settings.backend = conv::Backend::cpu_fftw;
       settings.formulation = formulation;
-      Structure stack = test::random_stack(one_dimensional, 5);
-      if (one_dimensional && upright) std::get<TrapezoidLine>(stack.layers[0].shapes[0]).sidewall_angle_deg = 90;
-      const DiscreteProblem<double> problem(stack, inc, settings, 1, warnings);
+      const DiscreteProblem<double> problem(test::random_stack(one_dimensional, 5, upright), inc, settings, 1, warnings);
       const SweepInputs inputs = problem.sweep_inputs();
       std::vector<int> rhs_incidence;
       for (int r = 0; r < problem.rhs(); ++r) rhs_incidence.push_back(r / 2);

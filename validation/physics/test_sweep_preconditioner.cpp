@@ -33,8 +33,7 @@ TEST_CASE("the sweep preconditioner is the inverse of A (host)", "[physics][swee
       CHECK(test::inverse_error<double>(s, conv::Backend::cpu_fftw, formulation, m1, m2, Preconditioning::sweep, 0,
                                         two) < 1e-10);
       // A run of uniform slices in Woodbury's form (SweepRun): the upright ridge, or the 2D grating's blocks.
-      Structure upright = test::random_stack(one_dimensional, host_woodbury_least_run + 1);
-      if (one_dimensional) std::get<TrapezoidLine>(upright.layers[0].shapes[0]).sidewall_angle_deg = 90;
+      const Structure upright = test::random_stack(one_dimensional, host_woodbury_least_run + 1, true);
       CHECK(test::inverse_error<double>(upright, conv::Backend::cpu_direct, formulation, m1, m2, Preconditioning::sweep) <
             1e-10);
       // The limits the averaged preconditioner is exact in are special cases.
@@ -97,8 +96,7 @@ TEST_CASE("the host sweep's matrices and application do not depend on the thread
   // The sloped ridge (the direct form) and the upright one (Woodbury's form in a run of 8 slices).
   for (const bool upright : {false, true}) {
   INFO((upright ? "upright ridge" : "sloped ridge"));
-  Structure stack = test::random_stack(true, upright ? host_woodbury_least_run : 6);
-  if (upright) std::get<TrapezoidLine>(stack.layers[0].shapes[0]).sidewall_angle_deg = 90;
+  const Structure stack = test::random_stack(true, upright ? host_woodbury_least_run : 6, upright);
   ProblemSettings settings;
   settings.m1 = 12;
   settings.backend = conv::Backend::cpu_fftw;
@@ -213,10 +211,9 @@ TEST_CASE("the sweep's uniform runs are the layers whose content does not vary w
   // at its bottom slice (slices are numbered from the top); a sloped sidewall makes every slice its own.
   const std::vector<Incidence> two{{1.0, 25, 30}, {1.0, 10, 0}, {1.3, 25, 30}, {1.3, 10, 0}};
   for (bool one_dimensional : {true, false})
-    for (double angle : {90.0, 80.0}) {
-      Structure s = test::random_stack(one_dimensional, 5);
-      if (one_dimensional) std::get<TrapezoidLine>(s.layers[0].shapes[0]).sidewall_angle_deg = angle;
-      const bool sloped = one_dimensional && angle != 90.0;
+    for (bool upright : {true, false}) {
+      Structure s = test::random_stack(one_dimensional, 5, upright);
+      const bool sloped = one_dimensional && !upright;
       s.layers.push_back(test::uniform_stack(one_dimensional).layers[2]);  // a uniform film of 4 slices
       INFO((one_dimensional ? "1D" : "2D") << (sloped ? ", sloped" : ", upright"));
       ProblemSettings settings;
@@ -255,8 +252,7 @@ TEST_CASE("the host sweep in Woodbury's form applies what the direct form applie
   for (Formulation formulation : test::formulations)
     for (bool one_dimensional : {true, false}) {
       INFO(to_string(formulation) << (one_dimensional ? ", 1D" : ", 2D"));
-      Structure stack = test::random_stack(one_dimensional, host_woodbury_least_run + 1);
-      if (one_dimensional) std::get<TrapezoidLine>(stack.layers[0].shapes[0]).sidewall_angle_deg = 90;
+      const Structure stack = test::random_stack(one_dimensional, host_woodbury_least_run + 1, true);
       ProblemSettings settings;
       settings.m1 = one_dimensional ? 10 : 3;
       settings.m2 = one_dimensional ? 0 : 2;
