@@ -311,8 +311,7 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
         rho.col(i) *= s;
       }
     };
-    bool failed = false;
-    for (int p = nz - 1; p >= 0 && !failed; --p) {
+    for (int p = nz - 1; p >= 0; --p) {
       const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h),
                         mat = group.matrices + std::size_t(p) * std::size_t(n * n);
       const Eigen::Map<const Matrix> phi(&out.down[at], h, n), psi(&in.source_up[at], h, n);
@@ -361,7 +360,6 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
           const double pivot = y_factors.diagonal().cwiseAbs().minCoeff();
           if (!regular_factorisation(largest, pivot)) {
             fail(p, pivot, largest);
-            failed = true;
             break;
           }
           Eigen::Map<Matrix>(&out.lu[mat], h, h) = y_factors;
