@@ -8,9 +8,10 @@
 //   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
 // three kernels per slice and shape and nine cuBLAS zgemm per group (two of them form the application's
 // transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
-// thread's default stream, each further one issued by a host thread of its own). Within a uniform run (run_bottoms: L'_p and Φ_p the same in every slice, a layer
-// whose content does not vary with z) of at least woodbury_least_run slices, for groups with h < n, N_p =
-// L' + Ẽ⁺ρ_pΦ is a rank-h update of one matrix, and Woodbury's identity leaves one h × h inverse per slice
+// thread's default stream, each further one issued by a host thread of its own). Within a uniform run
+// (run_bottoms: L'_p, Φ_p and W Π⁺ C_p the same in every slice, a layer whose content does not vary with z) of at
+// least woodbury_least_run slices, for groups with h < n (woodbury_bottoms), N_p = L' + Ẽ⁺ρ_pΦ is a rank-h
+// update of one matrix, and Woodbury's identity leaves one h × h inverse per slice
 // instead of the n × n one (docs/solver.md §6.3): at the run's bottom slice, once,
 //   A = L'⁻¹, B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB, I − F_m = I − ΦE;
 // per slice X = (I + ρD_m)⁻¹ (its pivots tested as N's), K = BX, BQ = Kρ, N⁻¹ = A − BQ C_m,
@@ -498,22 +499,15 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
   // Woodbury's form (the header's, docs/solver.md §6.3) per group and slice: where h < n and the slice lies in a
   // uniform run of at least woodbury_least_run slices. A group's choice depends on its own inputs only, so a
   // member's result does not depend on the members beside it.
-  std::vector<std::vector<int>> bottom(std::size_t(ng), std::vector<int>(std::size_t(nz), 0));
-  std::vector<std::vector<char>> in_woodbury(std::size_t(ng), std::vector<char>(std::size_t(nz), char(0)));
+  std::vector<std::vector<int>> bottom;  // per group and slice: its run's bottom in Woodbury's form, else −1
   std::vector<std::size_t> layer_at(std::size_t(ng), 0);  // into the layer buffer, per group that takes the form
   std::size_t layer_size = 0;
-  for (int k = 0; k < ng && woodbury_allowed; ++k) {
+  for (int k = 0; k < ng; ++k) {
     const SweepGroup& g = in.groups[std::size_t(k)];
     const std::size_t n = g.n(nm), h = g.h(nm);
-    bottom[std::size_t(k)] = run_bottoms(in, std::size_t(k));
-    const std::vector<int>& b = bottom[std::size_t(k)];
-    bool any = false;
-    for (int p = 0; p < nz; ++p) {
-      const int length = int(std::count(b.begin(), b.end(), b[std::size_t(p)]));
-      in_woodbury[std::size_t(k)][std::size_t(p)] = h < n && length >= woodbury_least_run;
-      any = any || in_woodbury[std::size_t(k)][std::size_t(p)];
-    }
-    if (!any) continue;
+    bottom.push_back(woodbury_allowed ? woodbury_bottoms(in, std::size_t(k), woodbury_least_run)
+                                      : std::vector<int>(std::size_t(nz), -1));
+    if (std::all_of(bottom.back().begin(), bottom.back().end(), [](int b) { return b < 0; })) continue;
     layer_at[std::size_t(k)] = layer_size;
     layer_size += n * n + 4 * n * h + 3 * h * h;  // A, B, E, C_m, BQ, D_m, I − F_m, X
   }
@@ -544,8 +538,8 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
       for (Kind kind : {Kind::layer, Kind::woodbury, Kind::direct}) {
         std::vector<int> chosen;
         for (int k : members) {
-          const bool woodbury = in_woodbury[std::size_t(k)][std::size_t(p)];
-          if (kind == Kind::direct ? !woodbury : woodbury && (kind == Kind::woodbury || bottom[std::size_t(k)][std::size_t(p)] == p))
+          const int run_bottom = bottom[std::size_t(k)][std::size_t(p)];
+          if (kind == Kind::direct ? run_bottom < 0 : run_bottom >= 0 && (kind == Kind::woodbury || run_bottom == p))
             chosen.push_back(k);
         }
         if (chosen.empty()) continue;
@@ -556,7 +550,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
             const std::size_t mat = g.matrices + std::size_t(p) * n * n, gain = g.gains + std::size_t(p) * n * h,
                               nn = std::size_t(n) * n, nh = std::size_t(n) * h, hh = std::size_t(h) * h,
                               at = layer_at[std::size_t(k)],
-                              bottom_slice = std::size_t(k) * nz + std::size_t(bottom[std::size_t(k)][std::size_t(p)]);
+                              bottom_slice = std::size_t(k) * nz + std::size_t(std::max(bottom[std::size_t(k)][std::size_t(p)], 0));
             void* ptr = nullptr;
             switch (List(list)) {
               case l_eplus: ptr = z(e_plus, g.edges); break;
@@ -738,7 +732,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
     layer_smallest.download(layer_smallest_host);
     for (int k = 0; k < ng; ++k)
       for (int p = 0; p < nz; ++p)
-        if (in_woodbury[std::size_t(k)][std::size_t(p)] && bottom[std::size_t(k)][std::size_t(p)] == p &&
+        if (bottom[std::size_t(k)][std::size_t(p)] == p &&
             !regular_factorisation(layer_largest_host[std::size_t(k) * nz + p], layer_smallest_host[std::size_t(k) * nz + p]))
           return device_sweep_matrices(in, false);
   }

@@ -232,6 +232,17 @@ std::vector<int> run_bottoms(const SweepInputs& in, std::size_t group) {
   return bottom;
 }
 
+std::vector<int> woodbury_bottoms(const SweepInputs& in, std::size_t group, int least_run) {
+  const SweepGroup& g = in.groups.at(group);
+  std::vector<int> out(std::size_t(in.slices), -1);
+  if (g.h(in.orders) >= g.n(in.orders)) return out;
+  const std::vector<int> bottom = run_bottoms(in, group);
+  for (int top = 0; top < in.slices; top = bottom[std::size_t(top)] + 1)
+    if (bottom[std::size_t(top)] - top + 1 >= least_run)
+      std::fill(out.begin() + top, out.begin() + bottom[std::size_t(top)] + 1, bottom[std::size_t(top)]);
+  return out;
+}
+
 std::string singular_slice_text(int incidence, int slice, double pivot, double largest) {
   return "the sweep preconditioner's slice matrix of incidence " + std::to_string(incidence) + ", slice " +
          std::to_string(slice) + " is singular (smallest pivot " + std::to_string(pivot) + " against " +
@@ -261,17 +272,15 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
   std::size_t run_data_size = 0, run_permutation_size = 0;
   for (int k = 0; k < ng && woodbury; ++k) {
     const std::size_t n = in.groups[std::size_t(k)].n(nm), h = in.groups[std::size_t(k)].h(nm);
-    if (h >= n) continue;
-    const std::vector<int> bottom = run_bottoms(in, std::size_t(k));
-    for (int top = 0; top < nz;) {
-      const int end = bottom[std::size_t(top)];
-      if (end - top + 1 >= host_woodbury_least_run) {
-        for (int p = top; p <= end; ++p) run_of[std::size_t(k) * nz + p] = int(runs.size());
-        runs.push_back({k, top, end, run_data_size, run_permutation_size});
+    const std::vector<int> bottom = woodbury_bottoms(in, std::size_t(k), host_woodbury_least_run);
+    for (int p = 0; p < nz; ++p) {
+      if (bottom[std::size_t(p)] < 0) continue;
+      if (p == 0 || bottom[std::size_t(p) - 1] != bottom[std::size_t(p)]) {  // the run's top slice
+        runs.push_back({k, p, bottom[std::size_t(p)], run_data_size, run_permutation_size});
         run_data_size += n * n + 2 * n * h + 4 * h * h;
         run_permutation_size += n;
       }
-      top = end + 1;
+      run_of[std::size_t(k) * nz + std::size_t(p)] = int(runs.size()) - 1;
     }
   }
   SweepMatrices out{in.incidences, nm, nz, in.groups, std::move(in.local), {}, {}, std::move(in.down),

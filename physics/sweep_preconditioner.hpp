@@ -163,7 +163,11 @@ SweepInputs sweep_inputs(const GreenCoefficients& coefficients, const conv::Prob
 std::vector<int> run_bottoms(const SweepInputs& inputs, std::size_t group);
 /// Woodbury's form replaces each slice's n × n factorisation by an h × h one, at the price of the run's own
 /// n × n one (L') and a few more products, so it is taken where h < n (the p group of a 1D grating without
-/// conical incidence: n = 2h; conical groups: n = 3h/2) and the run has at least this many slices.
+/// conical incidence: n = 2h; conical groups: n = 3h/2) and the run has at least `least_run` slices (the
+/// device's woodbury_least_run, the host's host_woodbury_least_run): per slice of group `group`, its run's
+/// bottom slice (run_bottoms) where the group takes the form there, −1 where it takes the direct form.
+std::vector<int> woodbury_bottoms(const SweepInputs& inputs, std::size_t group, int least_run);
+/// The device's least run for Woodbury's form.
 constexpr int woodbury_least_run = 4;
 
 /// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups; in Woodbury's form

@@ -5,6 +5,7 @@
 // unpreconditioned ones, including the high-contrast and metal p cases that need hundreds without.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <string>
@@ -231,7 +232,20 @@ TEST_CASE("the sweep's uniform runs are the layers whose content does not vary w
         top += layer.slices;
       }
       REQUIRE(inputs.slices == top);
-      for (std::size_t k = 0; k < inputs.groups.size(); ++k) CHECK(run_bottoms(inputs, k) == expected);
+      for (std::size_t k = 0; k < inputs.groups.size(); ++k) {
+        CHECK(run_bottoms(inputs, k) == expected);
+        // Woodbury's form: groups with h < n (all but the s groups, n = h = orders), runs of least_run slices or more.
+        const SweepGroup& group = inputs.groups[k];
+        const bool smaller_h = group.polarisations.size() < group.components.size();
+        CHECK(smaller_h == !(group.components == std::vector<int>{1}));
+        for (int least_run : {2, 4, 5, 6}) {
+          INFO("least run " << least_run);
+          std::vector<int> taken = expected;
+          for (std::size_t p = 0; p < taken.size(); ++p)
+            if (!smaller_h || std::count(expected.begin(), expected.end(), expected[p]) < least_run) taken[p] = -1;
+          CHECK(woodbury_bottoms(inputs, k, least_run) == taken);
+        }
+      }
     }
   // Two films of the same material and thickness per slice, one after the other, are one run.
   Structure films = test::uniform_stack(true);
