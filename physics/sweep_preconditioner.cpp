@@ -251,6 +251,30 @@ std::string singular_slice_text(int incidence, int slice, double pivot, double l
 
 namespace {
 
+/// Where a SweepRun's matrices stand in run_data, from the run's `at` (the layout of sweep_preconditioner.hpp):
+/// L''s factors, B, E, D_m, I − F_m, G_B, G_E.
+struct RunLayout {
+  std::size_t n, h;
+  [[nodiscard]] std::size_t b() const { return n * n; }
+  [[nodiscard]] std::size_t e() const { return n * n + n * h; }
+  [[nodiscard]] std::size_t d_m() const { return n * n + 2 * n * h; }
+  [[nodiscard]] std::size_t i_minus_f() const { return d_m() + h * h; }
+  [[nodiscard]] std::size_t g_b() const { return d_m() + 2 * h * h; }
+  [[nodiscard]] std::size_t g_e() const { return d_m() + 3 * h * h; }
+  [[nodiscard]] std::size_t size() const { return d_m() + 4 * h * h; }
+};
+
+/// out = M⁻¹ in by M's LU factors (size × size, unit lower L and upper U in one matrix, as getrf) and row
+/// permutation (M = P⁻¹ L U, P moving row i to row permutation[i]).
+template <class In, class Out>
+void solve_by_factors(const std::complex<double>* factors, const int* permutation, Eigen::Index size, const In& in,
+                      Out&& out) {
+  const Eigen::Map<const Eigen::MatrixXcd> lu(factors, size, size);
+  for (Eigen::Index i = 0; i < size; ++i) out(permutation[i]) = in(i);
+  lu.triangularView<Eigen::UnitLower>().solveInPlace(out);
+  lu.triangularView<Eigen::Upper>().solveInPlace(out);
+}
+
 /// out += sign · Ẽ⁺ x, x h × cols, without a dense product: Ẽ⁺ (n × h) has column (k, m) non-zero only in
 /// rows (c, m) (SweepMatrices), so row (c, m) of Ẽ⁺ x is Σ_k Ẽ⁺((c, m), (k, m)) x((k, m), ·).
 template <class Out, class In>
@@ -277,7 +301,7 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
       if (bottom[std::size_t(p)] < 0) continue;
       if (p == 0 || bottom[std::size_t(p) - 1] != bottom[std::size_t(p)]) {  // the run's top slice
         runs.push_back({k, p, bottom[std::size_t(p)], run_data_size, run_permutation_size});
-        run_data_size += n * n + 2 * n * h + 4 * h * h;
+        run_data_size += RunLayout{n, h}.size();
         run_permutation_size += n;
       }
       run_of[std::size_t(k) * nz + std::size_t(p)] = int(runs.size()) - 1;
@@ -329,9 +353,10 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
       if (run_index >= 0) {
         SweepRun& run = out.runs[std::size_t(run_index)];
         C* data = &out.run_data[run.at];
-        Eigen::Map<Matrix> b_matrix(data + n * n, n, h), e_matrix(data + n * n + n * h, n, h),
-            d_m(data + n * n + 2 * n * h, h, h), i_minus_f(data + n * n + 2 * n * h + h * h, h, h),
-            g_b(data + n * n + 2 * n * h + 2 * h * h, h, h), g_e(data + n * n + 2 * n * h + 3 * h * h, h, h);
+        const RunLayout layout{std::size_t(n), std::size_t(h)};
+        Eigen::Map<Matrix> b_matrix(data + layout.b(), n, h), e_matrix(data + layout.e(), n, h),
+            d_m(data + layout.d_m(), h, h), i_minus_f(data + layout.i_minus_f(), h, h), g_b(data + layout.g_b(), h, h),
+            g_e(data + layout.g_e(), h, h);
         if (p == run.bottom) {  // the run's own: L''s factors, B, E, D_m, I − F_m, G_B, G_E
           const Eigen::Map<const Matrix> lprime(&out.lu[mat], n, n);
           const double largest = lprime.cwiseAbs().maxCoeff();
@@ -461,17 +486,12 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
         const auto v = [&](int p) { return Eigen::Map<Eigen::VectorXcd>(scratch + n + 4 * h + p * n, n); };
         // Woodbury's form (SweepRun): the run's L', B, E, I − F_m and the slice's Y_p, ρ_p.
         const auto run_of = [&](int p) { return s_.run_of[std::size_t(k) * s_.slices + std::size_t(p)]; };
-        const auto solve_lu = [](const C* factors, const int* permutation, Eigen::Index size, const auto& in, auto&& out) {
-          const Eigen::Map<const Matrix> lu(factors, size, size);
-          for (Eigen::Index i = 0; i < size; ++i) out(permutation[i]) = in(i);
-          lu.triangularView<Eigen::UnitLower>().solveInPlace(out);
-          lu.triangularView<Eigen::Upper>().solveInPlace(out);
-        };
+        const RunLayout layout{std::size_t(n), std::size_t(h)};
         // c ← Y_p⁻¹ ρ_p c (d scratch).
         const auto y_inverse_rho = [&](int p) {
           const C* slot = &s_.lu[group.matrices + std::size_t(p) * std::size_t(n * n)];
           d.noalias() = Eigen::Map<const Matrix>(slot + h * h, h, h) * c;
-          solve_lu(slot, &s_.permutation[s_.permutation_at[std::size_t(k)] + std::size_t(p * n)], h, d, c);
+          solve_by_factors(slot, &s_.permutation[s_.permutation_at[std::size_t(k)] + std::size_t(p * n)], h, d, c);
         };
         g.setZero();
         amplitude.setZero();
@@ -484,24 +504,21 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
           add_edge_product(e_plus, nm, nc, int(group.polarisations.size()), g, b, -1.0);
           const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h),
                             mat = group.matrices + std::size_t(p) * std::size_t(n * n);
-          const Eigen::Map<const Matrix> lu(&s_.lu[mat], n, n), up(&s_.up[at], h, n);
-          const int* permutation = &s_.permutation[s_.permutation_at[std::size_t(k)] + std::size_t(p * n)];
+          const Eigen::Map<const Matrix> up(&s_.up[at], h, n);
           auto vp = v(p);
           if (const int r = run_of(p); r >= 0) {  // v_p = y − B Y⁻¹ρ Φ y, y = L'⁻¹(b − Ẽ⁺g)
             const SweepRun& run = s_.runs[std::size_t(r)];
             const C* data = &s_.run_data[run.at];
-            solve_lu(data, &s_.run_permutation[run.permutation_at], n, b, vp);
+            solve_by_factors(data, &s_.run_permutation[run.permutation_at], n, b, vp);
             c.noalias() = Eigen::Map<const Matrix>(&s_.down[at], h, n) * vp;
             y_inverse_rho(p);
-            vp.noalias() -= Eigen::Map<const Matrix>(data + n * n, n, h) * c;
+            vp.noalias() -= Eigen::Map<const Matrix>(data + layout.b(), n, h) * c;
             if (p > 0) {  // Γ_p v_p = ρ_p (Φ v_p) + Ψ v_p
               c.noalias() = Eigen::Map<const Matrix>(&s_.down[at], h, n) * vp;
               g.noalias() += Eigen::Map<const Matrix>(&s_.lu[mat] + h * h, h, h) * c;
             }
           } else {
-            for (Eigen::Index i = 0; i < n; ++i) vp(permutation[i]) = b(i);
-            lu.triangularView<Eigen::UnitLower>().solveInPlace(vp);
-            lu.triangularView<Eigen::Upper>().solveInPlace(vp);
+            solve_by_factors(&s_.lu[mat], &s_.permutation[s_.permutation_at[std::size_t(k)] + std::size_t(p * n)], n, b, vp);
           }
           if (p > 0) {
             g.noalias() += up * vp;
@@ -515,10 +532,10 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
           if (const int r = run_of(p); r >= 0) {  // H_p a = E a + B Y⁻¹ρ (I − F_m) a
             const SweepRun& run = s_.runs[std::size_t(r)];
             const C* data = &s_.run_data[run.at];
-            c.noalias() = Eigen::Map<const Matrix>(data + n * n + 2 * n * h + h * h, h, h) * amplitude;
+            c.noalias() = Eigen::Map<const Matrix>(data + layout.i_minus_f(), h, h) * amplitude;
             y_inverse_rho(p);
-            xp.noalias() -= Eigen::Map<const Matrix>(data + n * n + n * h, n, h) * amplitude;
-            xp.noalias() -= Eigen::Map<const Matrix>(data + n * n, n, h) * c;
+            xp.noalias() -= Eigen::Map<const Matrix>(data + layout.e(), n, h) * amplitude;
+            xp.noalias() -= Eigen::Map<const Matrix>(data + layout.b(), n, h) * c;
           } else {
             xp.noalias() -= gain_a * amplitude;
           }
