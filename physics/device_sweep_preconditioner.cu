@@ -10,14 +10,21 @@
 // transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
 // thread's default stream, each further one issued by a host thread of its own). Within a uniform run
 // (run_bottoms: L'_p, Φ_p and W Π⁺ C_p the same in every slice, a layer whose content does not vary with z) of at
-// least woodbury_least_run slices, for groups with h < n (woodbury_bottoms), N_p = L' + Ẽ⁺ρ_pΦ is a rank-h
-// update of one matrix, and Woodbury's identity leaves one h × h inverse per slice
-// instead of the n × n one (docs/solver.md §6.3): at the run's bottom slice, once,
-//   A = L'⁻¹, B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB, I − F_m = I − ΦE;
-// per slice X = (I + ρD_m)⁻¹ (its pivots tested as N's), K = BX, BQ = Kρ, N⁻¹ = A − BQ C_m,
-// H = Kρ + E − BQ F_m = E + BQ (I − F_m); then Γ, T, U and ρ as in the direct form. (N = L'(I + BρΦ), so N is
-// singular exactly where I + ρD_m is; where a run's L' is singular the whole set-up is redone in the direct
-// form.) The application reads the same matrices either way. No host round trip
+// least woodbury_least_run slices (long_run_bottoms), the run form (docs/solver.md §6.3) takes the place of that
+// chain. Once per run, at its bottom slice: A = L'⁻¹, B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB, I − F_m, I − G_B (G_B = ΨB,
+// Ψ = W Π⁺ C), −G_E (G_E = ΨE). With them one slice's step of the recursion is a scattering matrix,
+//   ρ_{j−1} = R_a + T_u ρ_j (I − R_b ρ_j)⁻¹ T_d,  R_a = −S G_E S, T_u = S (I − G_B), T_d = (I − F_m) S, R_b = −D_m,
+// the same for every slice of the run but its top (S the step between slices, the same up to the rounding of the
+// slices' centres: the bottom's is taken). Doubling it (Redheffer's star
+// product) gives M^known, which maps the ρ of the `known` slices found so far to the next `known`: log2(run) levels
+// in turn, each a few launches over all of its slices, instead of the run's slices one after another (its chain
+// was latency-bound: an h × h Gauss–Jordan and about 20 small launches, 0.34 ms a slice). Then every slice at once
+// (Woodbury's identity, N_j = L' + Ẽ⁺ρ_jΦ = L'(I + Bρ_jΦ)): Z_j = (I + ρ_j D_m)⁻¹ρ_j (its pivots tested in N_j's
+// place: N_j is singular exactly where I + ρ_j D_m is), N_j⁻¹ = A − BZ_j C_m, K_j = B − BZ_j D_m,
+// H_j = E + BZ_j (I − F_m), Γ_j, T_j, U_j, and the top's step to the slice above,
+// ρ_{top−1} = S_top [(I − G_B) Z_top (I − F_m) − G_E] S_top. Where a run's L' or a composite matrix of the
+// doubling is singular (a resonance of the slice alone or of a part of the run), the whole set-up is redone in
+// the direct form. The application reads the same matrices either way. No host round trip
 // until the singularity test at the end (the host's: smallest pivot against largest element, per group
 // and slice). The matrices stay in complex128 also for complex64 solves: rounded to complex64, the
 // preconditioned operator of validation/peers' thin metal at M = 60 (ε = −20 + 1.5i, p) was too far
@@ -69,6 +76,24 @@ struct DeviceGroup {
   int components[3] = {0, 0, 0};
   std::size_t matrices = 0, gains = 0;
   std::size_t transfers = 0;  ///< offset of T_p, U_p (h × h per slice)
+};
+
+/// A group's scratch for the run form (complex128 numbers from its start, column-major): the run's A = L'⁻¹
+/// (n × n), B, E (n × h), C_m (h × n), D_m, I − F_m, I − G_B, −G_E (h × h), two powers of the one-slice map
+/// (R_a, T_u, T_d, R_b each, h × h) and the doubling's six h × h temporaries: n² + 3nh + 18h² (99·orders² for a
+/// conical group, sweep_preconditioner_bytes counts it per incidence).
+struct RunScratch {
+  std::size_t n, h;
+  [[nodiscard]] std::size_t b() const { return n * n; }
+  [[nodiscard]] std::size_t e() const { return n * n + n * h; }
+  [[nodiscard]] std::size_t cm() const { return n * n + 2 * n * h; }
+  [[nodiscard]] std::size_t dm() const { return n * n + 3 * n * h; }
+  [[nodiscard]] std::size_t ifm() const { return dm() + h * h; }
+  [[nodiscard]] std::size_t igb() const { return dm() + 2 * h * h; }
+  [[nodiscard]] std::size_t mge() const { return dm() + 3 * h * h; }
+  [[nodiscard]] std::size_t power(int parity, int part) const { return dm() + std::size_t(4 + 4 * parity + part) * h * h; }
+  [[nodiscard]] std::size_t temp(int i) const { return dm() + std::size_t(12 + i) * h * h; }
+  [[nodiscard]] std::size_t size() const { return temp(6); }
 };
 
 /// The application's block: 32 warps (and the products' loops unrolled by 4) keep enough loads in flight on
@@ -281,18 +306,27 @@ __global__ void __launch_bounds__(sweep_threads)
               static_cast<unsigned long long>(__double_as_longlong(m)));
 }
 
-/// ρ_k(i, j) ← s_k(i) ρ_k(i, j) s_k(j) for the h×h matrices rho[k], s_k(i) = steps[k][i % orders]; a thread
-/// per element, blocks (x) over a matrix, y over the matrices.
-__global__ void __launch_bounds__(sweep_threads)
-    scale_by_steps(cuDoubleComplex* const* rho, const double2* const* steps, int h, int orders) {
+/// M_k(i, j) ← s_k(i)^rows M_k(i, j) s_k(j)^columns for the h×h matrices matrices[k], s_k(i) = steps[k][i % orders]
+/// (rows, columns: 0 or 1; both for ρ ← S ρ S); a thread per element, blocks (x) over a matrix, y over the matrices.
+__global__ void __launch_bounds__(sweep_threads) scale_by_steps(cuDoubleComplex* const* matrices, const double2* const* steps,
+                                                                int h, int orders, int rows, int columns) {
   const int e = int(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= h * h) return;
-  cuDoubleComplex* r = rho[blockIdx.y];
+  cuDoubleComplex* r = matrices[blockIdx.y];
   const double2* s = steps[blockIdx.y];
-  const double2 si = s[(e % h) % orders], sj = s[(e / h) % orders];
+  const double2 si = rows ? s[(e % h) % orders] : double2{1, 0}, sj = columns ? s[(e / h) % orders] : double2{1, 0};
   const double2 f = {si.x * sj.x - si.y * sj.y, si.x * sj.y + si.y * sj.x};
   const cuDoubleComplex v = r[e];
   r[e] = {f.x * v.x - f.y * v.y, f.x * v.y + f.y * v.x};
+}
+
+/// to[k] ← α from[k], `elements` complex128 numbers each; blocks (x) over the elements, y over the list.
+__global__ void __launch_bounds__(sweep_threads)
+    copy_matrices(const cuDoubleComplex* const* from, cuDoubleComplex* const* to, std::size_t elements, double alpha) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= elements) return;
+  const cuDoubleComplex v = from[blockIdx.y][e];
+  to[blockIdx.y][e] = {alpha * v.x, alpha * v.y};
 }
 
 /// Every h×h matrix of `matrices` (count of them, one after another) set to the identity.
@@ -301,6 +335,13 @@ __global__ void set_identities(double2* matrices, std::size_t count, int h) {
   if (e >= count * h * h) return;
   const std::size_t within = e % (std::size_t(h) * h);
   matrices[e] = {within % (std::size_t(h) + 1) == 0 ? 1.0 : 0.0, 0.0};
+}
+
+/// The `count` consecutive h×h matrices at each matrices[k] set to the identity; blocks (x) over them, y over the list.
+__global__ void __launch_bounds__(sweep_threads) set_identity_lists(cuDoubleComplex* const* matrices, int count, int h) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= std::size_t(count) * h * h) return;
+  matrices[blockIdx.y][e] = {e % (std::size_t(h) * h) % (std::size_t(h) + 1) == 0 ? 1.0 : 0.0, 0.0};
 }
 
 /// matrices[k] += I for the h×h matrices of the list; a thread per diagonal element, y over the matrices.
@@ -432,7 +473,7 @@ struct DeviceSweepMatrices {
   std::vector<std::size_t> transfers_at;        ///< per group, into transfers
 };
 
-DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_allowed = true) {
+DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allowed = true) {
   const int nz = in.slices, nm = in.orders, ng = int(in.groups.size());
 
   DeviceSweepMatrices out;
@@ -483,8 +524,9 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
         out.transfers.data() + out.transfers_at[k], count, h);
     GS_CUDA_CHECK_LAUNCH();
   }
-  // Per group: Ẽ⁺ρ (n × h); per (group, slice): the largest element and the smallest pivot (of N_p, or in
-  // Woodbury's form of I + ρD_m); per (group, bottom slice of a run): those of the run's L'.
+  // Per group: Ẽ⁺ρ (n × h); per (group, slice): the largest element and the smallest pivot (of N_p, or in the
+  // run form of Y_p = I + ρ_p D_m); per (group, bottom slice of a run): those of the run's L'; per group, 3·nz
+  // slots for those of the run form's composite matrices (I − ρ R_b and the doubling's, at most 3 per slice).
   std::size_t e_rho_size = 0;
   std::vector<std::size_t> e_rho_at;
   for (const SweepGroup& g : in.groups) {
@@ -493,64 +535,95 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
   }
   DeviceBuffer<double2> e_rho(e_rho_size);
   DeviceBuffer<double> largest{std::size_t(ng) * nz}, smallest{std::size_t(ng) * nz}, layer_largest{std::size_t(ng) * nz},
-      layer_smallest{std::size_t(ng) * nz};
-  GS_CUDA_TRY(cudaMemsetAsync(largest.data(), 0, largest.size() * sizeof(double), cudaStreamPerThread));  // +0.0
-  GS_CUDA_TRY(cudaMemsetAsync(layer_largest.data(), 0, layer_largest.size() * sizeof(double), cudaStreamPerThread));
-  // Woodbury's form (the header's, docs/solver.md §6.3) per group and slice: where h < n and the slice lies in a
-  // uniform run of at least woodbury_least_run slices. A group's choice depends on its own inputs only, so a
-  // member's result does not depend on the members beside it.
-  std::vector<std::vector<int>> bottom;  // per group and slice: its run's bottom in Woodbury's form, else −1
-  std::vector<std::size_t> layer_at(std::size_t(ng), 0);  // into the layer buffer, per group that takes the form
-  std::size_t layer_size = 0;
+      layer_smallest{std::size_t(ng) * nz}, composite_largest{3 * std::size_t(ng) * nz},
+      composite_smallest{3 * std::size_t(ng) * nz};
+  for (DeviceBuffer<double>* zeroed : {&largest, &layer_largest, &composite_largest})  // +0.0
+    GS_CUDA_TRY(cudaMemsetAsync(zeroed->data(), 0, zeroed->size() * sizeof(double), cudaStreamPerThread));
+  // The run form (the header's, docs/solver.md §6.3) per group and slice: where the slice lies in a uniform run
+  // of at least woodbury_least_run slices. A group's choice depends on its own inputs only, so a member's result
+  // does not depend on the members beside it.
+  std::vector<std::vector<int>> bottom;  // per group and slice: its run's bottom in the run form, else −1
+  std::vector<std::size_t> scratch_at(std::size_t(ng), 0);  // into the run scratch, per group that takes the form
+  std::size_t scratch_size = 0;
   for (int k = 0; k < ng; ++k) {
     const SweepGroup& g = in.groups[std::size_t(k)];
-    const std::size_t n = g.n(nm), h = g.h(nm);
-    bottom.push_back(woodbury_allowed ? woodbury_bottoms(in, std::size_t(k), woodbury_least_run)
-                                      : std::vector<int>(std::size_t(nz), -1));
+    // (n ≤ 2h, as every group is: the slices' BZ_j, n × h, stand in their transfers' 2h² during the set-up.)
+    bottom.push_back(runs_allowed && g.n(nm) <= 2 * g.h(nm) ? long_run_bottoms(in, std::size_t(k), woodbury_least_run)
+                                                            : std::vector<int>(std::size_t(nz), -1));
     if (std::all_of(bottom.back().begin(), bottom.back().end(), [](int b) { return b < 0; })) continue;
-    layer_at[std::size_t(k)] = layer_size;
-    layer_size += n * n + 4 * n * h + 3 * h * h;  // A, B, E, C_m, BQ, D_m, I − F_m, X
+    scratch_at[std::size_t(k)] = scratch_size;
+    scratch_size += RunScratch{g.n(nm), g.h(nm)}.size();
   }
-  DeviceBuffer<double2> layer(layer_size);
+  DeviceBuffer<double2> scratch(scratch_size);
   // Shapes (n, h) and their groups.
   std::map<std::pair<int, int>, std::vector<int>> shapes;
   for (int k = 0; k < ng; ++k)
     shapes[{int(in.groups[std::size_t(k)].n(nm)), int(in.groups[std::size_t(k)].h(nm))}].push_back(k);
   // Every pointer array of every step (slice p, shape, kind), built on the host and uploaded once: the step's
-  // lists one after another, each with one pointer per group of the step.
+  // lists one after another, each with one pointer per group of the step; a run step's level and slice lists
+  // after them (RunPlan).
   using Z = cuDoubleComplex;
   std::vector<void*> host_pointers;
-  enum class Kind { layer, woodbury, direct };  // a run's set-up at its bottom slice; a slice in either form
+  enum class Kind { run, direct };  // a run in the run form, at its bottom slice; a slice in the direct form
+  /// A level of a run's doubling: `apps` slices' ρ from those `known` below them by the power M^known of the
+  /// one-slice map, and (`doubles`) M^(2·known) for the next level; power buffers alternate by `parity`.
+  struct Level {
+    int apps, known, parity;
+    bool doubles;
+    std::size_t lists;  // into host_pointers: level_lists lists of count·apps, then inverse_lists of inverted()
+    [[nodiscard]] int inverted(int count) const { return count * (apps + (doubles ? 2 : 0)); }
+  };
+  enum LevelList { v_source, v_q, v_x, v_target, v_ra, v_tu, v_td, v_rb, level_lists };
+  enum InverseList { i_matrix, i_inverse, i_largest, i_smallest, inverse_lists };
+  enum SliceList { s_y, s_x, s_rho, s_largest, s_smallest, s_transfer, s_a, s_b, s_e, slice_lists };
+  struct RunPlan {
+    std::vector<Level> levels;
+    std::size_t slice_lists_at = 0;  // slice_lists lists of count·(bottom − top + 1), group-major, slices from the top
+  };
+  std::vector<RunPlan> plans;
   struct Step {
     std::size_t first;  // index of the step's first pointer list in host_pointers
     int n, h, count, shape, p;
     Kind kind;
+    int top = 0;             // a run's top slice (its bottom is p)
+    std::size_t plan = 0;    // a run's RunPlan
+    std::vector<int> groups;  // the step's groups, in its lists' order
   };
   enum List { l_eplus, l_eminus, l_rho, l_erho, l_local, l_down, l_inverse, l_gain_g, l_gain_a, l_up, l_largest,
-              l_smallest, l_step, l_transfer_up, l_transfer_down, l_layer_inverse, l_b, l_e, l_cm, l_bq, l_dm, l_ifm,
-              l_x, l_layer_largest, l_layer_smallest, lists };
-  std::vector<Step> steps;  // p from nz − 1 down, shape in map order, kinds in Kind's order
+              l_smallest, l_step, l_transfer_up, l_transfer_down, l_a, l_b, l_e, l_cm, l_dm, l_ifm, l_igb, l_mge, l_ra0,
+              l_tu0, l_td0, l_rb0, l_ra1, l_tu1, l_td1, l_rb1, l_q1, l_p1, l_q2, l_p2, l_t2, l_t4, l_rho_bottom,
+              l_step_top, l_z_top, l_w_top, l_layer_largest, l_layer_smallest, lists };
+  std::vector<Step> steps;  // p from nz − 1 down, shape in map order, runs (by top) before the direct step
+  std::vector<int> composites(std::size_t(ng), 0);  // per group: composite pivot slots used
   const auto z = [](DeviceBuffer<double2>& b, std::size_t at) { return static_cast<void*>(b.data() + at); };
   for (int p = nz - 1; p >= 0; --p) {
     int shape_index = 0;
     for (const auto& [shape, members] : shapes) {
       const auto [n, h] = shape;
-      for (Kind kind : {Kind::layer, Kind::woodbury, Kind::direct}) {
-        std::vector<int> chosen;
-        for (int k : members) {
-          const int run_bottom = bottom[std::size_t(k)][std::size_t(p)];
-          if (kind == Kind::direct ? run_bottom < 0 : run_bottom >= 0 && (kind == Kind::woodbury || run_bottom == p))
-            chosen.push_back(k);
-        }
-        if (chosen.empty()) continue;
-        Step st{host_pointers.size(), n, h, int(chosen.size()), shape_index, p, kind};
+      const std::size_t nn = std::size_t(n) * n, nh = std::size_t(n) * h, hh = std::size_t(h) * h;
+      // The runs ending at p, by their top slice, then the groups in the direct form at p.
+      std::map<int, std::vector<int>> runs;
+      std::vector<int> direct;
+      for (int k : members) {
+        const std::vector<int>& b = bottom[std::size_t(k)];
+        if (b[std::size_t(p)] < 0) direct.push_back(k);
+        if (b[std::size_t(p)] != p) continue;
+        int top = p;
+        while (top > 0 && b[std::size_t(top) - 1] == p) --top;
+        runs[top].push_back(k);
+      }
+      std::vector<std::pair<int, std::vector<int>>> chosen_steps(runs.begin(), runs.end());
+      if (!direct.empty()) chosen_steps.emplace_back(-1, direct);
+      for (const auto& [top, chosen] : chosen_steps) {
+        const Kind kind = top >= 0 ? Kind::run : Kind::direct;
+        Step st{host_pointers.size(), n, h, int(chosen.size()), shape_index, p, kind, std::max(top, 0), plans.size(), chosen};
         for (int list = 0; list < lists; ++list)
           for (int k : chosen) {
             const SweepGroup& g = in.groups[std::size_t(k)];
-            const std::size_t mat = g.matrices + std::size_t(p) * n * n, gain = g.gains + std::size_t(p) * n * h,
-                              nn = std::size_t(n) * n, nh = std::size_t(n) * h, hh = std::size_t(h) * h,
-                              at = layer_at[std::size_t(k)],
-                              bottom_slice = std::size_t(k) * nz + std::size_t(std::max(bottom[std::size_t(k)][std::size_t(p)], 0));
+            const std::size_t mat = g.matrices + std::size_t(p) * nn, gain = g.gains + std::size_t(p) * nh;
+            const RunScratch r{std::size_t(n), std::size_t(h)};
+            const std::size_t at = scratch_at[std::size_t(k)];
+            const bool run = kind == Kind::run;
             void* ptr = nullptr;
             switch (List(list)) {
               case l_eplus: ptr = z(e_plus, g.edges); break;
@@ -566,29 +639,122 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
               case l_largest: ptr = largest.data() + std::size_t(k) * nz + p; break;
               case l_smallest: ptr = smallest.data() + std::size_t(k) * nz + p; break;
               case l_step: ptr = z(out.step, (std::size_t(g.incidence) * nz + p) * nm); break;
-              case l_transfer_up: ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + 2 * std::size_t(p) * h * h); break;
-              case l_transfer_down:
-                ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + (2 * std::size_t(p) + 1) * h * h);
+              case l_transfer_up: ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + 2 * std::size_t(p) * hh); break;
+              case l_transfer_down: ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + (2 * std::size_t(p) + 1) * hh); break;
+              case l_a: ptr = run ? z(scratch, at) : nullptr; break;
+              case l_b: ptr = run ? z(scratch, at + r.b()) : nullptr; break;
+              case l_e: ptr = run ? z(scratch, at + r.e()) : nullptr; break;
+              case l_cm: ptr = run ? z(scratch, at + r.cm()) : nullptr; break;
+              case l_dm: ptr = run ? z(scratch, at + r.dm()) : nullptr; break;
+              case l_ifm: ptr = run ? z(scratch, at + r.ifm()) : nullptr; break;
+              case l_igb: ptr = run ? z(scratch, at + r.igb()) : nullptr; break;
+              case l_mge: ptr = run ? z(scratch, at + r.mge()) : nullptr; break;
+              case l_ra0: case l_tu0: case l_td0: case l_rb0:
+                ptr = run ? z(scratch, at + r.power(0, list - l_ra0)) : nullptr;
                 break;
-              case l_layer_inverse: ptr = kind == Kind::direct ? nullptr : z(layer, at); break;
-              case l_b: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn); break;
-              case l_e: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + nh); break;
-              case l_cm: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 2 * nh); break;
-              case l_bq: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 3 * nh); break;
-              case l_dm: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 4 * nh); break;
-              case l_ifm: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 4 * nh + hh); break;
-              case l_x: ptr = kind == Kind::direct ? nullptr : z(layer, at + nn + 4 * nh + 2 * hh); break;
-              case l_layer_largest: ptr = layer_largest.data() + bottom_slice; break;
-              case l_layer_smallest: ptr = layer_smallest.data() + bottom_slice; break;
+              case l_ra1: case l_tu1: case l_td1: case l_rb1:
+                ptr = run ? z(scratch, at + r.power(1, list - l_ra1)) : nullptr;
+                break;
+              case l_q1: case l_p1: case l_q2: case l_p2: case l_t2: case l_t4:
+                ptr = run ? z(scratch, at + r.temp(list - l_q1)) : nullptr;
+                break;
+              case l_rho_bottom: ptr = z(out.gain_a, gain); break;
+              case l_step_top: ptr = z(out.step, (std::size_t(g.incidence) * nz + std::size_t(st.top)) * nm); break;
+              case l_z_top: ptr = z(out.gain_g, g.gains + std::size_t(st.top) * nh); break;
+              case l_w_top: ptr = z(out.inverse, g.matrices + std::size_t(st.top) * nn); break;
+              case l_layer_largest: ptr = layer_largest.data() + std::size_t(k) * nz + p; break;
+              case l_layer_smallest: ptr = layer_smallest.data() + std::size_t(k) * nz + p; break;
               case lists: break;
             }
             host_pointers.push_back(ptr);
           }
+        if (kind == Kind::run) {
+          // The doubling's levels: ρ of slices p − known − i from those of slices p − i (i < apps) by M^known.
+          RunPlan plan;
+          const int slices = p - st.top + 1;
+          for (int known = 1, level = 0; known < slices; known *= 2, ++level) {
+            const int apps = std::min(known, slices - known);
+            Level lv{apps, known, level % 2, known + apps < slices, host_pointers.size()};
+            for (int list = 0; list < level_lists; ++list)
+              for (int k : chosen) {
+                const SweepGroup& g = in.groups[std::size_t(k)];
+                const RunScratch r{std::size_t(n), std::size_t(h)};
+                const std::size_t at = scratch_at[std::size_t(k)];
+                for (int i = 0; i < apps; ++i) {
+                  const std::size_t source = std::size_t(p - i), target = std::size_t(p - known - i);
+                  void* ptr = nullptr;
+                  switch (LevelList(list)) {
+                    case v_source: ptr = z(out.gain_a, g.gains + source * nh); break;
+                    case v_q: ptr = z(out.gain_g, g.gains + target * nh); break;
+                    case v_x: ptr = z(out.inverse, g.matrices + target * nn); break;
+                    case v_target: ptr = z(out.gain_a, g.gains + target * nh); break;
+                    case v_ra: case v_tu: case v_td: case v_rb:
+                      ptr = z(scratch, at + r.power(lv.parity, list - v_ra));
+                      break;
+                    case level_lists: break;
+                  }
+                  host_pointers.push_back(ptr);
+                }
+              }
+            for (int list = 0; list < inverse_lists; ++list) {
+              for (int k : chosen) {
+                const SweepGroup& g = in.groups[std::size_t(k)];
+                for (int i = 0; i < apps; ++i) {
+                  const std::size_t target = std::size_t(p - known - i), slot = 3 * std::size_t(k) * nz + std::size_t(composites[std::size_t(k)] + i);
+                  host_pointers.push_back(list == i_matrix    ? z(out.gain_g, g.gains + target * nh)
+                                          : list == i_inverse ? z(out.inverse, g.matrices + target * nn)
+                                          : list == i_largest ? static_cast<void*>(composite_largest.data() + slot)
+                                                              : static_cast<void*>(composite_smallest.data() + slot));
+                }
+              }
+              if (lv.doubles)
+                for (int k : chosen) {
+                  const RunScratch r{std::size_t(n), std::size_t(h)};
+                  const std::size_t at = scratch_at[std::size_t(k)];
+                  for (int j = 0; j < 2; ++j) {  // (I − R_b R_a) → P_1, (I − R_a R_b) → P_2
+                    const std::size_t slot = 3 * std::size_t(k) * nz + std::size_t(composites[std::size_t(k)] + apps + j);
+                    host_pointers.push_back(list == i_matrix    ? z(scratch, at + r.temp(2 * j))
+                                            : list == i_inverse ? z(scratch, at + r.temp(2 * j + 1))
+                                            : list == i_largest ? static_cast<void*>(composite_largest.data() + slot)
+                                                                : static_cast<void*>(composite_smallest.data() + slot));
+                  }
+                }
+            }
+            for (int k : chosen) composites[std::size_t(k)] += apps + (lv.doubles ? 2 : 0);
+            plan.levels.push_back(lv);
+          }
+          plan.slice_lists_at = host_pointers.size();
+          for (int list = 0; list < slice_lists; ++list)
+            for (int k : chosen) {
+              const SweepGroup& g = in.groups[std::size_t(k)];
+              const std::size_t at = scratch_at[std::size_t(k)];
+              const RunScratch r{std::size_t(n), std::size_t(h)};
+              for (int j = st.top; j <= p; ++j) {
+                const std::size_t q = std::size_t(j);
+                void* ptr = nullptr;
+                switch (SliceList(list)) {
+                  case s_y: ptr = z(out.gain_g, g.gains + q * nh); break;
+                  case s_x: ptr = z(out.inverse, g.matrices + q * nn); break;
+                  case s_rho: ptr = z(out.gain_a, g.gains + q * nh); break;
+                  case s_largest: ptr = largest.data() + std::size_t(k) * nz + q; break;
+                  case s_smallest: ptr = smallest.data() + std::size_t(k) * nz + q; break;
+                  case s_transfer: ptr = z(out.transfers, out.transfers_at[std::size_t(k)] + 2 * q * hh); break;
+                  case s_a: ptr = z(scratch, at); break;
+                  case s_b: ptr = z(scratch, at + r.b()); break;
+                  case s_e: ptr = z(scratch, at + r.e()); break;
+                  case slice_lists: break;
+                }
+                host_pointers.push_back(ptr);
+              }
+            }
+          plans.push_back(std::move(plan));
+        }
         steps.push_back(st);
       }
       ++shape_index;
     }
   }
+  for (int k = 0; k < ng; ++k) GS_EXPECTS(composites[std::size_t(k)] <= 3 * nz, "the run form's composite slots overflow");
   DeviceBuffer<void*> pointers(host_pointers.size());
   pointers.upload(host_pointers);
   // The shapes' recursions are independent (s and p of 1D problems without conical incidence, n = orders and
@@ -600,8 +766,13 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
   std::vector<DeviceBuffer<unsigned char>> workspaces;
   for (std::size_t shape = 0; shape < shapes.size(); ++shape) {
     std::size_t bytes = 0;
-    for (const Step& st : steps)
-      if (st.shape == int(shape)) bytes = std::max(bytes, inverse_workspace_bytes(st.kind == Kind::woodbury ? st.h : st.n, st.count));
+    for (const Step& st : steps) {
+      if (st.shape != int(shape)) continue;
+      bytes = std::max(bytes, inverse_workspace_bytes(st.n, st.count));
+      if (st.kind != Kind::run) continue;
+      bytes = std::max(bytes, inverse_workspace_bytes(st.h, st.count * (st.p - st.top + 1)));
+      for (const Level& lv : plans[st.plan].levels) bytes = std::max(bytes, inverse_workspace_bytes(st.h, lv.inverted(st.count)));
+    }
     workspaces.emplace_back(bytes);
   }
   LaneFork fork(lanes);  // the side lanes wait for everything enqueued so far; joined when it goes
@@ -611,71 +782,203 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
     const cudaStream_t stream = lanes[std::size_t(st.shape)].stream;
     const cublasHandle_t handle = lanes[std::size_t(st.shape)].handle;
     DeviceBuffer<unsigned char>& workspace = workspaces[std::size_t(st.shape)];
-    const auto list = [&](List l) { return reinterpret_cast<Z**>(pointers.data() + st.first + std::size_t(l) * b); };
-    const auto clist = [&](List l) { return reinterpret_cast<const Z* const*>(list(l)); };
+    const auto device_list = [&](std::size_t first) { return reinterpret_cast<Z**>(pointers.data() + first); };
+    const auto list = [&](List l) { return device_list(st.first + std::size_t(l) * b); };
     const auto at = [&](List l, int k) { return static_cast<Z*>(host_pointers[st.first + std::size_t(l) * b + std::size_t(k)]); };
     // C ← α A B + β C for every group, one cuBLAS call per group: cublasZgemmBatched changes the last bits
     // of a product with the batch count (1 × 1 against 5 groups of the shapes (n, h) = (15, 15) and (30, 15),
-    // H100, session 20), and a member's result must not depend on the members beside it.
+    // H100, session 20), and a member's result must not depend on the members beside it. (Batched calls below
+    // run over one group's slices only, a count its own inputs fix.)
     const auto gemm = [&](int rows, int columns, int inner, const Z* alpha, List a, int lda, List bl, int ldb,
                           const Z* beta, List c, int ldc) {
       for (int k = 0; k < b; ++k)
         GS_CUBLAS_TRY(cublasZgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, columns, inner, alpha, at(a, k), lda, at(bl, k),
                                   ldb, beta, at(c, k), ldc));
     };
-    const auto copy = [&](List from, List to, std::size_t elements) {
-      for (int k = 0; k < b; ++k)
-        GS_CUDA_TRY(cudaMemcpyAsync(at(to, k), at(from, k), elements * sizeof(Z), cudaMemcpyDeviceToDevice, stream));
+    // The same over `per_group` products of each group, from pointer lists (group-major) at a, bl, c.
+    const auto gemm_lists = [&](int rows, int columns, int inner, const Z* alpha, std::size_t a, int lda, std::size_t bl,
+                                int ldb, const Z* beta, std::size_t c, int ldc, int per_group) {
+      for (int k = 0; k < b; ++k) {
+        const std::size_t o = std::size_t(k) * per_group;
+        GS_CUBLAS_TRY(cublasZgemmBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, columns, inner, alpha,
+                                         reinterpret_cast<const Z* const*>(device_list(a + o)), lda,
+                                         reinterpret_cast<const Z* const*>(device_list(bl + o)), ldb, beta,
+                                         device_list(c + o), ldc, per_group));
+      }
     };
-    // The largest element of every group's m × m matrix `matrix` into `into`; its inverse by blocked
+    const auto copy_lists = [&](std::size_t from, std::size_t to, int count, std::size_t elements, double alpha) {
+      copy_matrices<<<dim3{unsigned((elements + sweep_threads - 1) / sweep_threads), unsigned(count)}, sweep_threads, 0,
+                      stream>>>(reinterpret_cast<const Z* const*>(device_list(from)), device_list(to), elements, alpha);
+      GS_CUDA_CHECK_LAUNCH();
+    };
+    const auto copy = [&](List from, List to, std::size_t elements, double alpha = 1) {
+      copy_lists(st.first + std::size_t(from) * b, st.first + std::size_t(to) * b, b, elements, alpha);
+    };
+    // The largest element of every listed m × m matrix into `into_largest`; their inverses by blocked
     // Gauss–Jordan (cuSOLVER's one-matrix LU and getrs in turn were latency-bound, 0.68 ms at n = 242, and
-    // cuBLAS's batched ones change bits with the batch), `matrix` overwritten.
-    const auto invert = [&](int m, List matrix, List inverse, List into_largest, List into_smallest) {
+    // cuBLAS's batched ones change bits with the batch), the matrices overwritten.
+    const auto invert_lists = [&](int m, std::size_t matrix, std::size_t inverse, std::size_t into_largest,
+                                  std::size_t into_smallest, int count) {
       const unsigned element_blocks = unsigned((std::size_t(m) * m + sweep_threads - 1) / sweep_threads);
-      largest_of<<<dim3{std::min(element_blocks / 8 + 1, 64u), unsigned(b)}, sweep_threads, 0, stream>>>(
-          clist(matrix), m, reinterpret_cast<double* const*>(list(into_largest)));
+      largest_of<<<dim3{std::min(element_blocks / 8 + 1, 64u), unsigned(count)}, sweep_threads, 0, stream>>>(
+          reinterpret_cast<const Z* const*>(device_list(matrix)), m,
+          reinterpret_cast<double* const*>(device_list(into_largest)));
       GS_CUDA_CHECK_LAUNCH();
-      invert_batched(reinterpret_cast<std::complex<double>* const*>(list(matrix)),
-                     reinterpret_cast<std::complex<double>* const*>(list(inverse)),
-                     reinterpret_cast<double* const*>(list(into_smallest)), m, b, workspace.data(), stream);
+      invert_batched(reinterpret_cast<std::complex<double>* const*>(device_list(matrix)),
+                     reinterpret_cast<std::complex<double>* const*>(device_list(inverse)),
+                     reinterpret_cast<double* const*>(device_list(into_smallest)), m, count, workspace.data(), stream);
     };
-    const auto add_identity = [&](List matrix) {
-      add_identities<<<dim3{unsigned((h + sweep_threads - 1) / sweep_threads), unsigned(b)}, sweep_threads, 0, stream>>>(
-          list(matrix), h);
+    const auto invert = [&](int m, List matrix, List inverse, List into_largest, List into_smallest) {
+      const auto o = [&](List l) { return st.first + std::size_t(l) * b; };
+      invert_lists(m, o(matrix), o(inverse), o(into_largest), o(into_smallest), b);
+    };
+    const auto add_identity_lists = [&](std::size_t matrices, int count) {
+      add_identities<<<dim3{unsigned((h + sweep_threads - 1) / sweep_threads), unsigned(count)}, sweep_threads, 0, stream>>>(
+          device_list(matrices), h);
       GS_CUDA_CHECK_LAUNCH();
     };
-    if (st.kind == Kind::layer) {
-      // The run's own: A = L'⁻¹ (L' overwritten), B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB, I − F_m = I − ΦE.
-      invert(n, l_local, l_layer_inverse, l_layer_largest, l_layer_smallest);
-      gemm(n, h, n, &one, l_layer_inverse, n, l_eplus, n, &zero, l_b, n);
-      gemm(n, h, n, &one, l_layer_inverse, n, l_eminus, n, &zero, l_e, n);
-      gemm(h, n, n, &one, l_down, h, l_layer_inverse, n, &zero, l_cm, h);
+    const auto add_identity = [&](List matrix) { add_identity_lists(st.first + std::size_t(matrix) * b, b); };
+    const auto scale = [&](List matrix, List steps_list, int rows, int columns) {
+      scale_by_steps<<<dim3{unsigned((h * h + sweep_threads - 1) / sweep_threads), unsigned(b)}, sweep_threads, 0, stream>>>(
+          list(matrix), reinterpret_cast<const double2* const*>(list(steps_list)), h, nm, rows, columns);
+      GS_CUDA_CHECK_LAUNCH();
+    };
+    if (st.kind == Kind::run) {
+      const RunPlan& plan = plans[st.plan];
+      const int slices = st.p - st.top + 1;
+      const std::size_t nn = std::size_t(n) * n, nh = std::size_t(n) * h, hh = std::size_t(h) * h;
+      // The run's own, at its bottom slice: A = L'⁻¹ (L' overwritten), B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB,
+      // I − F_m = I − ΦE, I − G_B = I − ΨB, −G_E = −ΨE (Ψ = W Π⁺ C, before Γ replaces it).
+      invert(n, l_local, l_a, l_layer_largest, l_layer_smallest);
+      gemm(n, h, n, &one, l_a, n, l_eplus, n, &zero, l_b, n);
+      gemm(n, h, n, &one, l_a, n, l_eminus, n, &zero, l_e, n);
+      gemm(h, n, n, &one, l_down, h, l_a, n, &zero, l_cm, h);
       gemm(h, h, n, &one, l_down, h, l_b, n, &zero, l_dm, h);
       gemm(h, h, n, &minus_one, l_down, h, l_e, n, &zero, l_ifm, h);
+      gemm(h, h, n, &minus_one, l_up, h, l_b, n, &zero, l_igb, h);
+      gemm(h, h, n, &minus_one, l_up, h, l_e, n, &zero, l_mge, h);
       add_identity(l_ifm);
+      add_identity(l_igb);
+      // The one-slice map ρ_{j−1} = R_a + T_u ρ_j (I − R_b ρ_j)⁻¹ T_d (the sweep's recursion written as a
+      // scattering matrix, docs/solver.md §6.3): R_a = −S G_E S, T_u = S (I − G_B), T_d = (I − F_m) S, R_b = −D_m,
+      // S the step at the bottom slice (the same in every slice of the run but its top, whose step to the slice
+      // above is taken apart below).
+      copy(l_mge, l_ra0, hh);
+      copy(l_igb, l_tu0, hh);
+      copy(l_ifm, l_td0, hh);
+      copy(l_dm, l_rb0, hh, -1);
+      scale(l_ra0, l_step, 1, 1);
+      scale(l_tu0, l_step, 1, 0);
+      scale(l_td0, l_step, 0, 1);
+      copy(l_rho, l_rho_bottom, hh);  // ρ of the bottom slice, from below (the chain's)
+      // Doubling: per level, every known slice's ρ_j gives ρ_{j−known} = M^known(ρ_j), and M^(2·known) = M^known ⋆
+      // M^known (Redheffer's star product: top R_a, T_u, T_d, R_b over the same below, P_1 = (I − R_b R_a)⁻¹,
+      // P_2 = (I − R_a R_b)⁻¹: R_a + T_u R_a P_1 T_d, T_u P_2 T_u, T_d P_1 T_d, R_b + T_d R_b P_2 T_u). log2(run)
+      // levels in turn instead of a slice after another; every factor bounded as the recursion's are.
+      for (const Level& lv : plan.levels) {
+        const int apps = lv.apps, inverted = lv.inverted(b);
+        const auto v = [&](LevelList l) { return lv.lists + std::size_t(l) * b * apps; };
+        const auto iv = [&](InverseList l) { return lv.lists + std::size_t(level_lists) * b * apps + std::size_t(l) * inverted; };
+        const List ra = lv.parity ? l_ra1 : l_ra0, tu = lv.parity ? l_tu1 : l_tu0, td = lv.parity ? l_td1 : l_td0,
+                   rb = lv.parity ? l_rb1 : l_rb0, ra2 = lv.parity ? l_ra0 : l_ra1, tu2 = lv.parity ? l_tu0 : l_tu1,
+                   td2 = lv.parity ? l_td0 : l_td1, rb2 = lv.parity ? l_rb0 : l_rb1;
+        gemm_lists(h, h, h, &minus_one, v(v_source), h, v(v_rb), h, &zero, v(v_q), h, apps);  // −ρ R_b
+        if (lv.doubles) {
+          gemm(h, h, h, &minus_one, rb, h, ra, h, &zero, l_q1, h);
+          gemm(h, h, h, &minus_one, ra, h, rb, h, &zero, l_q2, h);
+        }
+        add_identity_lists(iv(i_matrix), inverted);
+        invert_lists(h, iv(i_matrix), iv(i_inverse), iv(i_largest), iv(i_smallest), inverted);
+        gemm_lists(h, h, h, &one, v(v_x), h, v(v_source), h, &zero, v(v_q), h, apps);  // (I − ρR_b)⁻¹ρ
+        gemm_lists(h, h, h, &one, v(v_tu), h, v(v_q), h, &zero, v(v_x), h, apps);      // T_u (…)
+        copy_lists(v(v_ra), v(v_target), b * apps, hh, 1);
+        gemm_lists(h, h, h, &one, v(v_x), h, v(v_td), h, &one, v(v_target), h, apps);  // R_a + T_u (…) T_d
+        if (lv.doubles) {
+          gemm(h, h, h, &one, l_p1, h, td, h, &zero, l_q1, h);  // P_1 T_d
+          gemm(h, h, h, &one, l_p2, h, tu, h, &zero, l_q2, h);  // P_2 T_u
+          gemm(h, h, h, &one, ra, h, l_q1, h, &zero, l_t2, h);
+          gemm(h, h, h, &one, rb, h, l_q2, h, &zero, l_t4, h);
+          copy(ra, ra2, hh);
+          copy(rb, rb2, hh);
+          gemm(h, h, h, &one, tu, h, l_t2, h, &one, ra2, h);
+          gemm(h, h, h, &one, td, h, l_t4, h, &one, rb2, h);
+          gemm(h, h, h, &one, tu, h, l_q2, h, &zero, tu2, h);
+          gemm(h, h, h, &one, td, h, l_q1, h, &zero, td2, h);
+        }
+      }
+      // Every slice j of the run at once (slice lists; strided products over one group's slices from the top,
+      // the run's matrices shared): Y_j = I + ρ_j D_m (in K's place), its inverse X_j (in N⁻¹'s), Z_j = X_j ρ_j
+      // (in K's), BZ_j (n × h, in the transfers'), Γ_j = Ψ + ρ_j Φ, then H_j = E + BZ_j (I − F_m) (in ρ_j's place),
+      // K_j = B − BZ_j D_m, N⁻¹_j = A − BZ_j C_m (Woodbury's identity: N_j = L' + Ẽ⁺ρ_jΦ = L'(I + Bρ_jΦ)), T_j, U_j.
+      const auto s = [&](SliceList l) { return plan.slice_lists_at + std::size_t(l) * b * slices; };
+      set_identity_lists<<<dim3{unsigned((hh + sweep_threads - 1) / sweep_threads), unsigned(b * slices)}, sweep_threads, 0,
+                           stream>>>(device_list(s(s_y)), 1, h);
+      GS_CUDA_CHECK_LAUNCH();
+      const auto strided = [&](int rows, int columns, int inner, const Z* alpha, const Z* a, int lda, long long sa,
+                               const Z* bm, int ldb, long long sb, const Z* beta, Z* c, int ldc, long long sc) {
+        GS_CUBLAS_TRY(cublasZgemmStridedBatched(handle, CUBLAS_OP_N, CUBLAS_OP_N, rows, columns, inner, alpha, a, lda, sa, bm,
+                                                ldb, sb, beta, c, ldc, sc, slices));
+      };
+      const auto group_of = [&](int k) -> const SweepGroup& { return in.groups[std::size_t(st.groups[std::size_t(k)])]; };
+      const auto transfers_of = [&](int k) { return out.transfers_at[std::size_t(st.groups[std::size_t(k)])]; };
+      const auto slot = [&](DeviceBuffer<double2>& buffer, std::size_t base, std::size_t per_slice) {
+        return reinterpret_cast<Z*>(buffer.data() + base + std::size_t(st.top) * per_slice);
+      };
+      const long long snn = (long long)nn, snh = (long long)nh, stt = 2 * (long long)hh;
+      for (int k = 0; k < b; ++k) {
+        const SweepGroup& g = group_of(k);
+        strided(h, h, h, &one, slot(out.gain_a, g.gains, nh), h, snh, at(l_dm, k), h, 0, &one, slot(out.gain_g, g.gains, nh), h, snh);
+      }
+      invert_lists(h, s(s_y), s(s_x), s(s_largest), s(s_smallest), b * slices);
+      for (int k = 0; k < b; ++k) {
+        const SweepGroup& g = group_of(k);
+        const std::size_t tr = transfers_of(k);
+        Z* const y = slot(out.gain_g, g.gains, nh);  // Y_j, then Z_j, then K_j
+        Z* const x = slot(out.inverse, g.matrices, nn);
+        Z* const r = slot(out.gain_a, g.gains, nh);  // ρ_j, then H_j
+        Z* const bz = slot(out.transfers, tr, 2 * hh);
+        strided(h, h, h, &one, x, h, snn, r, h, snh, &zero, y, h, snh);                          // Z_j = X_j ρ_j
+        strided(n, h, h, &one, at(l_b, k), n, 0, y, h, snh, &zero, bz, n, stt);                  // B Z_j
+        strided(h, n, h, &one, r, h, snh, slot(out.down, g.gains, nh), h, snh, &one, slot(source_up, g.gains, nh), h, snh);  // Γ_j
+      }
+      if (st.top > 0) {  // ρ_{top−1} = S_top [(I − G_B) Z_top (I − F_m) − G_E] S_top, the chain's for the slice above
+        gemm(h, h, h, &one, l_igb, h, l_z_top, h, &zero, l_w_top, h);
+        copy(l_mge, l_rho, hh);
+        gemm(h, h, h, &one, l_w_top, h, l_ifm, h, &one, l_rho, h);
+        scale(l_rho, l_step_top, 1, 1);
+      }
+      copy_lists(s(s_e), s(s_rho), b * slices, nh, 1);
+      copy_lists(s(s_b), s(s_y), b * slices, nh, 1);
+      copy_lists(s(s_a), s(s_x), b * slices, nn, 1);
+      for (int k = 0; k < b; ++k) {
+        const SweepGroup& g = group_of(k);
+        const std::size_t tr = transfers_of(k);
+        Z* const bz = slot(out.transfers, tr, 2 * hh);
+        strided(n, h, h, &one, bz, n, stt, at(l_ifm, k), h, 0, &one, slot(out.gain_a, g.gains, nh), n, snh);        // H_j
+        strided(n, h, h, &minus_one, bz, n, stt, at(l_dm, k), h, 0, &one, slot(out.gain_g, g.gains, nh), n, snh);   // K_j
+        strided(n, n, h, &minus_one, bz, n, stt, at(l_cm, k), h, 0, &one, slot(out.inverse, g.matrices, nn), n, snn);  // N⁻¹_j
+      }
+      set_identity_lists<<<dim3{unsigned((2 * hh + sweep_threads - 1) / sweep_threads), unsigned(b * slices)}, sweep_threads, 0,
+                           stream>>>(device_list(s(s_transfer)), 2, h);
+      GS_CUDA_CHECK_LAUNCH();
+      for (int k = 0; k < b; ++k) {
+        const SweepGroup& g = group_of(k);
+        const std::size_t tr = transfers_of(k);
+        Z* const transfer = slot(out.transfers, tr, 2 * hh);
+        strided(h, h, n, &minus_one, slot(source_up, g.gains, nh), h, snh, slot(out.gain_g, g.gains, nh), n, snh, &one,
+                transfer, h, stt);  // T_j = I − Γ_j K_j
+        strided(h, h, n, &minus_one, slot(out.down, g.gains, nh), h, snh, slot(out.gain_a, g.gains, nh), n, snh, &one,
+                transfer + hh, h, stt);  // U_j = I − Φ_j H_j
+      }
       return;
     }
-    if (st.kind == Kind::woodbury) {
-      // X = (I + ρD_m)⁻¹ (the matrix in BQ's place), K = BX, BQ = BXρ = Kρ, N⁻¹ = A − BQ C_m,
-      // H = Kρ + E − BQ F_m = E + BQ (I − F_m).
-      gemm(h, h, h, &one, l_rho, h, l_dm, h, &zero, l_bq, h);
-      add_identity(l_bq);
-      invert(h, l_bq, l_x, l_largest, l_smallest);
-      gemm(n, h, h, &one, l_b, n, l_x, h, &zero, l_gain_g, n);
-      gemm(n, h, h, &one, l_gain_g, n, l_rho, h, &zero, l_bq, n);
-      copy(l_layer_inverse, l_inverse, std::size_t(n) * n);
-      gemm(n, n, h, &minus_one, l_bq, n, l_cm, h, &one, l_inverse, n);
-      copy(l_e, l_gain_a, std::size_t(n) * h);
-      gemm(n, h, h, &one, l_bq, n, l_ifm, h, &one, l_gain_a, n);
-    } else {
-      // Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'; N⁻¹ (N overwritten); K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻.
-      gemm(n, h, h, &one, l_eplus, n, l_rho, h, &zero, l_erho, n);
-      gemm(n, n, h, &one, l_erho, n, l_down, h, &one, l_local, n);
-      invert(n, l_local, l_inverse, l_largest, l_smallest);
-      gemm(n, h, n, &one, l_inverse, n, l_eplus, n, &zero, l_gain_g, n);
-      gemm(n, h, n, &one, l_inverse, n, l_erho, n, &zero, l_gain_a, n);
-      gemm(n, h, n, &one, l_inverse, n, l_eminus, n, &one, l_gain_a, n);
-    }
+    // The direct form: Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'; N⁻¹ (N overwritten); K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻.
+    gemm(n, h, h, &one, l_eplus, n, l_rho, h, &zero, l_erho, n);
+    gemm(n, n, h, &one, l_erho, n, l_down, h, &one, l_local, n);
+    invert(n, l_local, l_inverse, l_largest, l_smallest);
+    gemm(n, h, n, &one, l_inverse, n, l_eplus, n, &zero, l_gain_g, n);
+    gemm(n, h, n, &one, l_inverse, n, l_erho, n, &zero, l_gain_a, n);
+    gemm(n, h, n, &one, l_inverse, n, l_eminus, n, &one, l_gain_a, n);
     // Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C); the application's transfers T = I − Γ K and U = I − Φ H (from the
     // identity set above).
     gemm(h, n, h, &one, l_rho, h, l_down, h, &one, l_up, h);
@@ -683,9 +986,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
     gemm(h, h, n, &minus_one, l_down, h, l_gain_a, n, &one, l_transfer_down, h);
     if (st.p > 0) {  // ρ ← S_p (ρ − Γ H) S_p
       gemm(h, h, n, &minus_one, l_up, h, l_gain_a, n, &one, l_rho, h);
-      scale_by_steps<<<dim3{unsigned((h * h + sweep_threads - 1) / sweep_threads), unsigned(b)}, sweep_threads, 0,
-                       stream>>>(list(l_rho), reinterpret_cast<const double2* const*>(list(l_step)), h, nm);
-      GS_CUDA_CHECK_LAUNCH();
+      scale(l_rho, l_step, 1, 1);
     }
   };
   // Each side lane's steps are issued by a host thread of its own (the calling thread's device made current
@@ -726,15 +1027,25 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool woodbury_a
   std::vector<double> largest_host(largest.size()), smallest_host(smallest.size());
   largest.download(largest_host);  // waits for the recursion
   smallest.download(smallest_host);
-  if (layer_size > 0) {  // a run's L' singular where N may not be (a resonance of the slice alone): the direct form
-    std::vector<double> layer_largest_host(layer_largest.size()), layer_smallest_host(layer_smallest.size());
+  if (scratch_size > 0) {
+    // A run's L' singular where N may not be (a resonance of the slice alone), or a composite matrix of the
+    // doubling singular (a resonance of a part of the run): the direct form.
+    std::vector<double> layer_largest_host(layer_largest.size()), layer_smallest_host(layer_smallest.size()),
+        composite_largest_host(composite_largest.size()), composite_smallest_host(composite_smallest.size());
     layer_largest.download(layer_largest_host);
     layer_smallest.download(layer_smallest_host);
-    for (int k = 0; k < ng; ++k)
+    composite_largest.download(composite_largest_host);
+    composite_smallest.download(composite_smallest_host);
+    for (int k = 0; k < ng; ++k) {
       for (int p = 0; p < nz; ++p)
         if (bottom[std::size_t(k)][std::size_t(p)] == p &&
             !regular_factorisation(layer_largest_host[std::size_t(k) * nz + p], layer_smallest_host[std::size_t(k) * nz + p]))
           return device_sweep_matrices(in, false);
+      for (int c = 0; c < composites[std::size_t(k)]; ++c)
+        if (!regular_factorisation(composite_largest_host[3 * std::size_t(k) * nz + c],
+                                   composite_smallest_host[3 * std::size_t(k) * nz + c]))
+          return device_sweep_matrices(in, false);
+    }
   }
   for (int k = 0; k < ng; ++k)
     for (int p = nz - 1; p >= 0; --p) {

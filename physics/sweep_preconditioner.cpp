@@ -18,7 +18,7 @@ using detail::Tensor;
 std::size_t sweep_preconditioner_bytes(std::size_t slices, std::size_t orders, std::size_t incidences,
                                        std::size_t real_bytes, bool on_device) {
   const double o = double(orders), per_slice = on_device ? 41.0 : 33.0,
-               matrices = double(incidences) * (double(slices) * (per_slice * o * o + o) + (on_device ? 45.0 * o * o : 0.0)),
+               matrices = double(incidences) * (double(slices) * (per_slice * o * o + o) + (on_device ? 99.0 * o * o : 0.0)),
                workspace = on_device ? 7.0 * o * double(slices) : 0.0,
                scratch = 2.0 * double(incidences) * (3.0 * o * (double(slices) + 1.0) + 4.0 * o + workspace);  // two rhs each
   const double complex_numbers = matrices + scratch;
@@ -232,10 +232,8 @@ std::vector<int> run_bottoms(const SweepInputs& in, std::size_t group) {
   return bottom;
 }
 
-std::vector<int> woodbury_bottoms(const SweepInputs& in, std::size_t group, int least_run) {
-  const SweepGroup& g = in.groups.at(group);
+std::vector<int> long_run_bottoms(const SweepInputs& in, std::size_t group, int least_run) {
   std::vector<int> out(std::size_t(in.slices), -1);
-  if (g.h(in.orders) >= g.n(in.orders)) return out;
   const std::vector<int> bottom = run_bottoms(in, group);
   for (int top = 0; top < in.slices; top = bottom[std::size_t(top)] + 1)
     if (bottom[std::size_t(top)] - top + 1 >= least_run)
@@ -296,7 +294,9 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
   std::size_t run_data_size = 0, run_permutation_size = 0;
   for (int k = 0; k < ng && woodbury; ++k) {
     const std::size_t n = in.groups[std::size_t(k)].n(nm), h = in.groups[std::size_t(k)].h(nm);
-    const std::vector<int> bottom = woodbury_bottoms(in, std::size_t(k), host_woodbury_least_run);
+    // Woodbury's form pays on the host where h < n (an h × h factorisation per slice instead of the n × n one).
+    const std::vector<int> bottom = h < n ? long_run_bottoms(in, std::size_t(k), host_woodbury_least_run)
+                                          : std::vector<int>(std::size_t(nz), -1);
     for (int p = 0; p < nz; ++p) {
       if (bottom[std::size_t(p)] < 0) continue;
       if (p == 0 || bottom[std::size_t(p) - 1] != bottom[std::size_t(p)]) {  // the run's top slice

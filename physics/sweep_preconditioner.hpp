@@ -109,8 +109,8 @@ constexpr std::size_t sweep_orders_limit = 161;
 /// Bytes of the sweep preconditioner: its matrices per incidence and slice (on a device 41·orders² complex
 /// numbers for conical groups: N⁻¹, K, H, Γ, Φ and the transfers T, U; on the host 33, the device's count
 /// before session 25 kept so that host choices do not move, where the host stores 27), on a device the
-/// matrices of Woodbury's form per incidence (45·orders² for a conical group: L'⁻¹, B, E, C_m, BQ, D_m, I − F_m,
-/// X; device_sweep_preconditioner.cu) and its scratch (a
+/// run form's scratch per incidence (99·orders² for a conical group: L'⁻¹, B, E, C_m, D_m, I − F_m, I − G_B, −G_E,
+/// two powers of the one-slice map and the doubling's temporaries; device_sweep_preconditioner.cu) and its scratch (a
 /// vector's worth per right-hand side and, on a device, the application's workspace, 7·orders per slice; two
 /// right-hand sides per incidence), complex numbers of `real_bytes` parts (the host and the device keep
 /// complex128: real_bytes = 8).
@@ -155,19 +155,20 @@ struct SweepInputs {
 SweepInputs sweep_inputs(const GreenCoefficients& coefficients, const conv::Problem& problem,
                          std::span<const std::complex<double>> kernels, bool dense = true);
 
-/// Uniform runs, where the recursion takes Woodbury's form (docs/solver.md §6.3): per slice p of group `group`,
+/// Uniform runs, where the recursion takes Woodbury's form on the host and the run form on the device (docs/solver.md §6.3): per slice p of group `group`,
 /// the bottom (largest) slice of the run of consecutive slices whose L'_p, Φ_p and W Π⁺ C_p are the same bit for
 /// bit, which holds where their row coefficients (self_rows, down_rows, up_rows) and their engine slices'
 /// kernels are (a layer whose content does not vary with z, cut into slices of equal thickness); p itself where
 /// slice p + 1's differ. The steps may differ within a run.
 std::vector<int> run_bottoms(const SweepInputs& inputs, std::size_t group);
-/// Woodbury's form replaces each slice's n × n factorisation by an h × h one, at the price of the run's own
-/// n × n one (L') and a few more products, so it is taken where h < n (the p group of a 1D grating without
-/// conical incidence: n = 2h; conical groups: n = 3h/2) and the run has at least `least_run` slices (the
-/// device's woodbury_least_run, the host's host_woodbury_least_run): per slice of group `group`, its run's
-/// bottom slice (run_bottoms) where the group takes the form there, −1 where it takes the direct form.
-std::vector<int> woodbury_bottoms(const SweepInputs& inputs, std::size_t group, int least_run);
-/// The device's least run for Woodbury's form.
+/// Per slice of group `group`: its run's bottom slice (run_bottoms) where the run has at least `least_run` slices,
+/// −1 elsewhere. Within such runs the host takes Woodbury's form where h < n (an h × h factorisation per slice
+/// instead of the n × n one, at the price of the run's own L' and a few products: the p group of a 1D grating
+/// without conical incidence, n = 2h; conical groups, n = 3h/2), from host_woodbury_least_run slices; the device
+/// takes its run form (device_sweep_preconditioner.cu: the run's slices by doubling, a few levels instead of a slice
+/// after another) for every group, from woodbury_least_run slices.
+std::vector<int> long_run_bottoms(const SweepInputs& inputs, std::size_t group, int least_run);
+/// The device's least run for its run form.
 constexpr int woodbury_least_run = 4;
 
 /// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups; in Woodbury's form
