@@ -125,8 +125,11 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
   std::vector<GreenTensors> tensors;
   tensors.reserve(std::size_t(na) * nm);
   for (std::size_t io = 0; io < std::size_t(na) * nm; ++io) tensors.push_back(detail::green_tensors(g, io));
-  // OpenMP over (group, slice): every pair writes its own rows and matrices.
-#pragma omp parallel for schedule(dynamic)
+  // OpenMP over (group, slice): every pair writes its own rows and matrices. Without the dense parts (the device
+  // set-up's inputs) a pair is a few rows, O(n): serial, since the team cost more than the work where it was
+  // started (the thin metal's set-ups on the H200's host: 4–5 ms each, with the two Richardson solves' teams and
+  // the lanes' issuing threads sharing the cores, against about 1 ms serial; session 27).
+#pragma omp parallel for schedule(dynamic) if (dense)
   for (int kp = 0; kp < ng * nz; ++kp) {
     const int k = kp / nz, p = kp % nz;
     const SweepGroup& group = out.groups[std::size_t(k)];
