@@ -523,7 +523,9 @@ TEMPLATE_TEST_CASE("device-resident GMRES equals the host-driven GMRES and the d
       }
       CHECK_FALSE(dev_stats[r].converged);
       CHECK(dev_stats[r].iterations == 9);
-      CHECK(dev_stats[r].matvecs == 9 + 4);  // 9 steps, 4 true residuals (start and after each cycle)
+      // 9 steps, 4 true residuals (start and after each cycle); rhs 0's guess is zero, its start takes no product
+      // (krylov.cpp's zero start).
+      CHECK(dev_stats[r].matvecs == 9 + (r == 0 ? 3 : 4));
       CHECK(dev_stats[r].matvecs == host_stats[r].matvecs);
       CHECK(std::abs(dev_stats[r].residual - host_stats[r].residual) <= (single ? 1e-5 : 1e-12));
       // The same 9 steps: the same x to rounding.
