@@ -10,7 +10,7 @@
 // transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
 // thread's default stream, each further one issued by a host thread of its own). Within a uniform run
 // (run_bottoms: L'_p, Φ_p and W Π⁺ C_p the same in every slice, a layer whose content does not vary with z) of at
-// least woodbury_least_run slices (long_run_bottoms), the run form (docs/solver.md §6.3) takes the place of that
+// least device_least_run slices (long_run_bottoms), the run form (docs/solver.md §6.3) takes the place of that
 // chain. Once per run, at its bottom slice: A = L'⁻¹, B = AẼ⁺, E = AẼ⁻, C_m = ΦA, D_m = ΦB, I − F_m, I − G_B (G_B = ΨB,
 // Ψ = W Π⁺ C), −G_E (G_E = ΨE). With them one slice's step of the recursion is a scattering matrix,
 //   ρ_{j−1} = R_a + T_u ρ_j (I − R_b ρ_j)⁻¹ T_d,  R_a = −S G_E S, T_u = S (I − G_B), T_d = (I − F_m) S, R_b = −D_m,
@@ -592,7 +592,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allow
   for (DeviceBuffer<double>* zeroed : {&largest, &layer_largest, &composite_largest})  // +0.0
     GS_CUDA_TRY(cudaMemsetAsync(zeroed->data(), 0, zeroed->size() * sizeof(double), cudaStreamPerThread));
   // The run form (the header's, docs/solver.md §6.3) per group and slice: where the slice lies in a uniform run
-  // of at least woodbury_least_run slices. A group's choice depends on its own inputs only, so a member's result
+  // of at least device_least_run slices. A group's choice depends on its own inputs only, so a member's result
   // does not depend on the members beside it.
   std::vector<std::vector<int>> bottom;  // per group and slice: its run's bottom in the run form, else −1
   std::vector<std::size_t> scratch_at(std::size_t(ng), 0);  // into the run scratch, per group that takes the form
@@ -600,7 +600,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allow
   for (int k = 0; k < ng; ++k) {
     const SweepGroup& g = in.groups[std::size_t(k)];
     // (n ≤ 2h, as every group is: the slices' BZ_j, n × h, stand in their transfers' 2h² during the set-up.)
-    bottom.push_back(runs_allowed && g.n(nm) <= 2 * g.h(nm) ? long_run_bottoms(in, std::size_t(k), woodbury_least_run)
+    bottom.push_back(runs_allowed && g.n(nm) <= 2 * g.h(nm) ? long_run_bottoms(in, std::size_t(k), device_least_run)
                                                             : std::vector<int>(std::size_t(nz), -1));
     if (std::all_of(bottom.back().begin(), bottom.back().end(), [](int b) { return b < 0; })) continue;
     scratch_at[std::size_t(k)] = scratch_size;

@@ -166,10 +166,10 @@ std::vector<int> run_bottoms(const SweepInputs& inputs, std::size_t group);
 /// instead of the n × n one, at the price of the run's own L' and a few products: the p group of a 1D grating
 /// without conical incidence, n = 2h; conical groups, n = 3h/2), from host_woodbury_least_run slices; the device
 /// takes its run form (device_sweep_preconditioner.cu: the run's slices by doubling, a few levels instead of a slice
-/// after another) for every group, from woodbury_least_run slices.
+/// after another) for every group, from device_least_run slices.
 std::vector<int> long_run_bottoms(const SweepInputs& inputs, std::size_t group, int least_run);
 /// The device's least run for its run form.
-constexpr int woodbury_least_run = 4;
+constexpr int device_least_run = 4;
 
 /// The sweep's recursion on the host, from the bottom slice up, OpenMP over the groups; in Woodbury's form
 /// (SweepRun) within uniform runs of at least host_woodbury_least_run slices for groups with h < n, unless
