@@ -620,7 +620,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allow
   /// A level of a run's doubling: `apps` slices' ρ from those `known` below them by the power M^known of the
   /// one-slice map, and (`doubles`) M^(2·known) for the next level; power buffers alternate by `parity`.
   struct Level {
-    int apps, known, parity;
+    int apps, parity;
     bool doubles;
     std::size_t lists;  // into host_pointers: level_lists lists of count·apps, then inverse_lists of inverted()
     [[nodiscard]] int inverted(int count) const { return count * (apps + (doubles ? 2 : 0)); }
@@ -726,7 +726,7 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allow
           const int slices = p - st.top + 1;
           for (int known = 1, level = 0; known < slices; known *= 2, ++level) {
             const int apps = std::min(known, slices - known);
-            Level lv{apps, known, level % 2, known + apps < slices, host_pointers.size()};
+            Level lv{apps, level % 2, known + apps < slices, host_pointers.size()};
             for (int list = 0; list < level_lists; ++list)
               for (int k : chosen) {
                 const SweepGroup& g = in.groups[std::size_t(k)];
@@ -748,28 +748,30 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allow
                   host_pointers.push_back(ptr);
                 }
               }
+            // A composite matrix's entry in inverse list `list`: the matrix, its inverse, or group k's pivot slot c.
+            const auto composite = [&](int list, void* matrix, void* inverse, int k, int c) -> void* {
+              const std::size_t slot = 3 * std::size_t(k) * nz + std::size_t(composites[std::size_t(k)] + c);
+              return list == i_matrix    ? matrix
+                     : list == i_inverse ? inverse
+                     : list == i_largest ? static_cast<void*>(composite_largest.data() + slot)
+                                         : static_cast<void*>(composite_smallest.data() + slot);
+            };
             for (int list = 0; list < inverse_lists; ++list) {
               for (int k : chosen) {
                 const SweepGroup& g = in.groups[std::size_t(k)];
                 for (int i = 0; i < apps; ++i) {
-                  const std::size_t target = std::size_t(p - known - i), slot = 3 * std::size_t(k) * nz + std::size_t(composites[std::size_t(k)] + i);
-                  host_pointers.push_back(list == i_matrix    ? z(out.gain_g, g.gains + target * nh)
-                                          : list == i_inverse ? z(out.inverse, g.matrices + target * nn)
-                                          : list == i_largest ? static_cast<void*>(composite_largest.data() + slot)
-                                                              : static_cast<void*>(composite_smallest.data() + slot));
+                  const std::size_t target = std::size_t(p - known - i);
+                  host_pointers.push_back(composite(list, z(out.gain_g, g.gains + target * nh),
+                                                    z(out.inverse, g.matrices + target * nn), k, i));
                 }
               }
               if (lv.doubles)
                 for (int k : chosen) {
                   const RunScratch r{std::size_t(n), std::size_t(h)};
                   const std::size_t at = scratch_at[std::size_t(k)];
-                  for (int j = 0; j < 2; ++j) {  // (I − R_b R_a) → P_1, (I − R_a R_b) → P_2
-                    const std::size_t slot = 3 * std::size_t(k) * nz + std::size_t(composites[std::size_t(k)] + apps + j);
-                    host_pointers.push_back(list == i_matrix    ? z(scratch, at + r.temp(2 * j))
-                                            : list == i_inverse ? z(scratch, at + r.temp(2 * j + 1))
-                                            : list == i_largest ? static_cast<void*>(composite_largest.data() + slot)
-                                                                : static_cast<void*>(composite_smallest.data() + slot));
-                  }
+                  for (int j = 0; j < 2; ++j)  // (I − R_b R_a) → P_1, (I − R_a R_b) → P_2
+                    host_pointers.push_back(
+                        composite(list, z(scratch, at + r.temp(2 * j)), z(scratch, at + r.temp(2 * j + 1)), k, apps + j));
                 }
             }
             for (int k : chosen) composites[std::size_t(k)] += apps + (lv.doubles ? 2 : 0);
