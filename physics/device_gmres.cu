@@ -40,8 +40,8 @@ namespace {
 /// Threads per block of the vector kernels, and elements per chunk of the Gram–Schmidt passes.
 constexpr int threads_per_block = 256;
 constexpr int warps_per_block = threads_per_block / 32;
-/// Threads of the one-block per-rhs kernels (arnoldi_update loops over the rhs).
-constexpr int scalar_threads = 256;
+/// Threads per block of arnoldi_update (a block per rhs).
+constexpr int scalar_threads = 128;
 /// Events of the last steps kept for no_rhs_in_cycle_after() (the host looks two steps back).
 constexpr int event_ring = 4;
 /// The largest restart: the project passes keep one complex128 sum per basis vector in shared memory.
@@ -197,69 +197,97 @@ __global__ void finish_projection(const double2* __restrict__ partial, int block
   coefficient[k] = scaled(-1, h);
 }
 
-/// Starts a cycle: g = β e_1, the flags and the dimension reached, per rhs.
+/// Starts a cycle: g = β e_1, the flags and the dimension reached, per rhs; any_in_cycle of every step zeroed
+/// (arnoldi_update only sets it).
 __global__ void start_cycle_scalars(const double* __restrict__ beta, const int* __restrict__ budget, int rhs,
                                     int restart, double2* __restrict__ g, int* __restrict__ in_cycle,
-                                    int* __restrict__ dimension) {
+                                    int* __restrict__ dimension, int* __restrict__ any_in_cycle) {
   const int r = int(blockIdx.x * blockDim.x + threadIdx.x);
+  if (r == 0)
+    for (int j = 0; j < restart; ++j) any_in_cycle[j] = 0;
   if (r >= rhs) return;
   for (int i = 0; i <= restart; ++i) g[std::size_t(r) * (restart + 1) + i] = {i == 0 ? beta[r] : 0.0, 0};
   in_cycle[r] = budget[r] > 0 ? 1 : 0;
   dimension[r] = 0;
 }
 
-/// The end of Arnoldi step j, in one block: the warps add the norm pass's partial sums per rhs into norms[r]
-/// (= ‖w_r‖²), then one thread per rhs (looping over the rhs): ‖w‖ = sqrt(norms[r]); scale[r] = 1/‖w‖ for rhs in the cycle with ‖w‖ > 0, else 0 (w is then zeroed, as on the host);
+/// The end of Arnoldi step j, one block per rhs r: a warp adds the norm pass's partial sums into norms[r]
+/// (= ‖w_r‖²); scale[r] = 1/‖w‖ for rhs in the cycle with ‖w‖ > 0, else 0 (w is then zeroed, as on the host);
 /// for rhs in the cycle, H(j + 1, j) = ‖w‖, the previous rotations and a new one applied to column j and the
 /// new one to g, dimension j + 1, and the rhs leaves the cycle when |g_{j+1}|/‖b‖ ≤ tolerance, ‖w‖ = 0 (happy
-/// breakdown) or its step budget is spent. any_in_cycle = whether some rhs is still in the cycle.
+/// breakdown) or its step budget is spent; a rhs still in the cycle sets any_in_cycle (zeroed by
+/// start_cycle_scalars). The column and the rotations are staged in shared memory by all threads at once: the
+/// rotations are a serial chain of j steps, which read from global memory took a memory latency each (10.5 µs
+/// per step at mean depth 20 on an H200, problem case 1). Dynamic shared memory: arnoldi_shared_bytes(j).
 __global__ void __launch_bounds__(scalar_threads)
-    arnoldi_update(const double2* __restrict__ partial, int blocks, int rhs, int j, int restart,
+    arnoldi_update(const double2* __restrict__ partial, int blocks, int j, int restart,
                    double2* __restrict__ hessenberg, double* __restrict__ rotation_c, double2* __restrict__ rotation_s,
                    double2* __restrict__ g, int* __restrict__ in_cycle, int* __restrict__ dimension,
                    const int* __restrict__ budget, const double* __restrict__ b_norm, double tolerance,
                    double* __restrict__ norms, double2* __restrict__ scale, int* __restrict__ any_in_cycle) {
-  const int lane = int(threadIdx.x) % 32;
-  for (int r = int(threadIdx.x) / 32; r < rhs; r += int(blockDim.x) / 32) {
-    const double squares = warp_sum_partials(partial + std::size_t(r) * blocks, blocks, lane).x;
-    if (lane == 0) norms[r] = squares;
+  extern __shared__ double2 staged[];  // column 0..j + 1, then s_0..s_{j−1}, then c_0..c_{j−1}
+  __shared__ double squares;
+  const int r = int(blockIdx.x), lane = int(threadIdx.x) % 32;
+  const bool in = in_cycle[r] != 0;  // uniform per block
+  double2* const col = hessenberg + (std::size_t(r) * restart + j) * (restart + 1);
+  double* const c = rotation_c + std::size_t(r) * restart;
+  double2* const s = rotation_s + std::size_t(r) * restart;
+  double2* const column = staged;
+  double2* const s_staged = staged + (j + 2);
+  double* const c_staged = reinterpret_cast<double*>(s_staged + j);
+  if (threadIdx.x < 32) {
+    const double sum = warp_sum_partials(partial + std::size_t(r) * blocks, blocks, lane).x;
+    if (lane == 0) squares = sum;
   }
-  __syncthreads();  // norms (global memory) written by this block are visible to all its threads
-  int any = 0;
-  for (int r = int(threadIdx.x); r < rhs; r += blockDim.x) {
-    const double hn = sqrt(norms[r]);
-    const bool in = in_cycle[r] != 0;
-    scale[r] = {in && hn > 0 ? 1.0 / hn : 0.0, 0};
-    if (in) {
-      double2* col = hessenberg + (std::size_t(r) * restart + j) * (restart + 1);
-      double* c = rotation_c + std::size_t(r) * restart;
-      double2* s = rotation_s + std::size_t(r) * restart;
-      double2* gr = g + std::size_t(r) * (restart + 1);
-      col[j + 1] = {hn, 0};
-      for (int i = 0; i < j; ++i) rotate(c[i], s[i], col[i], col[i + 1]);
-      // The rotation zeroing b in (a, b): c = |a|/ρ, s = (a/|a|)·conj(b)/ρ, ρ = sqrt(|a|² + |b|²).
-      const double2 a = col[j], b = col[j + 1];
-      if (is_zero(b)) {
-        c[j] = 1;
-        s[j] = {0, 0};
-      } else if (is_zero(a)) {
-        c[j] = 0;
-        s[j] = {1, 0};
-      } else {
-        const double abs_a = magnitude(a), rho = hypot(abs_a, magnitude(b));
-        c[j] = abs_a / rho;
-        s[j] = scaled(1 / rho, mul(scaled(1 / abs_a, a), conjugate(b)));
-      }
-      rotate(c[j], s[j], col[j], col[j + 1]);
-      rotate(c[j], s[j], gr[j], gr[j + 1]);
-      dimension[r] = j + 1;
-      const double estimate = magnitude(gr[j + 1]) / b_norm[r];
-      if (estimate <= tolerance || hn == 0 || j + 1 >= budget[r]) in_cycle[r] = 0;
-      any = any || in_cycle[r] != 0;
+  if (in) {
+    for (int i = int(threadIdx.x); i <= j; i += blockDim.x) column[i] = col[i];
+    for (int i = int(threadIdx.x); i < j; i += blockDim.x) {
+      s_staged[i] = s[i];
+      c_staged[i] = c[i];
     }
   }
-  any = __syncthreads_or(any);
-  if (threadIdx.x == 0) *any_in_cycle = any;
+  __syncthreads();
+  const double hn = sqrt(squares);
+  if (threadIdx.x == 0) {
+    norms[r] = squares;
+    scale[r] = {in && hn > 0 ? 1.0 / hn : 0.0, 0};
+  }
+  if (!in) return;  // uniform per block
+  if (threadIdx.x == 0) {
+    double2* const gr = g + std::size_t(r) * (restart + 1);
+    column[j + 1] = {hn, 0};
+    for (int i = 0; i < j; ++i) rotate(c_staged[i], s_staged[i], column[i], column[i + 1]);
+    // The rotation zeroing b in (a, b): c = |a|/ρ, s = (a/|a|)·conj(b)/ρ, ρ = sqrt(|a|² + |b|²).
+    const double2 a = column[j], b = column[j + 1];
+    double cj;
+    double2 sj;
+    if (is_zero(b)) {
+      cj = 1;
+      sj = {0, 0};
+    } else if (is_zero(a)) {
+      cj = 0;
+      sj = {1, 0};
+    } else {
+      const double abs_a = magnitude(a), rho = hypot(abs_a, magnitude(b));
+      cj = abs_a / rho;
+      sj = scaled(1 / rho, mul(scaled(1 / abs_a, a), conjugate(b)));
+    }
+    c[j] = cj;
+    s[j] = sj;
+    rotate(cj, sj, column[j], column[j + 1]);
+    rotate(cj, sj, gr[j], gr[j + 1]);
+    dimension[r] = j + 1;
+    const double estimate = magnitude(gr[j + 1]) / b_norm[r];
+    if (estimate <= tolerance || hn == 0 || j + 1 >= budget[r]) in_cycle[r] = 0;
+    else *any_in_cycle = 1;  // every writer writes 1: no atomic needed
+  }
+  __syncthreads();
+  for (int i = int(threadIdx.x); i <= j + 1; i += blockDim.x) col[i] = column[i];
+}
+
+/// arnoldi_update's dynamic shared memory at step j.
+std::size_t arnoldi_shared_bytes(int j) {
+  return std::size_t(j + 2) * sizeof(double2) + std::size_t(j) * (sizeof(double2) + sizeof(double));
 }
 
 /// w_r *= scale[r], grid (slices, rhs).
@@ -379,6 +407,9 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     GS_CUDA_TRY(cudaMemsetAsync(in_cycle_.data(), 0, in_cycle_.bytes(), stream_));
     for (cudaEvent_t& e : events_) GS_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     graphs_.assign(std::size_t(restart), nullptr);
+    // arnoldi_update stages 40·j bytes (80 KB at the largest restart): above the default 48 KB, opt in.
+    GS_CUDA_TRY(cudaFuncSetAttribute(arnoldi_update, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(arnoldi_shared_bytes(restart - 1))));
   }
 
   ~DeviceArnoldiImpl() override {
@@ -408,7 +439,8 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     GS_CUDA_TRY(cudaMemcpyAsync(beta_.data(), beta_host_.data(), beta_.bytes(), cudaMemcpyHostToDevice, stream_));
     GS_CUDA_TRY(cudaMemcpyAsync(budget_.data(), budget_host_.data(), budget_.bytes(), cudaMemcpyHostToDevice, stream_));
     start_cycle_scalars<<<(rhs_ + 127) / 128, 128, 0, stream_>>>(beta_.data(), budget_.data(), rhs_, restart_,
-                                                                 g_.data(), in_cycle_.data(), dimension_.data());
+                                                                 g_.data(), in_cycle_.data(), dimension_.data(),
+                                                                 any_in_cycle_.data());
     GS_CUDA_CHECK_LAUNCH();
   }
 
@@ -475,7 +507,8 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     GS_CUDA_CHECK_LAUNCH();
     // w −= V h', and ‖w‖.
     pass<Pass::subtract_norm>(count, w, 0);
-    arnoldi_update<<<1, scalar_threads, 0, stream_>>>(partial_.data(), blocks_, rhs_, j, restart_, hessenberg_.data(),
+    arnoldi_update<<<rhs_, scalar_threads, arnoldi_shared_bytes(j), stream_>>>(partial_.data(), blocks_, j, restart_,
+                                                                               hessenberg_.data(),
                                                       rotation_c_.data(), rotation_s_.data(), g_.data(),
                                                       in_cycle_.data(), dimension_.data(), budget_.data(),
                                                       b_norm_.data(), tolerance_, norms_.data(), scale_.data(),
