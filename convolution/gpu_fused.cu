@@ -313,15 +313,14 @@ class GpuFused final : public Convolution<Real> {
       p.in = reinterpret_cast<const C*>(in);
       p.out = reinterpret_cast<C*>(out);
       p.spectra = spectra_.data();
-      scalar_kernel_<<<grid_, threads_, shared_bytes_, stream>>>(p);
+      launch_after_previous(scalar_kernel_, grid_, threads_, shared_bytes_, stream, p);
     } else {
       PatternParams<Real> p = pattern_params_;
       p.in = reinterpret_cast<const C*>(in);
       p.out = reinterpret_cast<C*>(out);
       p.spectra = spectra_.data();
-      pattern_kernel_<<<grid_, threads_, shared_bytes_, stream>>>(p);
+      launch_after_previous(pattern_kernel_, grid_, threads_, shared_bytes_, stream, p);
     }
-    GS_CUDA_CHECK_LAUNCH();
   }
 
   [[nodiscard]] Backend backend() const override { return Backend::gpu_fused; }

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/device_buffer.hpp"
+#include "core/dependent_launch.cuh"
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
 
@@ -94,6 +95,7 @@ __global__ void __launch_bounds__(threads_per_block)
     gram_schmidt_pass(const Complex2<Real>* __restrict__ basis, std::size_t stride, int count,
                       Complex2<Real>* __restrict__ w, const double2* __restrict__ coefficient,
                       const int* __restrict__ in_cycle, double2* __restrict__ partial, int slices, int rhs, int block) {
+  wait_for_previous_kernel();
   using V = Complex2<Real>;
   constexpr bool subtract = pass != Pass::project;
   constexpr bool project = pass == Pass::project || pass == Pass::subtract_project;
@@ -186,6 +188,7 @@ __device__ double2 warp_sum_partials(const double2* __restrict__ partial, int bl
 __global__ void finish_projection(const double2* __restrict__ partial, int blocks, int count, int rhs,
                                   const int* __restrict__ in_cycle, double2* __restrict__ hessenberg, int column,
                                   int restart, bool accumulate, double2* __restrict__ coefficient) {
+  wait_for_previous_kernel();
   const int k = int((blockIdx.x * blockDim.x + threadIdx.x) / 32), lane = int(threadIdx.x) % 32;
   if (k >= count * rhs) return;  // uniform per warp
   const int i = k / rhs, r = k % rhs;
@@ -225,6 +228,7 @@ __global__ void __launch_bounds__(scalar_threads)
                    double2* __restrict__ g, int* __restrict__ in_cycle, int* __restrict__ dimension,
                    const int* __restrict__ budget, const double* __restrict__ b_norm, double tolerance,
                    double* __restrict__ norms, double2* __restrict__ scale, int* __restrict__ any_in_cycle) {
+  wait_for_previous_kernel();
   extern __shared__ double2 staged[];  // column 0..j + 1, then s_0..s_{j−1}, then c_0..c_{j−1}
   __shared__ double squares;
   const int r = int(blockIdx.x), lane = int(threadIdx.x) % 32;
@@ -293,6 +297,7 @@ std::size_t arnoldi_shared_bytes(int j) {
 /// w_r *= scale[r], grid (slices, rhs).
 template <class Real>
 __global__ void scale_rows(Complex2<Real>* w, const double2* __restrict__ scale, int rhs, int block) {
+  wait_for_previous_kernel();
   const int r = int(blockIdx.y);
   const double2 a = scale[r];
   const Real ar = Real(a.x), ai = Real(a.y);
@@ -497,26 +502,20 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
     const int finish_blocks = (count * rhs_ + 7) / 8;  // one warp per (basis vector, rhs), 8 warps per block
     // CGS pass 1: h = Vᴴ w.
     pass<Pass::project>(count, w, sums_bytes);
-    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
-                                                          hessenberg_.data(), j, restart_, false, coefficient_.data());
-    GS_CUDA_CHECK_LAUNCH();
+    launch_after_previous(finish_projection, finish_blocks, 256, 0, partial_.data(), blocks_, count, rhs_,
+                          in_cycle_.data(), hessenberg_.data(), j, restart_, false, coefficient_.data());
     // w −= V h, and pass 2: h' = Vᴴ w (H column += h').
     pass<Pass::subtract_project>(count, w, sums_bytes);
-    finish_projection<<<finish_blocks, 256, 0, stream_>>>(partial_.data(), blocks_, count, rhs_, in_cycle_.data(),
-                                                          hessenberg_.data(), j, restart_, true, coefficient_.data());
-    GS_CUDA_CHECK_LAUNCH();
+    launch_after_previous(finish_projection, finish_blocks, 256, 0, partial_.data(), blocks_, count, rhs_,
+                          in_cycle_.data(), hessenberg_.data(), j, restart_, true, coefficient_.data());
     // w −= V h', and ‖w‖.
     pass<Pass::subtract_norm>(count, w, 0);
-    arnoldi_update<<<rhs_, scalar_threads, arnoldi_shared_bytes(j), stream_>>>(partial_.data(), blocks_, j, restart_,
-                                                                               hessenberg_.data(),
-                                                      rotation_c_.data(), rotation_s_.data(), g_.data(),
-                                                      in_cycle_.data(), dimension_.data(), budget_.data(),
-                                                      b_norm_.data(), tolerance_, norms_.data(), scale_.data(),
-                                                      any_in_cycle_.data() + j);
-    GS_CUDA_CHECK_LAUNCH();
-    scale_rows<Real><<<dim3(unsigned(layout_.slices), unsigned(rhs_)), threads_per_block, 0, stream_>>>(
-        w, scale_.data(), rhs_, int(layout_.block));
-    GS_CUDA_CHECK_LAUNCH();
+    launch_after_previous(arnoldi_update, rhs_, scalar_threads, arnoldi_shared_bytes(j), partial_.data(), blocks_, j,
+                          restart_, hessenberg_.data(), rotation_c_.data(), rotation_s_.data(), g_.data(),
+                          in_cycle_.data(), dimension_.data(), budget_.data(), b_norm_.data(), tolerance_,
+                          norms_.data(), scale_.data(), any_in_cycle_.data() + j);
+    launch_after_previous(scale_rows<Real>, dim3(unsigned(layout_.slices), unsigned(rhs_)), threads_per_block, 0, w,
+                          scale_.data(), rhs_, int(layout_.block));
     GS_CUDA_TRY(cudaMemcpyAsync(any_in_cycle_host_.data() + j, any_in_cycle_.data() + j, sizeof(int),
                              cudaMemcpyDeviceToHost, stream_));
   }
@@ -545,11 +544,15 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
 
   template <Pass kind>
   void pass(int count, V* w, std::size_t shared_bytes) {
-    const dim3 grid{unsigned(blocks_), unsigned(rhs_)};
-    gram_schmidt_pass<Real, kind><<<grid, threads_per_block, shared_bytes, stream_>>>(
-        basis_, stride_, count, w, coefficient_.data(), in_cycle_.data(), partial_.data(), int(layout_.slices), rhs_,
-        int(layout_.block));
-    GS_CUDA_CHECK_LAUNCH();
+    launch_after_previous(gram_schmidt_pass<Real, kind>, dim3(unsigned(blocks_), unsigned(rhs_)), threads_per_block,
+                          shared_bytes, basis_, stride_, count, w, coefficient_.data(), in_cycle_.data(),
+                          partial_.data(), int(layout_.slices), rhs_, int(layout_.block));
+  }
+
+  /// launch_after_previous on this object's stream (core/dependent_launch.cuh).
+  template <class... Params, class... Args>
+  void launch_after_previous(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t shared, Args... args) {
+    gratingsim::launch_after_previous(kernel, grid, block, shared, stream_, args...);
   }
 
   VectorSpace<Real>& space_;

@@ -9,6 +9,7 @@
 // the slice two steps ahead before computing the current one (up to three slices' loads in flight).
 #include <complex>
 
+#include "core/dependent_launch.cuh"
 #include "core/device_buffer.hpp"
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
@@ -139,7 +140,8 @@ __global__ void __launch_bounds__(32 * sweep_warps) z_sweeps(const Complex2<Real
   const int lo = warp * chunk, hi = min(nz, lo + chunk), chunks = (nz + chunk - 1) / chunk;
   const bool active = t < nr * nm && lo < hi;  // no early return: the block meets at a barrier
   OrderSetup o{};
-  if (t < nr * nm) o = order_setup(g, rhs_incidence, t, nr, nm, nz, d_axes);
+  if (t < nr * nm) o = order_setup(g, rhs_incidence, t, nr, nm, nz, d_axes);  // the tables: written at set-up
+  wait_for_previous_kernel();  // before x and c (launched by launch_after_previous)
   const auto project_slice = [&](int p) {
     V cs[3];
     for (int comp = 0; comp < 3; ++comp) cs[comp] = c[o.c_at(p, comp)];
@@ -419,10 +421,9 @@ class DeviceZOperator final : public ZOperator<Real> {
 
   void apply(const Complex* x, const Complex* c, Complex* y, Stream stream) override {
     const int pairs = nr_ * nm_;
-    z_sweeps<Real><<<(pairs + 31) / 32, 32 * sweep_warps, 0, stream>>>(
-        reinterpret_cast<const V*>(x), reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), coefficients(),
-        rhs_incidence_.data(), nr_, nm_, nz_, d_axes_, sweep_chunk(nz_));
-    GS_CUDA_CHECK_LAUNCH();
+    launch_after_previous(z_sweeps<Real>, (pairs + 31) / 32, 32 * sweep_warps, 0, stream, reinterpret_cast<const V*>(x),
+                          reinterpret_cast<const V*>(c), reinterpret_cast<V*>(y), coefficients(),
+                          rhs_incidence_.data(), nr_, nm_, nz_, d_axes_, sweep_chunk(nz_));
   }
 
   void far_field_sums(const Complex* c, std::complex<double>* sums, Stream stream) override {

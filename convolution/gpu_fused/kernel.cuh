@@ -45,6 +45,7 @@
 #include <utility>
 
 #include "convolution/gpu_fused/fft_primitives.cuh"
+#include "core/dependent_launch.cuh"
 
 namespace gratingsim::conv::detail::fused {
 
@@ -479,6 +480,7 @@ __global__ void __launch_bounds__(block_threads<Real, L1, L2>()) fused_convoluti
 
   fill_twiddles<Real, L1>(twiddles1);
   fill_twiddles<Real, L2>(twiddles2);
+  wait_for_previous_kernel();  // before the fields (launch_after_previous: the twiddles overlap its end)
   if (p.stage) stage_fields(stage, in, min(F, count) * field_size);
   copy_async_commit();
   if constexpr (spectrum_shared) {
@@ -592,6 +594,9 @@ __global__ void __launch_bounds__(pattern_block_threads, CtasPerSm)
           spectra_global + std::size_t(set.spectrum[s]) * L1 * L2 + std::size_t(v) * width);
     }
   }
+  // The set, the twiddles and the spectra (made and synchronised at plan time) overlap the end of the previous
+  // kernel of the stream (launch_after_previous); the fields and the outputs wait for it.
+  wait_for_previous_kernel();
   if (p.stage) stage_inputs(0, min(F, count));
   copy_async_commit();
 
