@@ -30,8 +30,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/device_buffer.hpp"
 #include "core/dependent_launch.cuh"
+#include "core/device_buffer.hpp"
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
 
