@@ -251,6 +251,7 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
   constexpr int B = 0, X = 1, R = 2, V0 = 3;  // V_j = V0 + j, j = 0..m
   const std::unique_ptr<DeviceArnoldi<Real>> arnoldi = make_device_arnoldi<Real>(v, V0, X, m, s.tolerance, b_norm);
   const bool graphs = s.cuda_graphs && op.capturable();
+  const int ahead = s.steps_ahead;
   std::vector<double> residual(nr), beta(nr);
   std::vector<char> done(nr, 0);
   std::vector<int> budget(nr);
@@ -273,7 +274,7 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
     arnoldi->start_cycle(R, beta, budget);
     int steps = 0;
     for (int j = 0; j < m; ++j) {
-      if (j >= 2 && arnoldi->no_rhs_in_cycle_after(j - 2)) break;
+      if (j >= ahead && arnoldi->no_rhs_in_cycle_after(j - ahead)) break;
       const auto product = [&] { op.apply(v.data(V0 + j), v.data(V0 + j + 1)); };
       if (graphs) {
         arnoldi->graph_step(j, product);
@@ -294,6 +295,8 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
                               std::span<std::complex<Real>> x_host, const KrylovSettings& s) {
   const int m = s.restart;
   GS_EXPECTS(m >= 1, "GMRES restart must be ≥ 1, got " + std::to_string(m));
+  GS_EXPECTS(s.steps_ahead == 1 || s.steps_ahead == 2,
+             "GMRES: steps_ahead must be 1 or 2, got " + std::to_string(s.steps_ahead));
   auto space = op.make_space(m + 4);
   VectorSpace<Real>& v = *space;
   const std::size_t nr = v.layout().rhs;

@@ -50,6 +50,12 @@ struct KrylovSettings {
   /// host's launches, not the device, bound a step (small problems); the first cycle pays the captures.
   /// Ignored for other methods, spaces and operators.
   bool cuda_graphs = false;
+  /// GMRES with device scalars: the host enqueues Arnoldi step j once it knows whether step j − steps_ahead
+  /// (1 or 2) left some rhs in the cycle. 2 keeps the device fed (the host waits for step j − 2 while j − 1
+  /// runs) at the price of one masked step after the last rhs leaves, whose product runs on the whole batch;
+  /// 1 wastes no product for a host round trip per step, the better trade where a solve takes one or two
+  /// steps and a product costs most (the sweep, P = A⁻¹: solver.cpp sets it). The same results either way.
+  int steps_ahead = 2;
   /// GMRES stops a right-hand side, unconverged and marked stagnated, once this many restart cycles in a
   /// row each ended before `restart` steps (the Arnoldi estimate claimed the tolerance, or a breakdown)
   /// without halving the true residual: the estimate and the true residual have parted, which happens

@@ -335,6 +335,9 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   ks.restart = options.gmres_restart;
   ks.tolerance = options.tolerance;
   ks.max_iterations = options.max_iterations;
+  // P = A⁻¹: a solve takes one or two steps, and each product carries the sweep's application, so the device
+  // GMRES waits for each step rather than run one masked step past the last (krylov.hpp, steps_ahead).
+  ks.steps_ahead = kind == Preconditioning::sweep ? 1 : 2;
   GroupSolve out;
   out.slices = slices;
   // With automatic: a nearly singular Ā (preconditioner.hpp) can leave a residual floor above the
@@ -410,6 +413,7 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
       p.reset();
       KrylovSettings rest = ks;
       rest.max_iterations = options.max_iterations - check;
+      rest.steps_ahead = 1;
       absorb(continue_with_sweep<Real>(problem, b, x, out.stats, rest, timer));
       out.preconditioned = true;
       spent = options.max_iterations;
@@ -421,6 +425,7 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   if (spent < options.max_iterations && precondition && may_continue && stalled()) {
     KrylovSettings rest = ks;
     rest.max_iterations = options.max_iterations - spent;
+    rest.steps_ahead = 2;  // unpreconditioned
     absorb(physics::solve<Real>(problem, b, x, rest));
   }
   timer.lap(Phase::krylov);

@@ -668,4 +668,18 @@ TEMPLATE_TEST_CASE("GMRES with CUDA graphs equals GMRES without, bit for bit, on
     CHECK(refused.products == 14);
     CHECK(graph.products == 8);
   }
+
+  SECTION("one step ahead (steps_ahead = 1, the sweep's setting): the same bits, no masked step") {
+    ks.restart = 4;
+    ks.max_iterations = 9;  // cycles of 4, 4, 1 steps
+    ks.tolerance = 1e-300;  // unreachable
+    const Run two_ahead = run(false, true, ks);
+    ks.steps_ahead = 1;
+    const Run plain = run(false, true, ks), graph = run(true, true, ks);
+    check_same(two_ahead, plain);
+    check_same(two_ahead, graph);
+    // 4 true residuals and steps 4 + 4 + 1: the last cycle learns after step 0 that every budget is spent.
+    CHECK(plain.products == 13);
+    CHECK(graph.products == 8);  // the residuals and the first cycle's captures, as with two ahead
+  }
 }
