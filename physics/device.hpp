@@ -91,7 +91,8 @@ class DeviceArnoldi {
   /// Why one graph per step, replayed under the host's loop, and not a graph of a whole cycle: step j's
   /// kernels depend on j (j + 1 basis vectors: grids, shared memory, the flag slot j), so a cycle is
   /// `restart` different steps anyway; kept per j, the host's early exit stays as it is (it waits for step
-  /// j − 2 before enqueuing step j; at most one masked step runs after the last rhs leaves), where a
+  /// j − steps_ahead before enqueuing step j, krylov.hpp; with 2, at most one masked step runs after the last
+  /// rhs leaves), where a
   /// whole-cycle graph would run all `restart` steps, each with a full operator product, after convergence,
   /// or need chunks with the same host check between them. The host's cost per step drops to one graph
   /// launch, one event record and one event wait, below a step's device time, so the device stays fed.

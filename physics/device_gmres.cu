@@ -43,7 +43,7 @@ constexpr int threads_per_block = 256;
 constexpr int warps_per_block = threads_per_block / 32;
 /// Threads per block of arnoldi_update (a block per rhs).
 constexpr int scalar_threads = 128;
-/// Events of the last steps kept for no_rhs_in_cycle_after() (the host looks two steps back).
+/// Events of the last steps kept for no_rhs_in_cycle_after() (the host looks one or two steps back: KrylovSettings::steps_ahead).
 constexpr int event_ring = 4;
 /// The largest restart: the project passes keep one complex128 sum per basis vector in shared memory.
 constexpr int max_restart = 2000;
