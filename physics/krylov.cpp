@@ -251,7 +251,6 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
   constexpr int B = 0, X = 1, R = 2, V0 = 3;  // V_j = V0 + j, j = 0..m
   const std::unique_ptr<DeviceArnoldi<Real>> arnoldi = make_device_arnoldi<Real>(v, V0, X, m, s.tolerance, b_norm);
   const bool graphs = s.cuda_graphs && op.capturable();
-  const int ahead = s.steps_ahead;
   std::vector<double> residual(nr), beta(nr);
   std::vector<char> done(nr, 0);
   std::vector<int> budget(nr);
@@ -274,7 +273,7 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
     arnoldi->start_cycle(R, beta, budget);
     int steps = 0;
     for (int j = 0; j < m; ++j) {
-      if (j >= ahead && arnoldi->no_rhs_in_cycle_after(j - ahead)) break;
+      if (j >= s.steps_ahead && arnoldi->no_rhs_in_cycle_after(j - s.steps_ahead)) break;
       const auto product = [&] { op.apply(v.data(V0 + j), v.data(V0 + j + 1)); };
       if (graphs) {
         arnoldi->graph_step(j, product);
