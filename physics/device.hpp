@@ -6,7 +6,8 @@
 // Every operation enqueues on the stream it was given and returns without waiting, except those that
 // bring data to the host: VectorSpace::dot(), dots(), norm() and download() wait for the stream (the per-rhs
 // scalars and the downloaded vector are complete when they return), upload() waits for its copy, and
-// DeviceArnoldi::no_rhs_in_cycle_after() waits for one Arnoldi step's event.
+// DeviceArnoldi::no_rhs_in_cycle_after() waits for one Arnoldi step's event, DeviceBiCGStab::claims_after() for one
+// iteration's.
 #include "core/config.hpp"
 
 #if GRATINGSIM_HAVE_CUDA
@@ -118,6 +119,66 @@ template <class Real>
 std::unique_ptr<DeviceArnoldi<Real>> make_device_arnoldi(VectorSpace<Real>& space, int first_basis, int x,
                                                          int restart, double tolerance,
                                                          std::span<const double> b_norm);
+
+/// BiCGStab's iterations (krylov.cpp, van der Vorst 1992; docs/solver.md §2) with every per-rhs scalar in device
+/// memory, for a device space: ρ, α, ω, β, the step flags and each rhs's iteration and product counts live on the
+/// device; small kernels (a warp per rhs) add the reductions' partial sums and take the scalar steps, and five
+/// vector kernels read their coefficients from device memory, masked by the step flags. One iteration moves 18
+/// batched vectors (p = r + β(p − ω v): 4; r̂·v: 2; s = r − α v with ‖s‖: 3; t·s and ‖t‖: 2; x += α p + ω s and
+/// r = s − ω t with r̂·r and ‖r‖: 7) where the host-driven one moves about 40 and waits for the stream six times.
+///
+/// Each rhs is stepping, claimed or done. A stepping rhs claims where the host iteration would stop to confirm:
+/// its recursive ‖r‖ (or ‖s‖) at the tolerance, its iteration cap, a non-finite ‖r‖ or a breakdown (r̂·r, r̂·v or
+/// ω zero); it then sits out the iterations (nothing of it read or written) until the host confirms it with the
+/// true residual (krylov.cpp) and settles it: restarted from the true residual, or done. Each rhs so takes the
+/// host iteration's steps in its order, to rounding (the reductions add in another order). krylov.cpp drives
+/// it: settle() (all rhs start claimed), then iterate() and, one or two iterations behind, claims_after(); on
+/// a claim, fetch_state(), the true residual (which synchronises), settle().
+///
+/// Nothing here waits for the stream except claims_after() (an event of an iteration enqueued earlier).
+template <class Real>
+class DeviceBiCGStab {
+ public:
+  /// The space's vectors the iteration uses (indices into it, all distinct).
+  struct Vectors {
+    int x, r, r_hat, p, v, s, t, true_r;
+  };
+  virtual ~DeviceBiCGStab() = default;
+  /// Enqueues one iteration: p, `product(P, V)` (v = A p on the space's stream), α, s, `product(S, T)`, ω, x, r,
+  /// and the claims and next β. With `graph` (a capturable() operator's product), the iteration is captured as
+  /// one CUDA graph at its first call in the life of this object (product runs then, in capture mode) and
+  /// replayed by the later calls: the same kernels in the same order, the same results bit for bit. The graph
+  /// holds the vectors and this object's scalars by address: this object must not outlive the operator.
+  virtual void iterate(const std::function<void(int x, int y)>& product, bool graph) = 0;
+  /// Whether some rhs claimed since the last settle(), as of iteration `iteration` (counted from 0 over the
+  /// object's life; enqueued earlier): waits for that iteration's event only (cudaEventSynchronize).
+  virtual bool claims_after(long iteration) = 0;
+  /// Iterations enqueued so far.
+  [[nodiscard]] virtual long iterations_enqueued() const = 0;
+  /// Enqueues the copy of each rhs's state to the host: valid once the stream has been synchronised.
+  virtual void fetch_state() = 0;
+  /// Rhs r as of the last fetch_state(): whether it is claimed, its iterations and its products (those of the
+  /// iterations; the true residuals' are the host's).
+  struct RhsState {
+    bool claimed = false;
+    int iterations = 0, products = 0;
+  };
+  [[nodiscard]] virtual RhsState state(int r) const = 0;
+  /// After the host confirmed the claimed rhs (the stream synchronised since fetch_state()): enqueues the
+  /// restart of each claimed rhs with again[r] from the residual in vector true_r (r = r̂ = true_r, p = v = 0,
+  /// ρ = α = ω = 1, then its first β) and marks the other claimed rhs done; stepping and done rhs are untouched.
+  /// Reads `again` before returning.
+  virtual void settle(std::span<const char> again) = 0;
+};
+
+/// A DeviceBiCGStab on `space` (a device space, memory() == device) with the given vectors, the relative
+/// tolerance on the recursive residuals, the iteration cap per rhs and b_norm[r] = ‖b_r‖. Every rhs starts
+/// claimed. Allocates all its device and pinned memory here.
+template <class Real>
+std::unique_ptr<DeviceBiCGStab<Real>> make_device_bicgstab(VectorSpace<Real>& space,
+                                                           const typename DeviceBiCGStab<Real>::Vectors& vectors,
+                                                           double tolerance, int max_iterations,
+                                                           std::span<const double> b_norm);
 
 /// The z-operator of z_operator.hpp on the device: one thread per (rhs, order) runs the upward and
 /// downward sweeps over the slices in complex128 arithmetic exactly as the host version; the

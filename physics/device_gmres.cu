@@ -34,6 +34,8 @@
 #include "core/device_buffer.hpp"
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
+#include "physics/device_graph.cuh"
+#include "physics/device_scalars.cuh"
 
 namespace gratingsim::physics {
 namespace {
@@ -48,29 +50,13 @@ constexpr int event_ring = 4;
 /// The largest restart: the project passes keep one complex128 sum per basis vector in shared memory.
 constexpr int max_restart = 2000;
 
-__device__ double2 mul(double2 a, double2 b) { return {a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x}; }
-__device__ double2 add(double2 a, double2 b) { return {a.x + b.x, a.y + b.y}; }
-__device__ double2 sub(double2 a, double2 b) { return {a.x - b.x, a.y - b.y}; }
-__device__ double2 scaled(double c, double2 a) { return {c * a.x, c * a.y}; }
-__device__ double2 conjugate(double2 a) { return {a.x, -a.y}; }
-__device__ double magnitude(double2 a) { return hypot(a.x, a.y); }
-__device__ double2 divide(double2 a, double2 b) {
-  const double d = b.x * b.x + b.y * b.y;
-  return {(a.x * b.x + a.y * b.y) / d, (a.y * b.x - a.x * b.y) / d};
-}
-__device__ bool is_zero(double2 a) { return a.x == 0 && a.y == 0; }
+using namespace device_scalars;
 
 /// (a, b) ← (c a + s b, −conj(s) a + c b).
 __device__ void rotate(double c, double2 s, double2& a, double2& b) {
   const double2 t = add(scaled(c, a), mul(s, b));
   b = add(mul(scaled(-1, conjugate(s)), a), scaled(c, b));
   a = t;
-}
-
-/// Sum over the 32 lanes of a warp (every lane gets it).
-__device__ double warp_sum(double v) {
-  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
-  return __shfl_sync(0xffffffffu, v, 0);
 }
 
 /// What one pass over the basis V_0..V_{count−1} does to w, per rhs r:
@@ -169,17 +155,6 @@ __global__ void __launch_bounds__(threads_per_block)
       partial[std::size_t(r) * gridDim.x + blockIdx.x] = {total, 0};
     }
   }
-}
-
-/// Σ_b partial[b] for b < blocks by the 32 lanes of a warp (lane l adds b ≡ l mod 32 in order, then a fixed
-/// shuffle tree: deterministic); every lane gets the sum.
-__device__ double2 warp_sum_partials(const double2* __restrict__ partial, int blocks, int lane) {
-  double re = 0, im = 0;
-  for (int b = lane; b < blocks; b += 32) {
-    re += partial[b].x;
-    im += partial[b].y;
-  }
-  return {warp_sum(re), warp_sum(im)};
 }
 
 /// After a project pass over `count` basis vectors, one warp per k = i·rhs + r: h = Σ_b partial[k·blocks + b],
@@ -457,7 +432,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
 
   void graph_step(int j, const std::function<void()>& product) override {
     GS_EXPECTS(j >= 0 && j < restart_, "device GMRES: no Arnoldi step " + std::to_string(j));
-    if (graphs_[std::size_t(j)] == nullptr) graphs_[std::size_t(j)] = capture([&] {
+    if (graphs_[std::size_t(j)] == nullptr) graphs_[std::size_t(j)] = capture_graph(stream_, [&] {
       product();
       enqueue_step(j);
     });
@@ -518,28 +493,6 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
                           scale_.data(), rhs_, int(layout_.block));
     GS_CUDA_TRY(cudaMemcpyAsync(any_in_cycle_host_.data() + j, any_in_cycle_.data() + j, sizeof(int),
                              cudaMemcpyDeviceToHost, stream_));
-  }
-
-  /// What `enqueue` enqueues on stream_, as an instantiated graph. Thread-local capture mode: a call that is
-  /// illegal while capturing (a synchronisation, cudaMalloc, a pageable copy) fails on this thread only and
-  /// invalidates the capture (then EndCapture reports it and this throws); workers on other threads that
-  /// share the GPU are not affected. On a throw the capture is ended, so the stream stays usable.
-  cudaGraphExec_t capture(const std::function<void()>& enqueue) {
-    GS_CUDA_TRY(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
-    cudaGraph_t graph = nullptr;
-    try {
-      enqueue();
-    } catch (...) {
-      if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph != nullptr) cudaGraphDestroy(graph);
-      (void)cudaGetLastError();  // the capture's error is the exception's, not the next call's
-      throw;
-    }
-    GS_CUDA_TRY(cudaStreamEndCapture(stream_, &graph));
-    // The executable graph does not need the graph it was made from.
-    const std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, decltype(&cudaGraphDestroy)> owned(graph, &cudaGraphDestroy);
-    cudaGraphExec_t exec = nullptr;
-    GS_CUDA_TRY(cudaGraphInstantiate(&exec, graph, 0));
-    return exec;
   }
 
   template <Pass kind>

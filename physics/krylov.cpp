@@ -317,24 +317,35 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   return stats;
 }
 
-// BiCGStab (van der Vorst 1992), one set of scalars per rhs. When a rhs's recursive residual
-// claims convergence, the true residual is computed; if it is still above the tolerance (the
-// recursion drifts in finite precision) that rhs restarts from its true residual, unless that was the
-// stagnation_cycles-th claim in a row that did not halve the true residual (the precision's floor, as
-// for GMRES's cycles): then it stops, unconverged and marked stagnated.
+/// BiCGStab's vectors in its space.
+namespace bicgstab_vectors {
+constexpr int B = 0, X = 1, R = 2, RHAT = 3, P = 4, V = 5, S = 6, T = 7, TRUE_R = 8;
+}
+
+/// BiCGStab's confirmation of rhs r's claim by its true residual (its iterations set, the product counted here):
+/// converged, out of iterations, stagnated, or to restart (the result).
+bool bicgstab_confirm(std::size_t r, double true_norm, double b_norm, const KrylovSettings& set, Stagnation& stagnation,
+                      SolveStats& st) {
+  st.matvecs++;
+  st.residual = true_norm;
+  const bool converged = true_norm <= set.tolerance || b_norm == 0;
+  const bool stalled_out = stagnation.stalled_out(r, true_norm, true, set.stagnation_cycles);
+  st.converged = converged;
+  st.stagnated = !converged && stalled_out;
+  return !converged && !st.stagnated && st.iterations < set.max_iterations && std::isfinite(true_norm);
+}
+
+// BiCGStab (van der Vorst 1992), one set of scalars per rhs, on the host (any space). When a rhs's recursive
+// residual claims convergence, the true residual is computed; if it is still above the tolerance (the recursion
+// drifts in finite precision) that rhs restarts from its true residual, unless that was the stagnation_cycles-th
+// claim in a row that did not halve the true residual (the precision's floor, as for GMRES's cycles): then it
+// stops, unconverged and marked stagnated.
 template <class Real>
-std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
-                                 std::span<std::complex<Real>> x_host, const KrylovSettings& set) {
-  auto space = op.make_space(9);
-  VectorSpace<Real>& v = *space;
+void bicgstab_host_iterations(LinearOperator<Real>& op, VectorSpace<Real>& v, const KrylovSettings& set,
+                              std::span<const double> b_norm, std::vector<SolveStats>& stats) {
+  using namespace bicgstab_vectors;
   const std::size_t nr = v.layout().rhs;
-  constexpr int B = 0, X = 1, R = 2, RHAT = 3, P = 4, V = 5, S = 6, T = 7, TRUE_R = 8;
-  v.upload(b_host, B);
-  v.upload(x_host, X);
-  std::vector<double> b_norm(nr), norm(nr), true_norm(nr);
-  v.norm(B, b_norm);
-  zero_where_b_vanishes(v, X, b_norm);
-  std::vector<SolveStats> stats(nr);
+  std::vector<double> norm(nr), true_norm(nr);
   std::vector<char> active(nr, 0), claim(nr, 0);
   Stagnation stagnation(nr);  // counted at every confirmed claim
   std::vector<Scalar> rho(nr), alpha(nr), omega(nr), rho_new(nr), tmp(nr), tt(nr), coef(nr);
@@ -359,14 +370,7 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
     std::vector<char> again(nr, 0);
     for (std::size_t r = 0; r < nr; ++r) {
       if (!claim[r]) continue;
-      stats[r].matvecs++;
-      stats[r].residual = true_norm[r];
-      const bool converged = true_norm[r] <= set.tolerance || b_norm[r] == 0;
-      const bool stalled_out = stagnation.stalled_out(r, true_norm[r], true, set.stagnation_cycles);
-      stats[r].converged = converged;
-      stats[r].stagnated = !converged && stalled_out;
-      again[r] = !converged && !stats[r].stagnated && stats[r].iterations < set.max_iterations &&
-                 std::isfinite(true_norm[r]);
+      again[r] = bicgstab_confirm(r, true_norm[r], b_norm[r], set, stagnation, stats[r]);
       active[r] = again[r];
     }
     restart(again);
@@ -439,6 +443,83 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
         claim[r] = 1;
     if (std::any_of(claim.begin(), claim.end(), [](char c) { return c != 0; })) confirm();
   }
+}
+
+#if GRATINGSIM_HAVE_CUDA
+/// BiCGStab on a device space with the per-rhs scalars on the device (device.hpp, DeviceBiCGStab): each rhs takes
+/// the host iteration's steps, to rounding, with the same confirmations. The host enqueues iterations and waits for
+/// the one steps_ahead − 1 behind the last enqueued to learn whether some rhs claimed; it then confirms every claim
+/// as bicgstab_host_iterations() does (one true residual, which synchronises) and settles them. A claimed rhs sits
+/// out the iterations enqueued meanwhile; after the last claim, steps_ahead − 1 iterations run masked (their
+/// products on the whole batch). With s.cuda_graphs on a capturable operator, an iteration (its two products and
+/// its kernels) is one CUDA graph, captured at the first and replayed after.
+template <class Real>
+void bicgstab_device_iterations(LinearOperator<Real>& op, VectorSpace<Real>& v, const KrylovSettings& set,
+                                std::span<const double> b_norm, std::vector<SolveStats>& stats) {
+  using namespace bicgstab_vectors;
+  const std::size_t nr = v.layout().rhs;
+  const std::unique_ptr<DeviceBiCGStab<Real>> device =
+      make_device_bicgstab<Real>(v, {X, R, RHAT, P, V, S, T, TRUE_R}, set.tolerance, set.max_iterations, b_norm);
+  const bool graph = set.cuda_graphs && op.capturable();
+  const auto product = [&](int x, int y) { op.apply(v.data(x), v.data(y)); };
+  std::vector<double> true_norm(nr);
+  std::vector<int> confirmations(nr, 0);
+  std::vector<char> again(nr), active(nr, 0);
+  Stagnation stagnation(nr);
+  // Confirms every claimed rhs (all of them at the start) and settles them; whether some rhs goes on.
+  const auto confirm = [&] {
+    device->fetch_state();
+    true_residual(op, v, B, X, TRUE_R, b_norm, true_norm);  // synchronises: the state has arrived
+    bool any = false;
+    for (std::size_t r = 0; r < nr; ++r) {
+      const typename DeviceBiCGStab<Real>::RhsState st = device->state(int(r));
+      again[r] = 0;
+      if (st.claimed) {
+        stats[r].iterations = st.iterations;
+        stats[r].matvecs = st.products + confirmations[r]++;
+        again[r] = bicgstab_confirm(r, true_norm[r], b_norm[r], set, stagnation, stats[r]);
+        active[r] = again[r];
+      }
+      any = any || active[r];
+    }
+    device->settle(again);
+    return any;
+  };
+  const long behind = set.steps_ahead - 1;
+  bool going = confirm();
+  long settled = device->iterations_enqueued();  // iterations before this one are covered by the last confirmation
+  while (going) {
+    device->iterate(product, graph);
+    const long look = device->iterations_enqueued() - 1 - behind;
+    if (look >= settled && device->claims_after(look)) {
+      going = confirm();
+      settled = device->iterations_enqueued();
+    }
+  }
+}
+#endif
+
+template <class Real>
+std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
+                                 std::span<std::complex<Real>> x_host, const KrylovSettings& set) {
+  using namespace bicgstab_vectors;
+  GS_EXPECTS(set.steps_ahead == 1 || set.steps_ahead == 2,
+             "BiCGStab: steps_ahead must be 1 or 2, got " + std::to_string(set.steps_ahead));
+  auto space = op.make_space(9);
+  VectorSpace<Real>& v = *space;
+  const std::size_t nr = v.layout().rhs;
+  v.upload(b_host, B);
+  v.upload(x_host, X);
+  std::vector<double> b_norm(nr);
+  v.norm(B, b_norm);
+  zero_where_b_vanishes(v, X, b_norm);
+  std::vector<SolveStats> stats(nr);
+#if GRATINGSIM_HAVE_CUDA
+  if (set.device_scalars && v.memory() == Memory::device)
+    bicgstab_device_iterations(op, v, set, b_norm, stats);
+  else
+#endif
+    bicgstab_host_iterations(op, v, set, b_norm, stats);
   v.download(X, x_host);
   return stats;
 }

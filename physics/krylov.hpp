@@ -2,9 +2,9 @@
 // Batched Krylov solvers (docs/solver.md §1–5) for A x = b with n_rhs independent systems that
 // share every matrix-vector product (one batched apply serves all right-hand sides); each
 // right-hand side has its own scalars, its own convergence test and its own statistics. Vectors
-// live in the operator's VectorSpace (host or device). The per-rhs scalars live on the host, except for GMRES on
-// a device space, which keeps them on the device (KrylovSettings::device_scalars, device.hpp DeviceArnoldi).
-// and can replay its Arnoldi steps as CUDA graphs (KrylovSettings::cuda_graphs).
+// live in the operator's VectorSpace (host or device). The per-rhs scalars live on the host, except on a device
+// space, where GMRES and BiCGStab keep them on the device (KrylovSettings::device_scalars; device.hpp DeviceArnoldi,
+// DeviceBiCGStab) and can replay their steps as CUDA graphs (KrylovSettings::cuda_graphs).
 #include <complex>
 #include <memory>
 #include <span>
@@ -38,16 +38,20 @@ struct KrylovSettings {
   int restart = 40;            ///< GMRES(restart)
   double tolerance = 1e-10;    ///< stop at ‖b − A x‖₂ ≤ tolerance·‖b‖₂ (per rhs)
   int max_iterations = 2000;   ///< cap on iterations per rhs (GMRES: Arnoldi steps; BiCGStab: steps of 2 matvecs)
-  /// GMRES on a device space (CUDA builds) keeps its per-rhs scalars in device memory and orthogonalises
-  /// without waiting for the host inside an Arnoldi step (device.hpp, DeviceArnoldi); false runs the
-  /// host-driven iteration every host space uses (the per-rhs scalars on the host, two synchronisations
-  /// per Gram–Schmidt pass) on any space: the reference the device iteration is tested and timed against.
+  /// GMRES and BiCGStab on a device space (CUDA builds) keep their per-rhs scalars in device memory and do not
+  /// wait for the host inside a step (device.hpp, DeviceArnoldi: GMRES orthogonalises on the device; DeviceBiCGStab:
+  /// fused vector kernels, the host waits once per iteration, one behind); false runs the host-driven iteration
+  /// every host space uses (the per-rhs scalars on the host; GMRES two synchronisations per Gram–Schmidt pass,
+  /// BiCGStab six per iteration) on any space: the reference the device iterations are tested and timed against.
   bool device_scalars = true;
   /// GMRES with device scalars on a capturable() operator: each Arnoldi step j (the product A V_j and the
   /// step's kernels) is captured in a CUDA graph at its first use in the solve and replayed in the later
   /// cycles, one graph launch instead of about ten kernel launches (device.hpp, DeviceArnoldi::graph_step).
   /// The same kernels in the same order: the same results and statistics, bit for bit. Worth it where the
   /// host's launches, not the device, bound a step (small problems); the first cycle pays the captures.
+  /// BiCGStab with device scalars on a capturable() operator: its whole iteration (two products and eleven
+  /// kernels, the same every iteration) is one graph, captured at the first iteration and replayed after
+  /// (device.hpp, DeviceBiCGStab::iterate), with the same results bit for bit.
   /// Ignored for other methods, spaces and operators.
   bool cuda_graphs = false;
   /// GMRES with device scalars: the host enqueues Arnoldi step j once it knows whether step j − steps_ahead
@@ -55,6 +59,9 @@ struct KrylovSettings {
   /// runs) at the price of one masked step after the last rhs leaves, whose product runs on the whole batch;
   /// 1 wastes no product for a host round trip per step, the better trade where a solve takes one or two
   /// steps and a product costs most (the sweep, P = A⁻¹: solver.cpp sets it). The same results either way.
+  /// BiCGStab with device scalars likewise: the host waits for iteration k − (steps_ahead − 1) after enqueuing
+  /// iteration k to learn whether some rhs claimed (2: one masked iteration after the last claim).
+  /// Refused outside 1..2 by both methods, on every space.
   int steps_ahead = 2;
   /// GMRES stops a right-hand side, unconverged and marked stagnated, once this many restart cycles in a
   /// row each ended before `restart` steps (the Arnoldi estimate claimed the tolerance, or a breakdown)

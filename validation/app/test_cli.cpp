@@ -101,7 +101,7 @@ TEST_CASE("wrong command lines exit with 2 and say what is wrong", "[cli]") {
       {"bench conv --repeats 0", "--repeats expects"},
       {"bench conv --repeats", "needs a value"},
       {"bench conv --warmup 3", "unknown option '--warmup'"},
-      {"bench solve --method gmres", "--method: expected gmres(M), gmres-host(M) or bicgstab"},
+      {"bench solve --method gmres", "--method: expected gmres(M), gmres-host(M), gmres-graph(M) (CUDA graphs), bicgstab"},
       {"bench solve --method 'gmres(1)'", "--method expects"},
       {"bench conv --case 1 --case 2", "given twice"},
       {"bench conv stray", "unexpected argument 'stray'"},

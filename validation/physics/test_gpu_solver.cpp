@@ -6,7 +6,9 @@
 // |Jones|; a result is bit for bit the same in any batch; GPU GMRES and BiCGStab equal the dense LU
 // reference; the device-resident GMRES equals the host-driven one and the dense solve on one device operator
 // (several restarts, a rhs leaving early, b = 0, the iteration cap inside a cycle); GMRES with its Arnoldi steps
-// replayed as CUDA graphs equals it bit for bit; a problem larger than the device is refused with the memory it needs.
+// replayed as CUDA graphs equals it bit for bit; the device-resident BiCGStab equals the host-driven one and the dense
+// solve (b = 0, a rhs claiming early, the iteration cap), and with its iteration replayed as a CUDA graph or one step
+// ahead it equals itself bit for bit; a problem larger than the device is refused with the memory it needs.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -681,5 +683,158 @@ TEMPLATE_TEST_CASE("GMRES with CUDA graphs equals GMRES without, bit for bit, on
     // 4 true residuals and steps 4 + 4 + 1: the last cycle learns after step 0 that every budget is spent.
     CHECK(plain.products == 13);
     CHECK(graph.products == 8);  // the residuals and the first cycle's captures, as with two ahead
+  }
+}
+
+TEMPLATE_TEST_CASE("device-resident BiCGStab equals the host-driven BiCGStab and the dense solve on one device operator",
+                   "[physics][gpu]", float, double) {
+  using Real = TestType;
+  using Complex = std::complex<Real>;
+  constexpr bool single = std::is_same_v<Real, float>;
+  auto problem = small_capturable_problem<Real>();
+  if (!problem) {
+    WARN("neither gpu-fused nor gpu-direct serves the crossed test problem: skipped");
+    return;
+  }
+  const BatchLayout l = problem->layout();
+  REQUIRE(l.rhs == 6);
+  // Fresh random right-hand sides; rhs 1 has b = 0 (its x must come back 0 from a random guess); guesses random,
+  // but rhs 0's zero and rhs 2's the dense solution perturbed by 1e-3, so that rhs 2 claims early while the others
+  // go on (masking).
+  std::vector<Complex> b = test::random_complex<Real>(l.size());
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) b[(p * l.rhs + 1) * l.block + j] = 0;
+  std::vector<Complex> x_dense(l.size());
+  (void)solve_dense<Real>(*problem, b, x_dense);
+  std::vector<Complex> x0 = test::random_complex<Real>(l.size());
+  const auto noise = test::random_complex<Real>(l.size());
+  const double scale = test::l2_norm<Real>(x_dense) / std::sqrt(double(l.size()));
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) {
+      const std::size_t i0 = (p * l.rhs + 0) * l.block + j, i2 = (p * l.rhs + 2) * l.block + j;
+      x0[i0] = 0;
+      x0[i2] = x_dense[i2] + Complex(Real(1e-3 * scale)) * noise[i2];
+    }
+  struct Run {
+    std::vector<SolveStats> stats;
+    std::vector<Complex> x;
+    int products = 0;
+  };
+  const auto run = [&](bool device_scalars, bool graphs, KrylovSettings s) {
+    CountingOperator<Real> op(*problem, true);
+    s.device_scalars = device_scalars;
+    s.cuda_graphs = graphs;
+    Run out;
+    out.x = x0;
+    out.stats = solve<Real>(op, b, out.x, s);
+    out.products = op.products;
+    return out;
+  };
+  const auto check_same = [&](const Run& plain, const Run& other) {
+    for (std::size_t r = 0; r < l.rhs; ++r) {
+      INFO("rhs " << r);
+      CHECK(other.stats[r].iterations == plain.stats[r].iterations);
+      CHECK(other.stats[r].matvecs == plain.stats[r].matvecs);
+      CHECK(other.stats[r].converged == plain.stats[r].converged);
+      CHECK(other.stats[r].residual == plain.stats[r].residual);  // exact: the same kernels in the same order
+    }
+    CHECK(same_bits<Real>(other.x, plain.x));
+  };
+
+  KrylovSettings ks;
+  ks.method = Method::bicgstab;
+  ks.tolerance = single ? 1e-5 : 1e-11;
+  ks.max_iterations = 3000;
+
+  SECTION("to the tolerance; with CUDA graphs and one step ahead the same bits") {
+    const Run device = run(true, false, ks), host = run(false, false, ks);
+    const std::vector<double> true_dev = residuals<Real>(*problem, b, device.x);
+    const double rounding = single ? 1e-6 : 1e-14;  // of the independent residual's own product
+    int others_min = ks.max_iterations;
+    for (std::size_t r = 0; r < l.rhs; ++r) {
+      INFO("rhs " << r << ": device " << device.stats[r].iterations << " iterations, " << device.stats[r].matvecs
+                  << " products, residual " << device.stats[r].residual << "; host " << host.stats[r].iterations
+                  << ", " << host.stats[r].matvecs << ", " << host.stats[r].residual);
+      CHECK(device.stats[r].converged);
+      CHECK(host.stats[r].converged);
+      CHECK(device.stats[r].residual <= ks.tolerance);
+      CHECK(true_dev[r] <= ks.tolerance + rounding);
+      CHECK(std::abs(true_dev[r] - device.stats[r].residual) <= rounding + 1e-3 * ks.tolerance);
+      // The same iteration to rounding (the reductions add in another order): the same counts but for the
+      // iteration at which a recursive residual crosses the tolerance, which rounding may move (BiCGStab's
+      // residual is not monotonic: in complex64 by a few).
+      const int apart = std::abs(device.stats[r].iterations - host.stats[r].iterations);
+      CHECK(apart <= (single ? std::max(3, host.stats[r].iterations / 10) : 1));
+      const auto xd = rhs_part<Real>(device.x, l, r), xh = rhs_part<Real>(host.x, l, r),
+                 xr = rhs_part<Real>(x_dense, l, r);
+      if (r == 1) {
+        CHECK(device.stats[r].iterations == 0);
+        CHECK(device.stats[r].matvecs == 1);  // the initial residual
+        CHECK(test::l2_norm<Real>(xd) == 0);
+        continue;
+      }
+      CHECK(device.stats[r].iterations > 0);
+      // Two products per iteration (one for an iteration that ends at ‖s‖) and one per confirmation.
+      CHECK(device.stats[r].matvecs >= 2 * device.stats[r].iterations);
+      CHECK(device.stats[r].matvecs <= 2 * device.stats[r].iterations + 1 + device.stats[r].iterations / 2);
+      if (r != 2) others_min = std::min(others_min, device.stats[r].iterations);
+      CHECK(test::relative_l2<Real, Real>(xd, xr) <= 1e3 * ks.tolerance);
+      CHECK(test::relative_l2<Real, Real>(xd, xh) <= 1e3 * ks.tolerance);
+    }
+    INFO("rhs 2 (started near the solution): " << device.stats[2].iterations << " iterations, the others at least "
+                                                << others_min);
+    CHECK(device.stats[2].iterations < others_min);
+    CHECK(others_min > 5);
+
+    // The whole iteration as one CUDA graph: apply() runs for the true residuals and twice for the captured
+    // first iteration only; without graphs twice per iteration enqueued, at least one more than the most
+    // iterations of a rhs (the masked one before the last confirmation).
+    const Run graph = run(true, true, ks);
+    check_same(device, graph);
+    int most_iterations = 0;
+    for (std::size_t r = 0; r < l.rhs; ++r) most_iterations = std::max(most_iterations, graph.stats[r].iterations);
+    const int confirmations = graph.products - 2, enqueued = (device.products - confirmations) / 2;
+    INFO("products: plain " << device.products << ", graph " << graph.products << "; most iterations "
+                            << most_iterations);
+    CHECK(confirmations >= 2);
+    CHECK(device.products == confirmations + 2 * enqueued);
+    CHECK(enqueued >= most_iterations + 1);
+
+    // One step ahead: the host waits for each iteration before the next; the same bits, fewer products (no
+    // masked iteration before a confirmation).
+    KrylovSettings one = ks;
+    one.steps_ahead = 1;
+    const Run one_ahead = run(true, false, one);
+    check_same(device, one_ahead);
+    CHECK(one_ahead.products < device.products);
+  }
+
+  SECTION("stopped by max_iterations") {
+    KrylovSettings capped = ks;
+    capped.max_iterations = 9;
+    capped.tolerance = 1e-300;  // unreachable
+    const Run device = run(true, false, capped), host = run(false, false, capped), graph = run(true, true, capped);
+    check_same(device, graph);
+    for (std::size_t r = 0; r < l.rhs; ++r) {
+      INFO("rhs " << r);
+      if (r == 1) {
+        CHECK(device.stats[r].converged);
+        CHECK(device.stats[r].iterations == 0);
+        continue;
+      }
+      CHECK_FALSE(device.stats[r].converged);
+      CHECK(device.stats[r].iterations == 9);
+      // 9 iterations of two products, and the true residuals at the start and at the cap.
+      CHECK(device.stats[r].matvecs == 2 * 9 + 2);
+      CHECK(device.stats[r].matvecs == host.stats[r].matvecs);
+      CHECK(std::abs(device.stats[r].residual - host.stats[r].residual) <=
+            (single ? 1e-4 : 1e-11) * std::max(1.0, host.stats[r].residual));
+      // The same 9 iterations: the same x to rounding.
+      const auto xd = rhs_part<Real>(device.x, l, r), xh = rhs_part<Real>(host.x, l, r);
+      CHECK(test::relative_l2<Real, Real>(xd, xh) <= (single ? 1e-4 : 1e-11));
+    }
+    // Products: 2 true residuals, 9 iterations and the masked one enqueued before the host saw the cap (2 each).
+    CHECK(device.products == 2 + 2 * 10);
+    CHECK(graph.products == 2 + 2);  // the residuals and the captured iteration
   }
 }

@@ -568,17 +568,21 @@ TEMPLATE_TEST_CASE("max_iterations is honoured exactly", "[physics][krylov]", fl
   }
 }
 
-TEMPLATE_TEST_CASE("GMRES refuses steps_ahead outside 1..2, with its name", "[physics][krylov]", float, double) {
+TEMPLATE_TEST_CASE("GMRES and BiCGStab refuse steps_ahead outside 1..2, with its name", "[physics][krylov]", float,
+                   double) {
   constexpr std::size_t slices = 4, block = 3, n = slices * block;
   const System sys = normal(disc_spectrum(n, random_phase() * 2.0, 1.0));
   const Vector b = random_vector(n), zero(n, 0.0);
-  for (int ahead : {0, 3}) {
-    KrylovSettings settings = gmres(5, tolerance<TestType>(), 50);
-    settings.steps_ahead = ahead;
-    INFO("steps_ahead " << ahead);
-    CHECK_THROWS_WITH(solve_one<TestType>(sys.a, slices, block, b, zero, settings),
-                      Catch::Contains("steps_ahead must be 1 or 2, got " + std::to_string(ahead)));
-  }
+  for (const Method method : {Method::gmres, Method::bicgstab})
+    for (int ahead : {0, 3}) {
+      KrylovSettings settings = gmres(5, tolerance<TestType>(), 50);
+      settings.method = method;
+      settings.steps_ahead = ahead;
+      const std::string name = method == Method::gmres ? "GMRES" : "BiCGStab";
+      INFO(name << ", steps_ahead " << ahead);
+      CHECK_THROWS_WITH(solve_one<TestType>(sys.a, slices, block, b, zero, settings),
+                        Catch::Contains(name + ": steps_ahead must be 1 or 2, got " + std::to_string(ahead)));
+    }
 }
 
 TEMPLATE_TEST_CASE("a non-finite operator output is reported unconverged, and other rhs are unaffected",
