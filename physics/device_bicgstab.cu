@@ -9,9 +9,11 @@
 //
 // Per-rhs state in device memory: state (done, stepping, claimed); step, whether the rhs takes the rest of the
 // current iteration (cleared by a claim inside it); x_step, whether x takes α p in it (the host's "half" step
-// included); ρ, ρ_new = r̂·r, α, ω, β (complex128); iterations and products. A claim also sets one int in mapped
-// pinned memory that the host reads after an iteration's event (claims_after); the host clears it in settle(),
-// when the stream is idle.
+// included); ρ, ρ_new = r̂·r, α, ω, β (complex128); iterations and products. A claim also sets the sticky flag
+// `claims` (cleared by settle()); the last kernel of iteration i (publish_claims) copies it to slot i mod event_ring
+// of mapped pinned memory, which the host reads after that iteration's event (claims_after). So what the host learns
+// of iteration i does not depend on how far the device has run ahead: the iterations enqueued, hence the products,
+// are the same at every run.
 //
 // The iteration, as krylov.cpp's host BiCGStab for each stepping rhs (kernel: what it does):
 //   update_direction   p = β (p − ω v) + r
@@ -26,6 +28,7 @@
 //   update_solution    x += α p (x_step) + ω s; r = s − ω t, partial sums of r̂·r and ‖r‖²
 //   end_iteration      ‖r‖ ≤ tol·‖b‖, the iteration cap or a non-finite ‖r‖ claims; else the next iteration's
 //                      breakdown test (ρ_new = 0 or ω = 0 claims) and β = (ρ_new/ρ)(α/ω)
+//   publish_claims     the claims flag to the host's slot of this iteration
 // settle() (restart_rows, settle_claims) restarts a confirmed rhs as the host's restart() does: r = r̂ = b − A x,
 // p = v = 0, ρ = α = ω = 1, then ρ_new and β as end_iteration.
 //
@@ -65,7 +68,8 @@ struct Scalars {
   int *state, *step, *x_step, *iterations, *products;
   const double* b_norm;
   double2* partial;
-  int* claim_flag;  // mapped pinned host memory
+  int* claims;     // sticky: some rhs claimed since the last settle()
+  int* published;  // iterations published so far (publish_claims)
   double tolerance;
   int max_iterations, rhs, blocks;
   __device__ const double2* sums(Sum kind, int r) const { return partial + (std::size_t(kind) * rhs + r) * blocks; }
@@ -74,7 +78,7 @@ struct Scalars {
 __device__ void claim(const Scalars& c, int r) {
   c.state[r] = claimed;
   c.step[r] = 0;
-  *reinterpret_cast<volatile int*>(c.claim_flag) = 1;  // every writer writes 1: no atomic needed
+  *c.claims = 1;  // every writer writes 1: no atomic needed
 }
 
 /// The start of the next iteration of a stepping rhs whose ρ_new is known: the host's breakdown test and β.
@@ -305,6 +309,14 @@ __global__ void end_iteration(Scalars c) {
   begin_iteration(c, r);
 }
 
+/// One thread: iteration i's claims flag to host slot i mod event_ring (mapped pinned memory).
+__global__ void publish_claims(Scalars c, int* slots) {
+  wait_for_previous_kernel();
+  const int i = *c.published;
+  *reinterpret_cast<volatile int*>(slots + i % event_ring) = *c.claims;
+  *c.published = i + 1;
+}
+
 __global__ void settle_claims(const int* __restrict__ again, Scalars c) {
   wait_for_previous_kernel();
   const int r = warp_rhs(), lane = int(threadIdx.x) % 32;
@@ -354,9 +366,10 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
         b_norm_(rhs_),
         partial_(std::size_t(sum_kinds) * rhs_ * std::size_t(blocks_)),
         again_(rhs_),
+        counters_(2),
         again_host_(rhs_),
         state_host_(std::size_t(3) * rhs_),
-        claim_flag_(1) {
+        slots_(event_ring) {
     GS_EXPECTS(space.memory() == Memory::device, "device BiCGStab: the vector space is not in device memory");
     const int ids[] = {vectors.x, vectors.r, vectors.r_hat, vectors.p, vectors.v, vectors.s, vectors.t, vectors.true_r};
     for (int a : ids) {
@@ -372,16 +385,17 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
     GS_CUDA_TRY(cudaMemsetAsync(complex_.data(), 0, complex_.bytes(), stream_));
     GS_CUDA_TRY(cudaMemsetAsync(partial_.data(), 0, partial_.bytes(), stream_));
     GS_CUDA_TRY(cudaMemsetAsync(flags_.data(), 0, flags_.bytes(), stream_));
+    GS_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream_));
     std::vector<int> all_claimed(rhs_, claimed);
     GS_CUDA_TRY(cudaStreamSynchronize(stream_));
     GS_CUDA_TRY(cudaMemcpy(flags_.data(), all_claimed.data(), all_claimed.size() * sizeof(int), cudaMemcpyHostToDevice));
-    *claim_flag_.data() = 0;
-    int* mapped = nullptr;
-    GS_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&mapped), claim_flag_.data(), 0));
+    std::fill(slots_.data(), slots_.data() + event_ring, 0);
+    GS_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&slots_device_), slots_.data(), 0));
     const auto slot = [&](int i) { return complex_.data() + std::size_t(i) * rhs_; };
     const auto flag = [&](int i) { return flags_.data() + std::size_t(i) * rhs_; };
     scalars_ = Scalars{slot(0), slot(1), slot(2), slot(3), slot(4), flag(0), flag(1), flag(2), flag(3), flag(4),
-                       b_norm_.data(), partial_.data(), mapped, tolerance, max_iterations, rhs_, blocks_};
+                       b_norm_.data(), partial_.data(), counters_.data(), counters_.data() + 1, tolerance,
+                       max_iterations, rhs_, blocks_};
     for (cudaEvent_t& e : events_) GS_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   }
 
@@ -411,7 +425,7 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
     GS_EXPECTS(iteration >= 0 && iteration < enqueued_ && iteration >= enqueued_ - event_ring,
                "device BiCGStab: iteration " + std::to_string(iteration) + " is not among the last enqueued");
     GS_CUDA_TRY(cudaEventSynchronize(events_[iteration % event_ring]));  // that iteration (and what preceded it) only
-    return *reinterpret_cast<volatile const int*>(claim_flag_.data()) != 0;
+    return *reinterpret_cast<volatile const int*>(slots_.data() + iteration % event_ring) != 0;
   }
 
   [[nodiscard]] long iterations_enqueued() const override { return enqueued_; }
@@ -431,9 +445,9 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
 
   void settle(std::span<const char> again) override {
     GS_EXPECTS(again.size() == std::size_t(rhs_), "device BiCGStab: one flag per right-hand side");
-    // The stream is idle (the host synchronised since fetch_state()): no kernel writes the flag now, and the
-    // previous copy from the pinned staging has completed.
-    *claim_flag_.data() = 0;
+    // The stream is idle (the host synchronised since fetch_state()): the previous copy from the pinned staging
+    // has completed.
+    GS_CUDA_TRY(cudaMemsetAsync(counters_.data(), 0, sizeof(int), stream_));  // the claims flag
     for (int r = 0; r < rhs_; ++r) again_host_.data()[r] = again[r] ? 1 : 0;
     GS_CUDA_TRY(cudaMemcpyAsync(again_.data(), again_host_.data(), again_.bytes(), cudaMemcpyHostToDevice, stream_));
     launch_after_previous(restart_rows<Real>, vector_grid(), threads_per_block, 0, vec(vectors_.true_r),
@@ -462,6 +476,7 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
     launch_after_previous(update_solution<Real>, vector_grid(), threads_per_block, 0, vec(n.x), vec(n.p), vec(n.s),
                           vec(n.t), vec(n.r), vec(n.r_hat), c, slices(), block());
     launch_after_previous(end_iteration, scalar_grid(), threads_per_block, 0, c);
+    launch_after_previous(publish_claims, 1, 1, 0, c, slots_device_);
   }
 
   [[nodiscard]] V* vec(int i) const { return reinterpret_cast<V*>(space_.data(i)); }
@@ -487,7 +502,9 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
   DeviceBuffer<double> b_norm_;
   DeviceBuffer<double2> partial_;
   DeviceBuffer<int> again_;
-  PinnedBuffer<int> again_host_, state_host_, claim_flag_;
+  DeviceBuffer<int> counters_;  // the claims flag, the iterations published
+  PinnedBuffer<int> again_host_, state_host_, slots_;
+  int* slots_device_ = nullptr;  // slots_, mapped
   Scalars scalars_{};
   cudaEvent_t events_[event_ring] = {};
   cudaGraphExec_t graph_ = nullptr;

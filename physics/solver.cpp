@@ -342,6 +342,10 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   ks.restart = options.gmres_restart;
   ks.tolerance = options.tolerance;
   ks.max_iterations = options.max_iterations;
+  // BiCGStab captures its iteration once per solve and replays it (krylov.hpp, cuda_graphs) where the operator
+  // allows (the unpreconditioned device problem on gpu-fused or gpu-direct: 2D lattices); GMRES's graphs, one per
+  // Arnoldi step and captured in the first cycle, stay off (docs/solver.md §2).
+  ks.cuda_graphs = ks.method == Method::bicgstab;
   GroupSolve out;
   out.slices = slices;
   // With automatic: a nearly singular Ā (preconditioner.hpp) can leave a residual floor above the
