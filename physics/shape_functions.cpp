@@ -25,9 +25,9 @@ double norm(Point u) { return std::hypot(u.x, u.y); }
 double sinc_unnormalised(double t) {
   return std::abs(t) < 1e-4 ? 1.0 - t * t / 6.0 : std::sin(t) / t;
 }
-/// 2 J1(q)/q, accurate near 0.
+/// 2 J1(q)/q, accurate near 0 (J1 from glibc's j1, POSIX: 20x faster than std::cyl_bessel_j, normal_field.cpp).
 double jinc(double q) {
-  return std::abs(q) < 1e-4 ? 1.0 - q * q / 8.0 : 2.0 * std::cyl_bessel_j(1.0, q) / q;
+  return std::abs(q) < 1e-4 ? 1.0 - q * q / 8.0 : 2.0 * ::j1(q) / q;
 }
 
 // 16-point Gauss–Legendre nodes and weights on [−1, 1], computed once by Newton's method.
