@@ -129,39 +129,41 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
   const std::size_t slice_kernels = std::size_t(geometry.kernels) * kernel_size;
   // In parallel over the (member, content) pairs of 2D lattices (the normal fields' rasters dominate
   // the set-up on the host, issue #15); each pair's kernels are computed by one thread exactly as
-  // serially. The error of the first failing pair is rethrown after the loop, as serially (exceptions
-  // must not leave an OpenMP region).
-  std::vector<std::size_t> first_pair;  // [member]: its first (member, content) pair
-  std::vector<std::pair<std::size_t, const SliceContent*>> pair_content;  // (member, content) per pair
+  // serially and copied by it to every slice that holds its content (so the pages of kernels_, about 90 MB
+  // for problem_case_3, are first touched and filled in parallel, and each pair's own copy is freed at once).
+  // The error of the first failing pair is rethrown after the loop, as serially (exceptions must not
+  // leave an OpenMP region).
+  std::vector<std::pair<int, const SliceContent*>> pair_content;  // (member, content) per pair
+  std::vector<std::vector<int>> pair_slices;                     // the slices p holding the pair's content
   for (int w = 0; w < nw; ++w) {
-    first_pair.push_back(pair_content.size());
-    for (const SliceContent& c : discretisation(w).contents) pair_content.emplace_back(std::size_t(w), &c);
+    const Discretisation& d = discretisation(w);
+    const std::size_t first = pair_content.size();
+    for (const SliceContent& c : d.contents) pair_content.emplace_back(w, &c);
+    pair_slices.resize(pair_content.size());
+    for (int p = 0; p < nz; ++p) pair_slices[first + std::size_t(d.content_of_slice[p])].push_back(p);
   }
   const std::size_t pairs = pair_content.size();
-  std::vector<std::vector<C>> per_pair(pairs);
   std::vector<std::exception_ptr> failures(pairs);
+  kernels_.resize(std::size_t(nz) * nw * slice_kernels);
   // 1D kernels are closed forms of microseconds: there a thread team costs more than it saves.
   const bool parallel = !lattice.one_dimensional() && pairs > 1;
 #pragma omp parallel for schedule(dynamic, 1) if (parallel)
   for (std::size_t i = 0; i < pairs; ++i) {
     try {
       const auto [w, c] = pair_content[i];
-      per_pair[i] = normal_vector ? normal_vector_kernels(lattice, *c, wavelengths[w], eps1[w], settings.m1,
-                                                          settings.m2, settings.normal_field_resolution, tilted)
-                                  : contrast_harmonics(lattice, *c, wavelengths[w], eps1[w], settings.m1, settings.m2);
+      const std::vector<C> k =
+          normal_vector ? normal_vector_kernels(lattice, *c, wavelengths[w], eps1[w], settings.m1, settings.m2,
+                                                settings.normal_field_resolution, tilted)
+                        : contrast_harmonics(lattice, *c, wavelengths[w], eps1[w], settings.m1, settings.m2);
+      GS_EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
+      for (const int p : pair_slices[i])
+        std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t((std::size_t(p) * nw + w) * slice_kernels));
     } catch (...) {
       failures[i] = std::current_exception();
     }
   }
   for (const std::exception_ptr& failure : failures)
     if (failure) std::rethrow_exception(failure);
-  kernels_.resize(std::size_t(nz) * nw * slice_kernels);
-  for (int p = 0; p < nz; ++p)
-    for (int w = 0; w < nw; ++w) {
-      const std::vector<C>& k = per_pair[first_pair[std::size_t(w)] + std::size_t(discretisation(w).content_of_slice[p])];
-      GS_EXPECTS(k.size() == slice_kernels, "kernel count of a slice does not match the convolution problem");
-      std::copy(k.begin(), k.end(), kernels_.begin() + std::ptrdiff_t((std::size_t(p) * nw + w) * slice_kernels));
-    }
   lap(Phase::structure);
   convolution_ = conv::make_convolution<Real>(settings.backend, geometry, kernels_);
 #if GRATINGSIM_HAVE_CUDA

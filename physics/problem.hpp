@@ -40,6 +40,7 @@
 #include "physics/sweep_preconditioner.hpp"
 #include "physics/z_operator.hpp"
 #include "core/config.hpp"
+#include "core/zeroed_allocator.hpp"
 
 namespace gratingsim::physics {
 
@@ -123,7 +124,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// Every member's slice grid, in member order.
   [[nodiscard]] std::vector<ZGrid> grids() const;
   /// Every engine slice's kernels (s = p·members + w, the convolution problem's layout).
-  [[nodiscard]] const std::vector<std::complex<double>>& kernels() const { return kernels_; }
+  [[nodiscard]] std::span<const std::complex<double>> kernels() const { return kernels_; }
   /// Members batched in this problem (runs of incidences of one wavelength, each on its structure).
   [[nodiscard]] int members() const { return members_; }
   [[nodiscard]] int rhs() const { return int(layout_.rhs); }
@@ -184,7 +185,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
   std::unique_ptr<DeviceStream> device_stream_;  // declared before everything that enqueues on it
 #endif
   Stream stream_ = nullptr;
-  std::vector<std::complex<double>> kernels_;
+  std::vector<std::complex<double>, ZeroedAllocator<std::complex<double>>> kernels_;  // pages first touched in parallel
   std::unique_ptr<conv::Convolution<Real>> convolution_;
   std::unique_ptr<ZOperator<Real>> z_operator_;
   std::unique_ptr<VectorSpace<Real>> work_;  // the convolution's output (sources_per_block_ components)
