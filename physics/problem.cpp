@@ -181,7 +181,7 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
       grids(), orders_, convolution_->memory() == Memory::device ? SliceTables::none : SliceTables::host);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
-  background_.assign(layout_.size(), Complex(0));
+  background_.resize(layout_.size());  // zeros (ZeroedAllocator): only the pages holding order 0 are written
   for (std::size_t a = 0; a < incidences.size(); ++a) {
     const FloquetOrders& f = orders_[a];
     const std::size_t m = f.zeroth();

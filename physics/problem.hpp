@@ -115,7 +115,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] const conv::Convolution<Real>& convolution() const { return *convolution_; }
 
   /// e_b at the slice centres (the right-hand side and the initial guess), host, batched layout.
-  [[nodiscard]] const std::vector<Complex>& background_field() const { return background_; }
+  [[nodiscard]] std::span<const Complex> background_field() const { return background_; }
   [[nodiscard]] const std::vector<FloquetOrders>& orders() const { return orders_; }
   /// Member w's slices (members of one structure share them).
   [[nodiscard]] const Discretisation& discretisation(int member = 0) const {
@@ -189,7 +189,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
   std::unique_ptr<conv::Convolution<Real>> convolution_;
   std::unique_ptr<ZOperator<Real>> z_operator_;
   std::unique_ptr<VectorSpace<Real>> work_;  // the convolution's output (sources_per_block_ components)
-  std::vector<Complex> background_;
+  std::vector<Complex, ZeroedAllocator<Complex>> background_;  // non-zero at order 0 only: most pages never written
 };
 
 /// The convolution problem DiscreteProblem plans for `members` wavelengths of `incidences` incidences

@@ -335,8 +335,8 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   settings.timer = &timer;
   DiscreteProblem<Real> problem(members, settings, slice_factor);
 
-  const std::vector<std::complex<Real>>& b = problem.background_field();
-  std::vector<std::complex<Real>> x = b;  // the unknown (F, or e for Laurent); initial guess e_b
+  const std::span<const std::complex<Real>> b = problem.background_field();
+  std::vector<std::complex<Real>> x(b.begin(), b.end());  // the unknown (F, or e for Laurent); initial guess e_b
   KrylovSettings ks;
   ks.method = options.method;
   ks.restart = options.gmres_restart;
