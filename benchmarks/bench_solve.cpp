@@ -157,11 +157,12 @@ struct Row {
 /// output: 5/3 F for the 2D normal-vector formulation):
 ///   convolution  F + C + s·K·L1·L2·slices (read x, write c, read each spectrum once);
 ///   z-operator   2F + C (read x and c, write y) + 4 complex128 coefficients per (incidence, slice, order);
-///   vector ops   GMRES(m), Arnoldi step with b basis vectors (CGS2), host-driven (host spaces, gmres-host):
+///   vector ops   GMRES(m), Arnoldi step with b basis vectors (CGS2), host-driven on a device space (gmres-host):
 ///                two passes of dots (b + 1)F and combine (b + 2)F, norm F, scale 2F: (4b + 9)F; mean
-///                b = (m + 1)/2, so (2m + 11)F; device-resident (device.hpp, DeviceArnoldi): dots (b + 1)F,
-///                combine fused with dots (b + 2)F, combine fused with the norm (b + 2)F, scale 2F: (3b + 7)F,
-///                mean (1.5m + 8.5)F; plus the cycle's solution update (m + 2)F spread over its m steps;
+///                b = (m + 1)/2, so (2m + 11)F; device-resident (device.hpp, DeviceArnoldi) and on host spaces
+///                (VectorSpace::combine_dots, combine_norm): dots (b + 1)F, combine fused with dots (b + 2)F,
+///                combine fused with the norm (b + 2)F, scale 2F: (3b + 7)F, mean (1.5m + 8.5)F; plus the cycle's
+///                solution update (m + 2)F spread over its m steps;
 ///                BiCGStab step, host-driven: 5 dots/norms of two vectors and 2 of one (12F), 8 axpys (24F), a
 ///                copy and a scale (4F), minus one vector read in dot(t, t): 39F; device-resident (device.hpp,
 ///                DeviceBiCGStab: five fused kernels) 18F.
@@ -174,10 +175,10 @@ double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::s
   const double orders = double(l.block) / 3, incidences = double(l.rhs) / 2;
   const double coefficients = incidences * double(l.slices) * orders * 64.0;
   const double product = (F + C + spectra) + (2 * F + C + coefficients);
-  const bool fused = device && m.device_scalars;
-  const double step = fused ? 1.5 * m.restart + 8.5 : 2.0 * m.restart + 11;
+  const bool fused_passes = !device || m.device_scalars;  // GMRES's CGS2: three basis reads per step, not four
+  const double step = fused_passes ? 1.5 * m.restart + 8.5 : 2.0 * m.restart + 11;
   const double vectors = m.method == physics::Method::gmres ? step * F + (m.restart + 2.0) / m.restart * F
-                                                            : (fused ? 18 : 39) * F;
+                                                            : (device && m.device_scalars ? 18 : 39) * F;
   return m.products() * product + vectors;
 }
 
@@ -563,7 +564,8 @@ int run_bench_solve(const Options& options) {
               "the products marked in that region (none for gmres-graph: nan, and so vec); vec = the rest (vector and per-rhs "
               "scalar kernels, host waits)\n");
   std::printf("floor: products x [(F + C + spectra) + (2F + C + coefficients)] + vector ops (GMRES(M): (2M + 11)F + "
-              "(M + 2)F/M host-driven, (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)), CGS2 at mean depth "
+              "(M + 2)F/M host-driven on a device (gmres-host), (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU "
+              "gmres(M)) and on the CPU (fused passes), CGS2 at mean depth "
               "(M + 1)/2; BiCGStab: 39F host-driven, 18F device-resident (GPU bicgstab)) at %.0f GB/s; F one batched "
               "vector, C the convolution output\n",
               s.bandwidth / 1e9);
@@ -622,8 +624,9 @@ const Command gratingsim_bench_solve{
         "--warmup-ms of short solves. depth: mean Arnoldi depth (M + 1)/2 basis vectors per step (classical "
         "Gram-Schmidt twice). Floor, one pass per operation, F = bytes of one batched vector, C of the "
         "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
-        "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M host-driven (CPU, "
-        "gmres-host), (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)), BiCGStab 39F host-driven and 18F "
+        "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M host-driven on a device "
+        "(gmres-host), (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)) and on the CPU (its passes fused "
+        "likewise), BiCGStab 39F host-driven and 18F "
         "device-resident, at --bandwidth. Each row's product A*x is first checked against a complex128 cpu-fftw problem (relative l2 "
         "<= 1e-4 single, 1e-10 double); a row that fails makes the exit status 1. A method whose Krylov vectors "
         "do not fit in 90% of the device's memory is reported unavailable.",

@@ -152,7 +152,7 @@ void gmres_host_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const Kry
   constexpr int B = 0, X = 1, R = 2, V0 = 3;  // V_j = V0 + j, j = 0..m
   std::vector<double> residual(nr), beta(nr);
   std::vector<char> done(nr, 0);
-  std::vector<Scalar> coef(nr), projections(std::size_t(m + 1) * nr);  // projections[i·nr + r]
+  std::vector<Scalar> coef(nr), projections(std::size_t(m + 1) * nr), corrections(projections.size());  // [i·nr + r]
   // Per rhs: Hessenberg (m+1)×m column-major, rotations, rhs g, Krylov dimension reached.
   std::vector<std::vector<Scalar>> h(nr, std::vector<Scalar>(std::size_t(m + 1) * m));
   std::vector<std::vector<Givens>> rot(nr, std::vector<Givens>(m));
@@ -181,22 +181,26 @@ void gmres_host_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const Kry
     for (int j = 0; j < m; ++j) {
       op.apply(v.data(V0 + j), v.data(V0 + j + 1));
       // Classical Gram–Schmidt twice (CGS2: Giraud, Langou, Rozložník 2005, as orthogonal as modified
-      // Gram–Schmidt in practice): each pass reads the basis once, h = Vᴴw, w −= V h, instead of j + 1
-      // dependent dot/axpy pairs (on a GPU, j + 1 synchronisations per step; here two).
-      const int basis = j + 1;
-      for (int pass = 0; pass < 2; ++pass) {
-        v.dots(V0, basis, V0 + j + 1, projections);
+      // Gram–Schmidt in practice): each pass is h = Vᴴw, w −= V h, instead of j + 1 dependent dot/axpy pairs
+      // (on a GPU, j + 1 synchronisations per step; here three). The basis is read three times: the pass-1 dots;
+      // the pass-1 update with the pass-2 dots (combine_dots); the pass-2 update with ‖w‖ (combine_norm).
+      const int basis = j + 1, w = V0 + j + 1;
+      // h (pass 0: the column, 1: += the correction) for rhs in the cycle, and the update's coefficients −h.
+      const auto take = [&](std::vector<Scalar>& sums, int pass) {
         for (int i = 0; i < basis; ++i)
           for (std::size_t r = 0; r < nr; ++r) {
-            Scalar& c = projections[std::size_t(i) * nr + r];
+            Scalar& c = sums[std::size_t(i) * nr + r];
             if (!in_cycle[r]) c = 0;
             Scalar& hij = h[r][std::size_t(j) * (m + 1) + i];
             hij = pass == 0 ? c : hij + c;
             c = -c;
           }
-        v.combine(projections, V0, basis, V0 + j + 1);
-      }
-      v.norm(V0 + j + 1, hn);
+      };
+      v.dots(V0, basis, w, projections);
+      take(projections, 0);
+      v.combine_dots(projections, V0, basis, w, corrections);
+      take(corrections, 1);
+      v.combine_norm(corrections, V0, basis, w, hn);
       bool any_in_cycle = false;
       for (std::size_t r = 0; r < nr; ++r) {
         coef[r] = in_cycle[r] && hn[r] > 0 ? 1.0 / hn[r] : 0.0;

@@ -30,47 +30,45 @@ class HostVectorSpace final : public VectorSpace<Real> {
   void norm(int x, std::span<double> out) override {
     const BatchLayout& l = this->layout_;
     std::vector<Scalar> sums(l.rhs);
-    reduce(1, sums, [&](std::size_t p, std::size_t r, Scalar* acc) {
-      const Complex* a = data(x) + (p * l.rhs + r) * l.block;
-      double sum = 0;
-      for (std::size_t j = 0; j < l.block; ++j) sum += std::norm(Scalar(a[j]));
-      acc[0] += sum;
-    });
+    reduce(1, sums, [&](std::size_t p, std::size_t r, Scalar* acc) { norm_row(x, p, r, acc); });
     for (std::size_t r = 0; r < l.rhs; ++r) out[r] = std::sqrt(sums[r].real());
   }
 
   void dots(int first, int count, int y, std::span<Scalar> out) override {
     const BatchLayout& l = this->layout_;
     GS_EXPECTS(out.size() >= std::size_t(count) * l.rhs, "vector space: one dot per basis vector and right-hand side");
-    reduce(std::size_t(count), out, [&](std::size_t p, std::size_t r, Scalar* acc) {
-      const std::size_t off = (p * l.rhs + r) * l.block;
-      const Complex* b = data(y) + off;
-      for (int i = 0; i < count; ++i) {
-        const Complex* a = data(first + i) + off;
-        Scalar sum = 0;
-        for (std::size_t j = 0; j < l.block; ++j) sum += std::conj(Scalar(a[j])) * Scalar(b[j]);
-        acc[std::size_t(i) * l.rhs] += sum;
-      }
-    });
+    reduce(std::size_t(count), out,
+           [&](std::size_t p, std::size_t r, Scalar* acc) { dot_row(first, count, y, p, r, acc); });
   }
 
   void combine(std::span<const Scalar> a, int first, int count, int y) override {
+    check_combine(a, first, count, y);
+#pragma omp parallel for schedule(static) if (this->layout_.size() * std::size_t(count) >= parallel_threshold)
+    for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(this->layout_.slices); ++p)
+      for (std::size_t r = 0; r < this->layout_.rhs; ++r) combine_row(a, first, count, y, std::size_t(p), r);
+  }
+
+  void combine_dots(std::span<const Scalar> a, int first, int count, int y, std::span<Scalar> out) override {
     const BatchLayout& l = this->layout_;
-    GS_EXPECTS(a.size() >= std::size_t(count) * l.rhs, "vector space: one coefficient per basis vector and right-hand side");
-    GS_EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
-    Complex* v = data(y);
-#pragma omp parallel for schedule(static) if (l.size() * std::size_t(count) >= parallel_threshold)
-    for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
-      for (std::size_t r = 0; r < l.rhs; ++r) {
-        const std::size_t off = (p * l.rhs + r) * l.block;
-        for (int i = 0; i < count; ++i) {
-          const Scalar ai = a[std::size_t(i) * l.rhs + r];
-          if (ai == Scalar(0)) continue;
-          const Complex c(ai);
-          const Complex* u = data(first + i) + off;
-          for (std::size_t j = 0; j < l.block; ++j) v[off + j] += c * u[j];
-        }
-      }
+    check_combine(a, first, count, y);
+    GS_EXPECTS(out.size() >= std::size_t(count) * l.rhs, "vector space: one dot per basis vector and right-hand side");
+    // Each row is updated, then its dots taken, by the one thread that owns its chunk of slices: the update's
+    // arithmetic is combine()'s and the sums dots()'s (the same partition), so the bits are theirs.
+    reduce(std::size_t(count), out, [&](std::size_t p, std::size_t r, Scalar* acc) {
+      combine_row(a, first, count, y, p, r);
+      dot_row(first, count, y, p, r, acc);
+    });
+  }
+
+  void combine_norm(std::span<const Scalar> a, int first, int count, int y, std::span<double> out) override {
+    const BatchLayout& l = this->layout_;
+    check_combine(a, first, count, y);
+    std::vector<Scalar> sums(l.rhs);
+    reduce(1, sums, [&](std::size_t p, std::size_t r, Scalar* acc) {
+      combine_row(a, first, count, y, p, r);
+      norm_row(y, p, r, acc);
+    });
+    for (std::size_t r = 0; r < l.rhs; ++r) out[r] = std::sqrt(sums[r].real());
   }
 
   void axpy(std::span<const Scalar> a, int x, int y) override {
@@ -115,6 +113,48 @@ class HostVectorSpace final : public VectorSpace<Real> {
   }
 
  private:
+  // The row operations are compiled once (noinline): inlined into different loops, the compiler may contract
+  // their multiply-adds differently, and the fused passes must give the separate ones' bits.
+  /// acc[0] += ‖x‖² over row (p, r).
+  [[gnu::noinline]] void norm_row(int x, std::size_t p, std::size_t r, Scalar* acc) {
+    const BatchLayout& l = this->layout_;
+    const Complex* a = data(x) + (p * l.rhs + r) * l.block;
+    double sum = 0;
+    for (std::size_t j = 0; j < l.block; ++j) sum += std::norm(Scalar(a[j]));
+    acc[0] += sum;
+  }
+  /// acc[i·rhs] += Σ conj(V_{first+i})·y over row (p, r), i < count.
+  [[gnu::noinline]] void dot_row(int first, int count, int y, std::size_t p, std::size_t r, Scalar* acc) {
+    const BatchLayout& l = this->layout_;
+    const std::size_t off = (p * l.rhs + r) * l.block;
+    const Complex* b = data(y) + off;
+    for (int i = 0; i < count; ++i) {
+      const Complex* a = data(first + i) + off;
+      Scalar sum = 0;
+      for (std::size_t j = 0; j < l.block; ++j) sum += std::conj(Scalar(a[j])) * Scalar(b[j]);
+      acc[std::size_t(i) * l.rhs] += sum;
+    }
+  }
+  /// y += Σ_i a[i·rhs + r] V_{first+i} over row (p, r) (zero coefficients skipped).
+  [[gnu::noinline]] void combine_row(std::span<const Scalar> a, int first, int count, int y, std::size_t p,
+                                     std::size_t r) {
+    const BatchLayout& l = this->layout_;
+    const std::size_t off = (p * l.rhs + r) * l.block;
+    Complex* v = data(y) + off;
+    for (int i = 0; i < count; ++i) {
+      const Scalar ai = a[std::size_t(i) * l.rhs + r];
+      if (ai == Scalar(0)) continue;
+      const Complex c(ai);
+      const Complex* u = data(first + i) + off;
+      for (std::size_t j = 0; j < l.block; ++j) v[j] += c * u[j];
+    }
+  }
+  void check_combine(std::span<const Scalar> a, int first, int count, int y) const {
+    GS_EXPECTS(a.size() >= std::size_t(count) * this->layout_.rhs,
+               "vector space: one coefficient per basis vector and right-hand side");
+    GS_EXPECTS(y < first || y >= first + count, "vector space: combine into one of its own basis vectors");
+  }
+
   /// Per-rhs sums of `terms` values each (out[t·rhs + r]): `row(p, r, acc)` adds row (p, r)'s
   /// contributions to acc[t·rhs] (acc points at rhs r of the chunk's partials). The slices are split
   /// into a fixed number of chunks (not one per thread), each summed in order, the chunks added in

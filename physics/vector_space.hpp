@@ -50,6 +50,19 @@ class VectorSpace {
   virtual void dots(int first, int count, int y, std::span<Scalar> out) = 0;
   /// y_r += Σ_{i<count} a[i·rhs + r]·V_{first+i, r} (y not among the V_i): one pass over y.
   virtual void combine(std::span<const Scalar> a, int first, int count, int y) = 0;
+  /// combine(a, first, count, y), then out[i·rhs + r] = Σ conj(V_{first+i, r})·y_r of the updated y (dots()): the
+  /// same results bit for bit. A host space does both in one pass over the basis (each row of y updated, then its
+  /// dots taken while that row of the basis is still in cache: CGS2's pass-1 update and pass-2 projection); the
+  /// default is the two calls.
+  virtual void combine_dots(std::span<const Scalar> a, int first, int count, int y, std::span<Scalar> out) {
+    combine(a, first, count, y);
+    dots(first, count, y, out);
+  }
+  /// combine(a, first, count, y), then out[r] = ‖y_r‖ (norm()), the same bits; one pass on a host space.
+  virtual void combine_norm(std::span<const Scalar> a, int first, int count, int y, std::span<double> out) {
+    combine(a, first, count, y);
+    norm(y, out);
+  }
   /// y ← x.
   virtual void copy(int x, int y) = 0;
   /// Vector i ← host data (layout().size() elements), and back.

@@ -1,5 +1,6 @@
 // physics/vector_space.cpp: the host batched vectors against direct sums over the layout of
-// vector_space.hpp, in both precisions; the basis pass of classical Gram–Schmidt (dots, combine)
+// vector_space.hpp, in both precisions; the basis pass of classical Gram–Schmidt (dots, combine, and fused as
+// combine_dots and combine_norm, equal to the separate calls bit for bit)
 // against the one-vector operations; reductions independent of the number of OpenMP threads.
 #include <omp.h>
 
@@ -105,4 +106,54 @@ TEST_CASE("host vector space: reductions do not depend on the number of threads"
     CHECK(got == reference);  // bit for bit
   }
   omp_set_num_threads(threads);
+}
+
+TEMPLATE_TEST_CASE("host vector space: combine_dots and combine_norm equal combine then dots or norm, bit for bit",
+                   "[physics][vector_space]", float, double) {
+  using Complex = std::complex<TestType>;
+  // Enough elements for the parallel paths; fresh random basis, w and coefficients, one coefficient zero (skipped).
+  const BatchLayout l{97, 3, 211};
+  constexpr int basis = 5, w = basis;
+  auto fused = make_host_vector_space<TestType>(l, basis + 1);
+  auto separate = make_host_vector_space<TestType>(l, basis + 1);
+  for (int i = 0; i <= basis; ++i) {
+    const std::vector<Complex> v = test::random_complex<TestType>(l.size());
+    fused->upload(v, i);
+    separate->upload(v, i);
+  }
+  std::vector<Scalar> a(std::size_t(basis) * l.rhs);
+  const std::vector<Complex> random = test::random_complex<TestType>(a.size());
+  for (std::size_t k = 0; k < a.size(); ++k) a[k] = Scalar(random[k]);
+  a[std::size_t(2) * l.rhs + 1] = 0;
+  const Scalar poison(std::nan(""), std::nan(""));
+  std::vector<Scalar> got(a.size(), poison), expected(a.size(), poison);
+  fused->combine_dots(a, 0, basis, w, got);
+  separate->combine(a, 0, basis, w);
+  separate->dots(0, basis, w, expected);
+  CHECK(got == expected);
+  const std::vector<Complex> after_fused = [&] {
+    std::vector<Complex> out(l.size());
+    fused->download(w, out);
+    return out;
+  }();
+  std::vector<Complex> after_separate(l.size());
+  separate->download(w, after_separate);
+  CHECK(after_fused == after_separate);
+  // The dots of the updated w against the direct sum (the fused pass did update w before its dots).
+  for (std::size_t r = 0; r < l.rhs; ++r)
+    CHECK(std::abs(got[std::size_t(basis - 1) * l.rhs + r] -
+                   direct_dot<TestType>(l, fused->data(basis - 1), fused->data(w), r)) <=
+          tolerance<TestType>() * std::abs(got[std::size_t(basis - 1) * l.rhs + r]));
+
+  std::vector<double> norm_fused(l.rhs, std::nan("")), norm_separate(l.rhs, std::nan(""));
+  fused->combine_norm(a, 0, basis, w, norm_fused);
+  separate->combine(a, 0, basis, w);
+  separate->norm(w, norm_separate);
+  CHECK(norm_fused == norm_separate);
+  for (std::size_t r = 0; r < l.rhs; ++r) CHECK(std::isfinite(norm_fused[r]));
+  std::vector<Complex> w_fused(l.size()), w_separate(l.size());
+  fused->download(w, w_fused);
+  separate->download(w, w_separate);
+  CHECK(w_fused == w_separate);
+  CHECK_THROWS(fused->combine_dots(a, 0, basis, 2, got));  // into one of its own basis vectors
 }
