@@ -72,6 +72,19 @@ void zero_where_b_vanishes(VectorSpace<Real>& v, int x, std::span<const double> 
   v.scale(keep, x);
 }
 
+/// The system into vectors b and x of the space (x the initial guess), and ‖b_r‖ per rhs; x = 0 where b = 0
+/// (zero_where_b_vanishes).
+template <class Real>
+std::vector<double> load_system(VectorSpace<Real>& v, std::span<const std::complex<Real>> b_host,
+                                std::span<const std::complex<Real>> x_host, int b, int x) {
+  v.upload(b_host, b);
+  v.upload(x_host, x);
+  std::vector<double> b_norm(v.layout().rhs);
+  v.norm(b, b_norm);
+  zero_where_b_vanishes(v, x, b_norm);
+  return b_norm;
+}
+
 /// Complex Givens rotation [[c, s], [−conj(s), c]] (c real) that zeroes b in (a, b).
 struct Givens {
   double c = 1;
@@ -304,12 +317,8 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   VectorSpace<Real>& v = *space;
   const std::size_t nr = v.layout().rhs;
   constexpr int B = 0, X = 1;  // then R and the basis (the cycles' functions)
-  v.upload(b_host, B);
-  v.upload(x_host, X);
   const std::vector<char> zero_start = zero_guesses<Real>(v.layout(), std::span<const std::complex<Real>>(x_host));
-  std::vector<double> b_norm(nr);
-  v.norm(B, b_norm);
-  zero_where_b_vanishes(v, X, b_norm);
+  const std::vector<double> b_norm = load_system<Real>(v, b_host, x_host, B, X);
   std::vector<SolveStats> stats(nr);
 #if GRATINGSIM_HAVE_CUDA
   if (s.device_scalars && v.memory() == Memory::device)
@@ -511,13 +520,8 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
              "BiCGStab: steps_ahead must be 1 or 2, got " + std::to_string(set.steps_ahead));
   auto space = op.make_space(9);
   VectorSpace<Real>& v = *space;
-  const std::size_t nr = v.layout().rhs;
-  v.upload(b_host, B);
-  v.upload(x_host, X);
-  std::vector<double> b_norm(nr);
-  v.norm(B, b_norm);
-  zero_where_b_vanishes(v, X, b_norm);
-  std::vector<SolveStats> stats(nr);
+  const std::vector<double> b_norm = load_system<Real>(v, b_host, x_host, B, X);
+  std::vector<SolveStats> stats(v.layout().rhs);
 #if GRATINGSIM_HAVE_CUDA
   if (set.device_scalars && v.memory() == Memory::device)
     bicgstab_device_iterations(op, v, set, b_norm, stats);

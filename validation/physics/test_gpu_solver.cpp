@@ -426,6 +426,35 @@ std::vector<double> residuals(DiscreteProblem<Real>& problem, std::span<const st
   return out;
 }
 
+/// A system on which the rhs of a batch take different paths: fresh random right-hand sides but b = 0 for rhs 1 (its x
+/// must come back 0 from a random guess); random initial guesses but 0 for rhs 0 and, for rhs 2, the dense solution
+/// with a relative perturbation of 1e-3 (rhs 2 stops early while the others go on: masking).
+template <class Real>
+struct MaskedSystem {
+  std::vector<std::complex<Real>> b, x_dense, x0;
+};
+template <class Real>
+MaskedSystem<Real> masked_system(DiscreteProblem<Real>& problem) {
+  using Complex = std::complex<Real>;
+  const BatchLayout l = problem.layout();
+  MaskedSystem<Real> m;
+  m.b = test::random_complex<Real>(l.size());
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) m.b[(p * l.rhs + 1) * l.block + j] = 0;
+  m.x_dense.resize(l.size());
+  (void)solve_dense<Real>(problem, m.b, m.x_dense);
+  m.x0 = test::random_complex<Real>(l.size());
+  const auto noise = test::random_complex<Real>(l.size());
+  const double scale = test::l2_norm<Real>(m.x_dense) / std::sqrt(double(l.size()));
+  for (std::size_t p = 0; p < l.slices; ++p)
+    for (std::size_t j = 0; j < l.block; ++j) {
+      const std::size_t i0 = (p * l.rhs + 0) * l.block + j, i2 = (p * l.rhs + 2) * l.block + j;
+      m.x0[i0] = 0;
+      m.x0[i2] = m.x_dense[i2] + Complex(Real(1e-3 * scale)) * noise[i2];
+    }
+  return m;
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("device-resident GMRES equals the host-driven GMRES and the dense solve on one device operator",
@@ -440,23 +469,11 @@ TEMPLATE_TEST_CASE("device-resident GMRES equals the host-driven GMRES and the d
   }
   const BatchLayout l = problem->layout();
   REQUIRE(l.rhs == 6);
-  // Fresh random right-hand sides; rhs 1 has b = 0 (its x must come back 0 from a random guess).
-  std::vector<Complex> b = test::random_complex<Real>(l.size());
-  for (std::size_t p = 0; p < l.slices; ++p)
-    for (std::size_t j = 0; j < l.block; ++j) b[(p * l.rhs + 1) * l.block + j] = 0;
-  std::vector<Complex> x_dense(l.size());
-  const auto dense_stats = solve_dense<Real>(*problem, b, x_dense);
-  // Initial guesses: 0 for rhs 0, random for 1 and 3..5, and for rhs 2 the dense solution with a relative
-  // perturbation of 1e-3, so that rhs 2 leaves its cycle early while the others go on (masking).
-  std::vector<Complex> x0 = test::random_complex<Real>(l.size());
-  const auto noise = test::random_complex<Real>(l.size());
-  const double scale = test::l2_norm<Real>(x_dense) / std::sqrt(double(l.size()));
-  for (std::size_t p = 0; p < l.slices; ++p)
-    for (std::size_t j = 0; j < l.block; ++j) {
-      const std::size_t i0 = (p * l.rhs + 0) * l.block + j, i2 = (p * l.rhs + 2) * l.block + j;
-      x0[i0] = 0;
-      x0[i2] = x_dense[i2] + Complex(Real(1e-3 * scale)) * noise[i2];
-    }
+  // rhs 1 has b = 0, rhs 2 leaves its cycle early (masked_system).
+  const MaskedSystem<Real> system = masked_system<Real>(*problem);
+  const std::vector<Complex>& b = system.b;
+  const std::vector<Complex>& x_dense = system.x_dense;
+  const std::vector<Complex>& x0 = system.x0;
 
   KrylovSettings ks;
   ks.method = Method::gmres;
@@ -506,7 +523,6 @@ TEMPLATE_TEST_CASE("device-resident GMRES equals the host-driven GMRES and the d
                                                 << others_min);
     CHECK(dev_stats[2].iterations < others_min);
     CHECK(others_min > 2 * ks.restart);  // the comparison went through restarts
-    (void)dense_stats;
   }
 
   SECTION("stopped by max_iterations inside a cycle") {
@@ -576,6 +592,38 @@ bool same_bits(const std::vector<std::complex<Real>>& a, const std::vector<std::
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(std::complex<Real>)) == 0;
 }
 
+/// One solve through a CountingOperator (capturable as asked): its statistics, its x and the products it applied.
+template <class Real>
+struct CountedRun {
+  std::vector<SolveStats> stats;
+  std::vector<std::complex<Real>> x;
+  int products = 0;
+};
+template <class Real>
+CountedRun<Real> counted_solve(DiscreteProblem<Real>& problem, bool capturable, std::span<const std::complex<Real>> b,
+                               const std::vector<std::complex<Real>>& x0, const KrylovSettings& settings) {
+  CountingOperator<Real> op(problem, capturable);
+  CountedRun<Real> out;
+  out.x = x0;
+  out.stats = solve<Real>(op, b, out.x, settings);
+  out.products = op.products;
+  return out;
+}
+
+/// `other` took the same steps as `plain`: the same statistics and the same bits of x (the same kernels in the
+/// same order).
+template <class Real>
+void check_same_run(const CountedRun<Real>& plain, const CountedRun<Real>& other) {
+  for (std::size_t r = 0; r < plain.stats.size(); ++r) {
+    INFO("rhs " << r);
+    CHECK(other.stats[r].iterations == plain.stats[r].iterations);
+    CHECK(other.stats[r].matvecs == plain.stats[r].matvecs);
+    CHECK(other.stats[r].converged == plain.stats[r].converged);
+    CHECK(other.stats[r].residual == plain.stats[r].residual);
+  }
+  CHECK(same_bits<Real>(other.x, plain.x));
+}
+
 }  // namespace
 
 TEMPLATE_TEST_CASE("GMRES with CUDA graphs equals GMRES without, bit for bit, on one device operator",
@@ -600,31 +648,13 @@ TEMPLATE_TEST_CASE("GMRES with CUDA graphs equals GMRES without, bit for bit, on
       b[(p * l.rhs + 1) * l.block + j] = 0;
       x0[(p * l.rhs + 2) * l.block + j] = Real(0.5) * b[(p * l.rhs + 2) * l.block + j];
     }
-  struct Run {
-    std::vector<SolveStats> stats;
-    std::vector<Complex> x;
-    int products = 0;
-  };
+  using Run = CountedRun<Real>;
   const auto run = [&](bool graphs, bool capturable, KrylovSettings s) {
-    CountingOperator<Real> op(*problem, capturable);
     s.cuda_graphs = graphs;
-    Run out;
-    out.x = x0;
-    out.stats = solve<Real>(op, b, out.x, s);
-    out.products = op.products;
-    return out;
+    return counted_solve<Real>(*problem, capturable, b, x0, s);
   };
   // The graph run and the run refused graphs (operator not capturable) against the plain run: the same bits.
-  const auto check_same = [&](const Run& plain, const Run& other) {
-    for (std::size_t r = 0; r < l.rhs; ++r) {
-      INFO("rhs " << r);
-      CHECK(other.stats[r].iterations == plain.stats[r].iterations);
-      CHECK(other.stats[r].matvecs == plain.stats[r].matvecs);
-      CHECK(other.stats[r].converged == plain.stats[r].converged);
-      CHECK(other.stats[r].residual == plain.stats[r].residual);  // exact: the same kernels in the same order
-    }
-    CHECK(same_bits<Real>(other.x, plain.x));
-  };
+  const auto check_same = [](const Run& plain, const Run& other) { check_same_run<Real>(plain, other); };
 
   KrylovSettings ks;
   ks.method = Method::gmres;
@@ -698,48 +728,18 @@ TEMPLATE_TEST_CASE("device-resident BiCGStab equals the host-driven BiCGStab and
   }
   const BatchLayout l = problem->layout();
   REQUIRE(l.rhs == 6);
-  // Fresh random right-hand sides; rhs 1 has b = 0 (its x must come back 0 from a random guess); guesses random,
-  // but rhs 0's zero and rhs 2's the dense solution perturbed by 1e-3, so that rhs 2 claims early while the others
-  // go on (masking).
-  std::vector<Complex> b = test::random_complex<Real>(l.size());
-  for (std::size_t p = 0; p < l.slices; ++p)
-    for (std::size_t j = 0; j < l.block; ++j) b[(p * l.rhs + 1) * l.block + j] = 0;
-  std::vector<Complex> x_dense(l.size());
-  (void)solve_dense<Real>(*problem, b, x_dense);
-  std::vector<Complex> x0 = test::random_complex<Real>(l.size());
-  const auto noise = test::random_complex<Real>(l.size());
-  const double scale = test::l2_norm<Real>(x_dense) / std::sqrt(double(l.size()));
-  for (std::size_t p = 0; p < l.slices; ++p)
-    for (std::size_t j = 0; j < l.block; ++j) {
-      const std::size_t i0 = (p * l.rhs + 0) * l.block + j, i2 = (p * l.rhs + 2) * l.block + j;
-      x0[i0] = 0;
-      x0[i2] = x_dense[i2] + Complex(Real(1e-3 * scale)) * noise[i2];
-    }
-  struct Run {
-    std::vector<SolveStats> stats;
-    std::vector<Complex> x;
-    int products = 0;
-  };
+  // rhs 1 has b = 0, rhs 2 claims early (masked_system).
+  const MaskedSystem<Real> system = masked_system<Real>(*problem);
+  const std::vector<Complex>& b = system.b;
+  const std::vector<Complex>& x_dense = system.x_dense;
+  const std::vector<Complex>& x0 = system.x0;
+  using Run = CountedRun<Real>;
   const auto run = [&](bool device_scalars, bool graphs, KrylovSettings s) {
-    CountingOperator<Real> op(*problem, true);
     s.device_scalars = device_scalars;
     s.cuda_graphs = graphs;
-    Run out;
-    out.x = x0;
-    out.stats = solve<Real>(op, b, out.x, s);
-    out.products = op.products;
-    return out;
+    return counted_solve<Real>(*problem, true, b, x0, s);
   };
-  const auto check_same = [&](const Run& plain, const Run& other) {
-    for (std::size_t r = 0; r < l.rhs; ++r) {
-      INFO("rhs " << r);
-      CHECK(other.stats[r].iterations == plain.stats[r].iterations);
-      CHECK(other.stats[r].matvecs == plain.stats[r].matvecs);
-      CHECK(other.stats[r].converged == plain.stats[r].converged);
-      CHECK(other.stats[r].residual == plain.stats[r].residual);  // exact: the same kernels in the same order
-    }
-    CHECK(same_bits<Real>(other.x, plain.x));
-  };
+  const auto check_same = [](const Run& plain, const Run& other) { check_same_run<Real>(plain, other); };
 
   KrylovSettings ks;
   ks.method = Method::bicgstab;
