@@ -49,7 +49,7 @@ struct KrylovSettings {
   /// cycles, one graph launch instead of about ten kernel launches (device.hpp, DeviceArnoldi::graph_step).
   /// The same kernels in the same order: the same results and statistics, bit for bit. Worth it where the
   /// host's launches, not the device, bound a step (small problems); the first cycle pays the captures.
-  /// BiCGStab with device scalars on a capturable() operator: its whole iteration (two products and eleven
+  /// BiCGStab with device scalars on a capturable() operator: its whole iteration (two products and ten
   /// kernels, the same every iteration) is one graph, captured at the first iteration and replayed after
   /// (device.hpp, DeviceBiCGStab::iterate), with the same results bit for bit.
   /// Ignored for other methods, spaces and operators.
