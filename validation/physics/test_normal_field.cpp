@@ -423,7 +423,7 @@ TEST_CASE("a lone rectangle: the exact polygon coefficients of its nearest-edge 
   // Reference, independent of the polygon transforms: the pixel-exact transform (as in the direct-DFT test
   // above) of the field normal_field_raster samples at pixel centres, per region (a pixel counts for the
   // region its centre lies in), by separable direct sums. Its error is the staircase of the field's
-  // diagonal jumps: it must fall from R = 256 to 512 and be small. Random lattice, rectangle (crossing the cell edge at times),
+  // diagonal jumps: it must fall from R = 256 to 1024 and be small. Random lattice, rectangle (crossing the cell edge at times),
   // harmonic range each run.
   std::uniform_real_distribution<double> u(0, 1);
   auto& g = test::rng();
@@ -447,7 +447,7 @@ TEST_CASE("a lone rectangle: the exact polygon coefficients of its nearest-edge 
   REQUIRE(coef->regions == 2);
   REQUIRE(coef->components == 3);
   std::vector<double> worst;
-  for (const int r : {256, 512}) {
+  for (const int r : {256, 1024}) {
     const NormalFieldRaster nn = normal_field_raster(lattice, slice, r);
     const std::vector<double>* maps[3] = {&nn.xx, &nn.xy, &nn.yy};
     const auto sinc = [](double t) { return t == 0 ? 1.0 : std::sin(pi * t) / (pi * t); };
@@ -479,8 +479,10 @@ TEST_CASE("a lone rectangle: the exact polygon coefficients of its nearest-edge 
       }
     worst.push_back(difference);
   }
-  INFO("largest difference " << worst[0] << " at R = 256, " << worst[1] << " at R = 512");
-  CHECK(worst[1] < 0.75 * worst[0]);  // measured 0.17–0.62 over 40 draws
+  INFO("largest difference " << worst[0] << " at R = 256, " << worst[1] << " at R = 1024");
+  // Measured ratio ≤ 0.58 over 480 draws. From 256 to 512 it fell by only 0.89 in 1 draw of 80 (seed
+  // 760115243): the largest difference over the harmonics is not monotone in R at a factor of 2.
+  CHECK(worst[1] < 0.75 * worst[0]);
   CHECK(worst[1] < 1e-3);
   // The yy coefficients are the region's indicator minus xx: Σ_i coef_r,ii against the exact transform of
   // the rectangle (the 2D sinc of formulation.md §3), its complement for the background.
