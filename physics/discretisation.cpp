@@ -205,13 +205,21 @@ bool sloped_walls(const Structure& structure) {
       return e->top_semi_axis_x != e->bottom_semi_axis_x || e->top_semi_axis_y != e->bottom_semi_axis_y;
     return false;
   };
+  const auto circle = [](const Shape& s) {
+    if (const auto* e = std::get_if<Ellipse>(&s)) return e->semi_axis_x == e->semi_axis_y;
+    if (const auto* e = std::get_if<TaperedEllipse>(&s))
+      return e->bottom_semi_axis_x == e->bottom_semi_axis_y && e->top_semi_axis_x == e->top_semi_axis_y;
+    return false;
+  };
   // 1D: any sloped line (a layer holding a tapered ellipse samples its lines as vertical steps); 2D: a
-  // sloped shape alone in its layer or step, the slices normal_field.cpp tilts.
+  // sloped shape alone in its layer or step, or several circles some of which are tapered, the slices
+  // normal_field.cpp tilts (where the circles keep apart: its step 5″; the other slices keep in-plane fields).
   const auto tilts = [&](const std::vector<Shape>& shapes) {
     if (one_dimensional)
       return std::any_of(shapes.begin(), shapes.end(), sloped) &&
              std::none_of(shapes.begin(), shapes.end(), [](const Shape& s) { return std::holds_alternative<TaperedEllipse>(s); });
-    return shapes.size() == 1 && sloped(shapes.front());
+    if (shapes.size() == 1) return sloped(shapes.front());
+    return std::all_of(shapes.begin(), shapes.end(), circle) && std::any_of(shapes.begin(), shapes.end(), sloped);
   };
   for (const Layer& layer : structure.layers) {
     if (tilts(layer.shapes)) return true;

@@ -32,7 +32,8 @@ Layer cut_into_steps(const Layer& layer, const Lattice& lattice,
 /// Whether the normal-vector field is tilted along sloped walls somewhere (normal_field.hpp): on a 1D
 /// lattice a trapezoid line whose sidewall is not vertical, in a layer's shapes or steps (not in a layer
 /// holding a tapered ellipse, whose lines are sampled as vertical steps); on a 2D lattice a sloped shape
-/// (tapered ellipse, sloped polygon, trapezoid line) alone in its layer or step.
+/// (tapered ellipse, sloped polygon, trapezoid line) alone in its layer or step, or several circles of which
+/// some are tapered.
 bool sloped_walls(const Structure& structure);
 
 /// The slice grid of discretise() alone (checking only the layers' thicknesses and slice counts):

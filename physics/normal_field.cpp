@@ -59,6 +59,11 @@
 //     region.
 //  5′. A lone circle keeps step 4′'s closed forms: its field is tilted by a constant angle everywhere,
 //     n = (ρ̂, −τ)/√(1 + τ²) (circle_region_coefficients).
+//  5″. Several circles, some tapered, each inside its cell of the Voronoi diagram of all their centres and
+//     periodic images (voronoi_circles: every pair's centres at least twice the larger radius apart): in the
+//     Voronoi cell of circle k, n = (ρ̂_k, −τ_k)/√(1 + τ_k²), ρ̂_k radial from its centre, so every wall takes
+//     its true normal as a lone tapered circle's does; the disks' coefficients in closed form, the whole
+//     cell's by the raster (voronoi_circle_coefficients). Untilted slices of several shapes keep steps 1–4.
 // A slice without shapes takes n = x̂ (any constant unit field is exact there).
 // The field converges as R grows (validation/physics/test_normal_field.cpp measures it).
 #include "physics/normal_field.hpp"
@@ -70,6 +75,7 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <limits>
 #include <list>
 #include <map>
 #include <memory>
@@ -793,6 +799,54 @@ NormalFieldRaster radial_components(const Lattice& lattice, Point c, int r) {
   return out;
 }
 
+/// The disk's part of step 4′ and 5′, unscaled by 1/(1 + τ²): at [ij·size + (i + n1_max)(2n2_max + 1) + j + n2_max],
+/// ij = xx, xy, yy, and (tilted) xz, yz, zz, the transforms of the disk (centre c, radius R) times
+/// ρ̂ρ̂ᵀ, −τρ̂ and τ² (circle_region_coefficients' formulas).
+std::vector<Complex> disk_coefficients(const Lattice& lattice, Point centre, double radius, int n1_max, int n2_max,
+                                       bool tilt, double tau) {
+  const double lx = lattice.period_x, ly = lattice.period_y, area = lx * ly;
+  const int k2 = 2 * n2_max + 1, nc = tilt ? 6 : 3;
+  const std::size_t size = std::size_t(2 * n1_max + 1) * k2;
+  std::vector<Complex> out(std::size_t(nc) * size);
+  // J0(kR), J1(kR) and (tilted) ∫_0^{kR} u J1(u) du per (|n1|, |n2|): k is even in n1 and in n2 to the bit (IEEE
+  // rounding is symmetric in sign, as is hypot), so a quarter of the harmonics' pairs serve all. J0, J1 from
+  // glibc's j0, j1 (POSIX): about 50 ns a pair on the dev CPU against 1 µs for std::cyl_bessel_j, which was most of
+  // a slice's time here (problem_case_3's structure phase); the two agree to 1.5e-14 absolute for x in [0, 100].
+  struct Radial {
+    double j0, j1, integral;
+  };
+  const int quarter = n2_max + 1;
+  std::vector<Radial> radial(std::size_t(n1_max + 1) * quarter);
+  for (int i = 0; i <= n1_max; ++i)
+    for (int j = 0; j <= n2_max; ++j) {
+      const double x = std::hypot(2 * pi * i / lx, 2 * pi * j / ly) * radius;
+      radial[std::size_t(i) * quarter + j] = {::j0(x), ::j1(x), tilt ? integral_u_j1(x) : 0.0};
+    }
+  for (int i = -n1_max; i <= n1_max; ++i)
+    for (int j = -n2_max; j <= n2_max; ++j) {
+      const double gx = 2 * pi * i / lx, gy = 2 * pi * j / ly, k = std::hypot(gx, gy), x = k * radius;
+      double d0 = pi * radius * radius / area, i2 = 0, cos2 = 1, sin2 = 0, c = 1, s = 0, i1 = 0;
+      if (k > 0 && radius > 0) {
+        const auto [j0, j1, integral] = radial[std::size_t(std::abs(i)) * quarter + std::abs(j)];
+        d0 = 2 * pi * radius * radius * j1 / (x * area);
+        i2 = (2 - 2 * j0 - x * j1) / (k * k);
+        c = gx / k;  // cos ψ, sin ψ
+        s = gy / k;
+        cos2 = c * c - s * s;
+        sin2 = 2 * c * s;
+        i1 = integral / (k * k);
+      }
+      const Complex shift = std::polar(1.0, -(gx * centre.x + gy * centre.y));
+      const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
+      const Complex d1 = -2.0 * pi * I / area * shift * i1;
+      const Complex disk[6] = {shift * (d0 / 2 - pi / area * cos2 * i2), shift * (-pi / area * sin2 * i2),
+                               shift * (d0 / 2 + pi / area * cos2 * i2), -tau * c * d1, -tau * s * d1,
+                               tau * tau * shift * d0};
+      for (int ij = 0; ij < nc; ++ij) out[std::size_t(ij) * size + idx] = disk[ij];
+    }
+  return out;
+}
+
 /// Step 4′, a lone circle of radius R centred at c. Its radial field is the same for every radius, so
 /// the whole cell's transform T_ij of n_i n_j (the raster's, as step 4 with a ≡ 1) is made once per
 /// centre and range (cached: every slice of a tapered circle shares it; it depends on nothing but its
@@ -820,7 +874,7 @@ NormalFieldRaster radial_components(const Lattice& lattice, Point c, int r) {
 std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const Lattice& lattice, const Ellipse& e,
                                                                            int n1_max, int n2_max, int r, bool tilt,
                                                                            double tau) {
-  const double lx = lattice.period_x, ly = lattice.period_y, area = lx * ly, radius = e.semi_axis_x;
+  const double lx = lattice.period_x, ly = lattice.period_y;
   std::shared_ptr<const RegionNormalCoefficients> cell;
   {
     std::string key;
@@ -866,57 +920,162 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
   const std::size_t size = out->size();
   const int nc = out->components;
   out->values.assign(2 * std::size_t(nc) * size, 0.0);
-  const int k2 = 2 * n2_max + 1;
   const double scale = tilt ? 1 / (1 + tau * tau) : 1.0;
-  // J0(kR), J1(kR) and (tilted) ∫_0^{kR} u J1(u) du per (|n1|, |n2|): k is even in n1 and in n2 to the bit (IEEE
-  // rounding is symmetric in sign, as is hypot), so a quarter of the harmonics' pairs serve all. J0, J1 from
-  // glibc's j0, j1 (POSIX): about 50 ns a pair on the dev CPU against 1 µs for std::cyl_bessel_j, which was most of
-  // a slice's time here (problem_case_3's structure phase); the two agree to 1.5e-14 absolute for x in [0, 100].
-  struct Radial {
-    double j0, j1, integral;
-  };
-  const int quarter = n2_max + 1;
-  std::vector<Radial> radial(std::size_t(n1_max + 1) * quarter);
-  for (int i = 0; i <= n1_max; ++i)
-    for (int j = 0; j <= n2_max; ++j) {
-      const double x = std::hypot(2 * pi * i / lx, 2 * pi * j / ly) * radius;
-      radial[std::size_t(i) * quarter + j] = {::j0(x), ::j1(x), tilt ? integral_u_j1(x) : 0.0};
+  const std::vector<Complex> disk = disk_coefficients(lattice, e.center, e.semi_axis_x, n1_max, n2_max, tilt, tau);
+  for (std::size_t idx = 0; idx < size; ++idx) {
+    // ij = xx, xy, yy, then (tilted) xz, yz, zz: disk and whole cell.
+    const Complex whole[6] = {cell->values[0 * size + idx], cell->values[1 * size + idx], cell->values[2 * size + idx],
+                              -tau * cell->values[3 * size + idx], -tau * cell->values[5 * size + idx],
+                              idx == size / 2 ? Complex(tau * tau) : Complex(0)};  // size / 2: harmonic (0, 0)
+    for (int ij = 0; ij < nc; ++ij) {
+      out->values[std::size_t(nc + ij) * size + idx] = scale * disk[std::size_t(ij) * size + idx];
+      out->values[std::size_t(ij) * size + idx] = scale * (whole[ij] - disk[std::size_t(ij) * size + idx]);
     }
-  for (int i = -n1_max; i <= n1_max; ++i)
-    for (int j = -n2_max; j <= n2_max; ++j) {
-      const double gx = 2 * pi * i / lx, gy = 2 * pi * j / ly, k = std::hypot(gx, gy), x = k * radius;
-      double d0 = pi * radius * radius / area, i2 = 0, cos2 = 1, sin2 = 0, c = 1, s = 0, i1 = 0;
-      if (k > 0 && radius > 0) {
-        const auto [j0, j1, integral] = radial[std::size_t(std::abs(i)) * quarter + std::abs(j)];
-        d0 = 2 * pi * radius * radius * j1 / (x * area);
-        i2 = (2 - 2 * j0 - x * j1) / (k * k);
-        c = gx / k;  // cos ψ, sin ψ
-        s = gy / k;
-        cos2 = c * c - s * s;
-        sin2 = 2 * c * s;
-        i1 = integral / (k * k);
-      }
-      const Complex shift = std::polar(1.0, -(gx * e.center.x + gy * e.center.y));
-      const std::size_t idx = std::size_t(i + n1_max) * k2 + (j + n2_max);
-      // ij = xx, xy, yy, then (tilted) xz, yz, zz: disk and whole cell.
-      const Complex d1 = -2.0 * pi * I / area * shift * i1;
-      const Complex disk[6] = {shift * (d0 / 2 - pi / area * cos2 * i2), shift * (-pi / area * sin2 * i2),
-                               shift * (d0 / 2 + pi / area * cos2 * i2), -tau * c * d1, -tau * s * d1,
-                               tau * tau * shift * d0};
-      const Complex whole[6] = {cell->values[0 * size + idx], cell->values[1 * size + idx], cell->values[2 * size + idx],
-                                -tau * cell->values[3 * size + idx], -tau * cell->values[5 * size + idx],
-                                (i == 0 && j == 0) ? Complex(tau * tau) : Complex(0)};
-      for (int ij = 0; ij < nc; ++ij) {
-        out->values[std::size_t(nc + ij) * size + idx] = scale * disk[ij];
-        out->values[std::size_t(ij) * size + idx] = scale * (whole[ij] - disk[ij]);
-      }
+  }
+  return out;
+}
+
+/// The circles of a slice that holds several of them (step 5″): every shape a circle (an Ellipse of equal
+/// semi-axes), each inside its cell of the Voronoi diagram of all their centres and periodic images, so that
+/// no disk reaches a line of that diagram: every pair's centres (nearest images) at least twice the larger
+/// radius apart, every circle at most half a period across. Else nothing.
+struct VoronoiCircles {
+  std::vector<Point> centres;
+  std::vector<double> radii;
+};
+std::optional<VoronoiCircles> voronoi_circles(const Lattice& lattice, const SliceContent& slice) {
+  if (slice.shapes.size() < 2) return std::nullopt;
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  VoronoiCircles out;
+  for (const PlanarShape& s : slice.shapes) {
+    const auto* e = std::get_if<Ellipse>(&s);
+    if (!e || e->semi_axis_x != e->semi_axis_y || 2 * e->semi_axis_x > std::min(lx, ly)) return std::nullopt;
+    out.centres.push_back(e->center);
+    out.radii.push_back(e->semi_axis_x);
+  }
+  for (std::size_t i = 0; i < out.centres.size(); ++i)
+    for (std::size_t j = i + 1; j < out.centres.size(); ++j) {
+      double dx = out.centres[i].x - out.centres[j].x, dy = out.centres[i].y - out.centres[j].y;
+      dx -= lx * std::round(dx / lx);
+      dy -= ly * std::round(dy / ly);
+      if (std::hypot(dx, dy) < 2 * std::max(out.radii[i], out.radii[j])) return std::nullopt;
     }
+  return out;
+}
+
+/// Step 5″'s field on the raster: at each pixel centre, d = the offset from the nearest of `centres` (periodic
+/// images included, ties to the earlier one) and τ that centre's tilt: n = (d̂, −τ)/√(1 + τ²) (d̂ = x̂ at a
+/// centre itself), the six maps of n nᵀ. No radius enters, so every slice of a layer of uniformly tapered
+/// circles shares it.
+NormalFieldRaster voronoi_tilted_field(const Lattice& lattice, std::span<const Point> centres,
+                                       std::span<const double> taus, int r) {
+  const double lx = lattice.period_x, ly = lattice.period_y;
+  NormalFieldRaster out;
+  out.resolution = r;
+  const std::size_t n = std::size_t(r) * r;
+  for (auto* map : {&out.xx, &out.xy, &out.yy, &out.xz, &out.yz, &out.zz}) map->resize(n);
+  for (int iy = 0; iy < r; ++iy)
+    for (int ix = 0; ix < r; ++ix) {
+      const double px = -lx / 2 + (ix + 0.5) * lx / r, py = -ly / 2 + (iy + 0.5) * ly / r;
+      std::size_t nearest = 0;
+      double best = std::numeric_limits<double>::infinity(), ux = 1, uy = 0;
+      for (std::size_t c = 0; c < centres.size(); ++c) {
+        double dx = px - centres[c].x, dy = py - centres[c].y;
+        dx -= lx * std::round(dx / lx);
+        dy -= ly * std::round(dy / ly);
+        const double d2 = dx * dx + dy * dy;
+        if (d2 < best) {
+          best = d2;
+          nearest = c;
+          const double rho = std::sqrt(d2);
+          ux = rho > 0 ? dx / rho : 1.0;
+          uy = rho > 0 ? dy / rho : 0.0;
+        }
+      }
+      const double tau = taus[nearest], s = 1 / (1 + tau * tau);
+      const std::size_t i = std::size_t(iy) * r + ix;
+      out.xx[i] = s * ux * ux;
+      out.xy[i] = s * ux * uy;
+      out.yy[i] = s * uy * uy;
+      out.xz[i] = -tau * s * ux;
+      out.yz[i] = -tau * s * uy;
+      out.zz[i] = tau * tau * s;
+    }
+  return out;
+}
+
+/// Step 5″, several circles, some tapered (each inside its Voronoi cell, voronoi_circles): each circle's wall
+/// takes its true normal (ρ̂_k, −τ_k)/√(1 + τ_k²) as a lone tapered circle's does (step 5′), and the whole cell
+/// the field of voronoi_tilted_field, constant tilt per Voronoi cell. Region 1 + k, disk k: its closed forms
+/// (disk_coefficients, scaled by its 1/(1 + τ_k²)); region 0: the whole cell's raster transform minus every
+/// disk's. The whole cell's transform depends on the centres and tilts alone: cached (every slice of a layer
+/// of uniformly tapered circles shares it). Its only kinks are on the Voronoi lines between centres, outside
+/// every disk (in the background: for pillars in the superstrate's medium, where β = γ = 0, they cost nothing).
+std::shared_ptr<const RegionNormalCoefficients> voronoi_circle_coefficients(const Lattice& lattice,
+                                                                            const SliceContent& slice,
+                                                                            const VoronoiCircles& circles, int n1_max,
+                                                                            int n2_max, int r) {
+  const std::size_t count = circles.centres.size();
+  std::vector<double> taus(count);
+  for (std::size_t k = 0; k < count; ++k) taus[k] = slice.wall_slopes[k][0];
+  std::shared_ptr<const RegionNormalCoefficients> cell;
+  {
+    std::string key;
+    const auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+    put(lattice.period_x);
+    put(lattice.period_y);
+    put(n1_max);
+    put(n2_max);
+    put(r);
+    for (std::size_t k = 0; k < count; ++k) {
+      put(circles.centres[k]);
+      put(taus[k]);
+    }
+    static std::mutex mutex;
+    static std::map<std::string, std::shared_ptr<const RegionNormalCoefficients>> cells;  // a few per structure
+    const std::lock_guard lock(mutex);
+    auto& entry = cells[key];
+    if (!entry) {
+      auto t = std::make_shared<RegionNormalCoefficients>();
+      t->regions = 1;
+      t->components = 6;
+      t->n1_max = n1_max;
+      t->n2_max = n2_max;
+      t->resolution = r;
+      t->values.assign(6 * t->size(), 0.0);
+      const std::vector<double> whole(std::size_t(r) * r, 1.0);
+      transform_region(whole, voronoi_tilted_field(lattice, circles.centres, taus, r), r, *t, 0);
+      entry = t;
+    }
+    cell = entry;
+  }
+  auto out = std::make_shared<RegionNormalCoefficients>();
+  out->regions = int(1 + count);
+  out->components = 6;
+  out->n1_max = n1_max;
+  out->n2_max = n2_max;
+  out->resolution = r;
+  const std::size_t size = out->size();
+  out->values.assign(out->regions * 6 * size, 0.0);
+  std::copy(cell->values.begin(), cell->values.end(), out->values.begin());
+  for (std::size_t k = 0; k < count; ++k) {
+    const double scale = 1 / (1 + taus[k] * taus[k]);
+    const std::vector<Complex> disk =
+        disk_coefficients(lattice, circles.centres[k], circles.radii[k], n1_max, n2_max, true, taus[k]);
+    Complex* region = out->values.data() + (1 + k) * 6 * size;
+    for (std::size_t i = 0; i < 6 * size; ++i) {
+      region[i] = scale * disk[i];
+      out->values[i] -= region[i];
+    }
+  }
   return out;
 }
 
 std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(const Lattice& lattice,
                                                                             const SliceContent& slice, int n1_max,
                                                                             int n2_max, int r, bool tilt) {
+  if (tilt && slice.shapes.size() > 1)  // tilts_normal_field: several circles, each inside its Voronoi cell
+    return voronoi_circle_coefficients(lattice, slice, *voronoi_circles(lattice, slice), n1_max, n2_max, r);
   const Ellipse* ellipse = lone_ellipse(slice);
   if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y)
     return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r, tilt, tilt ? slice.wall_slopes[0][0] : 0.0);
@@ -1044,8 +1203,9 @@ Formulation parse_formulation(std::string_view name) {
 }
 
 bool tilts_normal_field(const Lattice& lattice, const SliceContent& slice) {
-  return !lattice.one_dimensional() && slice.shapes.size() == 1 && slice.sloped() &&
-         !std::holds_alternative<Raster>(slice.shapes.front());
+  if (lattice.one_dimensional() || slice.shapes.empty() || !slice.sloped()) return false;
+  if (slice.shapes.size() == 1) return !std::holds_alternative<Raster>(slice.shapes.front());
+  return voronoi_circles(lattice, slice).has_value();
 }
 
 conv::Problem normal_vector_problem(bool one_dimensional, bool tilted) {
@@ -1177,6 +1337,12 @@ NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent
   const Ellipse* ellipse = lone_ellipse(slice);
   const std::optional<Rectangle> rectangle = lone_rectangle(lattice, slice);
   const bool tilt = tilted && tilts_normal_field(lattice, slice);
+  if (tilt && slice.shapes.size() > 1) {  // several circles: step 5″ (exact_where_possible or not)
+    const VoronoiCircles circles = *voronoi_circles(lattice, slice);
+    std::vector<double> taus;
+    for (const auto& rates : slice.wall_slopes) taus.push_back(rates[0]);
+    return voronoi_tilted_field(lattice, circles.centres, taus, resolution);
+  }
   if (rectangle && exact_where_possible && !tilt) return rectangle_normal_field(lattice, *rectangle, resolution);
   NormalFieldRaster nn = ellipse && exact_where_possible ? ellipse_normal_field(lattice, *ellipse, resolution)
                          : !polygon.empty()

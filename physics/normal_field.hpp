@@ -30,7 +30,9 @@
 // holding one ellipse (or circle), the structure tensor of the area fractions otherwise. A slice holding
 // one sloped shape alone (a tapered ellipse, a sloped polygon, a trapezoid line) tilts that in-plane
 // field n̂ out of the plane, n ∝ (n̂, t), with t = −(the wall's outward speed dr/dz) on the wall (its true
-// normal) and t → 0 where no wall is near (step 5 there); other sloped slices keep in-plane fields.
+// normal) and t → 0 where no wall is near (step 5 there); a slice of several circles, some tapered, takes
+// each circle's radial field tilted by its own wall's slope in that circle's Voronoi cell (step 5″); other
+// sloped slices keep in-plane fields.
 #include <complex>
 #include <memory>
 #include <string_view>
@@ -78,7 +80,7 @@ std::vector<Complex> normal_vector_kernels(const Lattice& lattice, const SliceCo
 /// n2_max]. Cached process-wide by geometry (shapes, wall slopes where tilted, lattice, range,
 /// resolution), up to 1 GiB, least recently used out: a sweep's later wavelengths reuse every slice's; threads
 /// asking for one geometry at once share one computation (the later ones wait for it).
-/// tilted: tilt the field where the slice holds a lone sloped shape (components = 6 there, 3 elsewhere).
+/// tilted: tilt the field where tilts_normal_field() says (components = 6 there, 3 elsewhere).
 struct RegionNormalCoefficients {
   int regions = 0, components = 3, n1_max = 0, n2_max = 0, resolution = 0;
   std::vector<Complex> values;
@@ -91,7 +93,9 @@ std::shared_ptr<const RegionNormalCoefficients> region_normal_coefficients(const
 /// call with a new geometry does (a fit's step).
 void clear_normal_field_cache();
 
-/// Whether the 2D field of `slice` is tilted (a lone rectangle, ellipse or polygon with sloped walls).
+/// Whether the 2D field of `slice` is tilted: a lone rectangle, ellipse or polygon with sloped walls, or
+/// several circles, some with sloped walls, each inside its cell of the Voronoi diagram of their centres
+/// (normal_field.cpp, step 5″).
 bool tilts_normal_field(const Lattice& lattice, const SliceContent& slice);
 
 /// The unit field's n n^T on the raster (for tests and diagnostics): row-major iy slow, pixel centres

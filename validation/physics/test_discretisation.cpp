@@ -175,6 +175,28 @@ TEST_CASE("2D sloped walls: discretise records each shape's wall rates, sloped_w
   polygon_layer.shapes.push_back(vertical.shapes.front());
   s.layers = {polygon_layer};
   CHECK_FALSE(sloped_walls(s));
+  // Several circles, some tapered (normal_field.cpp step 5″): tilted, each circle's rate recorded (an upright
+  // one's 0); several upright circles, or a tapered circle beside an ellipse, not.
+  Layer circles;
+  circles.thickness = 0.2;
+  circles.slices = 2;
+  circles.shapes = {TaperedEllipse{{-0.25, 0}, 0.1, 0.1, 0.06, 0.06, 0.0, Material::constant_index(2.0)},
+                    Ellipse{{0.25, 0.1}, 0.08, 0.08, 0.0, Material::constant_index(2.0)}};
+  s.layers = {circles};
+  CHECK(sloped_walls(s));
+  const Discretisation dc = discretise(s);
+  for (const SliceContent& c : dc.contents) {
+    REQUIRE(c.wall_slopes.size() == 2);
+    CHECK(std::abs(c.wall_slopes[0][0] - (0.06 - 0.1) / 0.2) < 1e-13);
+    CHECK(c.wall_slopes[1] == std::array<double, 2>{0.0, 0.0});
+  }
+  circles.shapes[1] = Ellipse{{0.25, 0.1}, 0.08, 0.05, 0.0, Material::constant_index(2.0)};
+  s.layers = {circles};
+  CHECK_FALSE(sloped_walls(s));
+  circles.shapes = {Ellipse{{-0.25, 0}, 0.1, 0.1, 0.0, Material::constant_index(2.0)},
+                    Ellipse{{0.25, 0.1}, 0.08, 0.08, 0.0, Material::constant_index(2.0)}};
+  s.layers = {circles};
+  CHECK_FALSE(sloped_walls(s));
 }
 
 TEST_CASE("slices of z-invariant geometry share one content, sloped walls take one per slice",

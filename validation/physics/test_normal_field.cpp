@@ -57,6 +57,84 @@ Ellipse circle(double radius, Point center = {0, 0}) {
   return e;
 }
 
+/// Gauss–Legendre nodes and weights on [−1, 1], by Newton's iteration on P_n.
+std::pair<std::vector<double>, std::vector<double>> gauss_legendre(int nodes) {
+  std::vector<double> x(nodes), w(nodes);
+  for (int k = 0; k < nodes; ++k) {
+    double t = std::cos(pi * (k + 0.75) / (nodes + 0.5)), dp = 0;
+    for (int it = 0; it < 100; ++it) {
+      double p0 = 1, p1 = t;
+      for (int m = 2; m <= nodes; ++m) {
+        const double p2 = ((2 * m - 1) * t * p1 - (m - 1) * p0) / m;
+        p0 = p1;
+        p1 = p2;
+      }
+      dp = nodes * (t * p1 - p0) / (t * t - 1);
+      const double step = p1 / dp;
+      t -= step;
+      if (std::abs(step) < 1e-15) break;
+    }
+    x[k] = t;
+    w[k] = 2 / ((1 - t * t) * dp * dp);
+  }
+  return {x, w};
+}
+
+/// (1/A) ∫_disk e^{−iG·r} n_i n_j dA for the disk (centre c, radius R) with the field n = (u, −τ)/√(1 + τ²), u the
+/// radial unit vector about c, at G of harmonic (i, j): xx, xy, yy, xz, yz, zz. By Gauss–Legendre in ρ (48 nodes)
+/// and the trapezoid rule in θ (256 points, spectrally exact for these band-limited integrands): independent of
+/// normal_field.cpp's closed forms.
+std::array<C, 6> disk_quadrature(const Lattice& lattice, Point c, double radius, double tau, int i, int j) {
+  static const auto [x, w] = gauss_legendre(48);
+  constexpr int angles = 256;
+  const double q = 1 / (1 + tau * tau), area = lattice.period_x * lattice.period_y;
+  const double gx = 2 * pi * i / lattice.period_x, gy = 2 * pi * j / lattice.period_y;
+  std::array<C, 6> ref{};
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    const double rho = radius * (x[k] + 1) / 2, weight = w[k] * radius / 2 * rho * (2 * pi / angles);
+    for (int a = 0; a < angles; ++a) {
+      const double th = 2 * pi * a / angles, cx = std::cos(th), sy = std::sin(th);
+      const C e = std::polar(weight, -(gx * (c.x + rho * cx) + gy * (c.y + rho * sy))) * q / area;
+      ref[0] += e * cx * cx;
+      ref[1] += e * cx * sy;
+      ref[2] += e * sy * sy;
+      ref[3] += -e * cx * tau;
+      ref[4] += -e * sy * tau;
+      ref[5] += e * tau * tau;
+    }
+  }
+  return ref;
+}
+
+/// Whether the pixel-exact transforms Σ_r coef_r,ij of `coef` (components ij of every region) equal a direct
+/// DFT of the raster maps `nn` (r × r pixels), each to its own rounding: a direct sum of r² terms of size ≤ max|f|
+/// is off by up to r²·ε·max|f| (recursive summation), whatever the coefficient's size (a constant map's off-DC
+/// coefficients are such sums cancelling to zero).
+void check_regions_sum_to_raster(const RegionNormalCoefficients& coef, const NormalFieldRaster& nn, int r) {
+  const std::vector<double>* maps[6] = {&nn.xx, &nn.xy, &nn.yy, &nn.xz, &nn.yz, &nn.zz};
+  const auto sinc = [](double t) { return t == 0 ? 1.0 : std::sin(pi * t) / (pi * t); };
+  const int n1_max = coef.n1_max, n2_max = coef.n2_max, k2 = 2 * n2_max + 1;
+  for (int ij = 0; ij < coef.components; ++ij) {
+    double diff = 0, map_peak = 0;
+    for (double value : *maps[ij]) map_peak = std::max(map_peak, std::abs(value));
+    for (int i = -n1_max; i <= n1_max; ++i)
+      for (int j = -n2_max; j <= n2_max; ++j) {
+        C sum = 0;
+        for (int iy = 0; iy < r; ++iy)
+          for (int ix = 0; ix < r; ++ix)
+            sum += (*maps[ij])[std::size_t(iy) * r + ix] * std::polar(1.0, -2 * pi * double(i * ix + j * iy) / r);
+        const C reference = sinc(double(i) / r) * sinc(double(j) / r) * std::polar(1.0, pi * (i + j) * (1 - 1.0 / r)) *
+                            sum / double(r * r);
+        const std::size_t idx = std::size_t(i + n1_max) * k2 + j + n2_max;
+        C regions = 0;
+        for (int reg = 0; reg < coef.regions; ++reg) regions += coef.at(reg, ij)[idx];
+        diff = std::max(diff, std::abs(regions - reference));
+      }
+    INFO("ij " << ij << ": regions' sum against the raster transform " << diff << ", map peak " << map_peak);
+    CHECK(diff <= 4 * r * r * std::numeric_limits<double>::epsilon() * map_peak);
+  }
+}
+
 /// A rectangle of random size (0.2–0.5 a side) near the origin (within ±`spread`/2), of permittivity `eps`.
 Rectangle random_rectangle(std::mt19937_64& g, double spread, double eps) {
   std::uniform_real_distribution<double> u(0, 1);
@@ -502,11 +580,9 @@ TEST_CASE("a lone rectangle: the exact polygon coefficients of its nearest-edge 
 
 TEST_CASE("a lone circle, upright or tilted: the disk's closed-form coefficients equal a polar quadrature, the regions sum to the raster transform",
           "[physics][normal]") {
-  // Independent reference for the disk region: (1/A) ∫_0^R ρ dρ ∫_0^{2π} dθ e^{−iG·(c + ρ u)} u_i u_j,
-  // u = (cos θ, sin θ), by Gauss–Legendre in ρ (48 nodes) and the trapezoid rule in θ (256 points,
-  // spectrally exact for these band-limited integrands). Random lattice, centre (the disk may cross
-  // the cell edge), radius and range. Tilted (a tapered circle's slice, step 5′ of normal_field.cpp): the
-  // field n = (u, −τ)/√(1 + τ²), six products n_i n_j, the same references.
+  // Independent reference for the disk region: its polar quadrature (disk_quadrature). Random lattice, centre
+  // (the disk may cross the cell edge), radius and range. Tilted (a tapered circle's slice, step 5′ of
+  // normal_field.cpp): the field n = (u, −τ)/√(1 + τ²), six products n_i n_j.
   std::uniform_real_distribution<double> u(0, 1);
   auto& g = test::rng();
   const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
@@ -523,78 +599,104 @@ TEST_CASE("a lone circle, upright or tilted: the disk's closed-form coefficients
   REQUIRE(coef->regions == 2);
   const int nc = tilted ? 6 : 3;
   REQUIRE(coef->components == nc);
-  const double q = tilted ? 1 / (1 + tau * tau) : 1.0;  // n = (u, −τ)·√q
-  // Gauss–Legendre nodes on [−1, 1] by Newton's iteration on P_n.
-  constexpr int nodes = 48;
-  std::vector<double> x(nodes), w(nodes);
-  for (int k = 0; k < nodes; ++k) {
-    double t = std::cos(pi * (k + 0.75) / (nodes + 0.5)), dp = 0;
-    for (int it = 0; it < 100; ++it) {
-      double p0 = 1, p1 = t;
-      for (int m = 2; m <= nodes; ++m) {
-        const double p2 = ((2 * m - 1) * t * p1 - (m - 1) * p0) / m;
-        p0 = p1;
-        p1 = p2;
-      }
-      dp = nodes * (t * p1 - p0) / (t * t - 1);
-      const double step = p1 / dp;
-      t -= step;
-      if (std::abs(step) < 1e-15) break;
-    }
-    x[k] = t;
-    w[k] = 2 / ((1 - t * t) * dp * dp);
-  }
-  const double area = lattice.period_x * lattice.period_y;
-  constexpr int angles = 256;
   double worst = 0;
   for (int i = -n1_max; i <= n1_max; ++i)
     for (int j = -n2_max; j <= n2_max; ++j) {
-      const double gx = 2 * pi * i / lattice.period_x, gy = 2 * pi * j / lattice.period_y;
-      C ref[6] = {0, 0, 0, 0, 0, 0};  // xx, xy, yy, xz, yz, zz
-      for (int k = 0; k < nodes; ++k) {
-        const double rho = radius * (x[k] + 1) / 2, weight = w[k] * radius / 2 * rho * (2 * pi / angles);
-        for (int a = 0; a < angles; ++a) {
-          const double th = 2 * pi * a / angles, cx = std::cos(th), sy = std::sin(th);
-          const C e = std::polar(weight, -(gx * (centre.x + rho * cx) + gy * (centre.y + rho * sy)));
-          ref[0] += e * cx * cx * q;
-          ref[1] += e * cx * sy * q;
-          ref[2] += e * sy * sy * q;
-          ref[3] += -e * cx * tau * q;
-          ref[4] += -e * sy * tau * q;
-          ref[5] += e * tau * tau * q;
-        }
-      }
+      const std::array<C, 6> ref = disk_quadrature(lattice, centre, radius, tilted ? tau : 0.0, i, j);
       for (int ij = 0; ij < nc; ++ij)
-        worst = std::max(worst, std::abs(coef->at(1, ij)[std::size_t(i + n1_max) * k2 + j + n2_max] - ref[ij] / area));
+        worst = std::max(worst, std::abs(coef->at(1, ij)[std::size_t(i + n1_max) * k2 + j + n2_max] - ref[ij]));
     }
   INFO("disk: largest difference from the quadrature " << worst);
   CHECK(worst < 1e-12);
-  // Σ_r coef_r,ij is the pixel-exact transform of the radial field over the cell (direct DFT).
-  const NormalFieldRaster nn = normal_field_raster(lattice, slice, r, true, tilted);
-  const std::vector<double>* maps[6] = {&nn.xx, &nn.xy, &nn.yy, &nn.xz, &nn.yz, &nn.zz};
-  const auto sinc = [](double t) { return t == 0 ? 1.0 : std::sin(pi * t) / (pi * t); };
-  for (int ij = 0; ij < nc; ++ij) {
-    // The reference's own rounding: a direct sum of r² terms of size ≤ max|f| is off by up to r²·ε·max|f|
-    // (recursive summation), whatever the coefficient's size. A tilted circle's zz map is the constant τ²q,
-    // whose off-DC coefficients are such sums cancelling to zero; 1e-13 of the largest coefficient was
-    // once missed by 1 % (seed 1278545026: 5.10e-15 of 0.0506).
-    double diff = 0, map_peak = 0;
-    for (double value : *maps[ij]) map_peak = std::max(map_peak, std::abs(value));
+  // Σ_r coef_r,ij is the pixel-exact transform of the radial field over the cell (direct DFT). A tilted circle's
+  // zz map is the constant τ²q, whose off-DC coefficients cancel to zero: 1e-13 of the largest coefficient was
+  // once missed by 1 % (seed 1278545026: 5.10e-15 of 0.0506), hence each map's own rounding as the bound.
+  check_regions_sum_to_raster(*coef, normal_field_raster(lattice, slice, r, true, tilted), r);
+  }
+}
+
+TEST_CASE("several circles, some tapered: each wall along its true normal, the disks' coefficients equal a polar quadrature, the regions sum to the raster transform",
+          "[physics][normal]") {
+  // Step 5″ of normal_field.cpp: two or three circles (random radii, centres, tilts τ_k = dR_k/dz, one of them
+  // possibly upright), each inside its cell of the Voronoi diagram of the centres and their images. The field
+  // against a brute-force nearest centre over the 3 × 3 neighbouring cells: n = (u_k, −τ_k)/√(1 + τ_k²), u_k
+  // radial from the nearest centre k; each disk's region against disk_quadrature; the regions' sum against
+  // the raster's direct DFT. Then circles too close for the diagram keep the in-plane field.
+  std::uniform_real_distribution<double> u(0, 1);
+  auto& g = test::rng();
+  const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
+  const int count = 2 + int(2 * u(g));
+  const auto periodic = [&](double dx, double dy) {
+    return std::hypot(dx - lattice.period_x * std::round(dx / lattice.period_x),
+                      dy - lattice.period_y * std::round(dy / lattice.period_y));
+  };
+  SliceContent slice{Material::constant_index(1.0), {}};
+  std::vector<Point> centres;
+  std::vector<double> radii, taus;
+  while (int(centres.size()) < count) {  // rejection: every pair at least twice the larger radius apart
+    const Point c{lattice.period_x * (u(g) - 0.5), lattice.period_y * (u(g) - 0.5)};
+    const double radius = 0.05 + 0.1 * u(g);
+    bool apart = true;
+    for (std::size_t k = 0; k < centres.size(); ++k)
+      apart = apart && periodic(c.x - centres[k].x, c.y - centres[k].y) >= 2 * std::max(radius, radii[k]) + 1e-3;
+    if (!apart) continue;
+    centres.push_back(c);
+    radii.push_back(radius);
+    taus.push_back(centres.size() == 2 && u(g) < 0.3 ? 0.0 : (u(g) < 0.5 ? -1 : 1) * (0.05 + 0.3 * u(g)));
+    slice.shapes.push_back(circle(radius, c));
+    slice.wall_slopes.push_back({taus.back(), taus.back()});
+  }
+  const int r = 64, n1_max = 1 + int(5 * u(g)), n2_max = 1 + int(5 * u(g)), k2 = 2 * n2_max + 1;
+  INFO(count << " circles, n1_max " << n1_max << ", n2_max " << n2_max);
+  REQUIRE(tilts_normal_field(lattice, slice));
+  const NormalFieldRaster nn = normal_field_raster(lattice, slice, r, true, true);
+  REQUIRE(nn.zz.size() == std::size_t(r) * r);
+  double field_error = 0;
+  for (int iy = 0; iy < r; ++iy)
+    for (int ix = 0; ix < r; ++ix) {
+      const double x = -lattice.period_x / 2 + (ix + 0.5) * lattice.period_x / r;
+      const double y = -lattice.period_y / 2 + (iy + 0.5) * lattice.period_y / r;
+      double best = 1e300, ux = 1, uy = 0, tau = 0;
+      for (int k = 0; k < count; ++k)
+        for (int a = -1; a <= 1; ++a)
+          for (int b = -1; b <= 1; ++b) {
+            const double dx = x - centres[k].x - a * lattice.period_x, dy = y - centres[k].y - b * lattice.period_y;
+            if (std::hypot(dx, dy) < best) {
+              best = std::hypot(dx, dy);
+              ux = dx / best;
+              uy = dy / best;
+              tau = taus[k];
+            }
+          }
+      const double n[3] = {ux / std::hypot(1, tau), uy / std::hypot(1, tau), -tau / std::hypot(1, tau)};
+      const std::size_t i = std::size_t(iy) * r + ix;
+      const double m[6] = {nn.xx[i], nn.xy[i], nn.yy[i], nn.xz[i], nn.yz[i], nn.zz[i]};
+      const double want[6] = {n[0] * n[0], n[0] * n[1], n[1] * n[1], n[0] * n[2], n[1] * n[2], n[2] * n[2]};
+      for (int ij = 0; ij < 6; ++ij) field_error = std::max(field_error, std::abs(m[ij] - want[ij]));
+    }
+  INFO("field against the nearest centre's tilted radial field: " << field_error);
+  CHECK(field_error < 1e-14);
+  const auto coef = region_normal_coefficients(lattice, slice, n1_max, n2_max, r, true);
+  REQUIRE(coef->regions == 1 + count);
+  REQUIRE(coef->components == 6);
+  double worst = 0;
+  for (int k = 0; k < count; ++k)
     for (int i = -n1_max; i <= n1_max; ++i)
       for (int j = -n2_max; j <= n2_max; ++j) {
-        C sum = 0;
-        for (int iy = 0; iy < r; ++iy)
-          for (int ix = 0; ix < r; ++ix)
-            sum += (*maps[ij])[std::size_t(iy) * r + ix] * std::polar(1.0, -2 * pi * double(i * ix + j * iy) / r);
-        const C reference = sinc(double(i) / r) * sinc(double(j) / r) * std::polar(1.0, pi * (i + j) * (1 - 1.0 / r)) *
-                            sum / double(r * r);
-        const std::size_t idx = std::size_t(i + n1_max) * k2 + j + n2_max;
-        diff = std::max(diff, std::abs(coef->at(0, ij)[idx] + coef->at(1, ij)[idx] - reference));
+        const std::array<C, 6> ref = disk_quadrature(lattice, centres[k], radii[k], taus[k], i, j);
+        for (int ij = 0; ij < 6; ++ij)
+          worst = std::max(worst, std::abs(coef->at(1 + k, ij)[std::size_t(i + n1_max) * k2 + j + n2_max] - ref[ij]));
       }
-    INFO("ij " << ij << ": regions' sum against the raster transform " << diff << ", map peak " << map_peak);
-    CHECK(diff <= 4 * r * r * std::numeric_limits<double>::epsilon() * map_peak);
-  }
-  }
+  INFO("disks: largest difference from the quadrature " << worst);
+  CHECK(worst < 1e-12);
+  check_regions_sum_to_raster(*coef, nn, r);
+  // Two circles nearer than twice the larger radius: a disk would cross the diagram's line between them.
+  SliceContent close = slice;
+  close.shapes.resize(2);
+  close.wall_slopes.resize(2);
+  close.shapes[1] = circle(radii[0], {centres[0].x + 1.9 * radii[0], centres[0].y});
+  CHECK_FALSE(tilts_normal_field(lattice, close));
+  CHECK(region_normal_coefficients(lattice, close, n1_max, n2_max, r, true)->components == 3);
 }
 
 TEST_CASE("a lone circle's coefficients do not depend on the circles computed before it", "[physics][normal]") {
@@ -891,6 +993,25 @@ Structure tapered_pillars(bool as_steps, int slices) {
   return s;
 }
 
+/// Two tapered ε = 6 pillars (radii 0.12 → 0.08 at (−0.2, 0) and 0.10 → 0.05 at (0.2, 0), bottom → top) in a
+/// 0.8 × 0.4 cell, 0.3 high, on glass: as two tapered circles (the tilted field of normal_field.cpp's step
+/// 5″) or as the same staircase given as vertical circles (the in-plane field of steps 1–4).
+Structure two_tapered_pillars(bool as_steps, int slices) {
+  Structure s = one_layer_on_glass({0.8, 0.4}, 0.3, slices);
+  Layer& l = s.layers[0];
+  const Material eps6 = Material::constant_permittivity(6.0);
+  const TaperedEllipse a{{-0.2, 0}, 0.12, 0.12, 0.08, 0.08, 0.0, eps6}, b{{0.2, 0}, 0.10, 0.10, 0.05, 0.05, 0.0, eps6};
+  if (!as_steps) {
+    l.shapes = {a, b};
+  } else {
+    for (int k = 0; k < l.slices; ++k) {  // top step first, at the slice centres (cut_into_steps' heights)
+      const double f = 1 - (k + 0.5) / l.slices, ra = 0.12 - 0.04 * f, rb = 0.10 - 0.05 * f;
+      l.steps.push_back({Ellipse{a.center, ra, ra, 0, eps6}, Ellipse{b.center, rb, rb, 0, eps6}});
+    }
+  }
+  return s;
+}
+
 }  // namespace
 
 #ifndef GRATINGSIM_SANITIZED  // 4 solves of 2D pillars at M = 8 and 12: minutes under the sanitizers
@@ -930,6 +1051,46 @@ TEST_CASE("2D sloped walls: the tilted field converges faster in M to the stairc
   for (int q : {0, 2}) CHECK(std::abs(s12[q] - t12[q]) < std::abs(s8[q] - t8[q]));
 }
 #endif
+
+TEST_CASE("2D sloped walls: two tapered circles' tilted field converges faster in M to the staircase's limit",
+          "[physics][normal]") {
+  // Step 5″: each circle's wall along its true normal, against the same 32 slices as vertical circles (the
+  // in-plane field), whose E_z jump converges only like 1/M. Measured here (R0 s, R0 p, T0 s, T0 p; M = (M1,
+  // M1/2)): tilted M1 = 16 0.0082448 0.028683 0.20870 0.22307, M1 = 24 0.0080707 0.028819 0.20926 0.22360 (largest
+  // change 5.6e-4); in-plane M1 = 16 0.0076886 0.028237 0.21410 0.22568, M1 = 24 0.0077323 0.028522 0.21274
+  // 0.22500 (1.4e-3), still moving towards the tilted values. With 32 + 64 slices (Richardson) on the dev CPU up
+  // to M1 = 32 (in-plane: 40) the tilted field is within 4e-4 of its M1 = 32 values from M1 = 16 on, and the
+  // in-plane field's T0 s approaches them like 0.08/M1 (2.0e-3 away at M1 = 40;
+  // validation/results/tilted-two-pillars-cpu.txt).
+  SolverOptions o;
+  o.tolerance = 1e-8;
+  o.backend = conv::Backend::cpu_fftw;
+  o.method = Method::bicgstab;
+  const Incidence inc{0.55, 30, 20};
+  const auto rt = [&](const Structure& s, int m) {
+    o.m1 = m;
+    o.m2 = m / 2;
+    const IncidenceResult r = solve_one(s, inc, o);
+    const DiffractionOrder* z = test::find_order(r, 0, 0);
+    REQUIRE(z != nullptr);
+    return std::array<double, 4>{z->R[s_pol], z->R[p_pol], z->T[s_pol], z->T[p_pol]};
+  };
+  const Structure tilted = two_tapered_pillars(false, 32), steps = two_tapered_pillars(true, 32);
+  const auto t16 = rt(tilted, 16), t24 = rt(tilted, 24), s16 = rt(steps, 16), s24 = rt(steps, 24);
+  double tilted_change = 0, steps_change = 0;
+  for (int q = 0; q < 4; ++q) {
+    tilted_change = std::max(tilted_change, std::abs(t24[q] - t16[q]));
+    steps_change = std::max(steps_change, std::abs(s24[q] - s16[q]));
+  }
+  INFO("tilted M1 = 16: " << t16[0] << " " << t16[1] << " " << t16[2] << " " << t16[3] << "; M1 = 24: " << t24[0] << " "
+                          << t24[1] << " " << t24[2] << " " << t24[3] << "\nin-plane M1 = 16: " << s16[0] << " " << s16[1]
+                          << " " << s16[2] << " " << s16[3] << "; M1 = 24: " << s24[0] << " " << s24[1] << " " << s24[2]
+                          << " " << s24[3]);
+  CHECK(tilted_change < 8e-4);
+  CHECK(tilted_change < 0.5 * steps_change);
+  // The in-plane field approaches the tilted one (T0 s and p: where the E_z jump matters most).
+  for (int q : {2, 3}) CHECK(std::abs(s24[q] - t24[q]) < 0.8 * std::abs(s16[q] - t16[q]));
+}
 
 TEST_CASE("2D tilted field: a unit projector, along the true normal (n_out, −τ) on the walls, in-plane where walls cancel",
           "[physics][normal]") {
