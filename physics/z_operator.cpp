@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <array>
 #include <string>
+#include <utility>
 
 #include "core/error.hpp"
 #include "physics/distinct_values.hpp"
@@ -142,71 +144,215 @@ class HostZOperator final : public ZOperator<Real> {
       : g_(std::move(g)), rhs_(std::move(rhs_incidence)), d_axes_(d_axes), source_components_(3 + std::popcount(d_axes)) {
     for (int a : rhs_) GS_EXPECTS(a >= 0 && a < g_.incidences, "z-operator: rhs names an unknown incidence");
     GS_EXPECTS(d_axes < 8, "z-operator: D's components are a mask of x, y, z, got " + std::to_string(d_axes));
+    // apply()'s copies of the per-slice tables, by (incidence, slice) rows over the orders, real and imaginary
+    // parts apart.
+    const std::size_t nm = std::size_t(g_.orders), nz = std::size_t(g_.slices), n = std::size_t(g_.incidences) * nm * nz;
+    const std::pair<std::vector<C>*, std::array<std::vector<double>*, 2>> tables[] = {
+        {&g_.step, {&step_re_, &step_im_}}, {&g_.weight, {&weight_re_, &weight_im_}},
+        {&g_.self, {&self_re_, &self_im_}}, {&g_.depth, {&depth_re_, &depth_im_}}};
+    for (const auto& [from, to] : tables) {
+      GS_EXPECTS(from->size() == n, "z-operator: the host z-operator needs the per-slice tables");
+      to[0]->resize(n);
+      to[1]->resize(n);
+      for (std::size_t a = 0; a < std::size_t(g_.incidences); ++a)
+        for (std::size_t m = 0; m < nm; ++m)
+          for (std::size_t p = 0; p < nz; ++p) {
+            const C v = (*from)[(a * nm + m) * nz + p];
+            (*to[0])[(a * nz + p) * nm + m] = v.real();
+            (*to[1])[(a * nz + p) * nm + m] = v.imag();
+          }
+      std::vector<C>().swap(*from);  // read from the copies only
+    }
   }
 
   [[nodiscard]] Memory memory() const override { return Memory::host; }
 
+  // apply() runs the sweeps of formulation.md §6 for `lanes` consecutive orders of one right-hand side at once:
+  // every array it reads at a slice (x, c, y and the transposed tables) holds those orders at consecutive
+  // addresses, and the inner loops over the lanes are branch-free complex128 arithmetic, which the compiler
+  // vectorizes. Each (rhs, order) takes the same operations in the same order as a serial sweep would, and
+  // its lane depends only on its order index, so its result does not depend on the batch.
   void apply(const Complex* x, const Complex* c, Complex* y, Stream) override {
-    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size());
-    const std::ptrdiff_t pairs = std::ptrdiff_t(nr) * nm;
-#pragma omp parallel for schedule(static) if (pairs * nz >= 4096)
-    for (std::ptrdiff_t rm = 0; rm < pairs; ++rm) {
-      const OrderSetup o = setup(rm);
-      const C pref = I / (2.0 * o.kz);
-      // Element (p, r, component, m) of the batched layout.
-      const auto at = [&](int p, int comp) {
-        return (std::size_t(p) * nr + o.r) * 3 * nm + std::size_t(comp) * nm + o.m;
-      };
-      // Field of amplitudes (ae along ê, at along t̂, az along ẑ) subtracted from y_p.
-      const auto subtract = [&](int p, C ae, C at_, C az) {
-        const C vx = ae * o.ex + at_ * o.tx, vy = ae * o.ey + at_ * o.ty;
-        y[at(p, 0)] = Complex(C(y[at(p, 0)]) - vx);
-        y[at(p, 1)] = Complex(C(y[at(p, 1)]) - vy);
-        y[at(p, 2)] = Complex(C(y[at(p, 2)]) - az);
-      };
-      // y ← x + D (D_i at component d_output(d_axes, i) of c where present).
-      int d_at[3];
-      for (int comp = 0; comp < 3; ++comp) d_at[comp] = d_output(d_axes_, comp);
+    const int nm = g_.orders, nz = g_.slices, nr = int(rhs_.size()), sc = source_components_;
+    const int blocks = (nm + lanes - 1) / lanes;
+    const std::ptrdiff_t tasks = std::ptrdiff_t(nr) * blocks;
+    int d_at[3];
+    for (int comp = 0; comp < 3; ++comp) d_at[comp] = d_output(d_axes_, comp);
+    using R = Real;
+#pragma omp parallel for schedule(static) if (std::ptrdiff_t(nr) * nm * nz >= 4096)
+    for (std::ptrdiff_t task = 0; task < tasks; ++task) {
+      const int r = int(task / blocks), m0 = int(task % blocks) * lanes, n = std::min(lanes, nm - m0);
+      const int a = rhs_[std::size_t(r)];
+      const double k1 = g_.k1[std::size_t(a)], k1sq = k1 * k1;
+      // Per lane: the order's frame and coefficients (OrderSetup's), pref = i/(2kz), kz²/k1², kρ²/k1².
+      alignas(64) double ex[lanes], ey[lanes], tx[lanes], ty[lanes], pz[lanes], kr2[lanes];
+      alignas(64) double pt_re[lanes], pt_im[lanes], pref_re[lanes], pref_im[lanes], kz2_re[lanes], kz2_im[lanes];
+      alignas(64) double rs_re[lanes], rs_im[lanes], rp_re[lanes], rp_im[lanes];
+      for (int l = 0; l < n; ++l) {
+        const std::size_t io = std::size_t(a) * nm + std::size_t(m0 + l);
+        const C kz = g_.kz[io], pt = kz / k1, pref = I / (2.0 * kz), kz2 = kz * kz / k1sq;
+        tx[l] = g_.tx[io];
+        ty[l] = g_.ty[io];
+        ex[l] = -ty[l];
+        ey[l] = tx[l];
+        pz[l] = -g_.krho[io] / k1;
+        kr2[l] = g_.krho[io] * g_.krho[io] / k1sq;
+        pt_re[l] = pt.real(), pt_im[l] = pt.imag();
+        pref_re[l] = pref.real(), pref_im[l] = pref.imag();
+        kz2_re[l] = kz2.real(), kz2_im[l] = kz2.imag();
+        rs_re[l] = g_.rs[io].real(), rs_im[l] = g_.rs[io].imag();
+        rp_re[l] = g_.rp[io].real(), rp_im[l] = g_.rp[io].imag();
+      }
+      // Field component `comp` of slice p at lane 0 (x, y), and of the convolution output c.
+      const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m0; };
+      const auto c_at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m0; };
+      const auto table = [&](const std::vector<double>& t, int p) { return t.data() + (std::size_t(a) * nz + p) * nm + m0; };
+      // y ← x + D (D_i at component d_at[i] of c where present).
       for (int p = 0; p < nz; ++p)
         for (int comp = 0; comp < 3; ++comp) {
-          C v = x[at(p, comp)];
-          if (d_at[comp] >= 0) v += C(c[o.c_at(p, d_at[comp])]);
-          y[at(p, comp)] = Complex(v);
+          const R* xs = reinterpret_cast<const R*>(x + at(p, comp));
+          R* ys = reinterpret_cast<R*>(y + at(p, comp));
+          if (d_at[comp] < 0) {
+            std::copy_n(xs, 2 * n, ys);
+            continue;
+          }
+          const R* ds = reinterpret_cast<const R*>(c + c_at(p, d_at[comp]));
+          for (int l = 0; l < 2 * n; ++l) ys[l] = R(double(xs[l]) + double(ds[l]));
         }
+      // The projections ê·s, t̂·s, ẑ·s of slice p's source s = k1² c (both sweeps read them).
+      alignas(64) double e_re[lanes], e_im[lanes], t_re[lanes], t_im[lanes], z_re[lanes], z_im[lanes];
+      const auto project = [&](int p) {
+        const R* c0 = reinterpret_cast<const R*>(c + c_at(p, 0));
+        const R* c1 = reinterpret_cast<const R*>(c + c_at(p, 1));
+        const R* c2 = reinterpret_cast<const R*>(c + c_at(p, 2));
+        for (int l = 0; l < n; ++l) {
+          const double sxr = k1sq * double(c0[2 * l]), sxi = k1sq * double(c0[2 * l + 1]);
+          const double syr = k1sq * double(c1[2 * l]), syi = k1sq * double(c1[2 * l + 1]);
+          e_re[l] = ex[l] * sxr + ey[l] * syr;
+          e_im[l] = ex[l] * sxi + ey[l] * syi;
+          t_re[l] = tx[l] * sxr + ty[l] * syr;
+          t_im[l] = tx[l] * sxi + ty[l] * syi;
+          z_re[l] = k1sq * double(c2[2 * l]);
+          z_im[l] = k1sq * double(c2[2 * l + 1]);
+        }
+      };
+      // y_p ← y_p − (ae ê + at t̂ + az ẑ) per lane.
+      const auto subtract = [&](int p, const double* ae_re, const double* ae_im, const double* at_re,
+                                const double* at_im, const double* az_re, const double* az_im) {
+        R* y0 = reinterpret_cast<R*>(y + at(p, 0));
+        R* y1 = reinterpret_cast<R*>(y + at(p, 1));
+        R* y2 = reinterpret_cast<R*>(y + at(p, 2));
+        for (int l = 0; l < n; ++l) {
+          y0[2 * l] = R(double(y0[2 * l]) - (ae_re[l] * ex[l] + at_re[l] * tx[l]));
+          y0[2 * l + 1] = R(double(y0[2 * l + 1]) - (ae_im[l] * ex[l] + at_im[l] * tx[l]));
+          y1[2 * l] = R(double(y1[2 * l]) - (ae_re[l] * ey[l] + at_re[l] * ty[l]));
+          y1[2 * l + 1] = R(double(y1[2 * l + 1]) - (ae_im[l] * ey[l] + at_im[l] * ty[l]));
+          y2[2 * l] = R(double(y2[2 * l]) - az_re[l]);
+          y2[2 * l + 1] = R(double(y2[2 * l + 1]) - az_im[l]);
+        }
+      };
+      alignas(64) double ae_re[lanes], ae_im[lanes], at_re[lanes], at_im[lanes], az_re[lanes], az_im[lanes];
 
       // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p); also the
-      // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term.
-      C ue = 0, up = 0, re = 0, rpm = 0;
-      Projections below{};
+      // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term
+      // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1².
+      alignas(64) double ue_re[lanes] = {}, ue_im[lanes] = {}, up_re[lanes] = {}, up_im[lanes] = {};
+      alignas(64) double re_re[lanes] = {}, re_im[lanes] = {}, rpm_re[lanes] = {}, rpm_im[lanes] = {};
+      alignas(64) double be_re[lanes], be_im[lanes], bp_re[lanes], bp_im[lanes];  // below: ê·s, p̂+·s
       for (int q = nz - 1; q >= 0; --q) {
         if (q < nz - 1) {
-          const C s = o.step[q + 1];  // e^{ikz(z_q − z_{q+1})}
-          ue = s * (ue + o.weight[q + 1] * below.e);
-          up = s * (up + o.weight[q + 1] * o.plus(below));
+          const double *sr = table(step_re_, q + 1), *si = table(step_im_, q + 1);
+          const double *wr = table(weight_re_, q + 1), *wi = table(weight_im_, q + 1);
+          for (int l = 0; l < n; ++l) {
+            // ue = s (ue + w ê·s_below), up = s (up + w p̂+·s_below)
+            const double ur = ue_re[l] + (wr[l] * be_re[l] - wi[l] * be_im[l]);
+            const double ui = ue_im[l] + (wr[l] * be_im[l] + wi[l] * be_re[l]);
+            const double vr = up_re[l] + (wr[l] * bp_re[l] - wi[l] * bp_im[l]);
+            const double vi = up_im[l] + (wr[l] * bp_im[l] + wi[l] * bp_re[l]);
+            ue_re[l] = sr[l] * ur - si[l] * ui;
+            ue_im[l] = sr[l] * ui + si[l] * ur;
+            up_re[l] = sr[l] * vr - si[l] * vi;
+            up_im[l] = sr[l] * vi + si[l] * vr;
+          }
         }
-        const Projections sq = o.source(c, q);
-        re += o.depth[q] * o.weight[q] * o.rs * sq.e;
-        rpm += o.depth[q] * o.weight[q] * o.rp * o.minus(sq);
-        // pref (ê ue + p̂+ up) + c_q [ê(ê·s) + (kz² t̂(t̂·s) + kρ² ẑ(ẑ·s))/k1²] − ẑ(ẑ·s)/k1²
-        const C cq = o.self[q];
-        subtract(q, pref * ue + cq * sq.e, pref * up * o.pt + cq * o.kz * o.kz * sq.t / o.k1sq,
-                 pref * up * o.pz + cq * o.kr * o.kr * sq.z / o.k1sq - sq.z / o.k1sq);
-        below = sq;
+        project(q);
+        const double *wr = table(weight_re_, q), *wi = table(weight_im_, q);
+        const double *dr = table(depth_re_, q), *di = table(depth_im_, q);
+        const double *cr = table(self_re_, q), *ci = table(self_im_, q);
+        for (int l = 0; l < n; ++l) {
+          // p̂±·s = ±pt (t̂·s) + pz (ẑ·s)
+          const double ptt_re = pt_re[l] * t_re[l] - pt_im[l] * t_im[l], ptt_im = pt_re[l] * t_im[l] + pt_im[l] * t_re[l];
+          const double plus_re = ptt_re + pz[l] * z_re[l], plus_im = ptt_im + pz[l] * z_im[l];
+          const double minus_re = -ptt_re + pz[l] * z_re[l], minus_im = -ptt_im + pz[l] * z_im[l];
+          // dw = depth · weight; re += dw r_s ê·s, rpm += dw r_p p̂−·s
+          const double dw_re = dr[l] * wr[l] - di[l] * wi[l], dw_im = dr[l] * wi[l] + di[l] * wr[l];
+          const double a_re = dw_re * rs_re[l] - dw_im * rs_im[l], a_im = dw_re * rs_im[l] + dw_im * rs_re[l];
+          re_re[l] += a_re * e_re[l] - a_im * e_im[l];
+          re_im[l] += a_re * e_im[l] + a_im * e_re[l];
+          const double b_re = dw_re * rp_re[l] - dw_im * rp_im[l], b_im = dw_re * rp_im[l] + dw_im * rp_re[l];
+          rpm_re[l] += b_re * minus_re - b_im * minus_im;
+          rpm_im[l] += b_re * minus_im + b_im * minus_re;
+          // ae = pref ue + c_q ê·s
+          const double pu_re = pref_re[l] * ue_re[l] - pref_im[l] * ue_im[l];
+          const double pu_im = pref_re[l] * ue_im[l] + pref_im[l] * ue_re[l];
+          ae_re[l] = pu_re + (cr[l] * e_re[l] - ci[l] * e_im[l]);
+          ae_im[l] = pu_im + (cr[l] * e_im[l] + ci[l] * e_re[l]);
+          // pref up, then at = (pref up) pt + c_q (kz²/k1²) t̂·s, az = (pref up) pz + c_q (kρ²/k1²) ẑ·s − ẑ·s/k1²
+          const double pv_re = pref_re[l] * up_re[l] - pref_im[l] * up_im[l];
+          const double pv_im = pref_re[l] * up_im[l] + pref_im[l] * up_re[l];
+          const double ck_re = cr[l] * kz2_re[l] - ci[l] * kz2_im[l], ck_im = cr[l] * kz2_im[l] + ci[l] * kz2_re[l];
+          at_re[l] = (pv_re * pt_re[l] - pv_im * pt_im[l]) + (ck_re * t_re[l] - ck_im * t_im[l]);
+          at_im[l] = (pv_re * pt_im[l] + pv_im * pt_re[l]) + (ck_re * t_im[l] + ck_im * t_re[l]);
+          az_re[l] = pv_re * pz[l] + (cr[l] * kr2[l] * z_re[l] - ci[l] * kr2[l] * z_im[l]) - z_re[l] / k1sq;
+          az_im[l] = pv_im * pz[l] + (cr[l] * kr2[l] * z_im[l] + ci[l] * kr2[l] * z_re[l]) - z_im[l] / k1sq;
+          be_re[l] = e_re[l], be_im[l] = e_im[l], bp_re[l] = plus_re, bp_im[l] = plus_im;
+        }
+        subtract(q, ae_re, ae_im, at_re, at_im, az_re, az_im);
       }
       // Downward sweep (top to bottom): D = Σ_{p above q} e^{ikz(z_p − z_q)} w_p (ê·s_p, p̂−·s_p), plus the
       // reflected part e^{ikz z_q} (ê re + p̂+ rpm).
-      C de = 0, dp = 0;
-      Projections above{};
+      alignas(64) double de_re[lanes] = {}, de_im[lanes] = {}, dp_re[lanes] = {}, dp_im[lanes] = {};
+      alignas(64) double ae2_re[lanes], ae2_im[lanes], am_re[lanes], am_im[lanes];  // above: ê·s, p̂−·s
       for (int q = 0; q < nz; ++q) {
         if (q > 0) {
-          const C s = o.step[q];  // e^{ikz(z_{q−1} − z_q)}
-          de = s * (de + o.weight[q - 1] * above.e);
-          dp = s * (dp + o.weight[q - 1] * o.minus(above));
+          const double *sr = table(step_re_, q), *si = table(step_im_, q);
+          const double *wr = table(weight_re_, q - 1), *wi = table(weight_im_, q - 1);
+          for (int l = 0; l < n; ++l) {
+            const double ur = de_re[l] + (wr[l] * ae2_re[l] - wi[l] * ae2_im[l]);
+            const double ui = de_im[l] + (wr[l] * ae2_im[l] + wi[l] * ae2_re[l]);
+            const double vr = dp_re[l] + (wr[l] * am_re[l] - wi[l] * am_im[l]);
+            const double vi = dp_im[l] + (wr[l] * am_im[l] + wi[l] * am_re[l]);
+            de_re[l] = sr[l] * ur - si[l] * ui;
+            de_im[l] = sr[l] * ui + si[l] * ur;
+            dp_re[l] = sr[l] * vr - si[l] * vi;
+            dp_im[l] = sr[l] * vi + si[l] * vr;
+          }
         }
-        const C dq = o.depth[q];
-        subtract(q, pref * (de + dq * re), pref * (-o.pt * dp + o.pt * dq * rpm),
-                 pref * (o.pz * dp + o.pz * dq * rpm));
-        above = o.source(c, q);
+        const double *dr = table(depth_re_, q), *di = table(depth_im_, q);
+        for (int l = 0; l < n; ++l) {
+          // ae = pref (de + d_q re); at = pref (−pt dp + pt d_q rpm) = pref pt (d_q rpm − dp); az = pref pz (dp + d_q rpm)
+          const double dre_re = dr[l] * re_re[l] - di[l] * re_im[l], dre_im = dr[l] * re_im[l] + di[l] * re_re[l];
+          const double drp_re = dr[l] * rpm_re[l] - di[l] * rpm_im[l], drp_im = dr[l] * rpm_im[l] + di[l] * rpm_re[l];
+          const double u_re = de_re[l] + dre_re, u_im = de_im[l] + dre_im;
+          ae_re[l] = pref_re[l] * u_re - pref_im[l] * u_im;
+          ae_im[l] = pref_re[l] * u_im + pref_im[l] * u_re;
+          const double ptd_re = pt_re[l] * dp_re[l] - pt_im[l] * dp_im[l], ptd_im = pt_re[l] * dp_im[l] + pt_im[l] * dp_re[l];
+          const double ptr_re = pt_re[l] * drp_re - pt_im[l] * drp_im, ptr_im = pt_re[l] * drp_im + pt_im[l] * drp_re;
+          const double v_re = -ptd_re + ptr_re, v_im = -ptd_im + ptr_im;
+          at_re[l] = pref_re[l] * v_re - pref_im[l] * v_im;
+          at_im[l] = pref_re[l] * v_im + pref_im[l] * v_re;
+          const double w_re = pz[l] * dp_re[l] + pz[l] * drp_re, w_im = pz[l] * dp_im[l] + pz[l] * drp_im;
+          az_re[l] = pref_re[l] * w_re - pref_im[l] * w_im;
+          az_im[l] = pref_re[l] * w_im + pref_im[l] * w_re;
+        }
+        subtract(q, ae_re, ae_im, at_re, at_im, az_re, az_im);
+        project(q);
+        for (int l = 0; l < n; ++l) {
+          const double ptt_re = pt_re[l] * t_re[l] - pt_im[l] * t_im[l], ptt_im = pt_re[l] * t_im[l] + pt_im[l] * t_re[l];
+          ae2_re[l] = e_re[l], ae2_im[l] = e_im[l];
+          am_re[l] = -ptt_re + pz[l] * z_re[l];
+          am_im[l] = -ptt_im + pz[l] * z_im[l];
+        }
       }
     }
   }
@@ -222,7 +368,8 @@ class HostZOperator final : public ZOperator<Real> {
       for (int p = 0; p < nz; ++p) {
         const Projections s = o.source(c, p);
         const C s_plus = o.plus(s), s_minus = o.minus(s);
-        const C w = o.weight[p], d = o.depth[p];
+        const std::size_t i = (std::size_t(rhs_[std::size_t(o.r)]) * nz + p) * nm + o.m;
+        const C w{weight_re_[i], weight_im_[i]}, d{depth_re_[i], depth_im_[i]};
         de += w * s.e * d;
         dp += w * s_minus * d;
         if (up) {  // e^{−ikz z_p} = conj(e^{ikz z_p}) for a real kz
@@ -245,7 +392,7 @@ class HostZOperator final : public ZOperator<Real> {
     C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
   };
   /// What apply and far_field_sums both derive for right-hand side r and order m: the order's
-  /// coefficients, its polarisation frame, its rows of the slice tables, and the source's projections
+  /// coefficients, its polarisation frame, and the source's projections
   /// on that frame (computed here once, so that both read the same numbers the same way).
   struct OrderSetup {
     int r, m, nr, nm, sc;
@@ -255,7 +402,6 @@ class HostZOperator final : public ZOperator<Real> {
     double ex, ey;  // ê = ẑ × t̂
     C pt;           // p̂± = (±pt t̂, pz ẑ): pt = kz/k1, pz = −kρ/k1
     double pz;
-    const C *step, *weight, *self, *depth;  // the rows of (incidence, m), slice p at [p]
     /// Element (p, r, component, m) of the convolution output c (sc components per block).
     [[nodiscard]] std::size_t c_at(int p, int comp) const {
       return (std::size_t(p) * nr + r) * sc * nm + std::size_t(comp) * nm + m;
@@ -271,19 +417,23 @@ class HostZOperator final : public ZOperator<Real> {
   /// The set-up of pair rm = r·orders + m.
   [[nodiscard]] OrderSetup setup(std::ptrdiff_t rm) const {
     const int nm = g_.orders, r = int(rm / nm), m = int(rm % nm);
-    const std::size_t io = std::size_t(rhs_[r]) * nm + m, row = io * std::size_t(g_.slices);
+    const std::size_t io = std::size_t(rhs_[r]) * nm + m;
     const double k1 = g_.k1[std::size_t(rhs_[r])], tx = g_.tx[io], ty = g_.ty[io], kr = g_.krho[io];
     const C kz = g_.kz[io];
     return {.r = r, .m = m, .nr = int(rhs_.size()), .nm = nm, .sc = source_components_, .k1sq = k1 * k1,
             .kz = kz, .rs = g_.rs[io], .rp = g_.rp[io], .tx = tx, .ty = ty, .kr = kr, .ex = -ty, .ey = tx,
-            .pt = kz / k1, .pz = -kr / k1, .step = &g_.step[row], .weight = &g_.weight[row], .self = &g_.self[row],
-            .depth = &g_.depth[row]};
+            .pt = kz / k1, .pz = -kr / k1};
   }
+
+  /// Orders per block of apply(): its inner loops' lanes.
+  static constexpr int lanes = 8;
 
   GreenCoefficients g_;
   std::vector<int> rhs_;
   unsigned d_axes_;
   int source_components_;
+  /// step, weight, self, depth at [(incidence·slices + p)·orders + m] (apply(): consecutive orders adjacent).
+  std::vector<double> step_re_, step_im_, weight_re_, weight_im_, self_re_, self_im_, depth_re_, depth_im_;
 };
 
 }  // namespace
