@@ -799,6 +799,26 @@ NormalFieldRaster radial_components(const Lattice& lattice, Point c, int r) {
   return out;
 }
 
+/// Appends the bytes of `v` to a cache key.
+template <class T>
+void put_key(std::string& key, const T& v) {
+  key.append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+/// The whole-cell transforms of steps 4′/5′ and 5″, which depend on the cell, the range, the resolution and the
+/// field's centres (and tilts), not on the radii: made once per key by `make`, under the lock (threads asking at
+/// once wait for the first), and kept for the process (a few per structure; a map per caller). Keyed by value,
+/// so no result depends on which slice or thread made it first.
+template <class Make>
+std::shared_ptr<const RegionNormalCoefficients> cached_cell(const std::string& key, Make make) {
+  static std::mutex mutex;
+  static std::map<std::string, std::shared_ptr<const RegionNormalCoefficients>> cells;
+  const std::lock_guard lock(mutex);
+  auto& entry = cells[key];
+  if (!entry) entry = make();
+  return entry;
+}
+
 /// The disk's part of step 4′ and 5′, unscaled by 1/(1 + τ²): at [ij·size + (i + n1_max)(2n2_max + 1) + j + n2_max],
 /// ij = xx, xy, yy, and (tilted) xz, yz, zz, the transforms of the disk (centre c, radius R) times
 /// ρ̂ρ̂ᵀ, −τρ̂ and τ² (circle_region_coefficients' formulas).
@@ -875,42 +895,29 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
                                                                            int n1_max, int n2_max, int r, bool tilt,
                                                                            double tau) {
   const double lx = lattice.period_x, ly = lattice.period_y;
-  std::shared_ptr<const RegionNormalCoefficients> cell;
-  {
-    std::string key;
-    const auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
-    put(lx);
-    put(ly);
-    put(e.center);
-    put(n1_max);
-    put(n2_max);
-    put(r);
-    static std::mutex mutex;
-    static std::map<std::string, std::shared_ptr<const RegionNormalCoefficients>> cells;  // a few per structure
-    const std::lock_guard lock(mutex);
-    auto& entry = cells[key];
-    if (!entry) {
-      auto t = std::make_shared<RegionNormalCoefficients>();
-      t->regions = 2;  // region 0: T_ij; region 1: the transforms of ρ̂_x (as xx) and ρ̂_y (as yy)
-      t->n1_max = n1_max;
-      t->n2_max = n2_max;
-      t->resolution = r;
-      t->values.assign(2 * 3 * t->size(), 0.0);
-      // The radial field of the unit circle at this centre, n nᵀ = d dᵀ/|d|² with no radius in it
-      // (a² = 1, no rotation). Built from the slice's own circle, its bits would vary with that
-      // radius (d/R² is rounded before squaring) and so with whichever slice of a tapered circle
-      // came first: a race between the threads building slices, which GMRES turns into 1e-8
-      // differences in results.
-      Ellipse unit_circle;
-      unit_circle.center = e.center;
-      unit_circle.semi_axis_x = unit_circle.semi_axis_y = 1;
-      const std::vector<double> whole(std::size_t(r) * r, 1.0);
-      transform_region(whole, ellipse_normal_field(lattice, unit_circle, r), r, *t, 0);
-      transform_region(whole, radial_components(lattice, e.center, r), r, *t, 1);
-      entry = t;
-    }
-    cell = entry;
-  }
+  std::string key;
+  for (const double v : {lx, ly, e.center.x, e.center.y}) put_key(key, v);
+  for (const int v : {n1_max, n2_max, r}) put_key(key, v);
+  const auto cell = cached_cell(key, [&] {
+    auto t = std::make_shared<RegionNormalCoefficients>();
+    t->regions = 2;  // region 0: T_ij; region 1: the transforms of ρ̂_x (as xx) and ρ̂_y (as yy)
+    t->n1_max = n1_max;
+    t->n2_max = n2_max;
+    t->resolution = r;
+    t->values.assign(2 * 3 * t->size(), 0.0);
+    // The radial field of the unit circle at this centre, n nᵀ = d dᵀ/|d|² with no radius in it
+    // (a² = 1, no rotation). Built from the slice's own circle, its bits would vary with that
+    // radius (d/R² is rounded before squaring) and so with whichever slice of a tapered circle
+    // came first: a race between the threads building slices, which GMRES turns into 1e-8
+    // differences in results.
+    Ellipse unit_circle;
+    unit_circle.center = e.center;
+    unit_circle.semi_axis_x = unit_circle.semi_axis_y = 1;
+    const std::vector<double> whole(std::size_t(r) * r, 1.0);
+    transform_region(whole, ellipse_normal_field(lattice, unit_circle, r), r, *t, 0);
+    transform_region(whole, radial_components(lattice, e.center, r), r, *t, 1);
+    return t;
+  });
   auto out = std::make_shared<RegionNormalCoefficients>();
   out->regions = 2;
   out->components = tilt ? 6 : 3;
@@ -1018,37 +1025,23 @@ std::shared_ptr<const RegionNormalCoefficients> voronoi_circle_coefficients(cons
   const std::size_t count = circles.centres.size();
   std::vector<double> taus(count);
   for (std::size_t k = 0; k < count; ++k) taus[k] = slice.wall_slopes[k][0];
-  std::shared_ptr<const RegionNormalCoefficients> cell;
-  {
-    std::string key;
-    const auto put = [&](const auto& v) { key.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
-    put(lattice.period_x);
-    put(lattice.period_y);
-    put(n1_max);
-    put(n2_max);
-    put(r);
-    for (std::size_t k = 0; k < count; ++k) {
-      put(circles.centres[k]);
-      put(taus[k]);
-    }
-    static std::mutex mutex;
-    static std::map<std::string, std::shared_ptr<const RegionNormalCoefficients>> cells;  // a few per structure
-    const std::lock_guard lock(mutex);
-    auto& entry = cells[key];
-    if (!entry) {
-      auto t = std::make_shared<RegionNormalCoefficients>();
-      t->regions = 1;
-      t->components = 6;
-      t->n1_max = n1_max;
-      t->n2_max = n2_max;
-      t->resolution = r;
-      t->values.assign(6 * t->size(), 0.0);
-      const std::vector<double> whole(std::size_t(r) * r, 1.0);
-      transform_region(whole, voronoi_tilted_field(lattice, circles.centres, taus, r), r, *t, 0);
-      entry = t;
-    }
-    cell = entry;
-  }
+  std::string key;
+  for (const double v : {lattice.period_x, lattice.period_y}) put_key(key, v);
+  for (const int v : {n1_max, n2_max, r}) put_key(key, v);
+  for (std::size_t k = 0; k < count; ++k)
+    for (const double v : {circles.centres[k].x, circles.centres[k].y, taus[k]}) put_key(key, v);
+  const auto cell = cached_cell(key, [&] {
+    auto t = std::make_shared<RegionNormalCoefficients>();
+    t->regions = 1;
+    t->components = 6;
+    t->n1_max = n1_max;
+    t->n2_max = n2_max;
+    t->resolution = r;
+    t->values.assign(6 * t->size(), 0.0);
+    const std::vector<double> whole(std::size_t(r) * r, 1.0);
+    transform_region(whole, voronoi_tilted_field(lattice, circles.centres, taus, r), r, *t, 0);
+    return t;
+  });
   auto out = std::make_shared<RegionNormalCoefficients>();
   out->regions = int(1 + count);
   out->components = 6;

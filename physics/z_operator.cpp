@@ -252,6 +252,17 @@ class HostZOperator final : public ZOperator<Real> {
         }
       };
       alignas(64) double ae_re[lanes], ae_im[lanes], at_re[lanes], at_im[lanes], az_re[lanes], az_im[lanes];
+      // One step of a sweep per lane: v ← step_p (v + weight_w u).
+      const auto advance = [&](int p, int w, double* v_re, double* v_im, const double* u_re, const double* u_im) {
+        const double *sr = table(step_re_, p), *si = table(step_im_, p);
+        const double *wr = table(weight_re_, w), *wi = table(weight_im_, w);
+        for (int l = 0; l < n; ++l) {
+          const double xr = v_re[l] + (wr[l] * u_re[l] - wi[l] * u_im[l]);
+          const double xi = v_im[l] + (wr[l] * u_im[l] + wi[l] * u_re[l]);
+          v_re[l] = sr[l] * xr - si[l] * xi;
+          v_im[l] = sr[l] * xi + si[l] * xr;
+        }
+      };
 
       // Upward sweep (bottom to top): U = Σ_{p below q} e^{ikz(z_q − z_p)} w_p (ê·s_p, p̂+·s_p); also the
       // reflected sums Σ_p e^{ikz z_p} w_p (r_s ê·s_p, r_p p̂−·s_p), and the self term
@@ -261,19 +272,9 @@ class HostZOperator final : public ZOperator<Real> {
       alignas(64) double be_re[lanes], be_im[lanes], bp_re[lanes], bp_im[lanes];  // below: ê·s, p̂+·s
       for (int q = nz - 1; q >= 0; --q) {
         if (q < nz - 1) {
-          const double *sr = table(step_re_, q + 1), *si = table(step_im_, q + 1);
-          const double *wr = table(weight_re_, q + 1), *wi = table(weight_im_, q + 1);
-          for (int l = 0; l < n; ++l) {
-            // ue = s (ue + w ê·s_below), up = s (up + w p̂+·s_below)
-            const double ur = ue_re[l] + (wr[l] * be_re[l] - wi[l] * be_im[l]);
-            const double ui = ue_im[l] + (wr[l] * be_im[l] + wi[l] * be_re[l]);
-            const double vr = up_re[l] + (wr[l] * bp_re[l] - wi[l] * bp_im[l]);
-            const double vi = up_im[l] + (wr[l] * bp_im[l] + wi[l] * bp_re[l]);
-            ue_re[l] = sr[l] * ur - si[l] * ui;
-            ue_im[l] = sr[l] * ui + si[l] * ur;
-            up_re[l] = sr[l] * vr - si[l] * vi;
-            up_im[l] = sr[l] * vi + si[l] * vr;
-          }
+          // ue = s (ue + w ê·s_below), up = s (up + w p̂+·s_below), with slice q + 1's s and w
+          advance(q + 1, q + 1, ue_re, ue_im, be_re, be_im);
+          advance(q + 1, q + 1, up_re, up_im, bp_re, bp_im);
         }
         project(q);
         const double *wr = table(weight_re_, q), *wi = table(weight_im_, q);
@@ -315,18 +316,9 @@ class HostZOperator final : public ZOperator<Real> {
       alignas(64) double ae2_re[lanes], ae2_im[lanes], am_re[lanes], am_im[lanes];  // above: ê·s, p̂−·s
       for (int q = 0; q < nz; ++q) {
         if (q > 0) {
-          const double *sr = table(step_re_, q), *si = table(step_im_, q);
-          const double *wr = table(weight_re_, q - 1), *wi = table(weight_im_, q - 1);
-          for (int l = 0; l < n; ++l) {
-            const double ur = de_re[l] + (wr[l] * ae2_re[l] - wi[l] * ae2_im[l]);
-            const double ui = de_im[l] + (wr[l] * ae2_im[l] + wi[l] * ae2_re[l]);
-            const double vr = dp_re[l] + (wr[l] * am_re[l] - wi[l] * am_im[l]);
-            const double vi = dp_im[l] + (wr[l] * am_im[l] + wi[l] * am_re[l]);
-            de_re[l] = sr[l] * ur - si[l] * ui;
-            de_im[l] = sr[l] * ui + si[l] * ur;
-            dp_re[l] = sr[l] * vr - si[l] * vi;
-            dp_im[l] = sr[l] * vi + si[l] * vr;
-          }
+          // de = s_q (de + w_{q−1} ê·s_above), dp = s_q (dp + w_{q−1} p̂−·s_above)
+          advance(q, q - 1, de_re, de_im, ae2_re, ae2_im);
+          advance(q, q - 1, dp_re, dp_im, am_re, am_im);
         }
         const double *dr = table(depth_re_, q), *di = table(depth_im_, q);
         for (int l = 0; l < n; ++l) {

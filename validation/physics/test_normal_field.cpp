@@ -10,6 +10,8 @@
 #include <functional>
 #include <limits>
 #include <numbers>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -1012,6 +1014,39 @@ Structure two_tapered_pillars(bool as_steps, int slices) {
   return s;
 }
 
+/// R00 and T00 (s, p) at λ 0.55, θ 30°, φ 20° of a structure with sloped walls (the tilted field) and of its
+/// staircase of vertical shapes (the in-plane field), each at a lower and a higher harmonic setting (M1, M2),
+/// for the convergence tests below.
+struct Convergence {
+  std::array<double, 4> tilted_low, tilted_high, steps_low, steps_high;  // R0 s, R0 p, T0 s, T0 p
+  double tilted_change = 0, steps_change = 0;                            // the largest of the four changes
+  [[nodiscard]] std::string text() const {
+    std::ostringstream os;
+    for (const auto* v : {&tilted_low, &tilted_high, &steps_low, &steps_high})
+      os << (v == &tilted_low ? "tilted " : v == &steps_low ? "\nin-plane " : "; ") << (*v)[0] << " " << (*v)[1] << " "
+         << (*v)[2] << " " << (*v)[3];
+    return os.str();
+  }
+};
+Convergence converge(const Structure& tilted, const Structure& steps, SolverOptions o, std::array<int, 2> low,
+                     std::array<int, 2> high) {
+  const Incidence inc{0.55, 30, 20};
+  const auto zeroth = [&](const Structure& s, std::array<int, 2> m) {
+    o.m1 = m[0];
+    o.m2 = m[1];
+    const IncidenceResult r = solve_one(s, inc, o);
+    const DiffractionOrder* z = test::find_order(r, 0, 0);
+    REQUIRE(z != nullptr);
+    return std::array<double, 4>{z->R[s_pol], z->R[p_pol], z->T[s_pol], z->T[p_pol]};
+  };
+  Convergence c{zeroth(tilted, low), zeroth(tilted, high), zeroth(steps, low), zeroth(steps, high)};
+  for (int q = 0; q < 4; ++q) {
+    c.tilted_change = std::max(c.tilted_change, std::abs(c.tilted_high[q] - c.tilted_low[q]));
+    c.steps_change = std::max(c.steps_change, std::abs(c.steps_high[q] - c.steps_low[q]));
+  }
+  return c;
+}
+
 }  // namespace
 
 #ifndef GRATINGSIM_SANITIZED  // 2D pillars solved at M up to 24: minutes under the sanitizers
@@ -1026,29 +1061,13 @@ TEST_CASE("2D sloped walls: the tilted field converges faster in M to the stairc
   // from M = 10 on, the in-plane field 1.4e-3 from them at M = 20 (validation/results/tilted-pillars-h100.txt).
   SolverOptions o;
   o.tolerance = 1e-8;
-  const Incidence inc{0.55, 30, 20};
-  const auto rt = [&](const Structure& s, int m) {
-    o.m1 = o.m2 = m;
-    const IncidenceResult r = solve_one(s, inc, o);
-    const DiffractionOrder* z = test::find_order(r, 0, 0);
-    REQUIRE(z != nullptr);
-    return std::array<double, 4>{z->R[s_pol], z->R[p_pol], z->T[s_pol], z->T[p_pol]};
-  };
-  const Structure tilted = tapered_pillars(false, 32), steps = tapered_pillars(true, 32);
-  const auto t8 = rt(tilted, 8), t12 = rt(tilted, 12), s8 = rt(steps, 8), s12 = rt(steps, 12);
-  double tilted_change = 0, steps_change = 0;
-  for (int q = 0; q < 4; ++q) {
-    tilted_change = std::max(tilted_change, std::abs(t12[q] - t8[q]));
-    steps_change = std::max(steps_change, std::abs(s12[q] - s8[q]));
-  }
-  INFO("tilted M = 8: " << t8[0] << " " << t8[1] << " " << t8[2] << " " << t8[3] << "; M = 12: " << t12[0] << " "
-                        << t12[1] << " " << t12[2] << " " << t12[3] << "\nin-plane M = 8: " << s8[0] << " " << s8[1]
-                        << " " << s8[2] << " " << s8[3] << "; M = 12: " << s12[0] << " " << s12[1] << " " << s12[2]
-                        << " " << s12[3]);
-  CHECK(tilted_change < 6e-4);
-  CHECK(tilted_change < 0.5 * steps_change);
+  const Convergence c = converge(tapered_pillars(false, 32), tapered_pillars(true, 32), o, {8, 8}, {12, 12});
+  INFO("M = 8, 12: " << c.text());
+  CHECK(c.tilted_change < 6e-4);
+  CHECK(c.tilted_change < 0.5 * c.steps_change);
   // The in-plane field approaches the tilted one (R0 s, T0 s: where the E_z jump matters most).
-  for (int q : {0, 2}) CHECK(std::abs(s12[q] - t12[q]) < std::abs(s8[q] - t8[q]));
+  for (int q : {0, 2})
+    CHECK(std::abs(c.steps_high[q] - c.tilted_high[q]) < std::abs(c.steps_low[q] - c.tilted_low[q]));
 }
 
 TEST_CASE("2D sloped walls: two tapered circles' tilted field converges faster in M to the staircase's limit",
@@ -1065,30 +1084,13 @@ TEST_CASE("2D sloped walls: two tapered circles' tilted field converges faster i
   o.tolerance = 1e-8;
   o.backend = conv::Backend::cpu_fftw;
   o.method = Method::bicgstab;
-  const Incidence inc{0.55, 30, 20};
-  const auto rt = [&](const Structure& s, int m) {
-    o.m1 = m;
-    o.m2 = m / 2;
-    const IncidenceResult r = solve_one(s, inc, o);
-    const DiffractionOrder* z = test::find_order(r, 0, 0);
-    REQUIRE(z != nullptr);
-    return std::array<double, 4>{z->R[s_pol], z->R[p_pol], z->T[s_pol], z->T[p_pol]};
-  };
-  const Structure tilted = two_tapered_pillars(false, 32), steps = two_tapered_pillars(true, 32);
-  const auto t16 = rt(tilted, 16), t24 = rt(tilted, 24), s16 = rt(steps, 16), s24 = rt(steps, 24);
-  double tilted_change = 0, steps_change = 0;
-  for (int q = 0; q < 4; ++q) {
-    tilted_change = std::max(tilted_change, std::abs(t24[q] - t16[q]));
-    steps_change = std::max(steps_change, std::abs(s24[q] - s16[q]));
-  }
-  INFO("tilted M1 = 16: " << t16[0] << " " << t16[1] << " " << t16[2] << " " << t16[3] << "; M1 = 24: " << t24[0] << " "
-                          << t24[1] << " " << t24[2] << " " << t24[3] << "\nin-plane M1 = 16: " << s16[0] << " " << s16[1]
-                          << " " << s16[2] << " " << s16[3] << "; M1 = 24: " << s24[0] << " " << s24[1] << " " << s24[2]
-                          << " " << s24[3]);
-  CHECK(tilted_change < 8e-4);
-  CHECK(tilted_change < 0.5 * steps_change);
+  const Convergence c = converge(two_tapered_pillars(false, 32), two_tapered_pillars(true, 32), o, {16, 8}, {24, 12});
+  INFO("M1 = 16, 24: " << c.text());
+  CHECK(c.tilted_change < 8e-4);
+  CHECK(c.tilted_change < 0.5 * c.steps_change);
   // The in-plane field approaches the tilted one (T0 s and p: where the E_z jump matters most).
-  for (int q : {2, 3}) CHECK(std::abs(s24[q] - t24[q]) < 0.8 * std::abs(s16[q] - t16[q]));
+  for (int q : {2, 3})
+    CHECK(std::abs(c.steps_high[q] - c.tilted_high[q]) < 0.8 * std::abs(c.steps_low[q] - c.tilted_low[q]));
 }
 
 #endif
