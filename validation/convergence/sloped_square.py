@@ -10,17 +10,13 @@ Prints per M: R00 and T00 in s and p, the energy defect 1 − ΣR − ΣT per po
 
     validation/convergence/sloped_square.py --gratingsim build-cpu/app/gratingsim --ms 6 10 14 18 22 26 30 40
 
-Needs h5py.
+Needs h5py (and two_tapered_pillars.py beside it).
 """
 import argparse
 import math
-import os
-import subprocess
 import tempfile
-import time
 
-import h5py
-import numpy as np
+from two_tapered_pillars import run_zeroth  # beside this script
 
 SLICES, HEIGHT, HALF_SIDE, ANGLE = 32, 0.3, 0.15, 80.0
 
@@ -60,21 +56,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as work:
         for m in args.ms:
             for variant in ("tilted", "steps"):
-                yaml, h5 = os.path.join(work, f"{variant}{m}.yaml"), os.path.join(work, f"{variant}{m}.h5")
-                with open(yaml, "w") as f:
-                    f.write(case(m, variant))
-                start = time.perf_counter()
-                subprocess.run([args.gratingsim, "run", yaml, "-o", h5, "--overwrite", "--quiet"], check=True)
-                wall = time.perf_counter() - start
-                with h5py.File(h5, "r") as f:
-                    orders = [tuple(int(v) for v in o) for o in f["orders"][:]]
-                    R = np.asarray(f["results/R"])[0, 0, 0]
-                    T = np.asarray(f["results/T"])[0, 0, 0]
-                    iterations = int(np.asarray(f["solver/iterations"]).max())
-                i0 = orders.index((0, 0))
-                defect = [1 - R[k].sum() - T[k].sum() for k in (0, 1)]
-                print(f"{variant:7s} {m:3d}  {R[0, i0]:.6f}   {R[1, i0]:.6f}   {T[0, i0]:.6f}   {T[1, i0]:.6f}   "
-                      f"{defect[0]:+.1e}   {defect[1]:+.1e}   {iterations:6d}     {wall:6.1f}", flush=True)
+                row = run_zeroth(args.gratingsim, case(m, variant), work, f"{variant}{m}")
+                print(f"{variant:7s} {m:3d}  {row}", flush=True)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,26 @@ output: {{fields: false}}
 """
 
 
+def run_zeroth(gratingsim: str, text: str, work: str, name: str) -> str:
+    """Runs the case `text` with `gratingsim` in `work` and returns its row: R00 and T00 in s and p, the energy
+    defect of each polarisation, the most iterations of a solve and the wall time."""
+    yaml, h5 = os.path.join(work, name + ".yaml"), os.path.join(work, name + ".h5")
+    with open(yaml, "w") as f:
+        f.write(text)
+    start = time.perf_counter()
+    subprocess.run([gratingsim, "run", yaml, "-o", h5, "--overwrite", "--quiet"], check=True)
+    wall = time.perf_counter() - start
+    with h5py.File(h5, "r") as f:
+        orders = [tuple(int(v) for v in o) for o in f["orders"][:]]
+        R = np.asarray(f["results/R"])[0, 0, 0]  # polarisation × order, s first
+        T = np.asarray(f["results/T"])[0, 0, 0]
+        iterations = int(np.asarray(f["solver/iterations"]).max())
+    i0 = orders.index((0, 0))
+    defect = [1 - R[k].sum() - T[k].sum() for k in (0, 1)]
+    return (f"{R[0, i0]:.6f}   {R[1, i0]:.6f}   {T[0, i0]:.6f}   {T[1, i0]:.6f}   {defect[0]:+.1e}   {defect[1]:+.1e}   "
+            f"{iterations:6d}     {wall:6.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gratingsim", required=True)
@@ -49,21 +69,8 @@ def main() -> None:
     print("M1  slices   R00 s      R00 p      T00 s      T00 p      defect s   defect p   iterations  wall s")
     with tempfile.TemporaryDirectory() as work:
         for m in args.ms:
-            yaml, h5 = os.path.join(work, f"m{m}.yaml"), os.path.join(work, f"m{m}.h5")
-            with open(yaml, "w") as f:
-                f.write(case(m, args.slices))
-            start = time.perf_counter()
-            subprocess.run([args.gratingsim, "run", yaml, "-o", h5, "--overwrite", "--quiet"], check=True)
-            wall = time.perf_counter() - start
-            with h5py.File(h5, "r") as f:
-                orders = [tuple(int(v) for v in o) for o in f["orders"][:]]
-                R = np.asarray(f["results/R"])[0, 0, 0]  # polarisation × order, s first
-                T = np.asarray(f["results/T"])[0, 0, 0]
-                iterations = int(np.asarray(f["solver/iterations"]).max())
-            i0 = orders.index((0, 0))
-            defect = [1 - R[k].sum() - T[k].sum() for k in (0, 1)]
-            print(f"{m:3d} {args.slices:3d}+{2 * args.slices:<3d} {R[0, i0]:.6f}   {R[1, i0]:.6f}   {T[0, i0]:.6f}   "
-                  f"{T[1, i0]:.6f}   {defect[0]:+.1e}   {defect[1]:+.1e}   {iterations:6d}     {wall:6.1f}", flush=True)
+            row = run_zeroth(args.gratingsim, case(m, args.slices), work, f"m{m}")
+            print(f"{m:3d} {args.slices:3d}+{2 * args.slices:<3d} {row}", flush=True)
 
 
 if __name__ == "__main__":
