@@ -340,6 +340,18 @@ std::vector<Point> clip_half_plane(const std::vector<Point>& v, double a, double
   return out.size() >= 3 ? out : std::vector<Point>{};
 }
 
+/// Zeroed coefficients of `regions` regions × `components` maps for |n_i| ≤ n_i_max, from a raster of r pixels.
+std::shared_ptr<RegionNormalCoefficients> zeroed_coefficients(int regions, int components, int n1_max, int n2_max, int r) {
+  auto out = std::make_shared<RegionNormalCoefficients>();
+  out->regions = regions;
+  out->components = components;
+  out->n1_max = n1_max;
+  out->n2_max = n2_max;
+  out->resolution = r;
+  out->values.assign(std::size_t(regions) * components * out->size(), 0.0);
+  return out;
+}
+
 /// The region coefficients of a lone rectangle's nearest-edge field (rectangle_field_is_x), exactly: the
 /// field is x̂ or ŷ on polygons (per quadrant about the centre: inside, the part nearer the vertical edge,
 /// cut off by the 45° line from the corner; the gap beside it along x; the part of the corner gap below
@@ -347,14 +359,8 @@ std::vector<Point> clip_half_plane(const std::vector<Point>& v, double a, double
 /// coef_r,yy the region's indicator minus coef_r,xx. No raster.
 std::shared_ptr<const RegionNormalCoefficients> rectangle_region_coefficients(const Lattice& lattice, const Rectangle& b,
                                                                               int n1_max, int n2_max, int r) {
-  auto out = std::make_shared<RegionNormalCoefficients>();
-  out->regions = 2;
-  out->components = 3;
-  out->n1_max = n1_max;
-  out->n2_max = n2_max;
-  out->resolution = r;
+  const auto out = zeroed_coefficients(2, 3, n1_max, n2_max, r);
   const std::size_t size = out->size();
-  out->values.assign(2 * 3 * size, 0.0);
   const auto map = [&](int region, int ij) { return std::span<Complex>(out->values).subspan((region * 3 + ij) * size, size); };
   const std::span<Complex> background_xx = map(0, 0), background_yy = map(0, 2), inside_xx = map(1, 0),
                            inside_yy = map(1, 2);
@@ -899,12 +905,8 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
   for (const double v : {lx, ly, e.center.x, e.center.y}) put_key(key, v);
   for (const int v : {n1_max, n2_max, r}) put_key(key, v);
   const auto cell = cached_cell(key, [&] {
-    auto t = std::make_shared<RegionNormalCoefficients>();
-    t->regions = 2;  // region 0: T_ij; region 1: the transforms of ρ̂_x (as xx) and ρ̂_y (as yy)
-    t->n1_max = n1_max;
-    t->n2_max = n2_max;
-    t->resolution = r;
-    t->values.assign(2 * 3 * t->size(), 0.0);
+    // Region 0: T_ij; region 1: the transforms of ρ̂_x (as xx) and ρ̂_y (as yy).
+    const auto t = zeroed_coefficients(2, 3, n1_max, n2_max, r);
     // The radial field of the unit circle at this centre, n nᵀ = d dᵀ/|d|² with no radius in it
     // (a² = 1, no rotation). Built from the slice's own circle, its bits would vary with that
     // radius (d/R² is rounded before squaring) and so with whichever slice of a tapered circle
@@ -918,15 +920,9 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
     transform_region(whole, radial_components(lattice, e.center, r), r, *t, 1);
     return t;
   });
-  auto out = std::make_shared<RegionNormalCoefficients>();
-  out->regions = 2;
-  out->components = tilt ? 6 : 3;
-  out->n1_max = n1_max;
-  out->n2_max = n2_max;
-  out->resolution = r;
+  const auto out = zeroed_coefficients(2, tilt ? 6 : 3, n1_max, n2_max, r);
   const std::size_t size = out->size();
   const int nc = out->components;
-  out->values.assign(2 * std::size_t(nc) * size, 0.0);
   const double scale = tilt ? 1 / (1 + tau * tau) : 1.0;
   const std::vector<Complex> disk = disk_coefficients(lattice, e.center, e.semi_axis_x, n1_max, n2_max, tilt, tau);
   for (std::size_t idx = 0; idx < size; ++idx) {
@@ -1031,25 +1027,13 @@ std::shared_ptr<const RegionNormalCoefficients> voronoi_circle_coefficients(cons
   for (std::size_t k = 0; k < count; ++k)
     for (const double v : {circles.centres[k].x, circles.centres[k].y, taus[k]}) put_key(key, v);
   const auto cell = cached_cell(key, [&] {
-    auto t = std::make_shared<RegionNormalCoefficients>();
-    t->regions = 1;
-    t->components = 6;
-    t->n1_max = n1_max;
-    t->n2_max = n2_max;
-    t->resolution = r;
-    t->values.assign(6 * t->size(), 0.0);
+    const auto t = zeroed_coefficients(1, 6, n1_max, n2_max, r);
     const std::vector<double> whole(std::size_t(r) * r, 1.0);
     transform_region(whole, voronoi_tilted_field(lattice, circles.centres, taus, r), r, *t, 0);
     return t;
   });
-  auto out = std::make_shared<RegionNormalCoefficients>();
-  out->regions = int(1 + count);
-  out->components = 6;
-  out->n1_max = n1_max;
-  out->n2_max = n2_max;
-  out->resolution = r;
+  const auto out = zeroed_coefficients(int(1 + count), 6, n1_max, n2_max, r);
   const std::size_t size = out->size();
-  out->values.assign(out->regions * 6 * size, 0.0);
   std::copy(cell->values.begin(), cell->values.end(), out->values.begin());
   for (std::size_t k = 0; k < count; ++k) {
     const double scale = 1 / (1 + taus[k] * taus[k]);
@@ -1080,13 +1064,7 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
   NormalFieldRaster nn = ellipse ? ellipse_normal_field(lattice, *ellipse, r)
                                  : normal_field(lattice, a, r, polygon.empty() ? nullptr : &polygon);
   if (tilt) tilt_field(lattice, slice, nn);
-  auto out = std::make_shared<RegionNormalCoefficients>();
-  out->regions = regions.count;
-  out->components = tilt ? 6 : 3;
-  out->n1_max = n1_max;
-  out->n2_max = n2_max;
-  out->resolution = r;
-  out->values.assign(std::size_t(regions.count) * out->components * out->size(), 0.0);
+  const auto out = zeroed_coefficients(regions.count, tilt ? 6 : 3, n1_max, n2_max, r);
   for (int reg = 0; reg < regions.count; ++reg) {
     const auto& ar = a[reg];
     if (std::all_of(ar.begin(), ar.end(), [](double v) { return v == 0; })) continue;

@@ -108,8 +108,9 @@ std::array<C, 6> disk_quadrature(const Lattice& lattice, Point c, double radius,
   return ref;
 }
 
-/// Whether the pixel-exact transforms Σ_r coef_r,ij of `coef` (components ij of every region) equal a direct
-/// DFT of the raster maps `nn` (r × r pixels), each to its own rounding: a direct sum of r² terms of size ≤ max|f|
+/// Whether the regions' coefficients Σ_r coef_r,ij of `coef` (components ij) equal the pixel-exact transform of the
+/// raster maps `nn` (r × r pixels), ĉ(n) = sinc(n1/r) sinc(n2/r) e^{iπ(n1+n2)(1−1/r)} Σ_pixels f e^{−2πi k·p/r}/r²,
+/// summed directly (no FFT, every frequency), each to its own rounding: a direct sum of r² terms of size ≤ max|f|
 /// is off by up to r²·ε·max|f| (recursive summation), whatever the coefficient's size (a constant map's off-DC
 /// coefficients are such sums cancelling to zero).
 void check_regions_sum_to_raster(const RegionNormalCoefficients& coef, const NormalFieldRaster& nn, int r) {
@@ -460,10 +461,9 @@ TEST_CASE("region coefficients: Σ_i coef_r,ii is the exact transform of the reg
 
 TEST_CASE("region coefficients: Σ_r coef_r,ij is the pixel-exact transform of n_i n_j, by a direct DFT",
           "[physics][normal]") {
-  // Σ_r a_r = 1, so the regions' coefficients sum to the transform of n_i n_j itself; the reference
-  // is the pixel-exact transform ĉ(n) = sinc(n1/R) sinc(n2/R) e^{iπ(n1+n2)(1−1/R)} Σ_pixels f e^{−2πi k·p/R}/R²
-  // summed directly from normal_field_raster (no FFT, every frequency), against the pruned FFTs of
-  // the coefficients (issue #15). Random lattice, shapes and range each run.
+  // Σ_r a_r = 1, so the regions' coefficients sum to the transform of n_i n_j itself: the direct sum of
+  // check_regions_sum_to_raster from normal_field_raster, against the pruned FFTs of the coefficients (issue
+  // #15). Random lattice, shapes and range each run.
   std::uniform_real_distribution<double> u(0, 1);
   auto& g = test::rng();
   const Lattice lattice{0.8 + 0.4 * u(g), 0.8 + 0.4 * u(g)};
@@ -472,30 +472,8 @@ TEST_CASE("region coefficients: Σ_r coef_r,ij is the pixel-exact transform of n
   const SliceContent slice{Material::constant_index(1.0), shapes};
   const int r = 64, n1_max = 1 + int(6 * u(g)), n2_max = 1 + int(6 * u(g));
   INFO("n1_max " << n1_max << ", n2_max " << n2_max);
-  const auto coef = region_normal_coefficients(lattice, slice, n1_max, n2_max, r);
-  const NormalFieldRaster nn = normal_field_raster(lattice, slice, r);
-  const std::vector<double>* maps[3] = {&nn.xx, &nn.xy, &nn.yy};
-  const auto sinc = [](double t) { return t == 0 ? 1.0 : std::sin(pi * t) / (pi * t); };
-  const int k2 = 2 * n2_max + 1;
-  for (int ij = 0; ij < 3; ++ij) {
-    double worst = 0, largest = 0;
-    for (int i = -n1_max; i <= n1_max; ++i)
-      for (int j = -n2_max; j <= n2_max; ++j) {
-        C sum = 0;
-        for (int iy = 0; iy < r; ++iy)
-          for (int ix = 0; ix < r; ++ix)
-            sum += (*maps[ij])[std::size_t(iy) * r + ix] * std::polar(1.0, -2 * pi * double(i * ix + j * iy) / r);
-        const C reference = sinc(double(i) / r) * sinc(double(j) / r) * std::polar(1.0, pi * (i + j) * (1 - 1.0 / r)) *
-                            sum / double(r * r);
-        C total = 0;
-        for (int region = 0; region < coef->regions; ++region)
-          total += coef->at(region, ij)[std::size_t(i + n1_max) * k2 + j + n2_max];
-        worst = std::max(worst, std::abs(total - reference));
-        largest = std::max(largest, std::abs(reference));
-      }
-    INFO("ij " << ij << ": largest difference " << worst << " of " << largest);
-    CHECK(worst <= 1e-14 * largest);
-  }
+  check_regions_sum_to_raster(*region_normal_coefficients(lattice, slice, n1_max, n2_max, r),
+                              normal_field_raster(lattice, slice, r), r);
 }
 
 TEST_CASE("a lone rectangle: the exact polygon coefficients of its nearest-edge field equal the raster transform as pixels shrink",
