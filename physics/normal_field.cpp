@@ -941,10 +941,11 @@ std::shared_ptr<const RegionNormalCoefficients> circle_region_coefficients(const
 /// The circles of a slice that holds several of them (step 5″): every shape a circle (an Ellipse of equal
 /// semi-axes), each inside its cell of the Voronoi diagram of all their centres and periodic images, so that
 /// no disk reaches a line of that diagram: every pair's centres (nearest images) at least twice the larger
-/// radius apart, every circle at most half a period across. Else nothing.
+/// radius apart, every circle at most half a period across. Else nothing. taus: each circle's wall rate τ = dR/dz
+/// (SliceContent::wall_slopes; 0 for an upright one).
 struct VoronoiCircles {
   std::vector<Point> centres;
-  std::vector<double> radii;
+  std::vector<double> radii, taus;
 };
 std::optional<VoronoiCircles> voronoi_circles(const Lattice& lattice, const SliceContent& slice) {
   if (slice.shapes.size() < 2) return std::nullopt;
@@ -955,6 +956,7 @@ std::optional<VoronoiCircles> voronoi_circles(const Lattice& lattice, const Slic
     if (!e || e->semi_axis_x != e->semi_axis_y || 2 * e->semi_axis_x > std::min(lx, ly)) return std::nullopt;
     out.centres.push_back(e->center);
     out.radii.push_back(e->semi_axis_x);
+    out.taus.push_back(slice.wall_slopes.empty() ? 0.0 : slice.wall_slopes[out.taus.size()][0]);
   }
   for (std::size_t i = 0; i < out.centres.size(); ++i)
     for (std::size_t j = i + 1; j < out.centres.size(); ++j) {
@@ -1015,12 +1017,10 @@ NormalFieldRaster voronoi_tilted_field(const Lattice& lattice, std::span<const P
 /// of uniformly tapered circles shares it). Its only kinks are on the Voronoi lines between centres, outside
 /// every disk (in the background: for pillars in the superstrate's medium, where β = γ = 0, they cost nothing).
 std::shared_ptr<const RegionNormalCoefficients> voronoi_circle_coefficients(const Lattice& lattice,
-                                                                            const SliceContent& slice,
                                                                             const VoronoiCircles& circles, int n1_max,
                                                                             int n2_max, int r) {
   const std::size_t count = circles.centres.size();
-  std::vector<double> taus(count);
-  for (std::size_t k = 0; k < count; ++k) taus[k] = slice.wall_slopes[k][0];
+  const std::vector<double>& taus = circles.taus;
   std::string key;
   for (const double v : {lattice.period_x, lattice.period_y}) put_key(key, v);
   for (const int v : {n1_max, n2_max, r}) put_key(key, v);
@@ -1052,7 +1052,7 @@ std::shared_ptr<const RegionNormalCoefficients> compute_region_coefficients(cons
                                                                             const SliceContent& slice, int n1_max,
                                                                             int n2_max, int r, bool tilt) {
   if (tilt && slice.shapes.size() > 1)  // tilts_normal_field: several circles, each inside its Voronoi cell
-    return voronoi_circle_coefficients(lattice, slice, *voronoi_circles(lattice, slice), n1_max, n2_max, r);
+    return voronoi_circle_coefficients(lattice, *voronoi_circles(lattice, slice), n1_max, n2_max, r);
   const Ellipse* ellipse = lone_ellipse(slice);
   if (ellipse && ellipse->semi_axis_x == ellipse->semi_axis_y)
     return circle_region_coefficients(lattice, *ellipse, n1_max, n2_max, r, tilt, tilt ? slice.wall_slopes[0][0] : 0.0);
@@ -1310,9 +1310,7 @@ NormalFieldRaster normal_field_raster(const Lattice& lattice, const SliceContent
   const bool tilt = tilted && tilts_normal_field(lattice, slice);
   if (tilt && slice.shapes.size() > 1) {  // several circles: step 5″ (exact_where_possible or not)
     const VoronoiCircles circles = *voronoi_circles(lattice, slice);
-    std::vector<double> taus;
-    for (const auto& rates : slice.wall_slopes) taus.push_back(rates[0]);
-    return voronoi_tilted_field(lattice, circles.centres, taus, resolution);
+    return voronoi_tilted_field(lattice, circles.centres, circles.taus, resolution);
   }
   if (rectangle && exact_where_possible && !tilt) return rectangle_normal_field(lattice, *rectangle, resolution);
   NormalFieldRaster nn = ellipse && exact_where_possible ? ellipse_normal_field(lattice, *ellipse, resolution)
