@@ -97,7 +97,7 @@ struct MethodSpec {
   /// GMRES(m) has j + 1, so (m + 1)/2 (each read twice: CGS2); none for BiCGStab.
   [[nodiscard]] double mean_depth() const { return method == physics::Method::gmres ? (restart + 1) / 2.0 : 0.0; }
   /// Krylov vectors the solve allocates (as solver.cpp counts them).
-  [[nodiscard]] int vectors() const { return method == physics::Method::gmres ? restart + 4 : 9; }
+  [[nodiscard]] int vectors() const { return physics::solve_space_size({.method = method, .restart = restart}); }
 };
 
 MethodSpec parse_method(std::string_view text) {
@@ -265,7 +265,7 @@ SolveSample timed_solve(physics::DiscreteProblem<Real>& problem, const MethodSpe
                         conv::Timeline& timeline) {
   timeline.reset();
   StagedProblem<Real> staged(problem, timeline, m.graphs);
-  const std::span<const std::complex<Real>> b = problem.background_field();
+  const std::vector<std::complex<Real>> b = problem.background_field();
   std::vector<std::complex<Real>> x(b.begin(), b.end());
   const auto stats = physics::solve<Real>(staged, b, x, krylov_settings(m, iterations));
   int done = 0;  // the solve's iterations (the most of any rhs)
@@ -331,7 +331,7 @@ void time_method(physics::DiscreteProblem<Real>& problem, const BenchCase& c, co
   // Warm-up: short solves (unmarked) until the clocks settle.
   const auto warmup_start = std::chrono::steady_clock::now();
   do {
-    const std::span<const std::complex<Real>> b = problem.background_field();
+    const std::vector<std::complex<Real>> b = problem.background_field();
     std::vector<std::complex<Real>> x(b.begin(), b.end());
     (void)physics::solve<Real>(problem, b, x, krylov_settings(method, std::min(iterations, 4)));
   } while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warmup_start).count() <

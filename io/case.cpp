@@ -112,9 +112,7 @@ const physics::Material& Case::material(std::string_view name) const {
 
 std::size_t estimated_solver_bytes(const Case& c) {
   const SolverOptions& solver = c.numerics.solver;
-  const int krylov_vectors = solver.method == physics::Method::gmres      ? solver.restart + 4
-                             : solver.method == physics::Method::bicgstab ? 8
-                                                                       : 3;
+  const int krylov_vectors = physics::solve_space_size({.method = solver.method, .restart = solver.restart});
   const bool auto_slices = c.numerics.accuracy && c.numerics.accuracy->slices;
   const std::size_t slices =
       std::size_t(auto_slices ? c.numerics.accuracy->max_slices : c.total_slices()) * (c.numerics.richardson ? 2 : 1);

@@ -143,6 +143,13 @@ __global__ void combine_rows(const Complex2<Real>* __restrict__ basis, Complex2<
   }
 }
 
+/// y[offset + k·stride] = values[k], k < count (upload_strided's scatter; y zeroed before).
+template <class Real>
+__global__ void scatter_strided(const Complex2<Real>* __restrict__ values, std::size_t count, std::size_t offset,
+                                std::size_t stride, Complex2<Real>* y) {
+  const std::size_t k = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k < count) y[offset + k * stride] = values[k];
+}
 
 template <class Real>
 class DeviceVectorSpace final : public VectorSpace<Real> {
@@ -234,6 +241,21 @@ class DeviceVectorSpace final : public VectorSpace<Real> {
   void download(int i, std::span<Complex> host) override {
     GS_EXPECTS(host.size() == this->layout_.size(), "download: size mismatch");
     GS_CUDA_TRY(cudaMemcpyAsync(host.data(), data(i), host.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+    GS_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
+  void upload_strided(std::span<const Complex> values, std::size_t offset, std::size_t stride, int i) override {
+    GS_EXPECTS(values.empty() || offset + (values.size() - 1) * stride < this->layout_.size(),
+               "upload_strided: beyond the vector");
+    GS_CUDA_TRY(cudaMemsetAsync(data(i), 0, this->layout_.size() * sizeof(Complex), stream_));  // all-zero bits: 0
+    DeviceBuffer<V> staged(values.size());  // freed after the wait below
+    if (!values.empty()) {
+      GS_CUDA_TRY(cudaMemcpyAsync(staged.data(), values.data(), values.size_bytes(),
+                                  cudaMemcpyHostToDevice, stream_));
+      const unsigned blocks = unsigned((values.size() + threads_per_block - 1) / threads_per_block);
+      scatter_strided<Real><<<blocks, threads_per_block, 0, stream_>>>(staged.data(), values.size(), offset, stride,
+                                                                       reinterpret_cast<V*>(data(i)));
+      GS_CUDA_CHECK_LAUNCH();
+    }
     GS_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
 

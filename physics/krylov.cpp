@@ -31,14 +31,13 @@ void true_residual(LinearOperator<Real>& op, VectorSpace<Real>& v, int b, int x,
   for (std::size_t i = 0; i < nr; ++i) out[i] = b_norm[i] > 0 ? out[i] / b_norm[i] : out[i];
 }
 
-/// Per rhs: whether its initial guess (host, batched layout: element (p, r, j) at (p·rhs + r)·block + j) is zero.
+/// Per rhs: whether its initial guess, vector x, is zero (its norm is: one reduction).
 template <class Real>
-std::vector<char> zero_guesses(const BatchLayout& l, std::span<const std::complex<Real>> x) {
-  std::vector<char> zero(l.rhs, 1);
-  for (std::size_t p = 0; p < l.slices; ++p)
-    for (std::size_t r = 0; r < l.rhs; ++r)
-      for (std::size_t j = 0; j < l.block && zero[r]; ++j)
-        if (x[(p * l.rhs + r) * l.block + j] != std::complex<Real>(0)) zero[r] = 0;
+std::vector<char> zero_guesses(VectorSpace<Real>& v, int x) {
+  std::vector<double> norm(v.layout().rhs);
+  v.norm(x, norm);
+  std::vector<char> zero(norm.size());
+  for (std::size_t r = 0; r < norm.size(); ++r) zero[r] = norm[r] == 0;
   return zero;
 }
 
@@ -72,13 +71,10 @@ void zero_where_b_vanishes(VectorSpace<Real>& v, int x, std::span<const double> 
   v.scale(keep, x);
 }
 
-/// The system into vectors b and x of the space (x the initial guess), and ‖b_r‖ per rhs; x = 0 where b = 0
+/// ‖b_r‖ per rhs of the system in vectors b and x of the space (x the initial guess); x = 0 where b = 0
 /// (zero_where_b_vanishes).
 template <class Real>
-std::vector<double> load_system(VectorSpace<Real>& v, std::span<const std::complex<Real>> b_host,
-                                std::span<const std::complex<Real>> x_host, int b, int x) {
-  v.upload(b_host, b);
-  v.upload(x_host, x);
+std::vector<double> load_system(VectorSpace<Real>& v, int b, int x) {
   std::vector<double> b_norm(v.layout().rhs);
   v.norm(b, b_norm);
   zero_where_b_vanishes(v, x, b_norm);
@@ -307,18 +303,15 @@ void gmres_device_cycles(LinearOperator<Real>& op, VectorSpace<Real>& v, const K
 #endif
 
 template <class Real>
-std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
-                              std::span<std::complex<Real>> x_host, const KrylovSettings& s) {
+std::vector<SolveStats> gmres(LinearOperator<Real>& op, VectorSpace<Real>& v, const KrylovSettings& s) {
   const int m = s.restart;
   GS_EXPECTS(m >= 1, "GMRES restart must be ≥ 1, got " + std::to_string(m));
   GS_EXPECTS(s.steps_ahead == 1 || s.steps_ahead == 2,
              "GMRES: steps_ahead must be 1 or 2, got " + std::to_string(s.steps_ahead));
-  auto space = op.make_space(m + 4);
-  VectorSpace<Real>& v = *space;
   const std::size_t nr = v.layout().rhs;
-  constexpr int B = 0, X = 1;  // then R and the basis (the cycles' functions)
-  const std::vector<char> zero_start = zero_guesses<Real>(v.layout(), std::span<const std::complex<Real>>(x_host));
-  const std::vector<double> b_norm = load_system<Real>(v, b_host, x_host, B, X);
+  constexpr int B = 0, X = 1;  // then R and the basis (the cycles' functions): m + 4 vectors
+  const std::vector<char> zero_start = zero_guesses<Real>(v, X);
+  const std::vector<double> b_norm = load_system<Real>(v, B, X);
   std::vector<SolveStats> stats(nr);
 #if GRATINGSIM_HAVE_CUDA
   if (s.device_scalars && v.memory() == Memory::device)
@@ -326,7 +319,6 @@ std::vector<SolveStats> gmres(LinearOperator<Real>& op, std::span<const std::com
   else
 #endif
     gmres_host_cycles(op, v, s, b_norm, stats, zero_start);
-  v.download(X, x_host);
   return stats;
 }
 
@@ -513,14 +505,14 @@ void bicgstab_device_iterations(LinearOperator<Real>& op, VectorSpace<Real>& v, 
 #endif
 
 template <class Real>
-std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::complex<Real>> b_host,
-                                 std::span<std::complex<Real>> x_host, const KrylovSettings& set) {
+std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, VectorSpace<Real>& v, const KrylovSettings& set) {
   using namespace bicgstab_vectors;
   GS_EXPECTS(set.steps_ahead == 1 || set.steps_ahead == 2,
              "BiCGStab: steps_ahead must be 1 or 2, got " + std::to_string(set.steps_ahead));
-  auto space = op.make_space(9);
-  VectorSpace<Real>& v = *space;
-  const std::vector<double> b_norm = load_system<Real>(v, b_host, x_host, B, X);
+  const std::vector<double> b_norm = load_system<Real>(v, B, X);
+  // The host iteration's restart scales r, r̂, p and v by 0 where it sets them: they must hold numbers (the space's
+  // work vectors hold whatever an earlier solve left).
+  for (const int i : {R, RHAT, P, V}) v.zero(i);
   std::vector<SolveStats> stats(v.layout().rhs);
 #if GRATINGSIM_HAVE_CUDA
   if (set.device_scalars && v.memory() == Memory::device)
@@ -528,7 +520,6 @@ std::vector<SolveStats> bicgstab(LinearOperator<Real>& op, std::span<const std::
   else
 #endif
     bicgstab_host_iterations(op, v, set, b_norm, stats);
-  v.download(X, x_host);
   return stats;
 }
 
@@ -575,24 +566,52 @@ std::vector<SolveStats> solve_dense(LinearOperator<Real>& op, std::span<const st
   return stats;
 }
 
+int solve_space_size(const KrylovSettings& settings) {
+  switch (settings.method) {
+    case Method::gmres: return settings.restart + 4;
+    case Method::bicgstab: return 9;
+    case Method::dense_lu: return 3;
+  }
+  return 3;
+}
+
+template <class Real>
+std::vector<SolveStats> solve(LinearOperator<Real>& op, VectorSpace<Real>& space, const KrylovSettings& settings) {
+  GS_EXPECTS(settings.tolerance > 0 && settings.max_iterations >= 1, "solve: tolerance must be > 0 and max_iterations ≥ 1");
+  GS_EXPECTS(space.count() >= solve_space_size(settings) && space.layout().size() == op.layout().size() &&
+                 space.layout().rhs == op.layout().rhs,
+             "solve: the space holds " + std::to_string(space.count()) + " vectors of its layout; the method needs " +
+                 std::to_string(solve_space_size(settings)) + " of the operator's");
+  switch (settings.method) {
+    case Method::gmres: return gmres(op, space, settings);
+    case Method::bicgstab: return bicgstab(op, space, settings);
+    case Method::dense_lu: {
+      std::vector<std::complex<Real>> b(op.layout().size()), x(b.size());
+      space.download(0, b);
+      space.download(1, x);
+      std::vector<SolveStats> stats = solve_dense<Real>(op, b, x);
+      space.upload(x, 1);
+      for (SolveStats& s : stats) s.converged = s.residual <= settings.tolerance;
+      return stats;
+    }
+  }
+  return {};
+}
+
 template <class Real>
 std::vector<SolveStats> solve(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
                               std::span<std::complex<Real>> x, const KrylovSettings& settings) {
   GS_EXPECTS(b.size() == op.layout().size() && x.size() == op.layout().size(), "solve: vector sizes do not match the operator");
-  GS_EXPECTS(settings.tolerance > 0 && settings.max_iterations >= 1, "solve: tolerance must be > 0 and max_iterations ≥ 1");
-  std::vector<SolveStats> stats;
-  switch (settings.method) {
-    case Method::gmres: return gmres(op, b, x, settings);
-    case Method::bicgstab: return bicgstab(op, b, x, settings);
-    case Method::dense_lu:
-      stats = solve_dense(op, b, x);
-      for (SolveStats& s : stats) s.converged = s.residual <= settings.tolerance;
-      return stats;
-  }
+  const auto space = op.make_space(solve_space_size(settings));
+  space->upload(b, 0);
+  space->upload(x, 1);
+  std::vector<SolveStats> stats = solve(op, *space, settings);
+  space->download(1, x);
   return stats;
 }
 
 #define GRATINGSIM_INSTANTIATE(Real)                                                                              \
+  template std::vector<SolveStats> solve<Real>(LinearOperator<Real>&, VectorSpace<Real>&, const KrylovSettings&); \
   template std::vector<SolveStats> solve<Real>(LinearOperator<Real>&, std::span<const std::complex<Real>>,       \
                                                 std::span<std::complex<Real>>, const KrylovSettings&);            \
   template std::vector<SolveStats> solve_dense<Real>(LinearOperator<Real>&, std::span<const std::complex<Real>>, \

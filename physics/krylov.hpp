@@ -83,9 +83,21 @@ struct SolveStats {
   bool stagnated = false;  ///< stopped at the working precision's floor (KrylovSettings::stagnation_cycles)
 };
 
-/// Solves A x = b for every rhs. x holds the initial guess on entry (host, layout().size()) and the
-/// solution on return; a rhs with b = 0 returns x = 0 (its residual is then the absolute ‖A x‖ = 0).
-/// Never throws for non-convergence: the stats say so (solver.hpp decides).
+/// The vectors solve(op, space, settings) needs in its space: b, x and the method's own (GMRES restart + 2,
+/// BiCGStab 7; the dense reference 1, though it assembles in a space of its own): at least 3, so that the
+/// caller may use vector 2 as scratch between solves.
+int solve_space_size(const KrylovSettings& settings);
+
+/// Solves A x = b for every rhs where the vectors are: b in vector 0 and x in vector 1 of `space`, a space of
+/// op's layout and memory (op.make_space()) with at least solve_space_size(settings) vectors, the others the
+/// method's work space (overwritten). x holds the initial guess on entry and the solution on return; a rhs with
+/// b = 0 returns x = 0 (its residual is then the absolute ‖A x‖ = 0). Nothing crosses between host and device
+/// but the per-rhs scalars. Never throws for non-convergence: the stats say so (solver.hpp decides).
+template <class Real>
+std::vector<SolveStats> solve(LinearOperator<Real>& op, VectorSpace<Real>& space, const KrylovSettings& settings);
+
+/// The same for host vectors b and x (layout().size() each): a space of op is made, b and x uploaded and x
+/// downloaded at the end.
 template <class Real>
 std::vector<SolveStats> solve(LinearOperator<Real>& op, std::span<const std::complex<Real>> b,
                               std::span<std::complex<Real>> x, const KrylovSettings& settings);

@@ -273,13 +273,8 @@ class RightPreconditioned final : public LinearOperator<Real> {
     p_.apply(x, scratch_->data(0), stream_);
     op_.apply(scratch_->data(0), y);
   }
-  /// x ← P u for host vectors (uses the scratch space's memory; waits for the result).
-  void recover(std::span<const Complex> u, std::span<Complex> x) {
-    auto space = op_.make_space(2);
-    space->upload(u, 0);
-    p_.apply(space->data(0), space->data(1), stream_);
-    space->download(1, x);
-  }
+  /// x ← P u (distinct vectors in the space's memory; enqueued on the stream).
+  void recover(const Complex* u, Complex* x) { p_.apply(u, x, stream_); }
 
  private:
   LinearOperator<Real>& op_;

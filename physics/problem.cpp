@@ -181,11 +181,11 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
       grids(), orders_, convolution_->memory() == Memory::device ? SliceTables::none : SliceTables::host);
 
   // e_b(z) = a_s ê (e^{−ikz z} + r_s e^{ikz z}) + a_p (p̂− e^{−ikz z} + r_p p̂+ e^{ikz z}), order 0 only.
-  background_.resize(layout_.size());  // zeros (ZeroedAllocator): only the pages holding order 0 are written
+  background_.resize(std::size_t(nz) * nr * 3);
   for (std::size_t a = 0; a < incidences.size(); ++a) {
     const FloquetOrders& f = orders_[a];
-    const std::size_t m = f.zeroth();
-    const Order& o = f.orders[m];
+    GS_EXPECTS(f.zeroth() == orders_[0].zeroth(), "every incidence of a problem has its order 0 at one index");
+    const Order& o = f.orders[f.zeroth()];
     const C kz = o.kz1;
     const C pt = kz / f.k1;
     const double pz = -o.krho / f.k1, ex = -o.ty, ey = o.tx;
@@ -197,7 +197,7 @@ DiscreteProblem<Real>::DiscreteProblem(std::span<const ProblemMember> members, c
       const C field[2][3] = {{s_amp * ex, s_amp * ey, 0.0}, {p_t * o.tx, p_t * o.ty, p_z}};
       for (int pol = 0; pol < 2; ++pol)
         for (int comp = 0; comp < 3; ++comp)
-          background_[(std::size_t(p) * nr + 2 * a + pol) * 3 * nm + comp * nm + m] = Complex(field[pol][comp]);
+          background_[(std::size_t(p) * nr + 2 * a + pol) * 3 + comp] = Complex(field[pol][comp]);
     }
   }
   lap(Phase::z_operator);
@@ -341,32 +341,36 @@ void DiscreteProblem<Real>::synchronize() const {
 }
 
 template <class Real>
-void DiscreteProblem<Real>::convolve_into_work(std::span<const Complex> solution) {
-  GS_EXPECTS(solution.size() == layout_.size(), "the solution's size does not match the problem");
-  if (memory() == Memory::device) {
-    // The convolution reads its input on the device: one vector for the call (problem.hpp says why
-    // there is room). Its space's destructor on return waits for the convolution.
-    auto in = make_space(1);
-    in->upload(solution, 0);
-    convolution_->execute(in->data(0), work_->data(0), stream_);
-  } else {
-    convolution_->execute(solution.data(), work_->data(0));
-  }
+void DiscreteProblem<Real>::load_background(VectorSpace<Real>& v, int i) const {
+  GS_EXPECTS(v.layout().size() == layout_.size() && v.layout().rhs == layout_.rhs,
+             "load_background: the space is not of this problem's layout");
+  // Element (p, r, comp, m) at ((p·rhs + r)·3 + comp)·orders + m: order 0's are `orders` apart.
+  const std::size_t nm = layout_.block / 3;
+  v.upload_strided(background_, orders_[0].zeroth(), nm, i);
 }
 
 template <class Real>
-std::vector<std::complex<Real>> DiscreteProblem<Real>::convolve_on_host(std::span<const Complex> solution) {
-  convolve_into_work(solution);
-  std::vector<Complex> c(layout_.size() / 3 * std::size_t(sources_per_block_));
-  work_->download(0, c);  // waits for the stream
-  return c;
+std::vector<std::complex<Real>> DiscreteProblem<Real>::background_field() const {
+  const std::size_t nm = layout_.block / 3;
+  std::vector<Complex> out(layout_.size());
+  for (std::size_t k = 0; k < background_.size(); ++k) out[orders_[0].zeroth() + k * nm] = background_[k];
+  return out;
 }
 
 template <class Real>
-std::vector<std::complex<Real>> DiscreteProblem<Real>::physical_field(std::span<const Complex> solution) {
-  std::vector<Complex> e(solution.begin(), solution.end());
+void DiscreteProblem<Real>::convolve_into_work(const Complex* solution) {
+  convolution_->execute(solution, work_->data(0), stream_);  // stream_: nullptr on the host
+}
+
+template <class Real>
+std::vector<std::complex<Real>> DiscreteProblem<Real>::physical_field(VectorSpace<Real>& space, int i) {
+  GS_EXPECTS(space.layout().size() == layout_.size(), "physical_field: the space is not of this problem's layout");
+  std::vector<Complex> e(layout_.size());
+  space.download(i, e);
   if (formulation_ == Formulation::laurent) return e;
-  const std::vector<Complex> c = convolve_on_host(solution);  // E = F + D (d_axes_: D's components)
+  convolve_into_work(space.data(i));
+  std::vector<Complex> c(layout_.size() / 3 * std::size_t(sources_per_block_));
+  work_->download(0, c);  // waits for the stream; E = F + D (d_axes_: D's components)
   const std::size_t blocks = layout_.slices * layout_.rhs, nm = layout_.block / 3, sc = std::size_t(sources_per_block_);
   for (std::size_t b = 0; b < blocks; ++b)
     for (int comp = 0; comp < 3; ++comp)
@@ -376,13 +380,14 @@ std::vector<std::complex<Real>> DiscreteProblem<Real>::physical_field(std::span<
 }
 
 template <class Real>
-std::vector<FarField> DiscreteProblem<Real>::far_field(std::span<const Complex> solution) {
+std::vector<FarField> DiscreteProblem<Real>::far_field(VectorSpace<Real>& space, int i) {
+  GS_EXPECTS(space.layout().size() == layout_.size(), "far_field: the space is not of this problem's layout");
   using C = std::complex<double>;
   const std::size_t nr = layout_.rhs, nm = layout_.block / 3;
   // The source's sums over the slices, where the convolution output is (device problems download
   // only these 4 numbers per (rhs, order), not the output).
   std::vector<C> sums(nr * nm * 4);
-  convolve_into_work(solution);
+  convolve_into_work(space.data(i));
   z_operator_->far_field_sums(work_->data(0), sums.data(), stream_);
   std::vector<FarField> out(nr);
   for (std::size_t r = 0; r < nr; ++r) {
@@ -436,7 +441,7 @@ std::size_t estimate_bytes(std::size_t slices, std::size_t orders, std::size_t i
   const double l1 = double(conv::minimal_fft_length(2 * m1 + 1)), l2 = double(conv::minimal_fft_length(2 * m2 + 1));
   const double kernels = nz * double(members) * per_slice * ((4 * double(m1) + 1) * (4 * double(m2) + 1) * 16 + l1 * l2 * 2 * real);
   const double green = double(incidences) * nm * nz * 4 * 16;
-  double total = field * (double(krylov_vectors) + 2) + output + kernels + green;  // + b, x on the host
+  double total = field * double(krylov_vectors) + output + kernels + green;
   if (dense) {
     const double n = nz * 3 * nm;
     total += rhs * n * n * 16;

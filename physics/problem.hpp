@@ -114,8 +114,11 @@ class DiscreteProblem final : public LinearOperator<Real> {
   void synchronize() const;
   [[nodiscard]] const conv::Convolution<Real>& convolution() const { return *convolution_; }
 
-  /// e_b at the slice centres (the right-hand side and the initial guess), host, batched layout.
-  [[nodiscard]] std::span<const Complex> background_field() const { return background_; }
+  /// Vector i of v (a space of this problem: make_space()) ← e_b at the slice centres, the right-hand side (and
+  /// the solver's initial guess). It is non-zero at order 0 only: 3 numbers per slice and rhs cross to a device.
+  void load_background(VectorSpace<Real>& v, int i) const;
+  /// e_b on the host, batched layout (layout().size() elements).
+  [[nodiscard]] std::vector<Complex> background_field() const;
   [[nodiscard]] const std::vector<FloquetOrders>& orders() const { return orders_; }
   /// Member w's slices (members of one structure share them).
   [[nodiscard]] const Discretisation& discretisation(int member = 0) const {
@@ -151,25 +154,19 @@ class DiscreteProblem final : public LinearOperator<Real> {
   [[nodiscard]] SweepInputs sweep_inputs(bool dense = true) const;
 
   /// Far-field amplitudes for every rhs from the solution x (the unknown: F, or e for Laurent) at
-  /// the slice centres (host), with the source s = k1² J: the z-operator's far_field_sums of the
-  /// convolution output (convolve_into_work). A device problem convolves and sums on the device and
-  /// downloads 4 numbers per (rhs, order).
-  [[nodiscard]] std::vector<FarField> far_field(std::span<const Complex> solution);
+  /// the slice centres, vector i of `space` (a space of this problem), with the source s = k1² J: the
+  /// z-operator's far_field_sums of the convolution output (convolve_into_work). A device problem convolves
+  /// and sums on the device and downloads 4 numbers per (rhs, order).
+  [[nodiscard]] std::vector<FarField> far_field(VectorSpace<Real>& space, int i);
 
-  /// The physical field E = M F = F + D at the slice centres from the solution (host, batched
-  /// layout); Laurent's unknown is E itself.
-  [[nodiscard]] std::vector<Complex> physical_field(std::span<const Complex> solution);
+  /// The physical field E = M F = F + D at the slice centres from the solution, vector i of `space` (host,
+  /// batched layout); Laurent's unknown is E itself.
+  [[nodiscard]] std::vector<Complex> physical_field(VectorSpace<Real>& space, int i);
 
  private:
-  /// work_ ← the convolution of a host solution x (sources_per_block_ components per block, in
-  /// memory()), for far_field and physical_field. A device problem uploads x into a device vector it
-  /// allocates for the call and frees on return: the solver calls these after the solve has released
-  /// its own vectors, so the call adds one vector of the problem's layout to the problem's own memory
-  /// (work_, kernels, tables), where a solve held several.
-  void convolve_into_work(std::span<const Complex> solution);
-  /// The convolution output of a host solution x (host, sources_per_block_ components per block),
-  /// convolve_into_work's work_ downloaded.
-  std::vector<Complex> convolve_on_host(std::span<const Complex> solution);
+  /// work_ ← the convolution of the solution x (in memory(); sources_per_block_ components per block),
+  /// for far_field and physical_field.
+  void convolve_into_work(const Complex* solution);
   /// Vectors of the convolution output's layout, in memory().
   [[nodiscard]] std::unique_ptr<VectorSpace<Real>> make_output_space(int count) const;
 
@@ -189,7 +186,7 @@ class DiscreteProblem final : public LinearOperator<Real> {
   std::unique_ptr<conv::Convolution<Real>> convolution_;
   std::unique_ptr<ZOperator<Real>> z_operator_;
   std::unique_ptr<VectorSpace<Real>> work_;  // the convolution's output (sources_per_block_ components)
-  std::vector<Complex, ZeroedAllocator<Complex>> background_;  // non-zero at order 0 only: most pages never written
+  std::vector<Complex> background_;  // e_b at order 0, [slice][rhs][component]; zero at every other order
 };
 
 /// The convolution problem DiscreteProblem plans for `members` wavelengths of `incidences` incidences
@@ -203,9 +200,11 @@ class DiscreteProblem final : public LinearOperator<Real> {
 conv::Problem convolution_problem(Formulation formulation, const Lattice& lattice, int m1, int m2, int slices,
                                   std::size_t incidences, int members = 1, bool sloped_walls = false);
 
-/// Bytes the solve of `incidences` incidences of `members` wavelengths (one problem) needs (Krylov vectors, right-hand sides, convolution output,
+/// Bytes the solve of `incidences` incidences of `members` wavelengths (one problem) needs (Krylov vectors, convolution output,
 /// Green coefficients, kernels and their FFT spectra; a backend's private scratch is not counted;
-/// the dense reference adds n²·16 per rhs). krylov_vectors: GMRES restart + 4, BiCGStab 8, dense 3.
+/// the dense reference adds n²·16 per rhs). krylov_vectors: the solve's space, b and x among them
+/// (krylov.hpp, solve_space_size: GMRES restart + 4, BiCGStab 9, dense 3); nothing of the problem's size
+/// lives on the host besides (the solver keeps b and x in that space).
 /// The normal-vector formulation is counted as its largest pattern, the 2D tilted one (6 output components per
 /// block, 12 kernels per slice), an upper bound for the others (2D 5 and 7, 1D tilted 5 and 7, 1D 4 and 3).
 /// Computed in floating point: a size beyond std::size_t saturates at its maximum, never wraps.

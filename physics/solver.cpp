@@ -190,8 +190,7 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
                        const SolverOptions& options, bool metal = false, bool device_sweep = true) {
   const std::size_t real_bytes = options.precision == Precision::single ? sizeof(float) : sizeof(double);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
-  const int vectors = options.method == Method::gmres ? options.gmres_restart + 4
-                      : options.method == Method::bicgstab ? 8 : 3;
+  const int vectors = solve_space_size({.method = options.method, .restart = options.gmres_restart});
   const bool dense = options.method == Method::dense_lu;
   MemoryPlan plan;
   plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
@@ -231,34 +230,41 @@ constexpr int sweep_steps_ahead = 1;
 /// The right-hand sides that `first` left unconverged continue from x with the sweep (P = A⁻¹, §6.3 of
 /// docs/solver.md): A P u = b from u₀ = A x (P u₀ = x up to the sweep's rounding, so the solve starts where
 /// the first stopped, and its tolerance and residuals stay relative to b, per right-hand side), then x = P u
-/// on them; the others keep x bit for bit. The time before the sweep is built goes to the timer's Krylov
-/// phase, its set-up to the preconditioner's. Waits for the device.
+/// on them; the others keep x bit for bit. b and x are vectors 0 and 1 of `space` (solve()'s), vector 2 its
+/// scratch. The time before the sweep is built goes to the timer's Krylov phase, its set-up to the
+/// preconditioner's. Waits for the device.
 template <class Real>
-std::vector<SolveStats> continue_with_sweep(DiscreteProblem<Real>& problem, std::span<const std::complex<Real>> b,
-                                            std::span<std::complex<Real>> x, const std::vector<SolveStats>& first,
-                                            const KrylovSettings& settings, PhaseTimer& timer) {
+std::vector<SolveStats> continue_with_sweep(DiscreteProblem<Real>& problem, VectorSpace<Real>& space,
+                                            const std::vector<SolveStats>& first, const KrylovSettings& settings,
+                                            PhaseTimer& timer) {
   using Complex = std::complex<Real>;
   const BatchLayout& l = problem.layout();
-  std::vector<Complex> u(l.size()), continued(l.size());
+  // The converged right-hand sides' x, kept on the host (the sweep serves metals: small problems).
+  const bool keep = std::any_of(first.begin(), first.end(), [](const SolveStats& st) { return st.converged; });
+  std::vector<Complex> kept(keep ? l.size() : 0);
+  if (keep) space.download(1, kept);
   timer.lap(Phase::krylov);
-  {
-    const auto space = problem.make_space(2);
-    space->upload(x, 0);
-    problem.apply(space->data(0), space->data(1));
-    space->download(1, u);
-  }
+  problem.apply(space.data(1), space.data(2));  // u₀ = A x
+  space.copy(2, 1);
   const std::unique_ptr<Preconditioner<Real>> sweep = problem.make_sweep_preconditioner();
   timer.lap(Phase::preconditioner);
   RightPreconditioned<Real> ap(problem, *sweep, problem.stream());
   KrylovSettings swept = settings;
   swept.steps_ahead = sweep_steps_ahead;
-  std::vector<SolveStats> more = physics::solve<Real>(ap, b, u, swept);
-  ap.recover(u, continued);
-  for (std::size_t p = 0; p < l.slices; ++p)
-    for (std::size_t k = 0; k < l.rhs; ++k)
-      if (!first[k].converged)
-        std::copy_n(continued.begin() + std::ptrdiff_t((p * l.rhs + k) * l.block), l.block,
-                    x.begin() + std::ptrdiff_t((p * l.rhs + k) * l.block));
+  std::vector<SolveStats> more = physics::solve<Real>(ap, space, swept);
+  ap.recover(space.data(1), space.data(2));
+  space.copy(2, 1);
+  if (keep) {
+    std::vector<Complex> x(l.size());
+    space.download(1, x);
+    for (std::size_t p = 0; p < l.slices; ++p)
+      for (std::size_t k = 0; k < l.rhs; ++k)
+        if (first[k].converged)
+          std::copy_n(kept.begin() + std::ptrdiff_t((p * l.rhs + k) * l.block), l.block,
+                      x.begin() + std::ptrdiff_t((p * l.rhs + k) * l.block));
+    space.upload(x, 1);
+  }
+  problem.synchronize();
   return more;
 }
 
@@ -335,8 +341,6 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   settings.timer = &timer;
   DiscreteProblem<Real> problem(members, settings, slice_factor);
 
-  const std::span<const std::complex<Real>> b = problem.background_field();
-  std::vector<std::complex<Real>> x(b.begin(), b.end());  // the unknown (F, or e for Laurent); initial guess e_b
   KrylovSettings ks;
   ks.method = options.method;
   ks.restart = options.gmres_restart;
@@ -346,6 +350,13 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   // allows (the unpreconditioned device problem on gpu-fused or gpu-direct: 2D lattices); GMRES's graphs, one per
   // Arnoldi step and captured in the first cycle, stay off (docs/solver.md §2).
   ks.cuda_graphs = ks.method == Method::bicgstab;
+  // The system in problem memory throughout (no host copy of b or x): b = e_b in vector 0; vector 1 holds the
+  // unknown (F, or e for Laurent; initial guess e_b), or u of the right-preconditioned A P u = b (x = P u)
+  // while `holds_u`; the rest is the Krylov methods' work space (vector 2 also scratch between solves).
+  const auto system = problem.make_space(solve_space_size(ks));
+  VectorSpace<Real>& v = *system;
+  problem.load_background(v, 0);
+  v.copy(0, 1);
   GroupSolve out;
   out.slices = slices;
   // With automatic: a nearly singular Ā (preconditioner.hpp) can leave a residual floor above the
@@ -372,7 +383,7 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
       sweep_may_follow ? std::min((options.max_iterations + 1) / 2, sweep_check_iterations(options)) : half;
   std::unique_ptr<Preconditioner<Real>> p;
   std::unique_ptr<RightPreconditioned<Real>> ap;
-  std::vector<std::complex<Real>> u;
+  bool holds_u = false;
   if (precondition) {
     // Right preconditioning: A P u = b from u = 0, then x = P u (residuals are those of A x = b).
     p = kind == Preconditioning::coarse  ? problem.make_coarse_preconditioner(coarse_m)
@@ -380,8 +391,16 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
                                          : problem.make_preconditioner();
     timer.lap(Phase::preconditioner);
     ap = std::make_unique<RightPreconditioned<Real>>(problem, *p, problem.stream());
-    u.assign(x.size(), std::complex<Real>(0));
+    v.zero(1);  // u = 0
+    holds_u = true;
   }
+  const auto to_x = [&] {  // vector 1 ← x = P u where it holds u
+    if (!holds_u) return;
+    ap->recover(v.data(1), v.data(2));
+    v.copy(2, 1);
+    problem.synchronize();  // before P may be freed
+    holds_u = false;
+  };
   // The unconverged right-hand sides take what a continuation did (the others returned at once).
   const auto absorb = [&](const std::vector<SolveStats>& more) {
     for (std::size_t r = 0; r < more.size(); ++r) {
@@ -398,13 +417,8 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
     KrylovSettings settings = ks;
     settings.max_iterations = iterations;
     if (precondition && kind == Preconditioning::sweep) settings.steps_ahead = sweep_steps_ahead;
-    std::vector<SolveStats> more;
-    if (precondition) {
-      more = physics::solve<Real>(*ap, b, u, settings);
-      ap->recover(u, x);
-    } else {
-      more = physics::solve<Real>(problem, b, x, settings);
-    }
+    std::vector<SolveStats> more =
+        precondition ? physics::solve<Real>(*ap, v, settings) : physics::solve<Real>(problem, v, settings);
     if (out.stats.empty()) out.stats = std::move(more);
     else absorb(more);
   };
@@ -418,11 +432,12 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
       return !st.converged && st.residual > std::sqrt(options.tolerance);
     });
     if (far) {
+      to_x();
       ap.reset();  // the first preconditioner's memory is free before the sweep's
       p.reset();
       KrylovSettings rest = ks;
       rest.max_iterations = options.max_iterations - check;
-      absorb(continue_with_sweep<Real>(problem, b, x, out.stats, rest, timer));
+      absorb(continue_with_sweep<Real>(problem, v, out.stats, rest, timer));
       out.preconditioned = true;
       spent = options.max_iterations;
     } else if (check < half) {
@@ -433,8 +448,11 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   if (spent < options.max_iterations && precondition && may_continue && stalled()) {
     KrylovSettings rest = ks;
     rest.max_iterations = options.max_iterations - spent;
-    absorb(physics::solve<Real>(problem, b, x, rest));
+    to_x();
+    absorb(physics::solve<Real>(problem, v, rest));
   }
+  to_x();
+  problem.synchronize();
   timer.lap(Phase::krylov);
   out.preconditioned = out.preconditioned || precondition;
   for (std::size_t r = 0; r < out.stats.size(); ++r) {
@@ -452,11 +470,11 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
       throw NotConverged(os.str(), std::source_location::current());
     members[r / 2 / per_member].warnings.push_back(os.str() + " (result marked unconverged)");
   }
-  out.far = problem.far_field(x);
+  out.far = problem.far_field(v, 1);
   out.orders = problem.orders();
   out.grids = problem.grids();
   if (options.keep_fields) {
-    const std::vector<std::complex<Real>> e = problem.physical_field(x);  // E = M F
+    const std::vector<std::complex<Real>> e = problem.physical_field(v, 1);  // E = M F
     const BatchLayout& l = problem.layout();
     out.fields.resize(group.size());
     for (std::size_t a = 0; a < group.size(); ++a)

@@ -98,8 +98,22 @@ class HostVectorSpace final : public VectorSpace<Real> {
   }
 
   void copy(int x, int y) override {
+    const BatchLayout& l = this->layout_;
     const Complex* u = data(x);
-    std::copy(u, u + this->layout_.size(), data(y));
+    Complex* v = data(y);
+#pragma omp parallel for schedule(static) if (l.size() >= parallel_threshold)
+    for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
+      std::copy_n(u + std::size_t(p) * l.rhs * l.block, l.rhs * l.block, v + std::size_t(p) * l.rhs * l.block);
+  }
+
+  void upload_strided(std::span<const Complex> values, std::size_t offset, std::size_t stride, int i) override {
+    const BatchLayout& l = this->layout_;
+    GS_EXPECTS(values.empty() || offset + (values.size() - 1) * stride < l.size(), "upload_strided: beyond the vector");
+    Complex* v = data(i);
+#pragma omp parallel for schedule(static) if (l.size() >= parallel_threshold)
+    for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
+      std::fill_n(v + std::size_t(p) * l.rhs * l.block, l.rhs * l.block, Complex(0));
+    for (std::size_t k = 0; k < values.size(); ++k) v[offset + k * stride] = values[k];
   }
 
   void upload(std::span<const Complex> host, int i) override {

@@ -68,6 +68,12 @@ class VectorSpace {
   /// Vector i ← host data (layout().size() elements), and back.
   virtual void upload(std::span<const Complex> host, int i) = 0;
   virtual void download(int i, std::span<Complex> host) = 0;
+  /// Vector i ← zero except element offset + k·stride = values[k] (host, k < values.size(); empty values: zero).
+  /// A sparse vector's upload: only the values cross to a device (the background field, one order of each
+  /// block). Waits for a device.
+  virtual void upload_strided(std::span<const Complex> values, std::size_t offset, std::size_t stride, int i) = 0;
+  /// Vector i ← 0.
+  void zero(int i) { upload_strided({}, 0, 1, i); }
 
  protected:
   VectorSpace(const BatchLayout& layout, int count) : layout_(layout), count_(count) {}

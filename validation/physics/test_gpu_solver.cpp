@@ -21,6 +21,7 @@
 #include "physics/device.hpp"
 #include "physics/problem.hpp"
 #include "validation/physics/device_z_operator_check.hpp"
+#include "validation/physics/vector_space_checks.hpp"
 #include "physics/solver.hpp"
 #include "validation/physics/batch_independence.hpp"
 #include "validation/physics/grating_cases.hpp"
@@ -207,6 +208,15 @@ TEMPLATE_TEST_CASE("the device vector space equals the host one on random vector
       INFO("vector " << i << ", " << layout.slices << " slices");
       CHECK(test::relative_l2<TestType, TestType>(out_dev, out_host) <= tol);
     }
+  }
+}
+
+TEMPLATE_TEST_CASE("device vector space: upload_strided sets one element in `stride` over zeros, copy copies it",
+                   "[physics][gpu]", float, double) {
+  for (const BatchLayout layout : {BatchLayout{7, 3, 33}, BatchLayout{130, 4, 2883}}) {
+    DeviceStream stream;
+    auto dev = make_device_vector_space<TestType>(layout, 3, stream.get());
+    test::check_upload_strided<TestType>(*dev);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "core/error.hpp"
 #include "physics/krylov.hpp"
 #include "physics/vector_space.hpp"
 #include "validation/support/catch.hpp"
@@ -468,6 +469,50 @@ TEMPLATE_TEST_CASE("a batch of right-hand sides of different difficulty: each be
     CHECK_FALSE(together[4].converged);
     CHECK(together[4].iterations == cap);
     CHECK(together[4].residual > tol);
+  }
+}
+
+TEMPLATE_TEST_CASE("the in-place solve (b and x in a space of the operator) equals the host-vector solve, bit for bit",
+                   "[physics][krylov]", float, double) {
+  // solve(op, space, settings) is what the solver runs (b and x never leave the operator's memory); the host-vector
+  // solve uploads into such a space and downloads x. Same steps, same bits; the other vectors of the space are the
+  // method's (poisoned here: it must not read them before writing), and a space too small is refused.
+  using Complex = std::complex<TestType>;
+  const double tol = tolerance<TestType>();
+  constexpr std::size_t slices = 12, block = 3, n = slices * block;
+  const System easy = normal(repeated_spectrum(n, 4, random_phase() * 2.0));
+  const System medium = normal(disc_spectrum(n, random_phase() * 2.0, 0.5));
+  const std::vector<Vector> b = {random_vector(n), random_vector(n)}, x0 = {random_vector(n), Vector(n, 0.0)};
+  KrylovSettings dense;
+  dense.method = Method::dense_lu;
+  dense.tolerance = tol;
+  for (const KrylovSettings& settings : {gmres(5, tol), bicgstab(tol), dense}) {
+    INFO("method " << int(settings.method));
+    MatrixBatch<TestType> op(slices, block, {easy.a, medium.a});
+    const BatchLayout& l = op.layout();
+    const auto bb = pack<TestType>(l, b);
+    auto x = pack<TestType>(l, x0);
+    const std::vector<SolveStats> reference = solve<TestType>(op, bb, x, settings);
+
+    const int count = solve_space_size(settings);
+    const auto space = op.make_space(count);
+    const std::vector<Complex> poisoned(l.size(), test::poison<TestType>());
+    for (int i = 2; i < count; ++i) space->upload(poisoned, i);
+    space->upload(bb, 0);
+    space->upload(pack<TestType>(l, x0), 1);
+    const std::vector<SolveStats> in_place = solve<TestType>(op, *space, settings);
+    std::vector<Complex> x_in_place(l.size(), test::poison<TestType>());
+    space->download(1, x_in_place);
+    REQUIRE(in_place.size() == reference.size());
+    for (std::size_t r = 0; r < l.rhs; ++r) {
+      CHECK(in_place[r].iterations == reference[r].iterations);
+      CHECK(in_place[r].matvecs == reference[r].matvecs);
+      CHECK(in_place[r].residual == reference[r].residual);
+      CHECK(in_place[r].converged);
+    }
+    CHECK(x_in_place == x);
+    const auto small = op.make_space(count - 1);
+    CHECK_THROWS_AS(solve<TestType>(op, *small, settings), gratingsim::InvalidArgument);
   }
 }
 

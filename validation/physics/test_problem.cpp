@@ -166,10 +166,12 @@ TEST_CASE("problem far field: amplitudes equal the direct sums over the slices, 
       std::vector<std::string> warnings;
       DiscreteProblem<double> problem(s, angles, settings, 1, warnings);
       const std::vector<std::complex<double>> x = test::random_complex<double>(problem.layout().size());
+      const auto space = problem.make_space(1);
+      space->upload(x, 0);
       omp_set_num_threads(1);
-      const std::vector<FarField> one = problem.far_field(x);
+      const std::vector<FarField> one = problem.far_field(*space, 0);
       omp_set_num_threads(4);  // several threads even on a one-core runner
-      const std::vector<FarField> far = problem.far_field(x);
+      const std::vector<FarField> far = problem.far_field(*space, 0);
       omp_set_num_threads(threads);
       REQUIRE(far.size() == 2 * angles.size());
       for (std::size_t r = 0; r < far.size(); ++r)

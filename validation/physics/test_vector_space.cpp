@@ -1,7 +1,8 @@
 // physics/vector_space.cpp: the host batched vectors against direct sums over the layout of
 // vector_space.hpp, in both precisions; the basis pass of classical Gram–Schmidt (dots, combine, and fused as
 // combine_dots and combine_norm, equal to the separate calls bit for bit)
-// against the one-vector operations; reductions independent of the number of OpenMP threads.
+// against the one-vector operations; reductions independent of the number of OpenMP threads; the sparse upload and
+// the copy (vector_space_checks.hpp).
 #include <omp.h>
 
 #include <cmath>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "physics/vector_space.hpp"
+#include "validation/physics/vector_space_checks.hpp"
 #include "validation/support/catch.hpp"
 #include "validation/support/compare.hpp"
 #include "validation/support/random.hpp"
@@ -156,4 +158,13 @@ TEMPLATE_TEST_CASE("host vector space: combine_dots and combine_norm equal combi
   separate->download(w, w_separate);
   CHECK(w_fused == w_separate);
   CHECK_THROWS(fused->combine_dots(a, 0, basis, 2, got));  // into one of its own basis vectors
+}
+
+TEMPLATE_TEST_CASE("host vector space: upload_strided sets one element in `stride` over zeros, copy copies it",
+                   "[physics][vector_space]", float, double) {
+  // A small layout and one large enough for the parallel paths (2^16 elements).
+  for (const BatchLayout l : {BatchLayout{3, 2, 15}, BatchLayout{150, 3, 201}}) {
+    auto space = make_host_vector_space<TestType>(l, 3);
+    test::check_upload_strided<TestType>(*space);
+  }
 }
