@@ -1092,10 +1092,12 @@ class CaseReader {
       const Map sm(*s, {"method", "restart", "tolerance", "max_iterations", "preconditioner"});
       auto& solver = c_.numerics.solver;
       if (const auto method = sm.optional("method"))
-        solver.method = method->choice<physics::Method>({{"gmres", physics::Method::gmres},
+        solver.method = method->choice<physics::Method>({{"auto", physics::Method::automatic},
+                                                         {"gmres", physics::Method::gmres},
                                                          {"bicgstab", physics::Method::bicgstab},
                                                          {"direct", physics::Method::dense_lu}});
       if (const auto r = sm.optional("restart")) {
+        if (!sm.optional("method")) solver.method = physics::Method::gmres;  // a restart length asks for GMRES
         if (solver.method != physics::Method::gmres) r->fail("restart applies to method: gmres only");
         solver.restart = integer_in(*r, 1, 10000, "a GMRES restart length");
       }

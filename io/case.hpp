@@ -84,7 +84,9 @@ struct IncidenceSweep {
 
 /// The case's choices for the linear solver (physics::SolverOptions takes them, with its own defaults).
 struct SolverOptions {
-  physics::Method method = physics::Method::gmres;  ///< the file's gmres, bicgstab or direct (dense_lu)
+  /// the file's auto (physics::Method::automatic: BiCGStab on 2D lattices without metal, else GMRES), gmres, bicgstab
+  /// or direct (dense_lu); a restart without a method chooses gmres
+  physics::Method method = physics::Method::automatic;
   int restart = 40;         ///< GMRES restart length
   double tolerance = 1e-8;  ///< relative residual at which iterations stop
   int max_iterations = 500;

@@ -571,6 +571,7 @@ int solve_space_size(const KrylovSettings& settings) {
     case Method::gmres: return settings.restart + 4;
     case Method::bicgstab: return 9;
     case Method::dense_lu: return 3;
+    case Method::automatic: return std::max(settings.restart + 4, 9);
   }
   return 3;
 }
@@ -578,6 +579,7 @@ int solve_space_size(const KrylovSettings& settings) {
 template <class Real>
 std::vector<SolveStats> solve(LinearOperator<Real>& op, VectorSpace<Real>& space, const KrylovSettings& settings) {
   GS_EXPECTS(settings.tolerance > 0 && settings.max_iterations >= 1, "solve: tolerance must be > 0 and max_iterations ≥ 1");
+  GS_EXPECTS(settings.method != Method::automatic, "solve: the method must be chosen (gmres, bicgstab or dense_lu)");
   GS_EXPECTS(space.count() >= solve_space_size(settings) && space.layout().size() == op.layout().size() &&
                  space.layout().rhs == op.layout().rhs,
              "solve: the space holds " + std::to_string(space.count()) + " vectors of its layout; the method needs " +
@@ -594,6 +596,7 @@ std::vector<SolveStats> solve(LinearOperator<Real>& op, VectorSpace<Real>& space
       for (SolveStats& s : stats) s.converged = s.residual <= settings.tolerance;
       return stats;
     }
+    case Method::automatic: break;
   }
   return {};
 }

@@ -31,7 +31,9 @@ class LinearOperator {
   [[nodiscard]] virtual bool capturable() const { return false; }
 };
 
-enum class Method { gmres, bicgstab, dense_lu };
+/// automatic is a choice of SolverOptions (solver.hpp), which the solver resolves to gmres or bicgstab before any
+/// solve; solve() refuses it.
+enum class Method { gmres, bicgstab, dense_lu, automatic };
 
 struct KrylovSettings {
   Method method = Method::gmres;
@@ -85,7 +87,7 @@ struct SolveStats {
 
 /// The vectors solve(op, space, settings) needs in its space: b, x and the method's own (GMRES restart + 2,
 /// BiCGStab 7; the dense reference 1, though it assembles in a space of its own): at least 3, so that the
-/// caller may use vector 2 as scratch between solves.
+/// caller may use vector 2 as scratch between solves. automatic: the larger of GMRES's and BiCGStab's.
 int solve_space_size(const KrylovSettings& settings);
 
 /// Solves A x = b for every rhs where the vectors are: b in vector 0 and x in vector 1 of `space`, a space of

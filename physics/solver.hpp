@@ -40,7 +40,10 @@ enum class OnUnconverged {
 
 struct SolverOptions {
   int m1 = 5, m2 = 0;                 ///< orders m ∈ [−M1, M1] × [−M2, M2] (M2 = 0 for 1D lattices)
-  Method method = Method::gmres;      ///< gmres, bicgstab, or dense_lu (the small-problem reference)
+  /// automatic: BiCGStab on 2D lattices whose layers hold no metal, GMRES(gmres_restart) on 1D lattices and
+  /// metals (solver.cpp, krylov_method; docs/solver.md §7); or gmres, bicgstab, dense_lu (the small-problem
+  /// reference).
+  Method method = Method::automatic;
   int gmres_restart = 40;
   /// Right preconditioner of the iterative methods (preconditioner.hpp): automatic uses it for 1D
   /// lattices in complex128 when its matrices need at most a quarter of the memory left (else none,
@@ -180,6 +183,7 @@ struct IncidenceResult {
   std::vector<int> slice_counts;           ///< Nz of each solve (two with Richardson: Nz, 2Nz)
   std::vector<std::array<SolveStats, 2>> solves;  ///< per solve, per polarisation
   std::vector<bool> preconditioned;        ///< per solve: whether a preconditioner was used (auto: also a switch to the sweep)
+  std::vector<Method> methods;             ///< per solve: the method that ran (SolverOptions::method resolved)
   std::optional<Fields> fields;            ///< with keep_fields (finest grid)
 };
 

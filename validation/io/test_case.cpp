@@ -168,7 +168,7 @@ numerics: {harmonics: 10}
   CHECK(c.numerics.precision == Precision::double_);
   CHECK_FALSE(c.numerics.backend.has_value());
   CHECK(c.numerics.formulation == physics::Formulation::normal_vector);
-  CHECK(c.numerics.solver.method == physics::Method::gmres);
+  CHECK(c.numerics.solver.method == physics::Method::automatic);  // BiCGStab on 2D lattices without metal, else GMRES
   CHECK(c.numerics.solver.restart == 40);
   CHECK(c.numerics.solver.tolerance == 1e-8);
   CHECK(c.numerics.solver.max_iterations == 500);
@@ -194,6 +194,26 @@ numerics: {harmonics: 10}
   INFO(c.warnings[0]);
   CHECK(c.warnings[0].rfind("defaults.yaml:4:21: warning: material 'unused'", 0) == 0);
   CHECK(c.materials.count("unused") == 0);
+}
+
+TEST_CASE("solver.method: auto by default and by name, and a restart without a method asks for GMRES", "[io][case]") {
+  const std::string head =
+      "wavelength: 500\nlattice: {period_x: 400, period_y: 400}\nsubstrate: SiO2\n"
+      "layers: [{thickness: 100, material: SiO2, slices: 4}]\nnumerics: {harmonics: 2";
+  const auto method = [&](const std::string& solver) {
+    return io::parse_case(head + (solver.empty() ? "" : ", solver: {" + solver + "}") + "}\n", "method.yaml")
+        .numerics.solver;
+  };
+  CHECK(method("").method == physics::Method::automatic);
+  CHECK(method("tolerance: 1e-6").method == physics::Method::automatic);
+  CHECK(method("method: auto").method == physics::Method::automatic);
+  CHECK(method("method: bicgstab").method == physics::Method::bicgstab);
+  CHECK(method("method: direct").method == physics::Method::dense_lu);
+  const io::SolverOptions restarted = method("restart: 25");
+  CHECK(restarted.method == physics::Method::gmres);
+  CHECK(restarted.restart == 25);
+  CHECK(method("method: gmres, restart: 30").restart == 30);
+  CHECK_THROWS_AS(method("method: auto, restart: 30"), io::CaseError);  // restart is GMRES's alone
 }
 
 TEST_CASE("sweeps: scalar, list in the given order, inclusive range, metres", "[io][case]") {
@@ -237,7 +257,8 @@ TEST_CASE("memory estimate: the physics estimate for one wavelength, all angles 
       "substrate: SiO2\nlayers: [{thickness: 100, material: SiO2, slices: 10}]\n"
       "numerics: {harmonics: [3, 2]}\n",
       "memory.yaml");
-  // 10 slices, Nm = 7·5 orders, 3 incidences, GMRES(40): 44 Krylov vectors, double precision.
+  // 10 slices, Nm = 7·5 orders, 3 incidences, the automatic method: the larger of GMRES(40)'s 44 Krylov vectors
+  // and BiCGStab's 9; double precision.
   // The default formulation is the normal-vector one; its convolution output is larger than Laurent's.
   CHECK(c.numerics.formulation == physics::Formulation::normal_vector);
   CHECK(io::estimated_solver_bytes(c) ==

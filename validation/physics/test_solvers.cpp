@@ -1,7 +1,8 @@
 // The solvers: batched GMRES and BiCGStab equal the dense LU of the same discrete system to the
 // solver tolerance; complex64 agrees with complex128; batching right-hand sides changes nothing
 // (bit for bit on the host backends);
-// backends agree; non-convergence is never silent.
+// backends agree; non-convergence is never silent; the automatic method takes BiCGStab on 2D dielectric lattices and
+// GMRES on 1D lattices and metals, and says which ran.
 #include <cmath>
 
 #include "physics/problem.hpp"
@@ -73,6 +74,52 @@ TEST_CASE("GMRES and BiCGStab equal the dense LU reference to the solver toleran
         CHECK(max_difference(d, it) < 1e-8);
       }
     }
+  }
+}
+
+TEST_CASE("the automatic method: BiCGStab on a 2D dielectric lattice, GMRES on 1D lattices and metals", "[physics][solver]") {
+  // krylov_method (solver.cpp). Which method ran is read from the result (IncidenceResult::methods) and checked
+  // independently by the products it counted: BiCGStab takes two per iteration (and one per true residual),
+  // GMRES one per Arnoldi step (and one per restart).
+  struct Case {
+    const char* name;
+    Structure structure;
+    int m1, m2;
+    Method expected;
+  };
+  const Case cases[] = {
+      {"crossed, dielectric", test::crossed(4), 2, 2, Method::bicgstab},
+      {"1D lamellar", test::lamellar(6), 6, 0, Method::gmres},
+      {"crossed, metal", test::metal_crossed(4), 2, 2, Method::gmres},
+  };
+  const std::vector<Incidence> incidences = {{0.93, 25, 35}};
+  for (const Case& c : cases) {
+    INFO(c.name);
+    SolverOptions o;
+    o.m1 = c.m1;
+    o.m2 = c.m2;
+    o.tolerance = 1e-9;
+    o.max_iterations = 3000;
+    o.backend = conv::Backend::cpu_fftw;
+    REQUIRE(o.method == Method::automatic);  // the default
+    const SolveResult automatic = solve(c.structure, incidences, o);
+    const IncidenceResult& a = automatic.incidences[0];
+    REQUIRE(a.methods.size() == a.solves.size());
+    CHECK(a.methods[0] == c.expected);
+    for (const SolveStats& st : a.solves[0]) {
+      CHECK(st.converged);
+      if (c.expected == Method::bicgstab) CHECK(st.matvecs >= 2 * st.iterations);
+      else if (!a.preconditioned[0]) CHECK(st.matvecs < 2 * st.iterations);  // the sweep adds products of its own
+    }
+    // The same as naming the method, bit for bit (host backend), and within the tolerance of the other method.
+    o.method = c.expected;
+    const SolveResult named = solve(c.structure, incidences, o);
+    CHECK(named.incidences[0].methods[0] == c.expected);
+    CHECK(max_difference(a, named.incidences[0]) == 0);
+    o.method = c.expected == Method::gmres ? Method::bicgstab : Method::gmres;
+    const SolveResult other = solve(c.structure, incidences, o);
+    CHECK(other.incidences[0].methods[0] == o.method);
+    CHECK(max_difference(a, other.incidences[0]) < 1e-6);
   }
 }
 
