@@ -4,7 +4,7 @@
 // vector kernels give each thread block one rhs (blockIdx.y), so its flags and coefficients are uniform per block,
 // and a strided share of that rhs's slices·block elements in flat order (k = p·block + j); a reduction writes one
 // complex128 partial sum per (sum, rhs, block), and the scalar kernels (a warp per rhs) add them in block order:
-// deterministic, and with blocks_per_rhs() independent of how many rhs share the batch, each rhs's results do not
+// deterministic, and with vector_blocks_per_rhs() independent of how many rhs share the batch, each rhs's results do not
 // depend on its batch.
 //
 // Per-rhs state in device memory: state (done, stepping, claimed); step, whether the rhs takes the rest of the
@@ -333,18 +333,13 @@ __global__ void settle_claims(const int* __restrict__ again, Scalars c) {
   begin_iteration(c, r);
 }
 
-/// Blocks per rhs of the vector kernels: a quarter of the blocks resident at once on the device (update_solution's
-/// occupancy), so that 4k rhs run in k whole waves; at least one, at most one per threads_per_block elements of a
-/// rhs. Independent of the number of rhs (the file's header).
+/// Blocks per rhs of the vector kernels (device_scalars::blocks_per_rhs), by update_solution's occupancy; a chunk is
+/// threads_per_block elements of a rhs.
 template <class Real>
-int blocks_per_rhs(const BatchLayout& l) {
-  int device = 0, sms = 0, resident = 0;
-  GS_CUDA_TRY(cudaGetDevice(&device));
-  GS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+int vector_blocks_per_rhs(const BatchLayout& l) {
+  int resident = 0;
   GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, update_solution<Real>, threads_per_block, 0));
-  const std::size_t elements = l.slices * l.block;
-  const std::size_t per_rhs = std::size_t(std::max(resident, 1)) * std::size_t(std::max(sms, 1)) / 4;
-  return int(std::clamp<std::size_t>(per_rhs, 1, std::min<std::size_t>((elements + threads_per_block - 1) / threads_per_block, 65535)));
+  return device_scalars::blocks_per_rhs(resident, (l.slices * l.block + threads_per_block - 1) / threads_per_block);
 }
 
 template <class Real>
@@ -360,7 +355,7 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
         layout_(space.layout()),
         rhs_(int(space.layout().rhs)),
         stream_(space.stream()),
-        blocks_(blocks_per_rhs<Real>(space.layout())),
+        blocks_(vector_blocks_per_rhs<Real>(space.layout())),
         complex_(std::size_t(5) * rhs_),
         flags_(std::size_t(5) * rhs_),
         b_norm_(rhs_),

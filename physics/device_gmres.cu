@@ -73,7 +73,7 @@ enum class Pass { project, subtract_project, subtract_norm, update };
 /// w goes to shared memory, then warp k sums conj(V_i)·w over the chunk for i ≡ count − 1 − k (mod warps), re-reading
 /// V_i's chunk just read (from L1/L2, not DRAM) — the basis is read from memory once per pass. (The cache footprint
 /// of the re-read is resident threads × count × sizeof(V): about 55 MB at count 41 on an H100 in complex64, near its
-/// L2; blocks_per_rhs() is the knob if the profile shows the re-read reaching DRAM.) Sums in double; partial
+/// L2; gram_schmidt_blocks_per_rhs() is the knob if the profile shows the re-read reaching DRAM.) Sums in double; partial
 /// sums to partial[(i·rhs + r)·gridDim.x + blockIdx.x] (norm: partial[r·gridDim.x + blockIdx.x].x).
 /// Dynamic shared memory: count complex128 sums for the project passes.
 template <class Real, Pass pass>
@@ -304,16 +304,10 @@ __global__ void back_substitute(const double2* __restrict__ hessenberg, const do
   for (int i = k + int(threadIdx.x); i < steps; i += blockDim.x) coefficient[std::size_t(i) * rhs + r] = {0, 0};
 }
 
-/// Blocks per rhs of the Gram–Schmidt passes: a quarter of the blocks resident at once on the device (the least
-/// of the three passes' occupancy at the largest shared memory), so that a batch of 4k rhs runs in k whole waves
-/// (no tail); at least one, at most one per chunk of threads_per_block elements. Independent of the number of
-/// rhs, so that a rhs's sums, hence its results, do not depend on the batch it is solved in (the distributed
-/// sweep's bit-for-bit promise).
+/// Blocks per rhs of the Gram–Schmidt passes (device_scalars::blocks_per_rhs), by the least of the three passes'
+/// occupancy at the largest shared memory; a chunk is threads_per_block elements of one slice.
 template <class Real>
-int blocks_per_rhs(const BatchLayout& l, int restart) {
-  int device = 0, sms = 0;
-  GS_CUDA_TRY(cudaGetDevice(&device));
-  GS_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+int gram_schmidt_blocks_per_rhs(const BatchLayout& l, int restart) {
   const std::size_t shared = std::size_t(restart + 1) * sizeof(double2);
   int resident = 1 << 30, n = 0;
   GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::project>,
@@ -325,9 +319,7 @@ int blocks_per_rhs(const BatchLayout& l, int restart) {
   GS_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, gram_schmidt_pass<Real, Pass::subtract_norm>,
                                                          threads_per_block, 0));
   resident = std::min(resident, n);
-  const std::size_t chunks = l.slices * ((l.block + threads_per_block - 1) / threads_per_block);
-  const std::size_t per_rhs = std::size_t(std::max(resident, 1)) * std::size_t(std::max(sms, 1)) / 4;
-  return int(std::clamp<std::size_t>(per_rhs, 1, std::min<std::size_t>(chunks, 65535)));
+  return device_scalars::blocks_per_rhs(resident, l.slices * ((l.block + threads_per_block - 1) / threads_per_block));
 }
 
 
@@ -345,7 +337,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
         first_basis_(first_basis),
         tolerance_(tolerance),
         stream_(space.stream()),
-        blocks_(blocks_per_rhs<Real>(space.layout(), restart)),
+        blocks_(gram_schmidt_blocks_per_rhs<Real>(space.layout(), restart)),
         hessenberg_(std::size_t(rhs_) * restart * (restart + 1)),
         g_(std::size_t(rhs_) * (restart + 1)),
         rotation_c_(std::size_t(rhs_) * restart),
