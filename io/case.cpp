@@ -26,6 +26,7 @@
 #include "io/strict_yaml.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/problem.hpp"
+#include "physics/solver.hpp"
 
 namespace gratingsim::io {
 
@@ -112,7 +113,8 @@ const physics::Material& Case::material(std::string_view name) const {
 
 std::size_t estimated_solver_bytes(const Case& c) {
   const SolverOptions& solver = c.numerics.solver;
-  const int krylov_vectors = physics::solve_space_size({.method = solver.method, .restart = solver.restart});
+  const physics::Method method = physics::krylov_method(solver.method, c.structure, c.wavelength_nm);
+  const int krylov_vectors = physics::solve_space_size({.method = method, .restart = solver.restart});
   const bool auto_slices = c.numerics.accuracy && c.numerics.accuracy->slices;
   const std::size_t slices =
       std::size_t(auto_slices ? c.numerics.accuracy->max_slices : c.total_slices()) * (c.numerics.richardson ? 2 : 1);

@@ -31,17 +31,17 @@ constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 constexpr std::size_t automatic_host_batch = 1;
 /// Right-hand sides a device problem holds at most (the device vector space's and GMRES's grids).
 constexpr std::size_t device_max_rhs = 65535;
-/// The method of options.method where it is automatic: BiCGStab on 2D lattices whose layers hold no metal at the
-/// problem's wavelengths, GMRES elsewhere. On a 2D lattice GMRES's orthogonalisation is most of a host solve
+/// The method `requested` resolves to (krylov_method, solver.hpp): automatic is BiCGStab on 2D lattices whose
+/// layers hold no metal at the problem's wavelengths, GMRES elsewhere. On a 2D lattice GMRES's orthogonalisation is most of a host solve
 /// (docs/solver.md §7) and BiCGStab needs 0.4-0.7 of its iterations there; end to end BiCGStab was 1.1-2.0x
 /// faster on the peers pillars, rectangles and Si block and problem cases 2-3 on an H200 (gpu-fused) and
 /// 1.08-3.2x on the host, and equal on contact_holes (validation/results/method-2d-h200.txt,
 /// host-bicgstab-2d-cpu.txt). Metals keep GMRES: they switch to the sweep after sweep_check_iterations, which
 /// GMRES reaches in half BiCGStab's products (metal disks 0.91x with BiCGStab). 1D lattices keep GMRES, which the
 /// averaged and sweep preconditioners were tuned with.
-Method krylov_method(const SolverOptions& options, const Structure& structure, bool metal) {
-  if (options.method != Method::automatic) return options.method;
-  return structure.lattice.one_dimensional() || metal ? Method::gmres : Method::bicgstab;
+Method resolve_method(Method requested, bool one_dimensional, bool metal) {
+  if (requested != Method::automatic) return requested;
+  return one_dimensional || metal ? Method::gmres : Method::bicgstab;
 }
 
 /// Under preconditioner: auto, where a first solve (averaged or none, where automatic did not take the
@@ -111,7 +111,7 @@ std::string format_bytes(std::size_t bytes) {
 struct GroupSolve {
   int slices = 0;
   bool preconditioned = false;
-  Method method = Method::gmres;                  // the Krylov method (krylov_method)
+  Method method = Method::gmres;                  // the Krylov method (resolve_method)
   std::vector<FarField> far;                      // per rhs
   std::vector<SolveStats> stats;                  // per rhs
   std::vector<std::array<std::vector<Complex>, 2>> fields;  // per incidence, per polarisation
@@ -204,7 +204,8 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
                        const SolverOptions& options, bool metal = false, bool device_sweep = true) {
   const std::size_t real_bytes = options.precision == Precision::single ? sizeof(float) : sizeof(double);
   const std::size_t nm = std::size_t(2 * options.m1 + 1) * (2 * options.m2 + 1);
-  const int vectors = solve_space_size({.method = krylov_method(options, structure, metal), .restart = options.gmres_restart});
+  const Method method = resolve_method(options.method, structure.lattice.one_dimensional(), metal);
+  const int vectors = solve_space_size({.method = method, .restart = options.gmres_restart});
   const bool dense = options.method == Method::dense_lu;
   MemoryPlan plan;
   plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
@@ -296,7 +297,7 @@ std::string describe_wavelengths(std::span<const ProblemMember> batch) {
 template <class Real>
 GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptions& requested, int slice_factor) {
   PhaseTimer timer;
-  SolverOptions options = requested;  // its method chosen below (krylov_method)
+  SolverOptions options = requested;  // its method chosen below (resolve_method)
   const Structure& structure = members[0].structure;  // the lattice and slice count all members share
   const int slices = slice_grid(structure, slice_factor).slices();
   std::vector<Incidence> group;  // every member's incidences, member-contiguous
@@ -315,7 +316,7 @@ GroupSolve solve_group(std::span<const ProblemMember> members, const SolverOptio
   const bool metal = std::any_of(members.begin(), members.end(), [](const ProblemMember& m) {
     return layers_hold_metal(m.structure, m.incidences.front().wavelength);
   });
-  options.method = krylov_method(options, structure, metal);
+  options.method = resolve_method(options.method, structure.lattice.one_dimensional(), metal);
   const bool on_device = conv::memory_of(options.backend) == Memory::device;
   const MemoryBudget budget = memory_budget(options);
   MemoryPlan plan = memory_plan(structure, slices, group.size(), members.size(), options, metal);
@@ -907,6 +908,12 @@ MemberPlan member_plan(const Structure& structure, std::size_t incidences, std::
 
 std::size_t host_sweep_members(std::size_t incidences, int threads) {
   return std::max<std::size_t>(std::size_t(std::max(threads, 1)) / std::max<std::size_t>(incidences, 1), 1);
+}
+
+Method krylov_method(Method requested, const Structure& structure, std::span<const double> wavelengths) {
+  const bool metal = std::any_of(wavelengths.begin(), wavelengths.end(),
+                                 [&](double wavelength) { return layers_hold_metal(structure, wavelength); });
+  return resolve_method(requested, structure.lattice.one_dimensional(), metal);
 }
 
 SolveResult solve(const Structure& structure, std::span<const Incidence> incidences, const SolverOptions& options) {

@@ -195,6 +195,11 @@ struct SolveResult {
   PhaseTimes phases;
 };
 
+/// The Krylov method a solve of `structure` at `wavelengths` (the structure's length unit) runs for `requested`:
+/// itself, unless Method::automatic: BiCGStab on 2D lattices whose layers hold no metal (Re ε < 0) at any of the
+/// wavelengths, GMRES otherwise (docs/solver.md §7; each wavelength batch decides for its own wavelengths).
+Method krylov_method(Method requested, const Structure& structure, std::span<const double> wavelengths);
+
 /// Solves every incidence; those sharing a wavelength are batched into one problem (their
 /// convolutions share each spectrum), and wavelengths with equally many incidences into one problem
 /// too (max_wavelengths_per_batch). A rotated 1D grating (Lattice::rotation_deg = α ≠ 0) is solved in
