@@ -5,8 +5,8 @@
 //
 // GPU phases: every set-up step that uploads (convolution kernels and spectra, z-operator
 // coefficients, preconditioner) waits for the stream it ran on (the calling thread's default stream,
-// core/device_buffer.hpp) before returning, and the Krylov solve ends with a download that waits for
-// its stream, so a lap taken on the host after each of them holds the device work it started (and,
+// core/device_buffer.hpp) before returning, and the Krylov phase ends waiting for the problem's stream
+// (solver.cpp, solve_group: problem.synchronize()), so a lap taken on the host after each of them holds the device work it started (and,
 // with several workers on one GPU, none of the others'). Richardson's two solves run side by side on a device
 // (solver.cpp, overlap_richardson): their wall time is then shared among both solves' phases in proportion
 // to them, so a batch's phases still sum to at most its wall time.
@@ -24,7 +24,7 @@ enum class Phase : std::size_t {
   z_operator,      ///< Green (z-operator) coefficients on the host, and the right-hand sides
   uploads,         ///< device backends: the z-operator's upload (host backends: its host tables)
   preconditioner,  ///< the averaged preconditioner: mean tensors, inverses, their upload
-  krylov,          ///< the Krylov iterations (with the upload of b and x and the download of x)
+  krylov,          ///< the Krylov iterations (with loading b, a sparse upload, and x = b; both stay in the solver's memory)
   far_field,       ///< far-field amplitudes (one more convolution), orders, efficiencies, fields
   writing,         ///< the result file's writes of the batch's points (added by the application)
   count
