@@ -350,14 +350,6 @@ void DiscreteProblem<Real>::load_background(VectorSpace<Real>& v, int i) const {
 }
 
 template <class Real>
-std::vector<std::complex<Real>> DiscreteProblem<Real>::background_field() const {
-  const std::size_t nm = layout_.block / 3;
-  std::vector<Complex> out(layout_.size());
-  for (std::size_t k = 0; k < background_.size(); ++k) out[orders_[0].zeroth() + k * nm] = background_[k];
-  return out;
-}
-
-template <class Real>
 void DiscreteProblem<Real>::convolve_into_work(const Complex* solution) {
   convolution_->execute(solution, work_->data(0), stream_);  // stream_: nullptr on the host
 }

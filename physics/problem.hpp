@@ -117,8 +117,6 @@ class DiscreteProblem final : public LinearOperator<Real> {
   /// Vector i of v (a space of this problem: make_space()) ← e_b at the slice centres, the right-hand side (and
   /// the solver's initial guess). It is non-zero at order 0 only: 3 numbers per slice and rhs cross to a device.
   void load_background(VectorSpace<Real>& v, int i) const;
-  /// e_b on the host, batched layout (layout().size() elements).
-  [[nodiscard]] std::vector<Complex> background_field() const;
   [[nodiscard]] const std::vector<FloquetOrders>& orders() const { return orders_; }
   /// Member w's slices (members of one structure share them).
   [[nodiscard]] const Discretisation& discretisation(int member = 0) const {

@@ -183,25 +183,21 @@ class HostZOperator final : public ZOperator<Real> {
     for (std::ptrdiff_t task = 0; task < tasks; ++task) {
       const int r = int(task / blocks), m0 = int(task % blocks) * lanes, n = std::min(lanes, nm - m0);
       const int a = rhs_[std::size_t(r)];
-      const double k1 = g_.k1[std::size_t(a)], k1sq = k1 * k1;
-      // Per lane: the order's frame and coefficients (OrderSetup's), pref = i/(2kz), kz²/k1², kρ²/k1².
+      const double k1sq = setup(std::ptrdiff_t(r) * nm + m0).k1sq;
+      // Per lane: the order's frame and coefficients (setup()'s), pref = i/(2kz), kz²/k1², kρ²/k1².
       alignas(64) double ex[lanes], ey[lanes], tx[lanes], ty[lanes], pz[lanes], kr2[lanes];
       alignas(64) double pt_re[lanes], pt_im[lanes], pref_re[lanes], pref_im[lanes], kz2_re[lanes], kz2_im[lanes];
       alignas(64) double rs_re[lanes], rs_im[lanes], rp_re[lanes], rp_im[lanes];
       for (int l = 0; l < n; ++l) {
-        const std::size_t io = std::size_t(a) * nm + std::size_t(m0 + l);
-        const C kz = g_.kz[io], pt = kz / k1, pref = I / (2.0 * kz), kz2 = kz * kz / k1sq;
-        tx[l] = g_.tx[io];
-        ty[l] = g_.ty[io];
-        ex[l] = -ty[l];
-        ey[l] = tx[l];
-        pz[l] = -g_.krho[io] / k1;
-        kr2[l] = g_.krho[io] * g_.krho[io] / k1sq;
-        pt_re[l] = pt.real(), pt_im[l] = pt.imag();
+        const OrderSetup o = setup(std::ptrdiff_t(r) * nm + m0 + l);
+        const C pref = I / (2.0 * o.kz), kz2 = o.kz * o.kz / k1sq;
+        tx[l] = o.tx, ty[l] = o.ty, ex[l] = o.ex, ey[l] = o.ey, pz[l] = o.pz;
+        kr2[l] = o.kr * o.kr / k1sq;
+        pt_re[l] = o.pt.real(), pt_im[l] = o.pt.imag();
         pref_re[l] = pref.real(), pref_im[l] = pref.imag();
         kz2_re[l] = kz2.real(), kz2_im[l] = kz2.imag();
-        rs_re[l] = g_.rs[io].real(), rs_im[l] = g_.rs[io].imag();
-        rp_re[l] = g_.rp[io].real(), rp_im[l] = g_.rp[io].imag();
+        rs_re[l] = o.rs.real(), rs_im[l] = o.rs.imag();
+        rp_re[l] = o.rp.real(), rp_im[l] = o.rp.imag();
       }
       // Field component `comp` of slice p at lane 0 (x, y), and of the convolution output c.
       const auto at = [&](int p, int comp) { return (std::size_t(p) * nr + r) * 3 * nm + std::size_t(comp) * nm + m0; };
@@ -383,9 +379,9 @@ class HostZOperator final : public ZOperator<Real> {
   struct Projections {
     C e, t, z;  // ê·s, t̂·s, ẑ·s of the source s = k1² c
   };
-  /// What apply and far_field_sums both derive for right-hand side r and order m: the order's
-  /// coefficients, its polarisation frame, and the source's projections
-  /// on that frame (computed here once, so that both read the same numbers the same way).
+  /// What apply (per lane) and far_field_sums both derive for right-hand side r and order m: the order's
+  /// coefficients, its polarisation frame, and (far_field_sums) the source's projections on that frame
+  /// (computed here once, so that both read the same numbers the same way).
   struct OrderSetup {
     int r, m, nr, nm, sc;
     double k1sq;
