@@ -84,7 +84,10 @@ void BufferSets<Real>::fill_input(int set, std::span<const Complex> host) {
     return;
   }
 #if GRATINGSIM_HAVE_CUDA
+  // From pageable memory cudaMemcpy may return before the copy lands, on the legacy default stream, which the
+  // plans' streams do not follow: wait for it.
   GS_CUDA_TRY(cudaMemcpy(in, host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
+  GS_CUDA_TRY(cudaDeviceSynchronize());
 #endif
 }
 
