@@ -12,8 +12,9 @@ so errors below ~2e-4 mean little; a series stops there).
 
 gratingsim: one `gratingsim run` process per setting (harmonics M, slices, Richardson on, precision),
 on a case YAML written from CASES (io/SCHEMA.md; backend from --backend, `auto` takes the GPU when
-there is one; GMRES(100), relative residual --tolerance 1e-6, at most 3000 iterations; 1D gratings with
-`preconditioner: sweep`, the exact inverse of docs/solver.md §6.3, without which the thin metal in p
+there is one; relative residual --tolerance 1e-6, at most 3000 iterations; 2D lattices with the solver's
+default method (`auto`: BiCGStab on a 2D lattice without metal, GMRES(40) on a metal), 1D gratings with
+GMRES(100) and `preconditioner: sweep`, the exact inverse of docs/solver.md §6.3, without which the thin metal in p
 took thousands of iterations or did not converge). Time: the wall
 time of the process (start, CUDA context, plan, solve, HDF5 writing), and `solver/seconds` of the
 result file (the solve alone). The YAML reproduces validation/physics/test_peer_references.cpp's
@@ -139,10 +140,10 @@ def gratingsim_yaml(name: str, case: dict, m: int, slices: int, precision: str, 
         raise ValueError(shape["type"])
     if case["lattice"] == "1d":
         lattice, harmonics = f"{{period_x: {case['period_x']!r}}}", f"[{m}, 0]"
-        preconditioner = ", preconditioner: sweep"
+        solver = "method: gmres, restart: 100, preconditioner: sweep, "
     else:
         lattice, harmonics = f"{{period_x: {case['period_x']!r}, period_y: {case['period_y']!r}}}", f"[{m}, {m}]"
-        preconditioner = ""
+        solver = "method: auto, "
     assert case["eps_sup"] == 1.0  # the superstrate is air, which also fills the pattern's background
     assert sweep_points >= 1 and sweep_points % 2 == 1
     lam = case["wavelength"]
@@ -160,7 +161,7 @@ materials: {{sub: {{epsilon: [{complex(case['eps_sub']).real!r}, {complex(case['
 layers:
   - {{name: pattern, thickness: {case['height']!r}, slices: {slices}, shapes: [{shape_yaml}]}}
 numerics: {{harmonics: {harmonics}, richardson: true, precision: {precision}, backend: {backend},
-           solver: {{method: gmres, restart: 100, tolerance: {tolerance!r}, max_iterations: 3000{preconditioner}}}}}
+           solver: {{{solver}tolerance: {tolerance!r}, max_iterations: 3000}}}}
 output: {{fields: false}}
 """
 
