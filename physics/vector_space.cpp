@@ -97,6 +97,27 @@ class HostVectorSpace final : public VectorSpace<Real> {
       }
   }
 
+  void linear_update(std::span<const Scalar> a, int y, std::span<const Scalar> b, int u, std::span<const Scalar> c,
+                     int w, std::span<double> norms) override {
+    const BatchLayout& l = this->layout_;
+    GS_EXPECTS(a.size() >= l.rhs && b.size() >= l.rhs && c.size() >= l.rhs,
+               "vector space: one coefficient per right-hand side");
+    GS_EXPECTS(y != u && y != w && u != w, "vector space: linear_update of three distinct vectors");
+    if (norms.empty()) {
+#pragma omp parallel for schedule(static) if (l.size() >= parallel_threshold)
+      for (std::ptrdiff_t p = 0; p < std::ptrdiff_t(l.slices); ++p)
+        for (std::size_t r = 0; r < l.rhs; ++r) update_row(a[r], y, b[r], u, c[r], w, std::size_t(p), r);
+      return;
+    }
+    GS_EXPECTS(norms.size() >= l.rhs, "vector space: one norm per right-hand side");
+    std::vector<Scalar> sums(l.rhs);
+    reduce(1, sums, [&](std::size_t p, std::size_t r, Scalar* acc) {
+      update_row(a[r], y, b[r], u, c[r], w, p, r);
+      norm_row(y, p, r, acc);
+    });
+    for (std::size_t r = 0; r < l.rhs; ++r) norms[r] = std::sqrt(sums[r].real());
+  }
+
   void copy(int x, int y) override {
     const BatchLayout& l = this->layout_;
     const Complex* u = data(x);
@@ -161,6 +182,21 @@ class HostVectorSpace final : public VectorSpace<Real> {
       const Complex c(ai);
       const Complex* u = data(first + i) + off;
       for (std::size_t j = 0; j < l.block; ++j) v[j] += c * u[j];
+    }
+  }
+  /// Row (p, r) of y ← a·y + b·u + c·w: y not read where a = 0, the row left alone where (a, b, c) = (1, 0, 0).
+  [[gnu::noinline]] void update_row(Scalar a, int y, Scalar b, int u, Scalar c, int w, std::size_t p, std::size_t r) {
+    if (a == Scalar(1) && b == Scalar(0) && c == Scalar(0)) return;
+    const BatchLayout& l = this->layout_;
+    const std::size_t off = (p * l.rhs + r) * l.block;
+    Complex* v = data(y) + off;
+    const Complex* x1 = data(u) + off;
+    const Complex* x2 = data(w) + off;
+    const Complex ar(a), br(b), cr(c);
+    if (a == Scalar(0)) {
+      for (std::size_t j = 0; j < l.block; ++j) v[j] = br * x1[j] + cr * x2[j];
+    } else {
+      for (std::size_t j = 0; j < l.block; ++j) v[j] = ar * v[j] + br * x1[j] + cr * x2[j];
     }
   }
   void check_combine(std::span<const Scalar> a, int first, int count, int y) const {

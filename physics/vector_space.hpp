@@ -63,6 +63,17 @@ class VectorSpace {
     combine(a, first, count, y);
     norm(y, out);
   }
+  /// y_r ← a[r]·y_r + b[r]·u_r + c[r]·w_r (y, u and w distinct), then, where `norms` is not empty, norms[r] = ‖y_r‖
+  /// of the result. Where a[r] = 0, y_r must still hold finite numbers (0·y_r is taken; a host space does not read
+  /// it there). A host space makes one pass over the three vectors (BiCGStab's updates: 3 or 4 vectors moved
+  /// instead of up to 9); the default is scale, two axpys and norm.
+  virtual void linear_update(std::span<const Scalar> a, int y, std::span<const Scalar> b, int u,
+                             std::span<const Scalar> c, int w, std::span<double> norms) {
+    scale(a, y);
+    axpy(b, u, y);
+    axpy(c, w, y);
+    if (!norms.empty()) norm(y, norms);
+  }
   /// y ← x.
   virtual void copy(int x, int y) = 0;
   /// Vector i ← host data (layout().size() elements), and back.

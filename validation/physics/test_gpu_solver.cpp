@@ -201,6 +201,16 @@ TEMPLATE_TEST_CASE("the device vector space equals the host one on random vector
       s->copy(1, 2);
       s->axpy(coef, 0, 2);
     }
+    // linear_update (the device takes the default: scale, two axpys, norm): y = 2 ← coef·y + a·x0 + b·x1, and ‖y‖.
+    std::vector<std::complex<double>> second(layout.rhs), third(layout.rhs);
+    for (std::size_t r = 0; r < layout.rhs; ++r) {
+      second[r] = {-0.2 + 0.03 * double(r), 0.4};
+      third[r] = {0.9, 0.1 * double(r)};
+    }
+    std::vector<double> update_dev(layout.rhs, std::nan("")), update_host(layout.rhs, std::nan(""));
+    dev->linear_update(coef, 2, second, 0, third, 1, update_dev);
+    host->linear_update(coef, 2, second, 0, third, 1, update_host);
+    for (std::size_t r = 0; r < layout.rhs; ++r) CHECK(std::abs(update_dev[r] - update_host[r]) <= tol * update_host[r]);
     for (int i = 0; i < 3; ++i) {
       std::vector<Complex> out_dev(layout.size(), test::poison<TestType>()), out_host(layout.size());
       dev->download(i, out_dev);

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <vector>
 
 #include "physics/vector_space.hpp"
@@ -158,6 +159,56 @@ TEMPLATE_TEST_CASE("host vector space: combine_dots and combine_norm equal combi
   separate->download(w, w_separate);
   CHECK(w_fused == w_separate);
   CHECK_THROWS(fused->combine_dots(a, 0, basis, 2, got));  // into one of its own basis vectors
+}
+
+TEMPLATE_TEST_CASE("host vector space: linear_update against the direct sum, y unread where a = 0, norms in the pass",
+                   "[physics][vector_space]", float, double) {
+  using Complex = std::complex<TestType>;
+  // y ← a·y + b·u + c·w per rhs: rhs 0 random coefficients; rhs 1 a = 0 over a y of NaN (never read); rhs 2
+  // (1, 0, 0), its y kept bit for bit. A small layout and one large enough for the parallel paths.
+  for (const BatchLayout l : {BatchLayout{3, 3, 5}, BatchLayout{150, 3, 201}}) {
+    INFO("slices " << l.slices << ", block " << l.block);
+    for (const bool with_norms : {false, true}) {
+      INFO("norms " << with_norms);
+      constexpr int y = 0, u = 1, w = 2;
+      auto space = make_host_vector_space<TestType>(l, 3);
+      std::vector<Complex> y0 = test::random_complex<TestType>(l.size());
+      const std::vector<Complex> u0 = test::random_complex<TestType>(l.size()), w0 = test::random_complex<TestType>(l.size());
+      const TestType nan = std::numeric_limits<TestType>::quiet_NaN();
+      for (std::size_t p = 0; p < l.slices; ++p)
+        for (std::size_t j = 0; j < l.block; ++j) y0[(p * l.rhs + 1) * l.block + j] = Complex(nan, nan);
+      space->upload(y0, y);
+      space->upload(u0, u);
+      space->upload(w0, w);
+      const std::vector<Complex> k = test::random_complex<TestType>(3);
+      const std::vector<Scalar> a{Scalar(k[0]), 0.0, 1.0}, b{Scalar(k[1]), Scalar(k[2]), 0.0},
+          c{Scalar(k[2]), Scalar(k[0]), 0.0};
+      std::vector<double> norms(with_norms ? l.rhs : 0, std::nan(""));
+      space->linear_update(a, y, b, u, c, w, norms);
+      std::vector<Complex> out(l.size(), test::poison<TestType>());
+      space->download(y, out);
+      std::vector<double> worst(l.rhs, 0.0), norm2(l.rhs, 0.0);
+      for (std::size_t p = 0; p < l.slices; ++p)
+        for (std::size_t r = 0; r < l.rhs; ++r)
+          for (std::size_t j = 0; j < l.block; ++j) {
+            const std::size_t e = (p * l.rhs + r) * l.block + j;
+            norm2[r] += std::norm(Scalar(out[e]));
+            if (r == 2) {
+              CHECK(out[e] == y0[e]);
+              continue;
+            }
+            const Scalar expect = (r == 1 ? Scalar(0) : a[r] * Scalar(y0[e])) + b[r] * Scalar(u0[e]) + c[r] * Scalar(w0[e]);
+            worst[r] = std::max(worst[r], std::abs(Scalar(out[e]) - expect));
+          }
+      CHECK(worst[0] <= tolerance<TestType>() * 10);
+      CHECK(worst[1] <= tolerance<TestType>() * 10);  // finite: the NaN of y was not read
+      for (std::size_t r = 0; r < l.rhs && with_norms; ++r)
+        CHECK(std::abs(norms[r] - std::sqrt(norm2[r])) <= tolerance<TestType>() * std::sqrt(norm2[r]));
+    }
+  }
+  auto space = make_host_vector_space<double>(BatchLayout{2, 1, 3}, 3);
+  const std::vector<Scalar> one{1.0};
+  CHECK_THROWS(space->linear_update(one, 0, one, 0, one, 2, {}));  // y among the inputs
 }
 
 TEMPLATE_TEST_CASE("host vector space: upload_strided sets one element in `stride` over zeros, copy copies it",
