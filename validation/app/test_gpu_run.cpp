@@ -1,7 +1,7 @@
 // `gratingsim run` on a GPU as a user runs it: a sweep of many wavelengths whose units the workers solve side by
-// side on one device (app/work_units.hpp), each unit's two Richardson solves also side by side, with the method a
-// 2D dielectric gets by default (BiCGStab, device-resident). Every point must converge and equal the cpu-fftw run
-// of the same case to the solver's tolerance. Written after such a sweep (33 wavelengths, peers rectangles, H200)
+// side on one device (app/work_units.hpp), each unit's two Richardson solves also side by side, with the methods
+// automatic gives: BiCGStab (device-resident) on a crossed dielectric grating, GMRES with the sweep preconditioner
+// on a 1D metal. Every point must converge and equal the cpu-fftw run of the same case to the solver's tolerance. Written after such a sweep (33 wavelengths, peers rectangles, H200)
 // returned the initial guess as the result for 12 of its 66 solves, marked unconverged after 0 iterations: the
 // device BiCGStab's per-rhs state was copied on the legacy default stream and landed after its first kernels
 // (validation/docs/test_streams.cpp now refuses such copies).
@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "io/results.hpp"
 #include "validation/app/executable.hpp"
@@ -38,13 +39,31 @@ numerics: {harmonics: [5, 5], richardson: true, precision: double, solver: {tole
 output: {fields: false}
 )";
 
+/// A thin metal line grating in p and s (the peers benchmark's metal_1d, validation/peers), 33 wavelengths: GMRES and
+/// the sweep preconditioner, which automatic gives a 1D metal, on the device (device_sweep_preconditioner.cu).
+constexpr const char* metal_sweep = R"(# metal lines, 33 wavelengths (validation/app/test_gpu_run.cpp)
+units: um
+wavelength: {start: 0.99, stop: 1.01, count: 33}
+incidence: {theta_deg: 15, phi_deg: 0, polarization: both}
+lattice: {period_x: 0.8}
+superstrate: air
+substrate: sub
+materials: {sub: {epsilon: [2.25, 0]}, shape: {epsilon: [-20, 1.5]}}
+layers:
+  - {name: pattern, thickness: 0.08, slices: 8, shapes: [{type: line, material: shape, width: 0.4}]}
+numerics: {harmonics: 15, richardson: true, precision: double, solver: {tolerance: 1e-9, max_iterations: 3000}}
+output: {fields: false}
+)";
+
 }  // namespace
 
 TEST_CASE("a GPU sweep of many wavelengths in concurrent units converges at every point and equals the CPU's",
           "[app][run][gpu]") {
   const test::ScratchDirectory dir("gpu_run");
-  const fs::path config = dir / "crossed.yaml", cpu = dir / "cpu.h5";
-  std::ofstream(config) << crossed_sweep;
+  const auto [name, text] = GENERATE(std::pair{"crossed", crossed_sweep}, std::pair{"metal", metal_sweep});
+  INFO(name);
+  const fs::path config = dir / (std::string(name) + ".yaml"), cpu = dir / (std::string(name) + "_cpu.h5");
+  std::ofstream(config) << text;
   const auto run = [&](const fs::path& out, const std::string& options) {
     const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + options + " --quiet");
     INFO(r.output);
@@ -55,7 +74,7 @@ TEST_CASE("a GPU sweep of many wavelengths in concurrent units converges at ever
   // One wavelength per unit (many units in flight), and the automatic units (several wavelengths per solve).
   for (const std::string options : {" --wavelengths-per-unit 1", ""}) {
     INFO("gpu-fused" << options);
-    const fs::path gpu = dir / "gpu.h5";
+    const fs::path gpu = dir / (std::string(name) + "_gpu.h5");
     run(gpu, " --backend gpu-fused --overwrite" + options);
     const io::ResultReader result(gpu.string());
     REQUIRE(result.layout() == reference.layout());
