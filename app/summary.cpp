@@ -1,5 +1,6 @@
 #include "app/summary.hpp"
 
+#include <array>
 #include <algorithm>
 #include <cmath>
 #include <complex>
@@ -176,6 +177,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   const io::RunInfo& info = reader.info();
   std::vector<PointSummary> points;
   std::size_t unconverged_solves = 0;
+  std::array<std::size_t, io::method_names.size()> method_points{};  // points per solver/method value
   double worst_balance = NAN;
   AccuracySummary accuracy;
   for (std::size_t point = 0; point < l.points(); ++point) {
@@ -184,6 +186,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
       accuracy.add(p.result);
       if (!p.result.target_reached) p.converged = false;  // shown like an unconverged solve
     }
+    if (p.result.method < method_points.size()) ++method_points[p.result.method];
     for (std::size_t i = 0; i < p.result.converged.size(); ++i) {
       if (!p.result.converged[i]) ++unconverged_solves, p.converged = false;
       const double e = p.result.energy_balance_error[i];
@@ -268,6 +271,15 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
                   "error estimate above, stored with accuracy/reached = 0); exit status %d\n",
                   accuracy.short_of_target, exit_unconverged);
   }
+  // The method(s) that ran (solver/method): "bicgstab", or "gmres on 12 points, bicgstab on 20" where batches differ.
+  std::string methods;
+  std::size_t kinds = 0;
+  for (const std::size_t n : method_points) kinds += n > 0 ? 1 : 0;
+  for (std::size_t k = 0; k < method_points.size(); ++k)
+    if (method_points[k] > 0)
+      methods += (methods.empty() ? "" : ", ") + std::string(io::method_names[k]) +
+                 (kinds > 1 ? " on " + std::to_string(method_points[k]) + " points" : "");
+  std::printf("  method: %s (solver/method)\n", methods.c_str());
   if (unconverged_solves == 0) {
     std::printf("  solver: every solve converged\n");
     return accuracy.short_of_target == 0;

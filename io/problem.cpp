@@ -198,6 +198,15 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     r.residual.push_back(residual);
     r.converged.push_back(converged ? 1 : 0);
   }
+  // The solves of one incidence share their method (it is chosen per batch); the last one's is stored.
+  if (!result.methods.empty()) {
+    switch (result.methods.back()) {
+      case physics::Method::gmres: r.method = 1; break;
+      case physics::Method::bicgstab: r.method = 2; break;
+      case physics::Method::dense_lu: r.method = 3; break;
+      case physics::Method::automatic: GS_EXPECTS(false, "to_point_result: the method ran unresolved");
+    }
+  }
   r.solve_seconds = solve_seconds;
 
   if (!l.fields) return r;

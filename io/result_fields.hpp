@@ -124,6 +124,7 @@ inline constexpr std::array result_fields = {
     ResultField{"solver/matvecs", "matvecs", &PointResult::matvecs, ElementKind::i32, {dim::P}, Presence::always, "1", "batched operator applications"},
     ResultField{"solver/residual", "residual", &PointResult::residual, ElementKind::f64, {dim::P}, Presence::always, "1", "largest final relative residual"},
     ResultField{"solver/converged", "converged", &PointResult::converged, ElementKind::u8, {dim::P}, Presence::always, "1", "1 if every solve converged"},
+    ResultField{"solver/method", "method", &PointResult::method, ElementKind::u8, {}, Presence::always, "1", "solver method that ran: 1 GMRES, 2 BiCGStab, 3 direct (dense LU), 0 not recorded (attribute `methods`)"},
     ResultField{"solver/seconds", "solve_seconds", &PointResult::solve_seconds, ElementKind::f64, {}, Presence::always, "s", "wall time of the solve of the point's batch"},
     ResultField{"solver/phase_seconds", "phase_seconds", &PointResult::phase_seconds, ElementKind::f64, {dim::fixed(physics::phase_count, "timing_phase")}, Presence::always, "s", "wall time per phase of the point's batch (attribute `phases`)"},
     ResultField{"fields/harmonics", "field_harmonics", &PointResult::field_harmonics, ElementKind::c128, {dim::P, dim::Nz, dim::fixed(3, "field_component"), dim::Nm}, Presence::fields, "1", "harmonics of the total field (Ex, Ey, Ez) at the slice centres"},

@@ -206,6 +206,7 @@ hid_t file_type(ElementKind kind) {
 std::string map_group(std::size_t k) { return "fields/map_" + std::to_string(k); }
 
 constexpr const char* phase_dataset = "solver/phase_seconds";
+constexpr const char* method_dataset = "solver/method";
 
 std::vector<Spec> point_specs(const ResultLayout& l) {
   std::vector<Spec> specs;
@@ -567,8 +568,10 @@ struct OpenDatasets {
 OpenDatasets open_point_datasets(hid_t file, const ResultLayout& l) {
   OpenDatasets d;
   d.specs = point_specs(l);
-  // Files written before solver/phase_seconds existed are read (and resumed) without it.
-  std::erase_if(d.specs, [&](const Spec& s) { return s.path == phase_dataset && H5Lexists(file, s.path.c_str(), H5P_DEFAULT) <= 0; });
+  // Files written before solver/phase_seconds or solver/method existed are read (and resumed) without them.
+  std::erase_if(d.specs, [&](const Spec& s) {
+    return (s.path == phase_dataset || s.path == method_dataset) && H5Lexists(file, s.path.c_str(), H5P_DEFAULT) <= 0;
+  });
   for (const auto& s : d.specs) {
     d.sets.push_back(h5::dataset(H5Dopen2(file, s.path.c_str(), H5P_DEFAULT), "open dataset " + s.path));
     const auto expected = full_dims(l, s);
@@ -744,6 +747,11 @@ ResultWriter ResultWriter::create(const std::string& path, const ResultLayout& l
     }
     const Handle phases = h5::dataset(H5Dopen2(s->file, phase_dataset, H5P_DEFAULT), "open dataset " + std::string(phase_dataset));
     write_string_attribute(phases, "phases", names);
+    std::string methods;  // the values of solver/method: "0 not recorded,1 gmres,..."
+    for (std::size_t k = 0; k < method_names.size(); ++k)
+      methods += (k ? "," : "") + std::to_string(k) + ' ' + method_names[k];
+    const Handle method = h5::dataset(H5Dopen2(s->file, method_dataset, H5P_DEFAULT), "open dataset " + std::string(method_dataset));
+    write_string_attribute(method, "methods", methods);
     h5::check(H5Fflush(s->file, H5F_SCOPE_LOCAL), "flush " + partial);
   } catch (const OutputError& e) {
     // Nothing of value in it yet: removed, and HDF5 does not touch it again.

@@ -118,6 +118,10 @@ struct RunInfo {
   bool operator==(const RunInfo&) const = default;
 };
 
+/// solver/method's values, each the index of its name here (the dataset's attribute `methods`): 0 for a point
+/// whose method was not recorded (a file written before the dataset existed, read back).
+inline constexpr std::array<const char*, 4> method_names = {"not recorded", "gmres", "bicgstab", "direct"};
+
 /// One sweep point. P = layout.polarizations() incident polarisations (index i), No orders (index o,
 /// as layout.orders), Nz slices, Nm harmonics. Vectors are row-major with the shapes given.
 /// Every member has its row in io/result_fields.hpp (its dataset, shape and unit), which writing,
@@ -138,6 +142,8 @@ struct PointResult {
   std::vector<std::int32_t> matvecs;                     ///< [P] batched operator applications
   std::vector<double> residual;                          ///< [P] final relative residual
   std::vector<std::uint8_t> converged;                   ///< [P] 1 converged, 0 not
+  /// The Krylov method that ran (numerics.solver.method with `auto` resolved): its index in method_names.
+  std::uint8_t method = 0;
   double solve_seconds = 0;
   /// [phases] wall time per phase of the point's batch (physics/phase_times.hpp; shared by the batch's
   /// points, like solve_seconds); NaN where not recorded (writing: until record_writing()).

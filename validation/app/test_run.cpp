@@ -94,6 +94,8 @@ void check_same_point(const io::PointResult& file, const io::PointResult& memory
               std::vector(memory.mueller.begin(), memory.mueller.end()), tolerance);
   check_close("absorption", file.absorption, memory.absorption, tolerance);
   CHECK(file.converged == memory.converged);
+  CHECK(file.method == memory.method);
+  CHECK(file.method != 0);
   check_close("field_harmonics", file.field_harmonics, memory.field_harmonics, tolerance);
   REQUIRE(file.field_maps.size() == memory.field_maps.size());
   for (std::size_t k = 0; k < file.field_maps.size(); ++k)
@@ -177,6 +179,45 @@ TEST_CASE("every example case at test size: the file holds what the solver compu
     }
   }
   if (python.empty()) WARN("plot_results.py not run: no Python 3 with h5py and matplotlib");
+}
+
+TEST_CASE("solver/method records the method that ran: auto's choice by lattice and material, or the one asked for",
+          "[app][run]") {
+  // auto (docs/solver.md §7): GMRES on a 1D grating and on a crossed metal, BiCGStab on a crossed dielectric.
+  const test::ScratchDirectory dir("methods");
+  const std::string crossed = R"(wavelength: [600, 700]
+lattice: {period_x: 400, period_y: 400}
+substrate: SiO2
+layers:
+  - {thickness: 100, slices: 2, shapes: [{type: circle, material: MATERIAL, diameter: 200}]}
+numerics: {harmonics: 2SOLVER}
+)";
+  const auto with = [](std::string text, const std::string& material, const std::string& solver) {
+    text.replace(text.find("MATERIAL"), 8, material);
+    text.replace(text.find("SOLVER"), 6, solver);
+    return text;
+  };
+  struct Case {
+    std::string name, text;
+    std::uint8_t method;  // io::method_names
+  };
+  const std::vector<Case> cases = {
+      {"lines", sweep_case, 1},
+      {"dielectric", with(crossed, "Si3N4", ""), 2},
+      {"metal", with(crossed, "Al", ""), 1},
+      {"asked", with(crossed, "Si3N4", ", solver: {method: gmres}"), 1},
+      {"dense", with(crossed, "Si3N4", ", solver: {method: direct}"), 3},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const fs::path config = dir / (c.name + ".yaml"), out = dir / (c.name + ".h5");
+    std::ofstream(config) << c.text;
+    const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --quiet");
+    INFO(r.output);
+    REQUIRE(r.status == 0);
+    const io::ResultReader reader(out.string());
+    for (std::size_t p = 0; p < reader.layout().points(); ++p) CHECK(int(reader.read(p).method) == int(c.method));
+  }
 }
 
 TEST_CASE("a resumed interrupted run equals an uninterrupted one and keeps the finished points", "[app][run]") {

@@ -75,6 +75,7 @@ inline io::PointResult random_point(const io::ResultLayout& l) {
   for (std::size_t i = 0; i < p; ++i) r.matvecs.push_back(std::int32_t(uniform(1, 4000)));
   r.residual = random_reals(p, 1e-12, 1e-8);
   for (std::size_t i = 0; i < p; ++i) r.converged.push_back(i % 2 ? 0 : 1);
+  r.method = std::uint8_t(uniform(1, 4));  // 1, 2 or 3 (io::method_names)
   r.solve_seconds = uniform(0.1, 10);
   for (auto& s : r.phase_seconds) s = uniform(0, 2);
   if (l.accuracy) {

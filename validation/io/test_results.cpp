@@ -529,6 +529,50 @@ TEST_CASE("phase times: stored per point, the writing phase recorded per batch, 
   }
 }
 
+TEST_CASE("solver method: stored per point with its attribute naming the values, absent in older files read as 0",
+          "[io][results]") {
+  const test::ScratchDirectory dir("methods");
+  const io::ResultLayout l = test::full_layout();
+  const auto points = random_points(l);
+  const std::string path = (dir / "m.h5").string();
+  {
+    io::ResultWriter w = io::ResultWriter::create(path, l, test::run_info());
+    for (std::size_t p = 0; p < 3; ++p) w.write(p, points[p]);
+  }
+  const std::string partial = io::partial_path(path);
+  {
+    const io::ResultReader r(partial);
+    for (std::size_t p = 0; p < 3; ++p) CHECK(r.read(p).method == points[p].method);
+    const hid_t file = H5Fopen(partial.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    REQUIRE(file >= 0);
+    const hid_t set = H5Dopen2(file, "solver/method", H5P_DEFAULT);
+    REQUIRE(set >= 0);
+    CHECK(string_attribute(set, "methods") == "0 not recorded,1 gmres,2 bicgstab,3 direct");
+    H5Dclose(set);
+    H5Fclose(file);
+  }
+  // A partial file from before the dataset: read with method 0, resumed and finished without it.
+  {
+    const hid_t file = H5Fopen(partial.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+    REQUIRE(file >= 0);
+    REQUIRE(H5Ldelete(file, "solver/method", H5P_DEFAULT) >= 0);
+    H5Fclose(file);
+  }
+  {
+    io::ResultWriter w = io::ResultWriter::resume(path, l, test::run_info());
+    for (std::size_t p = 3; p < l.points(); ++p) w.write(p, points[p]);
+    w.finish();
+  }
+  const io::ResultReader r(path);
+  for (std::size_t p = 0; p < l.points(); ++p) {
+    INFO("point " << p);
+    io::PointResult read = r.read(p);
+    CHECK(read.method == 0);
+    read.method = points[p].method;
+    CHECK(read == points[p]);
+  }
+}
+
 TEST_CASE("parameter axes: schema version 2, the axes first in every point dataset, read back and resumed", "[io][results]") {
   const test::ScratchDirectory dir("parameters");
   io::ResultLayout l = test::full_layout();
