@@ -163,8 +163,11 @@ struct Row {
 ///                (VectorSpace::combine_dots, combine_norm): dots (b + 1)F, combine fused with dots (b + 2)F,
 ///                combine fused with the norm (b + 2)F, scale 2F: (3b + 7)F, mean (1.5m + 8.5)F; plus the cycle's
 ///                solution update (m + 2)F spread over its m steps;
-///                BiCGStab step, host-driven: 5 dots/norms of two vectors and 2 of one (12F), 8 axpys (24F), a
-///                copy and a scale (4F), minus one vector read in dot(t, t): 39F; device-resident (device.hpp,
+///                BiCGStab step, host-driven on a device space (VectorSpace::linear_update's default: separate
+///                calls): dots r̂·r and r̂·v (4F), p = βp − βωv + r as scale and two axpys (8F), s = r − αv as copy,
+///                axpy and norm (6F), t·s and t·t in one dots pass (4F), x += αp + ωs as two axpys (6F), r = s − ωt
+///                as copy, axpy and norm (6F): 34F with every rhs stepping; on host spaces each update one pass
+///                (linear_update): 2F + 4F + 2F + 3F + 2F + 4F + 3F = 20F; device-resident (device.hpp,
 ///                DeviceBiCGStab: five fused kernels) 18F.
 /// Per iteration: products() × (convolution + z-operator) + vector ops.
 double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::size_t real_bytes,
@@ -178,7 +181,7 @@ double floor_bytes(const physics::BatchLayout& l, const conv::Problem& g, std::s
   const bool fused_passes = !device || m.device_scalars;  // GMRES's CGS2: three basis reads per step, not four
   const double step = fused_passes ? 1.5 * m.restart + 8.5 : 2.0 * m.restart + 11;
   const double vectors = m.method == physics::Method::gmres ? step * F + (m.restart + 2.0) / m.restart * F
-                                                            : (device && m.device_scalars ? 18 : 39) * F;
+                                                            : (device ? (m.device_scalars ? 18 : 34) : 20) * F;
   return m.products() * product + vectors;
 }
 
@@ -574,7 +577,7 @@ int run_bench_solve(const Options& options) {
   std::printf("floor: products x [(F + C + spectra) + (2F + C + coefficients)] + vector ops (GMRES(M): (2M + 11)F + "
               "(M + 2)F/M host-driven on a device (gmres-host), (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU "
               "gmres(M)) and on the CPU (fused passes), CGS2 at mean depth "
-              "(M + 1)/2; BiCGStab: 39F host-driven, 18F device-resident (GPU bicgstab)) at %.0f GB/s; F one batched "
+              "(M + 1)/2; BiCGStab: 34F host-driven on a GPU, 20F on the CPU, 18F device-resident (GPU bicgstab)) at %.0f GB/s; F one batched "
               "vector, C the convolution output\n",
               s.bandwidth / 1e9);
   if (gpu)
@@ -615,7 +618,7 @@ const Command gratingsim_bench_solve{
         "(one graph launch per step instead of about ten kernel launches; gpu-fused and gpu-direct only, the "
         "backends whose products are capturable; the same results bit for bit). bicgstab keeps its per-rhs scalars on "
         "the device (five fused vector kernels, 18 vectors moved per iteration, the host waiting once per iteration, one "
-        "behind), bicgstab-host is the host-driven iteration (39 vectors, six host synchronisations per iteration), "
+        "behind), bicgstab-host is the host-driven iteration (34 vectors, five host synchronisations per iteration), "
         "bicgstab-graph is bicgstab with its whole iteration captured once as a CUDA graph and replayed. Each timed solve starts from "
         "the background field with an unreachable tolerance: GMRES(M) two whole cycles of M Arnoldi steps, "
         "BiCGStab --bicgstab-steps steps. Timestamps on the problem's stream (CUDA events; CPU: steady clock) "
@@ -634,7 +637,7 @@ const Command gratingsim_bench_solve{
         "convolution output: per product (F + C + spectra) + (2F + C + coefficients), times products per "
         "iteration (GMRES 1, BiCGStab 2), plus vector ops GMRES(M) (2M + 11)F + (M + 2)F/M host-driven on a device "
         "(gmres-host), (1.5M + 8.5)F + (M + 2)F/M device-resident (GPU gmres(M)) and on the CPU (its passes fused "
-        "likewise), BiCGStab 39F host-driven and 18F "
+        "likewise), BiCGStab 34F host-driven on a GPU, 20F on the CPU (its updates fused) and 18F "
         "device-resident, at --bandwidth. Each row's product A*x is first checked against a complex128 cpu-fftw problem (relative l2 "
         "<= 1e-4 single, 1e-10 double); a row that fails makes the exit status 1. A method whose Krylov vectors "
         "do not fit in 90% of the device's memory is reported unavailable.",

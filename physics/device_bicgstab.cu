@@ -395,7 +395,8 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
     GS_CUDA_TRY(cudaHostGetDevicePointer(reinterpret_cast<void**>(&slots_device_), slots_.data(), 0));
     const auto slot = [&](int i) { return complex_.data() + std::size_t(i) * rhs_; };
     const auto flag = [&](int i) { return flags_.data() + std::size_t(i) * rhs_; };
-    scalars_ = Scalars{slot(0), slot(1), slot(2), slot(3), slot(4), flag(0), flag(1), flag(2), flag(3), flag(4),
+    // flags_ in the order state, iterations, products, step, x_step: what fetch_state() reads is one copy.
+    scalars_ = Scalars{slot(0), slot(1), slot(2), slot(3), slot(4), flag(0), flag(3), flag(4), flag(1), flag(2),
                        b_norm_.data(), partial_.data(), counters_.data(), counters_.data() + 1, tolerance,
                        max_iterations, rhs_, blocks_};
     for (cudaEvent_t& e : events_) GS_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
@@ -433,10 +434,8 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
   [[nodiscard]] long iterations_enqueued() const override { return enqueued_; }
 
   void fetch_state() override {
-    // flags_: state, step, x_step, iterations, products (rhs each); state_host_: state, iterations, products.
-    const std::size_t bytes = std::size_t(rhs_) * sizeof(int);
-    GS_CUDA_TRY(cudaMemcpyAsync(state_host_.data(), flags_.data(), bytes, cudaMemcpyDeviceToHost, stream_));
-    GS_CUDA_TRY(cudaMemcpyAsync(state_host_.data() + rhs_, flags_.data() + 3 * std::size_t(rhs_), 2 * bytes,
+    // flags_: state, iterations, products, step, x_step (rhs each): the first three, as state_host_ holds them.
+    GS_CUDA_TRY(cudaMemcpyAsync(state_host_.data(), flags_.data(), 3 * std::size_t(rhs_) * sizeof(int),
                                 cudaMemcpyDeviceToHost, stream_));
   }
   [[nodiscard]] typename DeviceBiCGStab<Real>::RhsState state(int r) const override {
@@ -500,7 +499,7 @@ class DeviceBiCGStabImpl final : public DeviceBiCGStab<Real> {
   cudaStream_t stream_;
   int blocks_;
   DeviceBuffer<double2> complex_;  // ρ, ρ_new, α, ω, β
-  DeviceBuffer<int> flags_;        // state, step, x_step, iterations, products
+  DeviceBuffer<int> flags_;        // state, iterations, products, step, x_step
   DeviceBuffer<double> b_norm_;
   DeviceBuffer<double2> partial_;
   DeviceBuffer<int> again_;

@@ -66,11 +66,22 @@ class VectorSpace {
   /// y_r ← a[r]·y_r + b[r]·u_r + c[r]·w_r (y, u and w distinct), then, where `norms` is not empty, norms[r] = ‖y_r‖
   /// of the result. Where a[r] = 0, y_r must still hold finite numbers (0·y_r is taken; a host space does not read
   /// it there). A host space makes one pass over the three vectors (BiCGStab's updates: 3 or 4 vectors moved
-  /// instead of up to 9); the default is scale, two axpys and norm.
+  /// instead of up to 9); the default is separate calls: copy (every a 0 and b 1) or scale (unless every a is 1)
+  /// and axpy, then axpy and norm.
   virtual void linear_update(std::span<const Scalar> a, int y, std::span<const Scalar> b, int u,
                              std::span<const Scalar> c, int w, std::span<double> norms) {
-    scale(a, y);
-    axpy(b, u, y);
+    const std::size_t n = layout_.rhs;
+    const auto all = [n](std::span<const Scalar> s, double v) {
+      for (std::size_t r = 0; r < n; ++r)
+        if (s[r] != Scalar(v)) return false;
+      return true;
+    };
+    if (all(a, 0) && all(b, 1)) {
+      copy(u, y);
+    } else {
+      if (!all(a, 1)) scale(a, y);
+      axpy(b, u, y);
+    }
     axpy(c, w, y);
     if (!norms.empty()) norm(y, norms);
   }

@@ -237,6 +237,9 @@ TEST_CASE("slabs on a 2D lattice: the normal-vector solve equals Airy", "[physic
     SolverOptions o;
     o.m1 = o.m2 = 1;
     o.richardson = true;
+    // The orders other than 0 hold only the solve's residual: amplitudes of the order of the tolerance,
+    // efficiencies of its square (BiCGStab, the raster path at φ = 40°: 2.2e-20 at 1e-10, 3e-27 at 1e-13).
+    o.tolerance = 1e-12;
     for (const Incidence inc : {Incidence{1.0, 30, 0}, Incidence{1.0, 30, 40}}) {
       const IncidenceResult r = solve_one(s, inc, o);
       INFO((as_shape ? "film as a rectangle filling the cell" : "film as the layer background")
@@ -245,7 +248,10 @@ TEST_CASE("slabs on a 2D lattice: the normal-vector solve equals Airy", "[physic
       CHECK(std::abs(r.total_R[s_pol] - test::airy_reflectance(1.0, {film}, 1.5, 1.0, 30, false)) < 1e-6);
       CHECK(std::abs(r.total_R[p_pol] - test::airy_reflectance(1.0, {film}, 1.5, 1.0, 30, true)) < 1e-6);
       for (const DiffractionOrder& d : r.orders)
-        if (d.m1 != 0 || d.m2 != 0) CHECK(d.R[s_pol] + d.R[p_pol] + d.T[s_pol] + d.T[p_pol] < 1e-20);
+        if (d.m1 != 0 || d.m2 != 0) {
+          INFO("order (" << d.m1 << ", " << d.m2 << ")");
+          CHECK(d.R[s_pol] + d.R[p_pol] + d.T[s_pol] + d.T[p_pol] < 1e-20);
+        }
     }
   }
 }
