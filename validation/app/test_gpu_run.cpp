@@ -12,7 +12,9 @@
 #include <string>
 #include <utility>
 
+#include "io/problem.hpp"
 #include "io/results.hpp"
+#include "validation/app/example_cases.hpp"
 #include "validation/app/executable.hpp"
 #include "validation/support/catch.hpp"
 
@@ -95,6 +97,39 @@ TEST_CASE("a GPU sweep of many wavelengths in concurrent units converges at ever
       for (std::size_t i = 0; i < x.reflectance.size(); ++i) CHECK(std::abs(x.reflectance[i] - y.reflectance[i]) < 1e-6);
       for (std::size_t i = 0; i < x.transmittance.size(); ++i)
         CHECK(std::abs(x.transmittance[i] - y.transmittance[i]) < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("every example case at test size on gpu-fused equals its cpu-fftw run", "[app][run][gpu]") {
+  // The examples exercise what a user's case may hold (parameters, field maps, accuracy on demand, metals, sweeps
+  // of angles); each runs as `gratingsim run` on both backends, and every point's values must agree to the solves'
+  // tolerance (relative to the largest of each quantity; single precision to 1e-4), with the same convergence
+  // and method.
+  const test::ScratchDirectory dir("gpu_examples");
+  const auto files = test::example_cases();
+  REQUIRE(files.size() >= 11);
+  for (const fs::path& config : files) {
+    const std::string name = config.stem().string();
+    INFO(name);
+    const fs::path small = dir / (name + ".yaml"), cpu = dir / (name + "_cpu.h5"), gpu = dir / (name + "_gpu.h5");
+    std::ofstream(small) << test::reduced(test::read_text(config));
+    const io::Problem problem = io::load_problem(small.string());
+    for (const auto& [backend, out] : {std::pair{"cpu-fftw", cpu}, std::pair{"gpu-fused", gpu}}) {
+      const test::Execution r =
+          run_gratingsim("run " + quoted(small) + " -o " + quoted(out) + " --backend " + backend + " --quiet");
+      INFO(backend << ": " << r.output);
+      REQUIRE(r.status == 0);
+    }
+    const io::ResultReader a(gpu.string()), b(cpu.string());
+    REQUIRE(a.layout() == b.layout());
+    CHECK(a.info().backend == "gpu-fused");
+    const bool single = problem.solver.precision == Precision::single;
+    const double tolerance = single ? 1e-4 : std::max(1e-7, 100 * problem.solver.tolerance);
+    for (std::size_t p = 0; p < b.layout().points(); ++p) {
+      INFO("point " << p);
+      REQUIRE(a.done(p));
+      test::check_same_point(a.read(p), b.read(p), tolerance);
     }
   }
 }
