@@ -117,6 +117,36 @@ TEST_CASE("run: the phases of every batch are stored, non-negative, within the w
   }
 }
 
+TEST_CASE("run with two workers: the phases' sum is compared with the wall time in words that fit it", "[app][phases]") {
+  // Two workers solve batches side by side: the phases may sum to more than the sweep's wall time, and the summary
+  // must then say that they overlap rather than leave a negative remainder "between batches".
+  const test::ScratchDirectory dir("phases_workers");
+  const auto config = dir / "sweep.yaml", output = dir / "sweep.h5";
+  std::ofstream(config) << test::sweep_case;
+  test::Execution run;
+  const double wall = timed_run("run " + quoted(config) + " -o " + quoted(output) + " --backend cpu-fftw --workers 2", run);
+  INFO(run.output);
+  REQUIRE(run.status == 0);
+  std::smatch m;
+  double printed_sum = 0, printed_wall = 0;
+  if (std::regex_search(run.output, m, std::regex(R"(phases sum to ([0-9.]+) s of ([0-9.]+) s wall time \(the rest)"))) {
+    printed_sum = std::stod(m[1]), printed_wall = std::stod(m[2]);
+    CHECK(printed_sum <= 1.01 * printed_wall + 2e-3);
+  } else {
+    REQUIRE(std::regex_search(
+        run.output, m,
+        std::regex(R"(phases sum to ([0-9.]+) s, ([0-9.]+) times the ([0-9.]+) s of wall time: batches solved side by side overlap)")));
+    printed_sum = std::stod(m[1]), printed_wall = std::stod(m[3]);
+    CHECK(printed_sum > printed_wall);
+    // The ratio, printed to 0.1, of the unrounded sum and wall time (each printed to 1 ms).
+    const double ratio = std::stod(m[2]);
+    CHECK(ratio >= (printed_sum - 5e-4) / (printed_wall + 5e-4) - 0.05);
+    CHECK(ratio <= (printed_sum + 5e-4) / std::max(printed_wall - 5e-4, 1e-9) + 0.05);
+  }
+  CHECK(printed_sum > 0);
+  CHECK(printed_wall <= wall);
+}
+
 TEST_CASE("run: a sweep of more than 8 batches shows the 3 that took longest, the total and the share",
           "[app][phases]") {
   const test::ScratchDirectory dir("phases_long");
