@@ -22,8 +22,9 @@ std::vector<BatchPhases> batch_phases(const io::ResultReader& reader);
 
 /// A table of the seconds of each phase and their sum: a row per batch, a total row, and a row with
 /// the total's share of `wall_seconds` (the sweep's wall time); then a line comparing the sum with the
-/// wall time (above it where batches ran side by side: workers, MPI ranks, Richardson's two device solves). Of more than `rows` batches only the `largest` that took longest (by their sum, equal sums
-/// the earlier first; shown in sweep order) get a row, with a note saying so.
+/// wall time (above it where batches ran side by side: workers, MPI ranks, Richardson's two device solves). Of
+/// more than `rows` batches only the `largest` that took longest (by their sum, equal sums the earlier first;
+/// shown in sweep order) get a row, with a note saying so.
 std::string format_phase_table(const std::vector<BatchPhases>& batches, double wall_seconds,
                                std::size_t rows = std::numeric_limits<std::size_t>::max(), std::size_t largest = 0);
 
