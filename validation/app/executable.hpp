@@ -19,6 +19,7 @@
 
 #include "validation/support/catch.hpp"
 #include "validation/support/scratch_directory.hpp"  // ScratchDirectory, for the app tests
+#include "validation/support/text_file.hpp"          // read_text
 
 namespace gratingsim::test {
 
@@ -195,12 +196,5 @@ bool wait_until(Condition condition, double seconds = 60) {
 }
 
 inline bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-inline std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace gratingsim::test

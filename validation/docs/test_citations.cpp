@@ -13,6 +13,7 @@
 
 #include "core/config.hpp"  // GRATINGSIM_SOURCE_DIR (a path, not __FILE__: ccache's base directory makes that relative)
 #include "validation/support/catch.hpp"
+#include "validation/support/text_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -20,12 +21,7 @@ namespace {
 
 const fs::path root = GRATINGSIM_SOURCE_DIR;
 
-std::string read(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const fs::path& file) { return gratingsim::test::read_text(file); }
 
 /// Source, configuration and documentation files of the tree: build directories, hidden
 /// directories and caches are not part of it.

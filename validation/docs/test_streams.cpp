@@ -16,6 +16,7 @@
 
 #include "core/config.hpp"  // GRATINGSIM_SOURCE_DIR
 #include "validation/support/catch.hpp"
+#include "validation/support/text_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,12 +24,7 @@ namespace {
 
 const fs::path root = GRATINGSIM_SOURCE_DIR;
 
-std::string read(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+std::string read(const fs::path& file) { return gratingsim::test::read_text(file); }
 
 /// The library's C++ and CUDA sources (the folders a build compiles into the library and the executable).
 std::vector<fs::path> library_sources() {
