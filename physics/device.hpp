@@ -7,7 +7,13 @@
 // bring data to the host: VectorSpace::dot(), dots(), norm() and download() wait for the stream (the per-rhs
 // scalars and the downloaded vector are complete when they return), upload() waits for its copy, and
 // DeviceArnoldi::no_rhs_in_cycle_after() waits for one Arnoldi step's event, DeviceBiCGStab::claims_after() for one
-// iteration's.
+// iteration's, and their constructors for their own initial copies.
+//
+// Nothing here enqueues on the legacy default stream (cudaMemcpy, cudaMemset, a launch without a stream): the
+// problem's stream is non-blocking and does not follow it, so such a copy may land after the kernels that read it
+// (validation/docs/test_streams.cpp refuses them in the library). Set-up that uses the calling thread's default
+// stream (cudaStreamPerThread: allocations, DeviceBuffer's copies, the z-operator's tables) waits for it before
+// returning.
 #include "core/config.hpp"
 
 #if GRATINGSIM_HAVE_CUDA
