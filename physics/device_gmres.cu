@@ -371,7 +371,7 @@ class DeviceArnoldiImpl final : public DeviceArnoldi<Real> {
       GS_EXPECTS(space.data(first_basis + i) == space.data(first_basis) + std::size_t(i) * stride_,
               "device GMRES: the basis vectors are not evenly spaced in the space");
     x_ = reinterpret_cast<V*>(space.data(x));
-    b_norm_.upload(b_norm);  // cudaMemcpy: complete when it returns
+    b_norm_.upload(b_norm);  // on this thread's default stream, landed when it returns
     // Every scalar defined before use: unused entries read as zeros, never as garbage.
     for (auto* buffer : {&hessenberg_, &g_, &rotation_s_, &coefficient_, &partial_, &scale_})
       GS_CUDA_TRY(cudaMemsetAsync(buffer->data(), 0, buffer->bytes(), stream_));
