@@ -366,8 +366,10 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
           factors = lprime;  // aligned storage, as below
           const Eigen::PartialPivLU<Eigen::Ref<Matrix>> lu(factors);
           if (!regular_factorisation(largest, factors.diagonal().cwiseAbs().minCoeff())) {
-            // L' singular (a resonance of the slice alone) where N may not be: the direct form for the run.
+            // L' singular (a resonance of the slice alone) where N may not be: the direct form for the run, whose
+            // data is then unused (zeros, so that every element of SweepMatrices is defined).
             for (int r = run.top; r <= run.bottom; ++r) out.run_of[std::size_t(k) * nz + std::size_t(r)] = -1;
+            std::fill_n(data, layout.size(), C{});
           } else {
             // Each computed in Eigen's own aligned storage and copied out (as below).
             Eigen::Map<Matrix>(data, n, n) = factors;
@@ -401,6 +403,9 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
           }
           Eigen::Map<Matrix>(&out.lu[mat], h, h) = y_factors;
           Eigen::Map<Matrix>(&out.lu[mat] + h * h, h, h) = rho;
+          // The slot's rest and gain_a are unused in this form: zeros (the arrays are not initialised, DenseArray).
+          std::fill(&out.lu[mat] + 2 * h * h, &out.lu[mat] + n * n, C{});
+          std::fill_n(&out.gain_a[at], n * h, C{});
           std::copy_n(lu.permutationP().indices().data(), h, permutation);
           Eigen::Map<Matrix>(&out.up[at], h, n) = psi;
           if (p > 0) {  // ρ_{p−1} = S_p [(ρ − (G_B + ρD_m) Y⁻¹ρ)(I − F_m) − G_E] S_p

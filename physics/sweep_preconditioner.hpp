@@ -38,7 +38,7 @@
 #include <vector>
 
 #include "convolution/convolution.hpp"
-#include "core/zeroed_allocator.hpp"
+#include "core/block_pool.hpp"
 #include "physics/preconditioner.hpp"
 #include "physics/z_operator.hpp"
 
@@ -66,9 +66,11 @@ struct SweepGroup {
   [[nodiscard]] std::size_t n(int orders) const { return components.size() * std::size_t(orders); }
   [[nodiscard]] std::size_t h(int orders) const { return polarisations.size() * std::size_t(orders); }
 };
-/// The dense per-slice arrays (N_p's factors, H_p, Γ_p, Φ_p and the z-local inputs): sized once, zeros from
-/// calloc, filled by the (group, slice) threads (core/zeroed_allocator.hpp).
-using DenseArray = std::vector<std::complex<double>, ZeroedAllocator<std::complex<double>>>;
+/// The dense per-slice arrays (N_p's factors, H_p, Γ_p, Φ_p and the z-local inputs): sized once, not initialised by
+/// the allocation; the set-up writes every element, each slice's by the thread that fills it (sweep_inputs sets a
+/// slice's blocks whole; sweep_matrices zeros what Woodbury's form leaves unused). Their blocks are kept from one
+/// batch to the next of the same shape (core/block_pool.hpp), so a sweep's wavelengths do not fault pages in again.
+using DenseArray = std::vector<std::complex<double>, RecycledAllocator<std::complex<double>>>;
 /// A uniform run of one group in Woodbury's form on the host (run_bottoms; docs/solver.md §6.3): slices
 /// [top, bottom], whose L', Φ and Ψ = W Π⁺ C are the same. At `at` in SweepMatrices::run_data, column-major:
 /// L''s LU factors (n × n, as lu; its permutation at permutation_at in run_permutation), B = L'⁻¹Ẽ⁺ and

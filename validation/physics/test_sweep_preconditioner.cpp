@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/block_pool.hpp"
 #include "physics/problem.hpp"
 #include "physics/solver.hpp"
 #include "physics/sweep_preconditioner.hpp"
@@ -253,6 +254,79 @@ TEST_CASE("the sweep's uniform runs are the layers whose content does not vary w
   const DiscreteProblem<double> problem(films, two, settings, 1, warnings);
   const SweepInputs inputs = problem.sweep_inputs(false);
   for (std::size_t k = 0; k < inputs.groups.size(); ++k) CHECK(run_bottoms(inputs, k) == std::vector<int>(6, 5));
+}
+
+TEST_CASE("the host sweep writes every element of its arrays: built in blocks poisoned by a previous batch it is the same",
+          "[physics][sweep]") {
+  // DenseArray's blocks come back from block_pool uninitialised, with a previous batch's numbers. Filled with NaN
+  // before the second build, any element the set-up leaves unwritten would differ (NaN is unequal to itself).
+  // The upright ridge: Woodbury's form in its run (its unused slots zeroed), the direct form in the film. M = 40
+  // so that every array is above block_pool::min_kept_bytes.
+  block_pool::release();
+  const Structure stack = test::random_stack(true, host_woodbury_least_run + 2, true);
+  ProblemSettings settings;
+  settings.m1 = 40;
+  settings.backend = conv::Backend::cpu_fftw;
+  std::vector<std::string> warnings;
+  const std::vector<Incidence> inc{{1.0, 25, 30}, {1.0, 10, 0}};
+  const DiscreteProblem<double> problem(stack, inc, settings, 1, warnings);
+  std::vector<int> rhs_incidence;
+  for (int r = 0; r < problem.rhs(); ++r) rhs_incidence.push_back(r / 2);
+  const auto x = test::random_complex<double>(problem.layout().size());
+  const auto build = [&] {
+    SweepMatrices m = sweep_matrices(problem.sweep_inputs());
+    std::vector<std::complex<double>> y(x.size(), test::poison<double>());
+    make_host_sweep_preconditioner<double>(m, rhs_incidence)->apply(x.data(), y.data(), nullptr);
+    return std::pair{std::move(m), std::move(y)};
+  };
+  using Copy = std::vector<std::complex<double>>;
+  std::vector<std::size_t> sizes;  // the arrays' bytes: n² per slice (lu), n·h per slice (the others), the runs'
+  Copy lu, gain_a, up, down, run_data, y_fresh;
+  {
+    auto [fresh, y] = build();
+    REQUIRE(!fresh.runs.empty());
+    for (const DenseArray* a : {&fresh.lu, &fresh.gain_a, &fresh.run_data}) {
+      REQUIRE(a->size() * sizeof(std::complex<double>) >= block_pool::min_kept_bytes);
+      sizes.push_back(a->size() * sizeof(std::complex<double>));
+    }
+    lu.assign(fresh.lu.begin(), fresh.lu.end());
+    gain_a.assign(fresh.gain_a.begin(), fresh.gain_a.end());
+    up.assign(fresh.up.begin(), fresh.up.end());
+    down.assign(fresh.down.begin(), fresh.down.end());
+    run_data.assign(fresh.run_data.begin(), fresh.run_data.end());
+    y_fresh = std::move(y);
+  }
+  // Every kept block of those sizes poisoned (and remembered): taken until a take is fresh (the kept bytes stay),
+  // that one poisoned too, all given back.
+  std::vector<std::pair<void*, std::size_t>> poisoned;
+  for (const std::size_t bytes : sizes)
+    for (bool kept = true; kept;) {
+      const std::size_t before = block_pool::kept_bytes();
+      auto* block = static_cast<std::complex<double>*>(block_pool::take(bytes));
+      kept = block_pool::kept_bytes() < before;
+      std::fill_n(block, bytes / sizeof(std::complex<double>), test::poison<double>());
+      poisoned.emplace_back(block, bytes);
+    }
+  REQUIRE(poisoned.size() >= 8);  // at least lu, run_data and the four n·h arrays kept, and a fresh one per size
+  for (const auto& [block, bytes] : poisoned) block_pool::give(block, bytes);
+  const auto is_poisoned = [&](const void* data) {
+    return std::any_of(poisoned.begin(), poisoned.end(), [&](const auto& p) { return p.first == data; });
+  };
+  const auto [again, y_again] = build();
+  for (const DenseArray* a : {&again.lu, &again.gain_a, &again.up, &again.down, &again.run_data}) CHECK(is_poisoned(a->data()));
+  // The first element that differs, or −1 (a count, not the vectors: Catch would print every element).
+  const auto first_difference = [](const auto& a, const Copy& b) {
+    if (a.size() != b.size()) return std::ptrdiff_t(-2);
+    const auto [i, j] = std::mismatch(a.begin(), a.end(), b.begin());
+    return i == a.end() ? std::ptrdiff_t(-1) : std::ptrdiff_t(i - a.begin());
+  };
+  CHECK(first_difference(again.lu, lu) == -1);
+  CHECK(first_difference(again.gain_a, gain_a) == -1);
+  CHECK(first_difference(again.up, up) == -1);
+  CHECK(first_difference(again.down, down) == -1);
+  CHECK(first_difference(again.run_data, run_data) == -1);
+  CHECK(first_difference(y_again, y_fresh) == -1);
+  block_pool::release();
 }
 
 TEST_CASE("the host sweep in Woodbury's form applies what the direct form applies", "[physics][sweep]") {
