@@ -21,7 +21,7 @@ struct Pool {
   std::size_t limit = 0;
   Pool() {
     const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    limit = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) / 8 : std::size_t(1) << 30;
+    limit = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) / 4 : std::size_t(1) << 30;
   }
   /// Frees the oldest kept blocks until `bytes` more fit within the limit.
   void evict_for(std::size_t more) {

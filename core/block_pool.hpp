@@ -10,9 +10,12 @@
 //
 // Policy: blocks of at least min_kept_bytes are kept on release, by exact size (a batch's sizes repeat in the next
 // batch of its shape; Richardson's two slicings are two shapes, solved in turn), while the kept total stays within
-// an eighth of the physical memory; a request no kept block matches first frees the oldest until the kept blocks
-// and the new one fit within that limit. So a process holds at most that eighth more than it uses (the solver's
-// memory plans count what a batch uses, not what is kept). Thread-safe (one mutex; a few calls per batch).
+// a quarter of the physical memory; a request no kept block matches first frees the oldest until the kept blocks
+// and the new one fit within that limit. So a process holds at most that quarter more than it uses (the solver's
+// memory plans count what a batch uses, not what is kept; a host sweep may take at most half the memory while it
+// is built, physics/solver.cpp). A quarter keeps both slicings of si_lines_metrology.yaml (1.1 + 2.2 GB) on the
+// 23 GiB dev machine; an eighth did not, and the two evicted each other. Thread-safe (one mutex; a few calls per
+// batch).
 #include <cstddef>
 #include <new>
 #include <type_traits>
