@@ -1,10 +1,10 @@
 #include "core/block_pool.hpp"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <list>
 #include <mutex>
+
+#include "core/host_memory.hpp"
 
 namespace gratingsim::block_pool {
 namespace {
@@ -19,10 +19,7 @@ struct Pool {
   std::list<Kept> kept;  // oldest first
   std::size_t bytes = 0;
   std::size_t limit = 0;
-  Pool() {
-    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-    limit = pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) / 4 : std::size_t(1) << 30;
-  }
+  Pool() : limit(host_memory_bytes() / 4) {}
   /// Frees the oldest kept blocks until `bytes` more fit within the limit.
   void evict_for(std::size_t more) {
     while (!kept.empty() && bytes + more > limit) {

@@ -10,7 +10,7 @@
 //
 // Policy: blocks of at least min_kept_bytes are kept on release, by exact size (a batch's sizes repeat in the next
 // batch of its shape; Richardson's two slicings are two shapes, solved in turn), while the kept total stays within
-// a quarter of the physical memory; a request no kept block matches first frees the oldest until the kept blocks
+// a quarter of the host memory the process may use (core/host_memory.hpp); a request no kept block matches first frees the oldest until the kept blocks
 // and the new one fit within that limit. So a process holds at most that quarter more than it uses (the solver's
 // memory plans count what a batch uses, not what is kept; a host sweep may take at most half the memory while it
 // is built, physics/solver.cpp). A quarter keeps both slicings of si_lines_metrology.yaml (1.1 + 2.2 GB) on the

@@ -3,8 +3,6 @@
 
 #include "io/dimension_scales.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -18,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/host_memory.hpp"
 #include "io/expression.hpp"
 #include "io/fit_settings.hpp"
 #include "io/index_table.hpp"
@@ -159,10 +158,6 @@ std::string format_gib(double bytes) {
   return os.str();
 }
 
-double physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? double(pages) * double(page) : 0.0;
-}
 
 /// Reads one case file; holds what later checks need (where each material was defined and used).
 class CaseReader {
@@ -1256,13 +1251,15 @@ class CaseReader {
 
   void check_memory(const Node& layers) const {
     const double needed = double(estimated_solver_bytes(c_));
-    const double available = physical_memory_bytes();
+    const double available = double(host_memory_bytes());
     if (available > 0 && needed > available) {
       std::ostringstream os;
       const auto& a = c_.numerics.accuracy;
       os << "harmonics [" << c_.numerics.harmonics_x << ", " << c_.numerics.harmonics_y << "] with "
          << (a && a->slices ? a->max_slices : c_.total_slices()) << " slices need about " << format_gib(needed)
-         << " to solve one wavelength, more than this machine's " << format_gib(available) << " of memory";
+         << " to solve one wavelength, more than "
+         << (host_memory_is_group_limit() ? "the " + format_gib(available) + " of memory this process may use (its control group's limit)"
+                                           : "this machine's " + format_gib(available) + " of memory");
       if (a) os << " (harmonics: auto and slices: auto are checked at their max_harmonics and max_slices)";
       harmonics_node_->fail(os.str());
     }

@@ -1,8 +1,6 @@
 // Case → physics problem, physics results → result-file points (see problem.hpp).
 #include "io/problem.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,6 +9,7 @@
 #include <numbers>
 #include <set>
 
+#include "core/host_memory.hpp"
 #include "physics/discretisation.hpp"
 #include "physics/floquet.hpp"
 
@@ -24,11 +23,6 @@ std::vector<double> grid(double lo, double hi, int n) {
   std::vector<double> v(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) v[std::size_t(i)] = lo + (hi - lo) * double(i) / double(n - 1);
   return v;
-}
-
-std::size_t physical_memory_bytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? std::size_t(pages) * std::size_t(page) : std::size_t(16) << 30;
 }
 
 }  // namespace
@@ -49,7 +43,7 @@ Problem make_problem(Case c) {
   o.formulation = c.numerics.formulation;
   o.on_unconverged = physics::OnUnconverged::mark;
   o.keep_fields = c.output.fields;
-  o.memory_limit_bytes = physical_memory_bytes();
+  o.memory_limit_bytes = host_memory_bytes();  // a control group's limit where lower than the physical memory
 
   ResultLayout& l = p.layout;
   for (const auto& axis : c.parameters) l.parameters.push_back({axis.name, axis.values});
