@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Convergence of Ψ and Δ of a metrology case in harmonics and slices.
+"""Convergence of Ψ, Δ and the diffraction efficiencies of a case in harmonics and slices.
 
 Runs `gratingsim run` on CASE.yaml with the numerics settings rewritten (harmonics M, the slices of every
-layer scaled by a factor, Richardson on or off, formulation), reads results/psi_deg and results/delta_deg
-of every sweep point, and prints for each setting the largest |ΔΨ| and |ΔΔ| (degrees, Δ difference wrapped
-into (−180°, 180°]) against the last, most converged setting, with the time the run took.
+layer scaled by a factor, Richardson on or off, formulation), reads results/psi_deg, results/delta_deg,
+results/R and results/T of every sweep point, and prints for each setting the largest |ΔΨ| and |ΔΔ| (degrees,
+Δ difference wrapped into (−180°, 180°]) and the largest |ΔR|, |ΔT| over every stored order and polarisation
+(T: where defined, the substrate not absorbing) against the last, most converged setting, with the time the
+run took.
 
     validation/convergence/metrology_convergence.py --gratingsim build/app/gratingsim configs/default.yaml \
         --settings 12:1:0 20:1:1 30:2:1 48:4:1 [--backend cpu-fftw] [--formulation normal-vector] [--save all.json]
@@ -48,7 +50,9 @@ def run_setting(exe, case, m, factor, richardson, backend, formulation, workdir)
     with h5py.File(out, "r") as f:
         psi = np.array(f["results/psi_deg"]).ravel()
         delta = np.array(f["results/delta_deg"]).ravel()
-    return psi, delta, seconds, proc.returncode
+        r = np.array(f["results/R"])
+        t = np.array(f["results/T"])
+    return psi, delta, r, t, seconds, proc.returncode
 
 
 def wrap(d):
@@ -57,8 +61,9 @@ def wrap(d):
 
 def save(path, rows):
     with open(path, "w") as f:
-        json.dump({s: {"psi_deg": psi.tolist(), "delta_deg": delta.tolist(), "seconds": seconds, "status": rc}
-                   for s, psi, delta, seconds, rc in rows}, f)
+        json.dump({s: {"psi_deg": psi.tolist(), "delta_deg": delta.tolist(), "R": r.ravel().tolist(),
+                       "T": t.ravel().tolist(), "seconds": seconds, "status": rc}
+                   for s, psi, delta, r, t, seconds, rc in rows}, f)
 
 
 def main():
@@ -79,17 +84,26 @@ def main():
             case = yaml.safe_load(text)
             rows.append((s,) + run_setting(args.gratingsim, case, int(m), float(factor), int(rich), args.backend,
                                            args.formulation, tmp))
-            print(f"  ran {s}: {rows[-1][3]:.1f} s, status {rows[-1][4]}", file=sys.stderr, flush=True)
+            print(f"  ran {s}: {rows[-1][5]:.1f} s, status {rows[-1][6]}", file=sys.stderr, flush=True)
             if args.save:  # after every setting, so a run stopped by a time limit keeps what it finished
                 save(args.save, rows)
-    ref_psi, ref_delta = rows[-1][1], rows[-1][2]
+    ref_psi, ref_delta, ref_r, ref_t = rows[-1][1:5]
     print(f"case {args.case}; reference setting {rows[-1][0]} (M:slice_factor:richardson); "
           f"formulation {args.formulation or 'case default'}; backend {args.backend or 'case default'}")
-    print(f"{'setting':>12} {'max|dPsi| deg':>14} {'max|dDelta| deg':>16} {'time s':>8} {'status':>6}")
-    for s, psi, delta, seconds, rc in rows:
+    print(f"{'setting':>12} {'max|dPsi| deg':>14} {'max|dDelta| deg':>16} {'max|dR|':>9} {'max|dT|':>9} {'time s':>8} "
+          f"{'status':>6}")
+
+    def largest(a, b):  # over the entries defined in both (T is NaN where the substrate absorbs); nan if none
+        if a.shape != b.shape:
+            return float("nan")
+        d = np.abs(a - b)
+        return float(np.nanmax(d)) if np.any(np.isfinite(d)) else float("nan")
+
+    for s, psi, delta, r, t, seconds, rc in rows:
         dpsi = np.max(np.abs(psi - ref_psi))
         ddelta = np.max(np.abs(wrap(delta - ref_delta)))
-        print(f"{s:>12} {dpsi:14.4f} {ddelta:16.4f} {seconds:8.1f} {rc:6d}")
+        print(f"{s:>12} {dpsi:14.4f} {ddelta:16.4f} {largest(r, ref_r):9.2e} {largest(t, ref_t):9.2e} {seconds:8.1f} "
+              f"{rc:6d}")
 
 
 if __name__ == "__main__":
