@@ -42,7 +42,7 @@
 namespace gratingsim::physics {
 
 /// none: plain GMRES/BiCGStab; averaged: P = L⁻¹ L̄ Ā⁻¹ below, always; automatic: on host backends the
-/// sweep (below) for 1D lattices up to sweep_orders_limit orders, otherwise averaged for 1D lattices,
+/// sweep (below) for 1D lattices up to sweep_orders_limit orders (321 where a layer holds a metal), otherwise averaged for 1D lattices,
 /// normal-vector formulation, complex128; each when its matrices need at most a quarter of the memory
 /// left, else none (docs/solver.md §7: on the GPU averaged measured faster). Averaged, measured as the automatic choice before the sweep, on an H100 (gpu-cufft, complex128, validation/results/
 /// preconditioner-h100.txt): configs/default.yaml 3.7× faster, si_lines_metrology in normal-vector

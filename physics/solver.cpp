@@ -211,7 +211,10 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
   plan.need = estimate_bytes(std::size_t(slices), nm, incidences, options.m1, options.m2, real_bytes, vectors, dense,
                              options.formulation, members);
   // Which preconditioner (preconditioner.hpp, docs/solver.md §7): auto takes the sweep (A⁻¹) for 1D
-  // lattices up to sweep_orders_limit orders on host backends; on device backends for 1D lattices up to
+  // lattices up to sweep_orders_limit orders on host backends, and up to host_sweep_continuation_orders where
+  // their layers hold a metal (averaged can pass the switch's check there and then take hundreds of iterations:
+  // configs/wire_grid_polarizer.yaml at M = 100, 60 + 120 slices, 400 nm, 602 iterations in p and 35.9 s against
+  // 1.9 s with the sweep, dev CPU, session 33); on device backends for 1D lattices up to
   // device_sweep_continuation_orders whose layers hold a metal (averaged leaves those hundreds of iterations
   // short: the thin metal's sweep of 33 wavelengths 2.6 s against 1.4 s with the sweep at once, H100, session
   // 19) or that averaged would serve (the normal-vector formulation in complex128: since session 22's
@@ -226,7 +229,8 @@ MemoryPlan memory_plan(const Structure& structure, int slices, std::size_t incid
     const bool one_dimensional = structure.lattice.one_dimensional();
     const bool averaged = one_dimensional && options.formulation == Formulation::normal_vector &&
                           options.precision == Precision::double_;
-    plan.kind = one_dimensional && on_host && nm <= sweep_orders_limit ? Preconditioning::sweep
+    plan.kind = one_dimensional && on_host && (nm <= sweep_orders_limit || (metal && nm <= host_sweep_continuation_orders))
+                    ? Preconditioning::sweep
                 : one_dimensional && !on_host && device_sweep && (metal || averaged) &&
                         nm <= device_sweep_continuation_orders
                     ? Preconditioning::sweep

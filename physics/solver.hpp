@@ -100,7 +100,7 @@ inline constexpr std::size_t device_budget_tenths = 9;
 
 /// How one member (`structure` at one wavelength with `incidences` incidences) would be solved with
 /// `options`: whether with the sweep preconditioner (asked for, or automatic's choice: on host backends 1D
-/// lattices up to sweep_orders_limit orders, on device backends 1D lattices whose layers hold a metal at
+/// lattices up to sweep_orders_limit orders (up to 321 whose layers hold a metal), on device backends 1D lattices whose layers hold a metal at
 /// one of `wavelengths`), and the memory the member takes on its finest grid, that preconditioner included
 /// (the estimate the batching rule checks). The sweep's members batch where that pays: on a device its
 /// set-up is a chain of latency-bound launches per slice (cuBLAS products, the batched Gauss–Jordan of

@@ -190,6 +190,15 @@ TEST_CASE("auto takes the sweep for 1D lattices and leaves 2D ones alone", "[phy
   CHECK(many.solves[0][p_pol].iterations > 2);
   o.formulation = Formulation::laurent;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
+  // A metal beyond sweep_orders_limit orders (up to 321): the sweep at once, in either formulation (averaged can
+  // pass the switch's check on a metal and then take hundreds of iterations, solver.cpp memory_plan).
+  for (Formulation formulation : test::formulations) {
+    INFO(to_string(formulation));
+    o.formulation = formulation;
+    const IncidenceResult metal = solve(test::thin_metal_lamellar(2), inc, o).incidences[0];
+    CHECK(metal.preconditioned == std::vector<bool>{true});
+    CHECK(metal.solves[0][p_pol].iterations <= 2);
+  }
   o.method = Method::dense_lu;
   o.m1 = 2;
   CHECK(solve(test::lamellar(2), inc, o).incidences[0].preconditioned == std::vector<bool>{false});
