@@ -17,9 +17,8 @@
 // 23 GiB dev machine; an eighth did not, and the two evicted each other. Thread-safe (one mutex; a few calls per
 // batch).
 #include <cstddef>
-#include <new>
-#include <type_traits>
-#include <utility>
+
+#include "core/zeroed_allocator.hpp"
 
 namespace gratingsim {
 
@@ -37,26 +36,16 @@ std::size_t kept_bytes() noexcept;
 void release() noexcept;
 }  // namespace block_pool
 
-/// An allocator from block_pool, whose value-initialisation writes nothing: `std::vector<T, RecycledAllocator<T>>
-/// v; v.resize(n)` holds n elements of unspecified value (a previous batch's numbers where the block was kept).
-/// For arrays of plain numbers every element of which is written before it is read (each page first touched by
-/// the thread that fills it where the block is fresh).
-template <class T>
-struct RecycledAllocator {
-  static_assert(std::is_trivially_copyable_v<T>, "RecycledAllocator: for arrays of plain numbers");
-  using value_type = T;
-  RecycledAllocator() = default;
-  template <class U>
-  RecycledAllocator(const RecycledAllocator<U>&) noexcept {}  // NOLINT: implicit, as std::allocator's
-  T* allocate(std::size_t n) { return static_cast<T*>(block_pool::take(n * sizeof(T))); }
-  void deallocate(T* p, std::size_t n) noexcept { block_pool::give(p, n * sizeof(T)); }
-  template <class U>
-  void construct(U*) noexcept {}  // value-initialisation: left unspecified
-  template <class U, class... Args>
-  void construct(U* p, Args&&... args) {
-    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
-  }
-  friend bool operator==(const RecycledAllocator&, const RecycledAllocator&) noexcept { return true; }
+/// Blocks from block_pool: a kept one, with a previous batch's numbers, or a fresh one.
+struct PooledBlocks {
+  static void* take(std::size_t bytes) { return block_pool::take(bytes); }
+  static void give(void* block, std::size_t bytes) noexcept { block_pool::give(block, bytes); }
 };
+
+/// `std::vector<T, RecycledAllocator<T>> v; v.resize(n)` holds n elements of unspecified value (a previous batch's
+/// numbers where the block was kept). For arrays of plain numbers every element of which is written before it is
+/// read (each page first touched by the thread that fills it where the block is fresh).
+template <class T>
+using RecycledAllocator = BlockAllocator<T, PooledBlocks>;
 
 }  // namespace gratingsim
