@@ -105,7 +105,8 @@ constexpr int host_woodbury_least_run = 8;
 /// (M ≤ 80): its set-up, about 19·orders³ complex multiply-adds per slice there (s and p decouple
 /// without conical incidence; 37 before session 16 kept N_p's factors instead of its inverse), took
 /// 4.1 s with the 37 for all of validation/peers' metal_1d at M = 80 (16 + 32 slices, one core of the
-/// dev CPU), whose solves did not converge in 3000 iterations without it.
+/// dev CPU), whose solves did not converge in 3000 iterations without it. Layers holding a metal take it up to twice
+/// as many orders (physics/solver.cpp, memory_plan).
 constexpr std::size_t sweep_orders_limit = 161;
 
 /// Bytes of the sweep preconditioner: its matrices per incidence and slice (on a device 41·orders² complex
