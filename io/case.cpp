@@ -158,7 +158,6 @@ std::string format_gib(double bytes) {
   return os.str();
 }
 
-
 /// Reads one case file; holds what later checks need (where each material was defined and used).
 class CaseReader {
  public:

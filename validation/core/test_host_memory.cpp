@@ -10,27 +10,22 @@
 
 #include "core/host_memory.hpp"
 #include "validation/support/catch.hpp"
+#include "validation/support/scratch_directory.hpp"
 
 using namespace gratingsim;
 namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory standing for /sys/fs/cgroup, removed at the end of the test.
+/// A scratch directory standing for /sys/fs/cgroup: `write` lays a file out below it as the kernel does.
 struct FakeRoot {
-  fs::path path;
-  FakeRoot() {
-    path = fs::temp_directory_path() /
-           ("gratingsim-cgroup-" + std::to_string(getpid()) + "-" + std::to_string(std::random_device{}()));
-    fs::create_directories(path);
-  }
-  ~FakeRoot() { fs::remove_all(path); }
+  test::ScratchDirectory directory{"cgroup"};
   void write(const std::string& relative, const std::string& text) const {
-    const fs::path file = path / relative;
+    const fs::path file = directory / relative;
     fs::create_directories(file.parent_path());
     std::ofstream(file) << text;
   }
-  [[nodiscard]] std::string root() const { return path.string(); }
+  [[nodiscard]] std::string root() const { return directory.path().string(); }
 };
 
 std::size_t random_bytes() { return (std::size_t(1) << 30) + std::size_t(std::random_device{}()) * 4096; }

@@ -21,8 +21,6 @@ namespace {
 
 const fs::path root = GRATINGSIM_SOURCE_DIR;
 
-std::string read(const fs::path& file) { return gratingsim::test::read_text(file); }
-
 /// Source, configuration and documentation files of the tree: build directories, hidden
 /// directories and caches are not part of it.
 std::vector<fs::path> text_files() {
@@ -48,7 +46,7 @@ std::map<std::string, std::set<std::string>> sections_of_docs() {
   for (const auto& entry : fs::directory_iterator(root / "docs")) {
     if (entry.path().extension() != ".md") continue;
     auto& sections = out[entry.path().stem().string()];
-    std::istringstream in(read(entry.path()));
+    std::istringstream in(gratingsim::test::read_text(entry.path()));
     std::string line, current;
     std::smatch m;
     while (std::getline(in, line)) {
@@ -92,7 +90,7 @@ TEST_CASE("no file of the tree points outside the repository for its physics", "
   REQUIRE(files.size() > 100);
   std::string offending;  // one line per file and needle
   for (const fs::path& file : files) {
-    const std::string text = read(file);
+    const std::string text = gratingsim::test::read_text(file);
     for (const std::string& needle : needles)
       if (text.find(needle) != std::string::npos)
         offending += fs::relative(file, root).string() + " mentions " + needle + "\n";
@@ -121,7 +119,7 @@ TEST_CASE("every docs/ citation in the tree names an existing page and section",
     std::string broken;  // one line per unresolved citation
     const std::regex any(R"(docs/[A-Za-z0-9_-]+\.md)");
     for (const fs::path& file : text_files()) {
-      const std::string text = read(file);
+      const std::string text = gratingsim::test::read_text(file);
       citations += int(std::distance(std::sregex_iterator(text.begin(), text.end(), any), std::sregex_iterator()));
       for (const std::string& b : unresolved(text, docs)) broken += fs::relative(file, root).string() + ": " + b + "\n";
     }
@@ -135,7 +133,7 @@ TEST_CASE("relative links of the docs/ pages resolve", "[docs]") {
   int links = 0;
   for (const auto& entry : fs::directory_iterator(root / "docs")) {
     if (entry.path().extension() != ".md") continue;
-    const std::string text = read(entry.path());
+    const std::string text = gratingsim::test::read_text(entry.path());
     for (auto it = std::sregex_iterator(text.begin(), text.end(), link); it != std::sregex_iterator(); ++it) {
       ++links;
       const fs::path target = entry.path().parent_path() / (*it)[1].str();

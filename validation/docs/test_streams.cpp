@@ -24,8 +24,6 @@ namespace {
 
 const fs::path root = GRATINGSIM_SOURCE_DIR;
 
-std::string read(const fs::path& file) { return gratingsim::test::read_text(file); }
-
 /// The library's C++ and CUDA sources (the folders a build compiles into the library and the executable).
 std::vector<fs::path> library_sources() {
   static const std::set<std::string> extensions = {".cpp", ".hpp", ".cu", ".cuh", ".h"};
@@ -76,7 +74,7 @@ TEST_CASE("the library enqueues device work on explicit streams, never on the le
   int seen_allowed = 0;
   for (const fs::path& file : files) {
     const std::string name = fs::relative(file, root).generic_string();
-    const std::string text = read(file);
+    const std::string text = gratingsim::test::read_text(file);
     const std::vector<std::string> uses = legacy_stream_uses(text);
     if (allowed.count(name) != 0) {
       ++seen_allowed;
