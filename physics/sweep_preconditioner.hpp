@@ -22,10 +22,11 @@
 //   x_q = v_q − H_q a⁻_q,  a⁻_{q+1} = s_{q+1} (a⁻_q + Φ_q x_q).
 // Every factor is a step (modulus ≤ 1) or a slice's own response: nothing is divided by e^{ikz Δz}, so
 // the sweep is stable for evanescent orders as the z-operator's sweeps are. Cost per incidence and slice
-// (H = orders, one group: n = 3H, h = 2H): to build, N_j's update n²h, its LU n³/3, H_j by the factors
-// n²h, Γ_j and ρ's update 2h²n: 69 H³ complex multiply-adds (Ẽ⁺ is one 3×2 block per order, so Ẽ⁺ρ and
-// K_j never cost a dense product; where s and p decouple, 19 H³); memory 27 H² complex numbers; an
-// application about 27 H² multiply-adds per right-hand side. The device (device_sweep_preconditioner.cu)
+// (H = orders, one group: n = 3H, h = 2H): to build, ρ_jΦ_j h²n (N_j's update is Ẽ⁺(ρΦ), Γ_j = ρΦ + WΠ⁺C),
+// its LU n³/3, H_j by the factors n²h, ρ's update h²n: 51 H³ complex multiply-adds (Ẽ⁺ is one 3×2 block per
+// order, so Ẽ⁺ρ, Ẽ⁺(ρΦ) and K_j never cost a dense product; where s and p decouple, 14 H³); memory 27 H²
+// complex numbers; an application about 27 H² multiply-adds per right-hand side (where s and p decouple,
+// each rhs's sweep runs in its own group only: the other group's input is zero). The device (device_sweep_preconditioner.cu)
 // keeps N_j⁻¹ and K_j instead: 33 H². Exact in exact arithmetic: a Krylov solve preconditioned with it
 // converges in one or two iterations (the rounding of the set-up); worth it where H is small (1D
 // gratings, coarse 2D ones), where the iterations it saves are hundreds (docs/solver.md §6.3 has the
@@ -102,8 +103,8 @@ struct SweepMatrices {
 constexpr int host_woodbury_least_run = 8;
 
 /// The automatic choice (docs/solver.md §7) takes the sweep on host backends for 1D lattices up to this many orders
-/// (M ≤ 80): its set-up, about 19·orders³ complex multiply-adds per slice there (s and p decouple
-/// without conical incidence; 37 before session 16 kept N_p's factors instead of its inverse), took
+/// (M ≤ 80): its set-up, about 14·orders³ complex multiply-adds per slice there (s and p decouple
+/// without conical incidence; 19 before session 34, 37 before session 16 kept N_p's factors instead of its inverse), took
 /// 4.1 s with the 37 for all of validation/peers' metal_1d at M = 80 (16 + 32 slices, one core of the
 /// dev CPU), whose solves did not converge in 3000 iterations without it. Layers holding a metal take it up to twice
 /// as many orders (physics/solver.cpp, memory_plan).
