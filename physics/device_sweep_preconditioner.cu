@@ -3,10 +3,10 @@
 // Set-up: the host builds the z-local inputs (sweep_inputs without the dense parts: the row coefficients,
 // Ẽ± and ρ_{N−1} per group) in complex128 and uploads them with the kernels; assemble_group builds L'_p, Φ_p
 // and W Π⁺ C_p here; the recursion runs here, from the bottom slice up, in complex128, each step over the groups of equal shape (n, h), the kernels batched over them:
-//   Ẽ⁺ρ (zgemm), N = L' + (Ẽ⁺ρ)Φ (zgemm, into L'), largest |N_ij| (kernel), N⁻¹ and the smallest
-//   pivot (invert_batched, device_inverse.hpp), K = N⁻¹Ẽ⁺, H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻, Γ = W Π⁺ C + ρΦ (zgemm,
-//   into the W Π⁺ C), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
-// three kernels per slice and shape and nine cuBLAS zgemm per group (two of them form the application's
+//   X = ρΦ (zgemm), N = L' + Ẽ⁺X and Γ = W Π⁺ C + X (a kernel: Ẽ⁺ is one 3×2 block per order), largest
+//   |N_ij| (kernel), N⁻¹ and the smallest pivot (invert_batched, device_inverse.hpp), K = N⁻¹Ẽ⁺ (zgemm),
+//   Ẽ⁺ρ + Ẽ⁻ (kernel), H = N⁻¹(Ẽ⁺ρ + Ẽ⁻) (zgemm), ρ ← ρ − ΓH (zgemm), ρ ← S ρ S (kernel),
+// five kernels per slice and shape and six cuBLAS zgemm per group (two of them form the application's
 // transfers T_p = I − Γ_p K_p and U_p = I − Φ_p H_p), each shape on a lane of its own (the first on the calling
 // thread's default stream, each further one issued by a host thread of its own). Within a uniform run
 // (run_bottoms: L'_p, Φ_p and W Π⁺ C_p the same in every slice, a layer whose content does not vary with z) of at
@@ -370,6 +370,41 @@ __global__ void __launch_bounds__(sweep_threads) scale_by_steps(cuDoubleComplex*
   const double2 f = {si.x * sj.x - si.y * sj.y, si.x * sj.y + si.y * sj.x};
   const cuDoubleComplex v = r[e];
   r[e] = {f.x * v.x - f.y * v.y, f.x * v.y + f.y * v.x};
+}
+
+/// For every listed group (y): N ← N + Ẽ⁺X (n × n) and Γ ← Γ + X (h × n), X = ρΦ (h × n), column-major. Ẽ⁺ (n × h)
+/// has column (k, m) non-zero only in rows (c, m) (sweep_preconditioner.hpp), so row (c, m) of Ẽ⁺X is
+/// Σ_k Ẽ⁺((c, m), (k, m)) X((k, m), ·), added term by term in k as the host adds them; a thread per element.
+__global__ void __launch_bounds__(sweep_threads)
+    fold_edge_products(const cuDoubleComplex* const* e_plus, const cuDoubleComplex* const* x, cuDoubleComplex* const* big_n,
+                       cuDoubleComplex* const* gamma, int n, int h, int orders) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x, nn = std::size_t(n) * n;
+  if (e >= nn + std::size_t(n) * h) return;
+  const cuDoubleComplex* xk = x[blockIdx.y];
+  if (e >= nn) {
+    cuDoubleComplex* g = gamma[blockIdx.y];
+    g[e - nn] = cuCadd(g[e - nn], xk[e - nn]);
+    return;
+  }
+  const int row = int(e % n), column = int(e / n), m = row % orders;
+  const cuDoubleComplex* ep = e_plus[blockIdx.y];
+  cuDoubleComplex v = big_n[blockIdx.y][e];
+  for (int k = m; k < h; k += orders)
+    v = cuCadd(v, cuCmul(ep[std::size_t(k) * n + row], xk[std::size_t(column) * h + k]));
+  big_n[blockIdx.y][e] = v;
+}
+
+/// For every listed group (y): out ← Ẽ⁻ + Ẽ⁺ρ (n × h; ρ h × h), Ẽ⁺ as in fold_edge_products; a thread per element.
+__global__ void __launch_bounds__(sweep_threads)
+    edges_with_rho(const cuDoubleComplex* const* e_plus, const cuDoubleComplex* const* rho,
+                   const cuDoubleComplex* const* e_minus, cuDoubleComplex* const* out, int n, int h, int orders) {
+  const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (e >= std::size_t(n) * h) return;
+  const int row = int(e % n), column = int(e / n), m = row % orders;
+  const cuDoubleComplex *ep = e_plus[blockIdx.y], *r = rho[blockIdx.y];
+  cuDoubleComplex v = e_minus[blockIdx.y][e];
+  for (int k = m; k < h; k += orders) v = cuCadd(v, cuCmul(ep[std::size_t(k) * n + row], r[std::size_t(column) * h + k]));
+  out[blockIdx.y][e] = v;
 }
 
 /// to[k] ← α from[k], `elements` complex128 numbers each; blocks (x) over the elements, y over the list.
@@ -1026,16 +1061,23 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allow
       }
       return;
     }
-    // The direct form: Ẽ⁺ρ; N = L' + (Ẽ⁺ρ)Φ in L'; N⁻¹ (N overwritten); K = N⁻¹Ẽ⁺; H = N⁻¹(Ẽ⁺ρ) + N⁻¹Ẽ⁻.
-    gemm(n, h, h, &one, l_eplus, n, l_rho, h, &zero, l_erho, n);
-    gemm(n, n, h, &one, l_erho, n, l_down, h, &one, l_local, n);
+    // The direct form, as the host's (sweep_matrices): X = ρΦ (h × n, in Ẽ⁺ρ's scratch); N = L' + Ẽ⁺X in L' and
+    // Γ = W Π⁺ C + X in place of W Π⁺ C (fold_edge_products: Ẽ⁺ is sparse, where the dense (Ẽ⁺ρ)Φ cost n²h);
+    // N⁻¹ (N overwritten); K = N⁻¹Ẽ⁺; Ẽ⁺ρ + Ẽ⁻ in the scratch (edges_with_rho); H = N⁻¹(Ẽ⁺ρ + Ẽ⁻) in one product.
+    // A p group where s and p decouple (n = 2h): 24 orders³ per slice, 34 before (session 34).
+    const unsigned fold_blocks = unsigned((std::size_t(n) * (n + h) + sweep_threads - 1) / sweep_threads),
+                   edge_blocks = unsigned((std::size_t(n) * h + sweep_threads - 1) / sweep_threads);
+    gemm(h, n, h, &one, l_rho, h, l_down, h, &zero, l_erho, h);
+    fold_edge_products<<<dim3{fold_blocks, unsigned(b)}, sweep_threads, 0, stream>>>(list(l_eplus), list(l_erho),
+                                                                                   list(l_local), list(l_up), n, h, nm);
+    GS_CUDA_CHECK_LAUNCH();
     invert(n, l_local, l_inverse, l_largest, l_smallest);
     gemm(n, h, n, &one, l_inverse, n, l_eplus, n, &zero, l_gain_g, n);
+    edges_with_rho<<<dim3{edge_blocks, unsigned(b)}, sweep_threads, 0, stream>>>(list(l_eplus), list(l_rho),
+                                                                               list(l_eminus), list(l_erho), n, h, nm);
+    GS_CUDA_CHECK_LAUNCH();
     gemm(n, h, n, &one, l_inverse, n, l_erho, n, &zero, l_gain_a, n);
-    gemm(n, h, n, &one, l_inverse, n, l_eminus, n, &one, l_gain_a, n);
-    // Γ = W Π⁺ C + ρΦ (in place of W Π⁺ C); the application's transfers T = I − Γ K and U = I − Φ H (from the
-    // identity set above).
-    gemm(h, n, h, &one, l_rho, h, l_down, h, &one, l_up, h);
+    // The application's transfers T = I − Γ K and U = I − Φ H (from the identity set above).
     gemm(h, h, n, &minus_one, l_up, h, l_gain_g, n, &one, l_transfer_up, h);
     gemm(h, h, n, &minus_one, l_down, h, l_gain_a, n, &one, l_transfer_down, h);
     if (st.p > 0) {  // ρ ← S_p (ρ − Γ H) S_p
