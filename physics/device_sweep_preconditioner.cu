@@ -372,9 +372,18 @@ __global__ void __launch_bounds__(sweep_threads) scale_by_steps(cuDoubleComplex*
   r[e] = {f.x * v.x - f.y * v.y, f.x * v.y + f.y * v.x};
 }
 
-/// For every listed group (y): N ← N + Ẽ⁺X (n × n) and Γ ← Γ + X (h × n), X = ρΦ (h × n), column-major. Ẽ⁺ (n × h)
-/// has column (k, m) non-zero only in rows (c, m) (sweep_preconditioner.hpp), so row (c, m) of Ẽ⁺X is
-/// Σ_k Ẽ⁺((c, m), (k, m)) X((k, m), ·), added term by term in k as the host adds them; a thread per element.
+/// v + (Ẽ⁺X)(row, column) for Ẽ⁺ n × h and X h × ·, column-major. Ẽ⁺ has column (k, m) non-zero only in rows
+/// (c, m) (sweep_preconditioner.hpp), so row (c, m) of Ẽ⁺X is Σ_k Ẽ⁺((c, m), (k, m)) X((k, m), ·), added term
+/// by term in k as the host adds them.
+__device__ cuDoubleComplex plus_edge_product(cuDoubleComplex v, const cuDoubleComplex* e_plus, const cuDoubleComplex* x,
+                                             int row, int column, int n, int h, int orders) {
+  for (int k = row % orders; k < h; k += orders)
+    v = cuCadd(v, cuCmul(e_plus[std::size_t(k) * n + row], x[std::size_t(column) * h + k]));
+  return v;
+}
+
+/// For every listed group (y): N ← N + Ẽ⁺X (n × n) and Γ ← Γ + X (h × n), X = ρΦ (h × n), column-major; a
+/// thread per element.
 __global__ void __launch_bounds__(sweep_threads)
     fold_edge_products(const cuDoubleComplex* const* e_plus, const cuDoubleComplex* const* x, cuDoubleComplex* const* big_n,
                        cuDoubleComplex* const* gamma, int n, int h, int orders) {
@@ -386,25 +395,17 @@ __global__ void __launch_bounds__(sweep_threads)
     g[e - nn] = cuCadd(g[e - nn], xk[e - nn]);
     return;
   }
-  const int row = int(e % n), column = int(e / n), m = row % orders;
-  const cuDoubleComplex* ep = e_plus[blockIdx.y];
-  cuDoubleComplex v = big_n[blockIdx.y][e];
-  for (int k = m; k < h; k += orders)
-    v = cuCadd(v, cuCmul(ep[std::size_t(k) * n + row], xk[std::size_t(column) * h + k]));
-  big_n[blockIdx.y][e] = v;
+  big_n[blockIdx.y][e] = plus_edge_product(big_n[blockIdx.y][e], e_plus[blockIdx.y], xk, int(e % n), int(e / n), n, h, orders);
 }
 
-/// For every listed group (y): out ← Ẽ⁻ + Ẽ⁺ρ (n × h; ρ h × h), Ẽ⁺ as in fold_edge_products; a thread per element.
+/// For every listed group (y): out ← Ẽ⁻ + Ẽ⁺ρ (n × h; ρ h × h); a thread per element.
 __global__ void __launch_bounds__(sweep_threads)
     edges_with_rho(const cuDoubleComplex* const* e_plus, const cuDoubleComplex* const* rho,
                    const cuDoubleComplex* const* e_minus, cuDoubleComplex* const* out, int n, int h, int orders) {
   const std::size_t e = std::size_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (e >= std::size_t(n) * h) return;
-  const int row = int(e % n), column = int(e / n), m = row % orders;
-  const cuDoubleComplex *ep = e_plus[blockIdx.y], *r = rho[blockIdx.y];
-  cuDoubleComplex v = e_minus[blockIdx.y][e];
-  for (int k = m; k < h; k += orders) v = cuCadd(v, cuCmul(ep[std::size_t(k) * n + row], r[std::size_t(column) * h + k]));
-  out[blockIdx.y][e] = v;
+  out[blockIdx.y][e] = plus_edge_product(e_minus[blockIdx.y][e], e_plus[blockIdx.y], rho[blockIdx.y], int(e % n),
+                                         int(e / n), n, h, orders);
 }
 
 /// to[k] ← α from[k], `elements` complex128 numbers each; blocks (x) over the elements, y over the list.

@@ -117,13 +117,10 @@ struct SliceKernels {
   std::size_t size;  ///< one kernel's
   SliceKernels(const conv::Problem& problem, const std::complex<double>* slice_kernels)
       : kernels(slice_kernels), n1(problem.n1), n2(problem.n2), size(problem.kernel_size()) {}
-  [[nodiscard]] std::complex<double> operator()(int k, int m, int mp) const {
-    const int d1 = m / n2 - mp / n2, d2 = m % n2 - mp % n2;
-    return kernels[std::size_t(k) * size + std::size_t(d1 + n1 - 1) * (2 * n2 - 1) + std::size_t(d2 + n2 - 1)];
-  }
   /// f(m, χ_k(m − m')) for m = 0, 1, …, n1·n2 − 1 in turn: a column of the Toeplitz matrix, read row by row of
-  /// the kernel without the four integer divisions per element of operator() (which made the host sweep's
-  /// assembly of its dense inputs division-bound: 10 % of configs/default.yaml's run, session 34).
+  /// the kernel without four integer divisions per element (m = (m1, m2) → offset (m1 − m1')·(2n2 − 1) + m2 − m2'
+  /// computed per element made the host sweep's assembly of its dense inputs division-bound: 10 % of
+  /// configs/default.yaml's run, session 34).
   template <class F>
   void for_column(int k, int mp, F&& f) const {
     const int p1 = mp / n2, p2 = mp % n2;
@@ -145,11 +142,13 @@ inline void slice_operators(const conv::Problem& problem, const std::complex<dou
   const SliceKernels coefficient(problem, slice_kernels);
   c.setZero(3 * nm, 3 * nm);
   d.setZero(3 * nm, 3 * nm);
-  for (int mp = 0; mp < nm; ++mp)
-    for (int m = 0; m < nm; ++m) {
-      for (const conv::Term& t : source) c(t.output * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
-      for (const conv::Term& t : d_terms) d(t.output * nm + m, t.input * nm + mp) += coefficient(t.kernel, m, mp);
-    }
+  // Terms outermost: an element shared by several terms sums them in the terms' order, as element by element.
+  for (const auto& [terms_of, into] : {std::pair{&source, &c}, std::pair{&d_terms, &d}})
+    for (const conv::Term& t : *terms_of)
+      for (int mp = 0; mp < nm; ++mp) {
+        auto column = into->col(Eigen::Index(t.input) * nm + mp).segment(Eigen::Index(t.output) * nm, nm);
+        coefficient.for_column(t.kernel, mp, [&](int m, std::complex<double> value) { column(m) += value; });
+      }
 }
 
 }  // namespace gratingsim::physics::detail
