@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "convolution/backends.hpp"
+#include "convolution/cufft_plans.hpp"
 #include "core/cuda_check.hpp"
 #include "core/device_buffer.hpp"
 
@@ -53,7 +54,9 @@ struct JitCallback {
   void* caller_info;
 };
 
-/// A cuFFT plan handle owned for the lifetime of the backend; empty where no transform is needed.
+/// A cuFFT plan held for the lifetime of the backend; empty where no transform is needed. Without callbacks it
+/// comes from the process's idle plans (cufft_plans.hpp) and goes back to them, with a work area of its own
+/// from the stream-ordered pool; with callbacks it is made and destroyed here (auto-allocated work area).
 class CufftPlan {
  public:
   CufftPlan() = default;
@@ -66,6 +69,24 @@ class CufftPlan {
     if (l1 > 1) lengths.push_back(l1);
     if (l2 > 1) lengths.push_back(l2);
     if (lengths.empty() || batch == 0) return;
+    if (callbacks.empty()) {
+      GS_CUDA_TRY(cudaGetDevice(&shape_.device));
+      shape_.l1 = l1;
+      shape_.l2 = l2;
+      shape_.batch = static_cast<long long>(batch);
+      shape_.type = static_cast<int>(type);
+      std::size_t work_bytes = 0;
+      handle_ = acquire_cufft_plan(shape_, work_bytes);
+      try {
+        work_area_ = DeviceBuffer<unsigned char>(work_bytes);
+        if (work_bytes) GS_CUFFT_TRY(cufftSetWorkArea(handle_, work_area_.data()));
+      } catch (...) {
+        release_cufft_plan(shape_, handle_, work_bytes);  // no destructor runs for a constructor that throws
+        throw;
+      }
+      pooled_ = owned_ = true;
+      return;
+    }
     GS_CUFFT_TRY(cufftCreate(&handle_));
     try {
       for (const JitCallback& c : callbacks) {
@@ -84,15 +105,21 @@ class CufftPlan {
   }
   CufftPlan(const CufftPlan&) = delete;
   CufftPlan& operator=(const CufftPlan&) = delete;
-  ~CufftPlan() {
-    if (owned_) cufftDestroy(handle_);  // no throw from a destructor
+  ~CufftPlan() {  // no throw from a destructor; the work area is freed after the plan has gone back
+    if (!owned_) return;
+    if (pooled_)
+      release_cufft_plan(shape_, handle_, work_area_.size());
+    else
+      cufftDestroy(handle_);
   }
   [[nodiscard]] bool empty() const { return !owned_; }
   [[nodiscard]] cufftHandle get() const { return handle_; }
 
  private:
   cufftHandle handle_{};
-  bool owned_ = false;
+  bool owned_ = false, pooled_ = false;
+  CufftPlanShape shape_;                      // a pooled plan's
+  DeviceBuffer<unsigned char> work_area_;     // a pooled plan's work area
 };
 
 template <class C>

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "convolution/cufft_plans.hpp"
 #include "core/error.hpp"
 #include "validation/convolution/gpu_test_support.hpp"
 #include "validation/convolution/pattern_cases.hpp"
@@ -53,4 +54,34 @@ TEMPLATE_TEST_CASE("gpu-cufft pattern on a non-blocking stream, kernels replaced
 
 TEST_CASE("gpu-cufft pattern: buffers of P and Q blocks, overlap refused", "[convolution][gpu-cufft][pattern]") {
   test::check_pattern_overlap_refused(Backend::gpu_cufft);
+}
+
+TEMPLATE_TEST_CASE("gpu-cufft takes the cuFFT plans a finished backend of its shape left, and computes with them",
+                   "[convolution][gpu-cufft]", float, double) {
+  using conv::detail::cufft_plan_counts;
+  const Problem g{.n1 = 11, .n2 = 13, .slices = 3, .per_slice = 4};
+  const test::TestStream stream;
+  for (int round = 0; round < 2; ++round) {
+    INFO("backend " << round + 1 << " of this shape");
+    const conv::detail::CufftPlanCounts before = cufft_plan_counts();
+    const auto kernels = test::random_kernels<TestType>(g);
+    const auto in = test::random_complex<TestType>(g.input_size());
+    auto plan = conv::make_convolution<TestType>(Backend::gpu_cufft, g, kernels);
+    const conv::detail::CufftPlanCounts during = cufft_plan_counts();
+    // A scalar problem has two plans: the spectra's (slices transforms) and the fields' (both directions).
+    CHECK(during.made + during.reused == before.made + before.reused + 2);
+    if (round == 1) CHECK(during.made == before.made);  // both from the first backend
+    CHECK(test::worst_error_against_direct(g, kernels, in, test::run_on_stream(*plan, in, stream.get())) <
+          test::backend_tolerance<TestType>());
+  }
+}
+
+TEST_CASE("the idle cuFFT plans are bounded", "[convolution][gpu-cufft]") {
+  // Backends of more distinct shapes than the pool keeps, one after another: each leaves a plan of its own shape
+  // (the fields' transforms, per_slice of them) besides the spectra's, which the next one takes again.
+  for (int per_slice = 1; per_slice <= int(conv::detail::idle_cufft_plans_kept); ++per_slice) {
+    const Problem g{.n1 = 5, .n2 = 1, .slices = 1, .per_slice = per_slice};
+    auto plan = conv::make_convolution<float>(Backend::gpu_cufft, g, test::random_kernels<float>(g));
+  }
+  CHECK(conv::detail::cufft_plan_counts().idle == conv::detail::idle_cufft_plans_kept);
 }
