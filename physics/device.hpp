@@ -32,7 +32,8 @@
 namespace gratingsim::physics {
 
 /// A non-blocking CUDA stream owned for the lifetime of a problem (cudaStreamNonBlocking: it does not
-/// synchronise with the legacy default stream). Its destructor waits for it first.
+/// synchronise with the legacy default stream), taken from the streams earlier ones left on the current device
+/// (made only where there is none). Its destructor waits for it, then leaves it to the next.
 class DeviceStream {
  public:
   DeviceStream();
@@ -45,6 +46,7 @@ class DeviceStream {
 
  private:
   Stream stream_ = nullptr;
+  int device_ = 0;  ///< the stream's
 };
 
 /// Whether `stream` is being captured into a CUDA graph (cudaStreamIsCapturing): work enqueued on it now

@@ -264,6 +264,20 @@ TEMPLATE_TEST_CASE("the device basis pass (dots, combine) equals the host one, a
   }
 }
 
+TEST_CASE("a problem's stream is the one a finished problem left, and a stream in use is nobody else's", "[physics][gpu]") {
+  Stream first = nullptr;
+  {
+    const DeviceStream a;
+    first = a.get();
+    REQUIRE(first != nullptr);
+  }
+  const DeviceStream b;
+  CHECK(b.get() == first);  // the newest idle stream of the device
+  const DeviceStream c;
+  CHECK(c.get() != nullptr);
+  CHECK(c.get() != b.get());
+}
+
 TEMPLATE_TEST_CASE("the device z-operator equals the host one on random fields", "[physics][gpu]", float, double) {
   std::vector<std::string> warnings;
   ProblemSettings settings;
