@@ -117,18 +117,20 @@ struct SliceKernels {
   std::size_t size;  ///< one kernel's
   SliceKernels(const conv::Problem& problem, const std::complex<double>* slice_kernels)
       : kernels(slice_kernels), n1(problem.n1), n2(problem.n2), size(problem.kernel_size()) {}
-  /// f(m, χ_k(m − m')) for m = 0, 1, …, n1·n2 − 1 in turn: a column of the Toeplitz matrix, read row by row of
-  /// the kernel without four integer divisions per element (m = (m1, m2) → offset (m1 − m1')·(2n2 − 1) + m2 − m2'
-  /// computed per element made the host sweep's assembly of its dense inputs division-bound: 10 % of
-  /// configs/default.yaml's run, session 34).
+  /// Column m' of kernel k's Toeplitz matrix, χ_k(m − m') for m = 0, 1, …, n1·n2 − 1, in contiguous runs of the
+  /// kernel: f(m0, run, length) with run[i] = χ_k(m0 + i − m'). A 2D lattice gives n1 runs of n2 (one per m1); a 1D
+  /// one (n2 = 1, the kernel's rows one number apart) a single run of n1. Read this way the dense assembly needs no
+  /// integer division per element (four of them made the host sweep's assembly division-bound, session 34) and its
+  /// products vectorise over a run (session 35).
   template <class F>
-  void for_column(int k, int mp, F&& f) const {
+  void for_column_runs(int k, int mp, F&& f) const {
     const int p1 = mp / n2, p2 = mp % n2;
     const std::complex<double>* kernel = kernels + std::size_t(k) * size + std::size_t(n2 - 1 - p2);
-    for (int i1 = 0, m = 0; i1 < n1; ++i1) {
-      const std::complex<double>* row = kernel + std::size_t(i1 - p1 + n1 - 1) * (2 * n2 - 1);
-      for (int i2 = 0; i2 < n2; ++i2, ++m) f(m, row[i2]);
+    if (n2 == 1) {
+      f(0, kernel + std::size_t(n1 - 1 - p1), n1);
+      return;
     }
+    for (int i1 = 0; i1 < n1; ++i1) f(i1 * n2, kernel + std::size_t(i1 - p1 + n1 - 1) * (2 * n2 - 1), n2);
   }
 };
 
@@ -147,7 +149,9 @@ inline void slice_operators(const conv::Problem& problem, const std::complex<dou
     for (const conv::Term& t : *terms_of)
       for (int mp = 0; mp < nm; ++mp) {
         auto column = into->col(Eigen::Index(t.input) * nm + mp).segment(Eigen::Index(t.output) * nm, nm);
-        coefficient.for_column(t.kernel, mp, [&](int m, std::complex<double> value) { column(m) += value; });
+        coefficient.for_column_runs(t.kernel, mp, [&](int m0, const std::complex<double>* run, int length) {
+          column.segment(m0, length) += Eigen::Map<const Eigen::VectorXcd>(run, length);
+        });
       }
 }
 

@@ -190,17 +190,29 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
     phi.setZero();
     psi.setZero();
     const detail::SliceKernels kappa(problem, kernels.data() + (std::size_t(p) * g.members + out.member[std::size_t(a)]) * per_slice);
+    // A source term (o, cj, κ) adds diag(row coefficients of output o) · T_κ to each block (ri, cj) of L' and (ki, cj)
+    // of Φ and W Π⁺ C: the coefficients gathered contiguous per term, then each column of T_κ run by run.
+    Eigen::MatrixXcd coefficients(nm, nc + 2 * np);  // self (ri), then down (ki), then up (ki), of output o
     for (const conv::Term& term : terms.source) {
       const int cj = local[std::size_t(term.input)];
       if (cj < 0 || local[std::size_t(term.output)] < 0) continue;
+      for (int m = 0; m < nm; ++m) {
+        for (int ri = 0; ri < nc; ++ri) coefficients(m, ri) = self_rows[std::size_t(ri * nm + m) * 3 + term.output];
+        for (int ki = 0; ki < np; ++ki) {
+          coefficients(m, nc + ki) = down_rows[std::size_t(ki * nm + m) * 3 + term.output];
+          coefficients(m, nc + np + ki) = up_rows[std::size_t(ki * nm + m) * 3 + term.output];
+        }
+      }
       for (int mp = 0; mp < nm; ++mp) {
         const Eigen::Index column = Eigen::Index(cj) * nm + mp;
-        kappa.for_column(term.kernel, mp, [&](int m, C k) {
+        kappa.for_column_runs(term.kernel, mp, [&](int m0, const C* run, int length) {
+          const Eigen::Map<const Eigen::VectorXcd> k(run, length);
           for (int ri = 0; ri < nc; ++ri)
-            lprime(ri * nm + m, column) += self_rows[std::size_t(ri * nm + m) * 3 + term.output] * k;
+            lprime.col(column).segment(ri * nm + m0, length) += coefficients.col(ri).segment(m0, length).cwiseProduct(k);
           for (int ki = 0; ki < np; ++ki) {
-            phi(ki * nm + m, column) += down_rows[std::size_t(ki * nm + m) * 3 + term.output] * k;
-            psi(ki * nm + m, column) += up_rows[std::size_t(ki * nm + m) * 3 + term.output] * k;
+            phi.col(column).segment(ki * nm + m0, length) += coefficients.col(nc + ki).segment(m0, length).cwiseProduct(k);
+            psi.col(column).segment(ki * nm + m0, length) +=
+                coefficients.col(nc + np + ki).segment(m0, length).cwiseProduct(k);
           }
         });
       }
@@ -209,7 +221,9 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
       const int ri = local[std::size_t(term.output)], cj = local[std::size_t(term.input)];
       if (ri < 0 || cj < 0) continue;
       for (int mp = 0; mp < nm; ++mp)
-        kappa.for_column(term.kernel, mp, [&](int m, C k) { lprime(ri * nm + m, cj * nm + mp) += k; });
+        kappa.for_column_runs(term.kernel, mp, [&](int m0, const C* run, int length) {
+          lprime.col(cj * nm + mp).segment(ri * nm + m0, length) += Eigen::Map<const Eigen::VectorXcd>(run, length);
+        });
     }
   }
   return out;
@@ -272,6 +286,35 @@ template <class Derived>
 double largest_magnitude(const Eigen::MatrixBase<Derived>& a) {
   return std::sqrt(a.cwiseAbs2().maxCoeff());
 }
+
+/// LU factors with partial pivoting in place, as Eigen's PartialPivLU makes them (by its own routine,
+/// internal::partial_lu_inplace: the same factors bit for bit), without the ‖M‖₁ that PartialPivLU's constructor
+/// also takes for rcond(), which nothing here reads: n² complex magnitudes (hypot), 4 % of configs/default.yaml's
+/// run on the dev CPU (session 35, perf).
+class InPlaceLu {
+ public:
+  explicit InPlaceLu(Eigen::Ref<Matrix> m) : lu_(m), transpositions_(m.rows()) {
+    Eigen::Transpositions<Eigen::Dynamic, Eigen::Dynamic, int>::StorageIndex swaps = 0;
+    Eigen::internal::partial_lu_inplace(lu_, transpositions_, swaps);
+    permutation_ = transpositions_;
+  }
+  /// P, M = P⁻¹ L U.
+  [[nodiscard]] const Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic, int>& permutation() const {
+    return permutation_;
+  }
+  /// x = M⁻¹ b, as PartialPivLU::solve: x = P b, then L and U in place.
+  template <class Rhs>
+  void solve(const Rhs& b, Matrix& x) const {
+    x = permutation_ * b;
+    lu_.triangularView<Eigen::UnitLower>().solveInPlace(x);
+    lu_.triangularView<Eigen::Upper>().solveInPlace(x);
+  }
+
+ private:
+  Eigen::Ref<Matrix> lu_;
+  Eigen::Transpositions<Eigen::Dynamic, Eigen::Dynamic, int> transpositions_;
+  Eigen::PermutationMatrix<Eigen::Dynamic, Eigen::Dynamic, int> permutation_;
+};
 
 /// out = M⁻¹ in by M's LU factors (size × size, unit lower L and upper U in one matrix, as getrf) and row
 /// permutation (M = P⁻¹ L U, P moving row i to row permutation[i]).
@@ -381,7 +424,7 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
           const Eigen::Map<const Matrix> lprime(&out.lu[mat], n, n);
           const double largest = largest_magnitude(lprime);
           factors = lprime;  // aligned storage, as below
-          const Eigen::PartialPivLU<Eigen::Ref<Matrix>> lu(factors);
+          const InPlaceLu lu(factors);
           if (!regular_factorisation(largest, factors.diagonal().cwiseAbs().minCoeff())) {
             // L' singular (a resonance of the slice alone) where N may not be: the direct form for the run, whose
             // data is then unused (zeros, so that every element of SweepMatrices is defined).
@@ -390,9 +433,9 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
           } else {
             // Each computed in Eigen's own aligned storage and copied out (as below).
             Eigen::Map<Matrix>(data, n, n) = factors;
-            std::copy_n(lu.permutationP().indices().data(), n, &out.run_permutation[run.permutation_at]);
-            gain = lu.solve(e_plus);
-            e_rho = lu.solve(e_minus);
+            std::copy_n(lu.permutation().indices().data(), n, &out.run_permutation[run.permutation_at]);
+            lu.solve(e_plus, gain);
+            lu.solve(e_minus, e_rho);
             b_matrix = gain;
             e_matrix = e_rho;
             t.noalias() = phi * gain;
@@ -412,7 +455,7 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
           y_factors = rho_d;
           y_factors += Matrix::Identity(h, h);
           const double largest = largest_magnitude(y_factors);
-          const Eigen::PartialPivLU<Eigen::Ref<Matrix>> lu(y_factors);
+          const InPlaceLu lu(y_factors);
           const double pivot = y_factors.diagonal().cwiseAbs().minCoeff();
           if (!regular_factorisation(largest, pivot)) {
             fail(p, pivot, largest);
@@ -423,10 +466,10 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
           // The slot's rest and gain_a are unused in this form: zeros (the arrays are not initialised, DenseArray).
           std::fill(&out.lu[mat] + 2 * h * h, &out.lu[mat] + n * n, C{});
           std::fill_n(&out.gain_a[at], n * h, C{});
-          std::copy_n(lu.permutationP().indices().data(), h, permutation);
+          std::copy_n(lu.permutation().indices().data(), h, permutation);
           Eigen::Map<Matrix>(&out.up[at], h, n) = psi;
           if (p > 0) {  // ρ_{p−1} = S_p [(ρ − (G_B + ρD_m) Y⁻¹ρ)(I − F_m) − G_E] S_p
-            q = lu.solve(rho);
+            lu.solve(rho, q);
             rho_d += g_b;
             rho.noalias() -= rho_d * q;
             t.noalias() = rho * i_minus_f;
@@ -447,18 +490,18 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
       // loops peel by the destination's alignment, which in the vectors of SweepMatrices depends on the
       // batch, and a result must not (the app's results are bitwise the same in any batch or process).
       factors = big_n;
-      const Eigen::PartialPivLU<Eigen::Ref<Matrix>> lu(factors);
+      const InPlaceLu lu(factors);
       big_n = factors;
       const double pivot = factors.diagonal().cwiseAbs().minCoeff();
       if (!regular_factorisation(largest, pivot)) {
         fail(p, pivot, largest);
         break;
       }
-      std::copy_n(lu.permutationP().indices().data(), n, permutation);
+      std::copy_n(lu.permutation().indices().data(), n, permutation);
       // H = N⁻¹(Ẽ⁺ρ + Ẽ⁻); Γ = ρΦ + W Π⁺ C.
       e_rho = e_minus;
       add_edge_product(e_plus, nm, nc, np, rho, e_rho, 1.0);
-      gain.noalias() = lu.solve(e_rho);
+      lu.solve(e_rho, gain);
       gain_a = gain;
       up += psi;
       if (p > 0) {  // ρ_{p−1} = S_p (ρ_p − Γ_p H_p) S_p
