@@ -130,100 +130,116 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
   // set-up's inputs) a pair is a few rows, O(n): serial, since the team cost more than the work where it was
   // started (the thin metal's set-ups on the H200's host: 4–5 ms each, with the two Richardson solves' teams and
   // the lanes' issuing threads sharing the cores, against about 1 ms serial; session 27).
-#pragma omp parallel for schedule(dynamic) if (dense)
-  for (int kp = 0; kp < ng * nz; ++kp) {
-    const int k = kp / nz, p = kp % nz;
-    const SweepGroup& group = out.groups[std::size_t(k)];
-    const int a = group.incidence;
-    const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
-    const int nc = int(group.components.size()), np = int(group.polarisations.size());
-    const GreenTensors* t = &tensors[std::size_t(a) * nm];
-    const auto coefficient_index = [&](int m, int q) { return (std::size_t(a) * nm + m) * nz + q; };
-    // The amplitude vectors of polarisation pol: ê (pol 0) or p̂± (pol 1), component c.
-    const auto vector = [&](int m, int pol, int sign, int c) {
-      return pol == 0 ? t[m].e[c] : sign > 0 ? t[m].plus[c] : t[m].minus[c];
-    };
-    if (p == 0) {  // the group's own: Ẽ± (column (k, m): scale times the vector at rows (c, m)) and ρ_{N−1}
-      Eigen::Map<Matrix> e_plus(&out.e_plus[group.edges], n, h), e_minus(&out.e_minus[group.edges], n, h);
-      Eigen::Map<Matrix> rho(&out.rho[group.rho], h, h);
-      e_plus.setZero();
-      e_minus.setZero();
-      rho.setZero();
-      for (int m = 0; m < nm; ++m) {
-        for (int ci = 0; ci < nc; ++ci)
-          for (int ki = 0; ki < np; ++ki) {
-            const int c = group.components[ci], pol = group.polarisations[ki];
-            e_plus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, +1, c);
-            e_minus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, -1, c);
-          }
-        const std::size_t io = std::size_t(a) * nm + m, i = coefficient_index(m, nz - 1);
-        for (int ki = 0; ki < np; ++ki)
-          rho(ki * nm + m, ki * nm + m) = g.depth[i] * g.depth[i] * (group.polarisations[ki] == 0 ? g.rs[io] : g.rp[io]);
-      }
-    }
-    // The row coefficients (SweepInputs): self(i, m)[o], down(k, m)[o] and up(k, m)[o].
-    C* self_rows = &out.self_rows[group.rows + std::size_t(p) * std::size_t(n) * 3];
-    C* down_rows = &out.down_rows[group.amplitude_rows + std::size_t(p) * std::size_t(h) * 3];
-    C* up_rows = &out.up_rows[group.amplitude_rows + std::size_t(p) * std::size_t(h) * 3];
-    for (int m = 0; m < nm; ++m) {
-      const std::size_t i = coefficient_index(m, p);
-      const Tensor gs = detail::self_green(t[m], g, i);
-      const C w = g.weight[i];
-      for (int o = 0; o < 3; ++o) {
-        for (int ri = 0; ri < nc; ++ri) self_rows[std::size_t(ri * nm + m) * 3 + o] = gs[group.components[ri] * 3 + o];
-        for (int ki = 0; ki < np; ++ki) {
-          down_rows[std::size_t(ki * nm + m) * 3 + o] = w * vector(m, group.polarisations[ki], -1, o);
-          up_rows[std::size_t(ki * nm + m) * 3 + o] = w * vector(m, group.polarisations[ki], +1, o);
+  // The dense parts are assembled in Eigen's own aligned storage, one per thread, and copied out: Eigen's vectorised
+  // loops below peel by the destination's alignment, which in the arrays of SweepInputs depends on the batch, and a
+  // result must not (a peeled element is a scalar complex product, the rest packet ones, not always bitwise equal).
+#pragma omp parallel if (dense)
+  {
+    Matrix assembled_local, assembled_down, assembled_up;
+#pragma omp for schedule(dynamic)
+    for (int kp = 0; kp < ng * nz; ++kp) {
+      const int k = kp / nz, p = kp % nz;
+      const SweepGroup& group = out.groups[std::size_t(k)];
+      const int a = group.incidence;
+      const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
+      const int nc = int(group.components.size()), np = int(group.polarisations.size());
+      const GreenTensors* t = &tensors[std::size_t(a) * nm];
+      const auto coefficient_index = [&](int m, int q) { return (std::size_t(a) * nm + m) * nz + q; };
+      // The amplitude vectors of polarisation pol: ê (pol 0) or p̂± (pol 1), component c.
+      const auto vector = [&](int m, int pol, int sign, int c) {
+        return pol == 0 ? t[m].e[c] : sign > 0 ? t[m].plus[c] : t[m].minus[c];
+      };
+      if (p == 0) {  // the group's own: Ẽ± (column (k, m): scale times the vector at rows (c, m)) and ρ_{N−1}
+        Eigen::Map<Matrix> e_plus(&out.e_plus[group.edges], n, h), e_minus(&out.e_minus[group.edges], n, h);
+        Eigen::Map<Matrix> rho(&out.rho[group.rho], h, h);
+        e_plus.setZero();
+        e_minus.setZero();
+        rho.setZero();
+        for (int m = 0; m < nm; ++m) {
+          for (int ci = 0; ci < nc; ++ci)
+            for (int ki = 0; ki < np; ++ki) {
+              const int c = group.components[ci], pol = group.polarisations[ki];
+              e_plus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, +1, c);
+              e_minus(ci * nm + m, ki * nm + m) = t[m].scale * vector(m, pol, -1, c);
+            }
+          const std::size_t io = std::size_t(a) * nm + m, i = coefficient_index(m, nz - 1);
+          for (int ki = 0; ki < np; ++ki)
+            rho(ki * nm + m, ki * nm + m) =
+                g.depth[i] * g.depth[i] * (group.polarisations[ki] == 0 ? g.rs[io] : g.rp[io]);
         }
       }
-    }
-    if (!dense) continue;
-    // L', Φ and W Π⁺ C over the group's components only, column by column: element (row (ri, m), column
-    // (cj, m')) gains, per source term (o, cj, κ) with o in the group, coefficient(row)[o]·κ(m − m'), and per
-    // D term (ri, cj, κ) κ(m − m').
-    std::array<int, 3> local{-1, -1, -1};  // a component's index in the group, −1 outside it
-    for (int ci = 0; ci < nc; ++ci) local[std::size_t(group.components[std::size_t(ci)])] = ci;
-    Eigen::Map<Matrix> lprime(&out.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n);
-    const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
-    Eigen::Map<Matrix> phi(&out.down[at], h, n), psi(&out.source_up[at], h, n);
-    lprime.setIdentity();
-    phi.setZero();
-    psi.setZero();
-    const detail::SliceKernels kappa(problem, kernels.data() + (std::size_t(p) * g.members + out.member[std::size_t(a)]) * per_slice);
-    // A source term (o, cj, κ) adds diag(row coefficients of output o) · T_κ to each block (ri, cj) of L' and (ki, cj)
-    // of Φ and W Π⁺ C: the coefficients gathered contiguous per term, then each column of T_κ run by run.
-    Eigen::MatrixXcd coefficients(nm, nc + 2 * np);  // self (ri), then down (ki), then up (ki), of output o
-    for (const conv::Term& term : terms.source) {
-      const int cj = local[std::size_t(term.input)];
-      if (cj < 0 || local[std::size_t(term.output)] < 0) continue;
+      // The row coefficients (SweepInputs): self(i, m)[o], down(k, m)[o] and up(k, m)[o].
+      C* self_rows = &out.self_rows[group.rows + std::size_t(p) * std::size_t(n) * 3];
+      C* down_rows = &out.down_rows[group.amplitude_rows + std::size_t(p) * std::size_t(h) * 3];
+      C* up_rows = &out.up_rows[group.amplitude_rows + std::size_t(p) * std::size_t(h) * 3];
       for (int m = 0; m < nm; ++m) {
-        for (int ri = 0; ri < nc; ++ri) coefficients(m, ri) = self_rows[std::size_t(ri * nm + m) * 3 + term.output];
-        for (int ki = 0; ki < np; ++ki) {
-          coefficients(m, nc + ki) = down_rows[std::size_t(ki * nm + m) * 3 + term.output];
-          coefficients(m, nc + np + ki) = up_rows[std::size_t(ki * nm + m) * 3 + term.output];
-        }
-      }
-      for (int mp = 0; mp < nm; ++mp) {
-        const Eigen::Index column = Eigen::Index(cj) * nm + mp;
-        kappa.for_column_runs(term.kernel, mp, [&](int m0, const C* run, int length) {
-          const Eigen::Map<const Eigen::VectorXcd> k(run, length);
+        const std::size_t i = coefficient_index(m, p);
+        const Tensor gs = detail::self_green(t[m], g, i);
+        const C w = g.weight[i];
+        for (int o = 0; o < 3; ++o) {
           for (int ri = 0; ri < nc; ++ri)
-            lprime.col(column).segment(ri * nm + m0, length) += coefficients.col(ri).segment(m0, length).cwiseProduct(k);
+            self_rows[std::size_t(ri * nm + m) * 3 + o] = gs[group.components[ri] * 3 + o];
           for (int ki = 0; ki < np; ++ki) {
-            phi.col(column).segment(ki * nm + m0, length) += coefficients.col(nc + ki).segment(m0, length).cwiseProduct(k);
-            psi.col(column).segment(ki * nm + m0, length) +=
-                coefficients.col(nc + np + ki).segment(m0, length).cwiseProduct(k);
+            down_rows[std::size_t(ki * nm + m) * 3 + o] = w * vector(m, group.polarisations[ki], -1, o);
+            up_rows[std::size_t(ki * nm + m) * 3 + o] = w * vector(m, group.polarisations[ki], +1, o);
           }
-        });
+        }
       }
-    }
-    for (const conv::Term& term : terms.d) {  // term.output: D's axis
-      const int ri = local[std::size_t(term.output)], cj = local[std::size_t(term.input)];
-      if (ri < 0 || cj < 0) continue;
-      for (int mp = 0; mp < nm; ++mp)
-        kappa.for_column_runs(term.kernel, mp, [&](int m0, const C* run, int length) {
-          lprime.col(cj * nm + mp).segment(ri * nm + m0, length) += Eigen::Map<const Eigen::VectorXcd>(run, length);
-        });
+      if (!dense) continue;
+      // L', Φ and W Π⁺ C over the group's components only, column by column: element (row (ri, m), column
+      // (cj, m')) gains, per source term (o, cj, κ) with o in the group, coefficient(row)[o]·κ(m − m'), and per
+      // D term (ri, cj, κ) κ(m − m').
+      std::array<int, 3> local{-1, -1, -1};  // a component's index in the group, −1 outside it
+      for (int ci = 0; ci < nc; ++ci) local[std::size_t(group.components[std::size_t(ci)])] = ci;
+      Matrix& lprime = assembled_local;
+      Matrix& phi = assembled_down;
+      Matrix& psi = assembled_up;
+      lprime.setIdentity(n, n);
+      phi.setZero(h, n);
+      psi.setZero(h, n);
+      const detail::SliceKernels kappa(
+          problem, kernels.data() + (std::size_t(p) * g.members + out.member[std::size_t(a)]) * per_slice);
+      // A source term (o, cj, κ) adds diag(row coefficients of output o) · T_κ to each block (ri, cj) of L' and
+      // (ki, cj) of Φ and W Π⁺ C: the coefficients gathered contiguous per term, then each column of T_κ run by run.
+      Eigen::MatrixXcd coefficients(nm, nc + 2 * np);  // self (ri), then down (ki), then up (ki), of output o
+      for (const conv::Term& term : terms.source) {
+        const int cj = local[std::size_t(term.input)];
+        if (cj < 0 || local[std::size_t(term.output)] < 0) continue;
+        for (int m = 0; m < nm; ++m) {
+          for (int ri = 0; ri < nc; ++ri) coefficients(m, ri) = self_rows[std::size_t(ri * nm + m) * 3 + term.output];
+          for (int ki = 0; ki < np; ++ki) {
+            coefficients(m, nc + ki) = down_rows[std::size_t(ki * nm + m) * 3 + term.output];
+            coefficients(m, nc + np + ki) = up_rows[std::size_t(ki * nm + m) * 3 + term.output];
+          }
+        }
+        for (int mp = 0; mp < nm; ++mp) {
+          const Eigen::Index column = Eigen::Index(cj) * nm + mp;
+          kappa.for_column_runs(term.kernel, mp, [&](int m0, const C* run, int length) {
+            const Eigen::Map<const Eigen::VectorXcd> k(run, length);
+            for (int ri = 0; ri < nc; ++ri)
+              lprime.col(column).segment(ri * nm + m0, length) +=
+                  coefficients.col(ri).segment(m0, length).cwiseProduct(k);
+            for (int ki = 0; ki < np; ++ki) {
+              phi.col(column).segment(ki * nm + m0, length) +=
+                  coefficients.col(nc + ki).segment(m0, length).cwiseProduct(k);
+              psi.col(column).segment(ki * nm + m0, length) +=
+                  coefficients.col(nc + np + ki).segment(m0, length).cwiseProduct(k);
+            }
+          });
+        }
+      }
+      for (const conv::Term& term : terms.d) {  // term.output: D's axis
+        const int ri = local[std::size_t(term.output)], cj = local[std::size_t(term.input)];
+        if (ri < 0 || cj < 0) continue;
+        for (int mp = 0; mp < nm; ++mp)
+          kappa.for_column_runs(term.kernel, mp, [&](int m0, const C* run, int length) {
+            lprime.col(cj * nm + mp).segment(ri * nm + m0, length) += Eigen::Map<const Eigen::VectorXcd>(run, length);
+          });
+      }
+      const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h);
+      Eigen::Map<Matrix>(&out.local[group.matrices + std::size_t(p) * std::size_t(n * n)], n, n) = lprime;
+      Eigen::Map<Matrix>(&out.down[at], h, n) = phi;
+      Eigen::Map<Matrix>(&out.source_up[at], h, n) = psi;
     }
   }
   return out;
@@ -500,12 +516,12 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
       // 18 orders³ of a conical group's 69, 5 of the 19 where s and p decouple (sweep_preconditioner.hpp).
       Eigen::Map<Matrix> big_n(&out.lu[mat], n, n), gain_a(&out.gain_a[at], n, h), up(&out.up[at], h, n);
       up.noalias() = rho * phi;
-      add_edge_product(e_plus, nm, nc, np, up, big_n, 1.0);
-      const double largest = largest_magnitude(big_n);
-      // Factorised (and solved below) in Eigen's own aligned storage, then copied out: Eigen's vectorised
+      // N formed, factorised (and solved below) in Eigen's own aligned storage, then copied out: Eigen's vectorised
       // loops peel by the destination's alignment, which in the vectors of SweepMatrices depends on the
       // batch, and a result must not (the app's results are bitwise the same in any batch or process).
       factors = big_n;
+      add_edge_product(e_plus, nm, nc, np, up, factors, 1.0);
+      const double largest = largest_magnitude(factors);
       const InPlaceLu lu(factors);
       big_n = factors;
       const double pivot = factors.diagonal().cwiseAbs().minCoeff();
