@@ -343,31 +343,34 @@ void solve_by_factors(const std::complex<double>* factors, const int* permutatio
   lu.triangularView<Eigen::Upper>().solveInPlace(out);
 }
 
-/// out += sign · Ẽ⁺ x, x h × cols, without a dense product: Ẽ⁺ (n × h) has column (k, m) non-zero only in
-/// rows (c, m) (SweepMatrices), so block c of a column of Ẽ⁺ x is Σ_k diag_m Ẽ⁺((c, m), (k, m)) · block k of that
-/// column of x: column by column, contiguous in m (row by row, as first written, Eigen gathered every element
-/// across the columns: half of sweep_matrices' own time, session 35).
-/// A single column (the application's vectors) takes the elements in turn, allocating nothing. Either way each
-/// element sums its k terms in increasing k.
+/// Ẽ⁺'s non-zeros: Ẽ⁺ (n × h) has column (k, m) non-zero only in rows (c, m) (SweepMatrices); column c·np + k of
+/// the result (nm × nc·np) holds Ẽ⁺((c, m), (k, m)) over m. Gathered once per group.
+Matrix edge_diagonals(const Eigen::Map<const Matrix>& e_plus, int nm, int nc, int np) {
+  Matrix diagonals(nm, nc * np);
+  for (int c = 0; c < nc; ++c)
+    for (int k = 0; k < np; ++k)
+      for (int m = 0; m < nm; ++m) diagonals(m, c * np + k) = e_plus(c * nm + m, k * nm + m);
+  return diagonals;
+}
+
+/// out += sign · Ẽ⁺ x, x h × cols, without a dense product, from Ẽ⁺'s diagonals (edge_diagonals): block c of a
+/// column of Ẽ⁺ x is Σ_k diag_m Ẽ⁺((c, m), (k, m)) · block k of that column of x, column by column, contiguous in m
+/// (row by row, as first written, Eigen gathered every element across the columns: half of sweep_matrices' own
+/// time, session 35). A single column (the application's vectors) takes the elements in turn. Either way each
+/// element sums its k terms in increasing k; nothing is allocated.
 template <class Out, class In>
-void add_edge_product(const Eigen::Map<const Matrix>& e_plus, int nm, int nc, int np, const In& x, Out&& out,
-                      double sign) {
+void add_edge_product(const Matrix& diagonals, int nm, int nc, int np, const In& x, Out&& out, double sign) {
   if (x.cols() == 1) {
     for (int c = 0; c < nc; ++c)
       for (int m = 0; m < nm; ++m)
-        for (int k = 0; k < np; ++k)
-          out(c * nm + m, 0) += (sign * e_plus(c * nm + m, k * nm + m)) * x(k * nm + m, 0);
+        for (int k = 0; k < np; ++k) out(c * nm + m, 0) += (sign * diagonals(m, c * np + k)) * x(k * nm + m, 0);
     return;
   }
-  Matrix diagonals(nm, nc * np);  // column c·np + k: sign · Ẽ⁺((c, m), (k, m)) over m
-  for (int c = 0; c < nc; ++c)
-    for (int k = 0; k < np; ++k)
-      for (int m = 0; m < nm; ++m) diagonals(m, c * np + k) = sign * e_plus(c * nm + m, k * nm + m);
   for (Eigen::Index j = 0; j < x.cols(); ++j)
     for (int c = 0; c < nc; ++c)
       for (int k = 0; k < np; ++k)
         out.col(j).segment(Eigen::Index(c) * nm, nm) +=
-            diagonals.col(c * np + k).cwiseProduct(x.col(j).segment(Eigen::Index(k) * nm, nm));
+            (sign * diagonals.col(c * np + k)).cwiseProduct(x.col(j).segment(Eigen::Index(k) * nm, nm));
 }
 
 }  // namespace
@@ -423,6 +426,7 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
     const int a = group.incidence, nc = int(group.components.size()), np = int(group.polarisations.size());
     const Eigen::Index n = Eigen::Index(group.n(nm)), h = Eigen::Index(group.h(nm));
     const Eigen::Map<const Matrix> e_plus(&out.e_plus[group.edges], n, h), e_minus(&in.e_minus[group.edges], n, h);
+    const Matrix e_plus_diagonals = edge_diagonals(e_plus, nm, nc, np);
     Matrix rho = Eigen::Map<const Matrix>(&in.rho[group.rho], h, h), e_rho(n, h), factors(n, n), gain(n, h);
     Matrix rho_d(h, h), y_factors(h, h), q(h, h), t(h, h);  // Woodbury's form
     const auto fail = [&](int p, double pivot, double largest) {
@@ -520,7 +524,7 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
       // loops peel by the destination's alignment, which in the vectors of SweepMatrices depends on the
       // batch, and a result must not (the app's results are bitwise the same in any batch or process).
       factors = big_n;
-      add_edge_product(e_plus, nm, nc, np, up, factors, 1.0);
+      add_edge_product(e_plus_diagonals, nm, nc, np, up, factors, 1.0);
       const double largest = largest_magnitude(factors);
       const InPlaceLu lu(factors);
       big_n = factors;
@@ -532,7 +536,7 @@ SweepMatrices sweep_matrices(SweepInputs in, bool woodbury) {
       std::copy_n(lu.permutation().indices().data(), n, permutation);
       // H = N⁻¹(Ẽ⁺ρ + Ẽ⁻); Γ = ρΦ + W Π⁺ C.
       e_rho = e_minus;
-      add_edge_product(e_plus, nm, nc, np, rho, e_rho, 1.0);
+      add_edge_product(e_plus_diagonals, nm, nc, np, rho, e_rho, 1.0);
       lu.solve(e_rho, gain);
       gain_a = gain;
       up += psi;
@@ -562,6 +566,12 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
       per_rhs_ = std::max(per_rhs_, group.n(s_.orders) * (std::size_t(s_.slices) + 1) + 4 * group.h(s_.orders));
     per_rhs_ = (per_rhs_ + 3) / 4 * 4;
     scratch_.resize(per_rhs_ * rhs_incidence_.size());
+    for (const SweepGroup& group : s_.groups) {
+      const Eigen::Map<const Matrix> e_plus(&s_.e_plus[group.edges], Eigen::Index(group.n(s_.orders)),
+                                            Eigen::Index(group.h(s_.orders)));
+      e_plus_diagonals_.push_back(
+          edge_diagonals(e_plus, s_.orders, int(group.components.size()), int(group.polarisations.size())));
+    }
   }
 
   // x, y in the batched layout (slice p, rhs r, component·orders + m); per rhs and group of its incidence
@@ -608,13 +618,12 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
         };
         g.setZero();
         amplitude.setZero();
-        const Eigen::Map<const Matrix> e_plus(&s_.e_plus[group.edges], n, h);
         for (int p = nz - 1; p >= 0; --p) {
           for (int ci = 0; ci < nc; ++ci)
             for (int m = 0; m < nm; ++m)
               b(ci * nm + m) = std::complex<double>(x[element(p, r, group.components[std::size_t(ci)], m)]);
           // v_p = N_p⁻¹ (b_p − Ẽ⁺ g) by the factors: P, then L (unit lower), then U.
-          add_edge_product(e_plus, nm, nc, int(group.polarisations.size()), g, b, -1.0);
+          add_edge_product(e_plus_diagonals_[std::size_t(k)], nm, nc, int(group.polarisations.size()), g, b, -1.0);
           const std::size_t at = group.gains + std::size_t(p) * std::size_t(n * h),
                             mat = group.matrices + std::size_t(p) * std::size_t(n * n);
           const Eigen::Map<const Matrix> up(&s_.up[at], h, n);
@@ -673,6 +682,7 @@ class HostSweepPreconditioner final : public Preconditioner<Real> {
   std::vector<int> first_group_;  // incidence a's groups: [first_group_[a], first_group_[a + 1])
   std::size_t per_rhs_ = 0;
   std::vector<std::complex<double>, Eigen::aligned_allocator<std::complex<double>>> scratch_;
+  std::vector<Matrix> e_plus_diagonals_;  // per group (edge_diagonals)
 };
 
 }  // namespace
