@@ -135,7 +135,7 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
   // result must not (a peeled element is a scalar complex product, the rest packet ones, not always bitwise equal).
 #pragma omp parallel if (dense)
   {
-    Matrix assembled_local, assembled_down, assembled_up;
+    Matrix assembled_local, assembled_down, assembled_up, coefficients;
 #pragma omp for schedule(dynamic)
     for (int kp = 0; kp < ng * nz; ++kp) {
       const int k = kp / nz, p = kp % nz;
@@ -201,7 +201,7 @@ SweepInputs sweep_inputs(const GreenCoefficients& g, const conv::Problem& proble
           problem, kernels.data() + (std::size_t(p) * g.members + out.member[std::size_t(a)]) * per_slice);
       // A source term (o, cj, κ) adds diag(row coefficients of output o) · T_κ to each block (ri, cj) of L' and
       // (ki, cj) of Φ and W Π⁺ C: the coefficients gathered contiguous per term, then each column of T_κ run by run.
-      Eigen::MatrixXcd coefficients(nm, nc + 2 * np);  // self (ri), then down (ki), then up (ki), of output o
+      coefficients.resize(nm, nc + 2 * np);  // self (ri), then down (ki), then up (ki), of output o
       for (const conv::Term& term : terms.source) {
         const int cj = local[std::size_t(term.input)];
         if (cj < 0 || local[std::size_t(term.output)] < 0) continue;

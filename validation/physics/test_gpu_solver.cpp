@@ -1,7 +1,7 @@
 // The device path of the solver: the device vector space and z-operator equal their host versions on
-// random data (3 and 5 source components); a problem's stream is one a finished problem left, never one in use; whole solves on every GPU backend equal the CPU solve
-// (cpu-fftw, or cpu-direct where cpu-fftw does not serve the formulation; same precision), in both
-// formulations, on a 1D grating and a crossed grating at oblique and conical incidence: efficiencies to 1e-5 (complex64)
+// random data (3 and 5 source components); a problem's stream is one a finished problem left, never one in use;
+// whole solves on every GPU backend equal the CPU solve (cpu-fftw, or cpu-direct where cpu-fftw does not serve
+// the formulation; same precision), in both formulations, on a 1D grating and a crossed grating at oblique and conical incidence: efficiencies to 1e-5 (complex64)
 // / 1e-10 (complex128) of the largest efficiency, Jones amplitudes to the same fraction of the largest
 // |Jones|; a result is bit for bit the same in any batch; GPU GMRES and BiCGStab equal the dense LU
 // reference; the device-resident GMRES equals the host-driven one and the dense solve on one device operator
