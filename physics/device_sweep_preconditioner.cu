@@ -964,7 +964,9 @@ DeviceSweepMatrices device_sweep_matrices(const SweepInputs& in, bool runs_allow
       // Doubling: per level, every known slice's ρ_j gives ρ_{j−known} = M^known(ρ_j), and M^(2·known) = M^known ⋆
       // M^known (Redheffer's star product: top R_a, T_u, T_d, R_b over the same below, P_1 = (I − R_b R_a)⁻¹,
       // P_2 = (I − R_a R_b)⁻¹: R_a + T_u R_a P_1 T_d, T_u P_2 T_u, T_d P_1 T_d, R_b + T_d R_b P_2 T_u). log2(run)
-      // levels in turn instead of a slice after another; every factor bounded as the recursion's are.
+      // levels in turn instead of a slice after another. The one-slice map is not a bounded scattering matrix (R_a, R_b
+      // reached 70 on random 2D stacks): an ill-conditioned P_1 (cond 3e4) cost 4 digits of ρ against the chain's
+      // (validation/results/run-form-rounding-cpu.txt), at most an iteration of the solve it preconditions.
       for (const Level& lv : plan.levels) {
         const int apps = lv.apps, inverted = lv.inverted(b);
         const auto v = [&](LevelList l) { return lv.lists + std::size_t(l) * b * apps; };

@@ -83,10 +83,11 @@ TEST_CASE("the sweep is the inverse of A on the device backends", "[physics][swe
         test::rng() = after;
         INFO("the host sweep's error on this stack and x: " << host);
         // The 1D ridges are sloped: the device takes the direct form, as the host does. The 2D stacks are upright: the
-        // device takes the run form (Woodbury's identity over each uniform run), which rounds worse on some stacks:
-        // 8e-9 and 2e-10 on 2 of 30 random ones (seeds 2267949199, 834351796) where the host's recursion gave 3e-15
-        // on the same stack and x, and the device's direct form (the run form switched off) passed 1e-10 on both
-        // (session 35, H200). As a preconditioner that costs at most an iteration; a wrong sweep is off by O(1).
+        // device takes the run form, which rounds worse on some stacks: 8e-9 and 2e-10 on 2 of 30 random ones (seeds
+        // 2267949199, 834351796) where the host's recursion gave 3e-15 on the same stack and x, and the device's direct
+        // form (the run form switched off) passed 1e-10 on both (session 35, H200). Their doubling composes an
+        // ill-conditioned two-slice map (cond 2.7e4 and 3.4e3; validation/results/run-form-rounding-cpu.txt). As a
+        // preconditioner that costs at most an iteration; a wrong sweep is off by O(1).
         CHECK(device < (one_dimensional ? 1e-10 : 1e-7));
         CHECK(test::inverse_error<float>(s, backend, formulation, m1, m2, Preconditioning::sweep) < 2e-4);
       }
