@@ -1,28 +1,26 @@
-// The idle cuFFT plans (cufft_plans.hpp): a process-wide list under a mutex, oldest first. The list is never
+// The idle cuFFT plans (cufft_plans.hpp): core/idle_handles.hpp's list, keyed by shape. The list is never
 // destroyed: at exit its plans go with the CUDA context (destroying them from a static destructor could run
 // after the context is gone).
 #include <cufft.h>
 
-#include <algorithm>
-#include <mutex>
-#include <vector>
+#include <atomic>
+#include <optional>
 
 #include "convolution/cufft_plans.hpp"
 #include "core/cuda_check.hpp"
+#include "core/idle_handles.hpp"
 
 namespace gratingsim::conv::detail {
 namespace {
 
 struct IdlePlan {
-  CufftPlanShape shape;
   cufftHandle plan;
   std::size_t work_bytes;
 };
 
 struct PlanPool {
-  std::mutex mutex;
-  std::vector<IdlePlan> idle;  // oldest first
-  std::size_t made = 0, reused = 0;
+  IdleHandles<CufftPlanShape, IdlePlan> idle{idle_cufft_plans_kept};
+  std::atomic<std::size_t> made{0}, reused{0};
 };
 
 PlanPool& pool() {
@@ -34,17 +32,10 @@ PlanPool& pool() {
 
 int acquire_cufft_plan(const CufftPlanShape& shape, std::size_t& work_bytes) {
   PlanPool& p = pool();
-  {
-    const std::lock_guard lock(p.mutex);
-    // The newest idle plan of the shape: the one most likely still in cuFFT's and the GPU's caches.
-    const auto found = std::find_if(p.idle.rbegin(), p.idle.rend(), [&](const IdlePlan& i) { return i.shape == shape; });
-    if (found != p.idle.rend()) {
-      const IdlePlan taken = *found;
-      p.idle.erase(std::next(found).base());
-      ++p.reused;
-      work_bytes = taken.work_bytes;
-      return taken.plan;
-    }
+  if (const std::optional<IdlePlan> taken = p.idle.take(shape)) {
+    ++p.reused;
+    work_bytes = taken->work_bytes;
+    return taken->plan;
   }
   long long lengths[2];
   int rank = 0;
@@ -62,36 +53,18 @@ int acquire_cufft_plan(const CufftPlanShape& shape, std::size_t& work_bytes) {
     cufftDestroy(plan);  // no throw: the error above is the one to report
     throw;
   }
-  const std::lock_guard lock(p.mutex);
   ++p.made;
   return plan;
 }
 
 void release_cufft_plan(const CufftPlanShape& shape, int plan, std::size_t work_bytes) noexcept {
-  PlanPool& p = pool();
-  cufftHandle evicted = 0;
-  bool evict = false;
-  {
-    const std::lock_guard lock(p.mutex);
-    try {
-      p.idle.push_back({shape, plan, work_bytes});
-    } catch (...) {  // no memory for the list: destroy the plan instead
-      evicted = plan;
-      evict = true;
-    }
-    if (!evict && p.idle.size() > idle_cufft_plans_kept) {
-      evicted = p.idle.front().plan;
-      p.idle.erase(p.idle.begin());
-      evict = true;
-    }
-  }
-  if (evict) cufftDestroy(evicted);  // outside the lock: it waits for the device (cudaFree)
+  // Destroyed outside the pool's lock: it waits for the device (cudaFree).
+  if (const std::optional<IdlePlan> evicted = pool().idle.give(shape, {plan, work_bytes})) cufftDestroy(evicted->plan);
 }
 
 CufftPlanCounts cufft_plan_counts() {
   PlanPool& p = pool();
-  const std::lock_guard lock(p.mutex);
-  return {p.made, p.reused, p.idle.size()};
+  return {p.made.load(), p.reused.load(), p.idle.size()};
 }
 
 }  // namespace gratingsim::conv::detail

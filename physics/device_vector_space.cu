@@ -9,43 +9,33 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
-#include <mutex>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/device_buffer.hpp"
+#include "core/idle_handles.hpp"
 #include "core/device_complex.cuh"
 #include "physics/device.hpp"
 
 namespace gratingsim::physics {
 
 namespace {
-/// The process's idle streams: cudaStreamCreate and cudaStreamDestroy took 7.9 and 3.3 ms a call where 8 workers
-/// shared an H200 (configs/si_lines_metrology.yaml, 113 problems: 1.3 s summed, session 35), so a problem takes
-/// the stream its predecessor left. Never destroyed: at exit the streams go with the CUDA context.
-struct IdleStreams {
-  std::mutex mutex;
-  std::vector<std::pair<int, cudaStream_t>> streams;  // (device, stream)
-};
-IdleStreams& idle_streams() {
-  static IdleStreams* const instance = new IdleStreams;
+/// The process's idle streams (core/idle_handles.hpp), by device: cudaStreamCreate and cudaStreamDestroy took 7.9 and
+/// 3.3 ms a call where 8 workers shared an H200 (configs/si_lines_metrology.yaml, 113 problems: 1.3 s summed,
+/// session 35), so a problem takes the stream its predecessor left. Never destroyed: at exit the streams go with the
+/// CUDA context.
+IdleHandles<int, cudaStream_t>& idle_streams() {
+  static auto* const instance = new IdleHandles<int, cudaStream_t>(64);
   return *instance;
 }
-constexpr std::size_t idle_streams_kept = 64;
 }  // namespace
 
 DeviceStream::DeviceStream() {
   GS_CUDA_TRY(cudaGetDevice(&device_));
-  {
-    IdleStreams& idle = idle_streams();
-    const std::lock_guard lock(idle.mutex);
-    const auto found = std::find_if(idle.streams.rbegin(), idle.streams.rend(),
-                                    [&](const std::pair<int, cudaStream_t>& s) { return s.first == device_; });
-    if (found != idle.streams.rend()) {
-      stream_ = found->second;
-      idle.streams.erase(std::next(found).base());
-      return;
-    }
+  if (const std::optional<cudaStream_t> taken = idle_streams().take(device_)) {
+    stream_ = *taken;
+    return;
   }
   cudaStream_t s = nullptr;
   GS_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
@@ -56,21 +46,7 @@ DeviceStream::~DeviceStream() {
   // (core/device_buffer.hpp), so no work of this stream may still run on memory freed around it.
   if (!stream_) return;
   cudaStreamSynchronize(stream_);  // no throw from a destructor
-  cudaStream_t evicted = stream_;
-  {
-    IdleStreams& idle = idle_streams();
-    const std::lock_guard lock(idle.mutex);
-    try {
-      idle.streams.emplace_back(device_, stream_);
-      evicted = nullptr;
-      if (idle.streams.size() > idle_streams_kept) {
-        evicted = idle.streams.front().second;
-        idle.streams.erase(idle.streams.begin());
-      }
-    } catch (...) {  // no memory for the list: destroy the stream instead
-    }
-  }
-  if (evicted) cudaStreamDestroy(evicted);
+  if (const std::optional<cudaStream_t> evicted = idle_streams().give(device_, stream_)) cudaStreamDestroy(*evicted);
 }
 void DeviceStream::synchronize() const { GS_CUDA_TRY(cudaStreamSynchronize(stream_)); }
 
