@@ -305,7 +305,7 @@ int run_fit(const Options& options) {
   info.frozen = frozen;
   io::write_fit_results(s.output, fit, measured, info, s.overwrite);
   std::cout << "wrote " << s.output << "\n";
-  return fit.converged ? 0 : exit_unconverged;
+  return fit.converged ? 0 : exit_unreliable;
 }
 
 }  // namespace

@@ -176,7 +176,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   const io::ResultLayout& l = reader.layout();
   const io::RunInfo& info = reader.info();
   std::vector<PointSummary> points;
-  std::size_t unconverged_solves = 0;
+  std::size_t unconverged_solves = 0, unbalanced_points = 0;
   std::array<std::size_t, io::method_names.size()> method_points{};  // points per solver/method value
   double worst_balance = NAN;
   AccuracySummary accuracy;
@@ -187,11 +187,14 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
       if (!p.result.target_reached) p.converged = false;  // shown like an unconverged solve
     }
     if (p.result.method < method_points.size()) ++method_points[p.result.method];
+    bool balanced = true;
     for (std::size_t i = 0; i < p.result.converged.size(); ++i) {
       if (!p.result.converged[i]) ++unconverged_solves, p.converged = false;
       const double e = p.result.energy_balance_error[i];
       if (!std::isnan(e) && !(e <= worst_balance)) worst_balance = e;
+      if (!std::isnan(e) && !(e <= energy_balance_limit)) balanced = false;
     }
+    if (!balanced) ++unbalanced_points, p.converged = false;  // shown like an unconverged point
     points.push_back(std::move(p));
   }
 
@@ -253,6 +256,11 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   std::printf("  energy balance: %s\n", std::isnan(worst_balance)
                                             ? "not checked (a material absorbs)"
                                             : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
+  if (unbalanced_points > 0)
+    std::printf("  energy balance: %zu point(s) of a lossless structure are off by more than %g: their efficiencies "
+                "are off by about as much (too few slices or harmonics; a converged solve does not show it); "
+                "exit status %d\n",
+                unbalanced_points, energy_balance_limit, exit_unreliable);
   if (l.accuracy) {
     const io::AccuracyTarget& a = *l.accuracy;
     std::string ladder;
@@ -269,7 +277,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
     if (accuracy.short_of_target > 0)
       std::printf("  accuracy: %zu point(s) did NOT reach the target within the ladder's maximum ('NO' after the "
                   "error estimate above, stored with accuracy/reached = 0); exit status %d\n",
-                  accuracy.short_of_target, exit_unconverged);
+                  accuracy.short_of_target, exit_unreliable);
   }
   // The method(s) that ran (solver/method): "bicgstab", or "gmres on 12 points, bicgstab on 20" where batches differ.
   std::string methods;
@@ -282,22 +290,24 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   std::printf("  method: %s (solver/method)\n", methods.c_str());
   if (unconverged_solves == 0) {
     std::printf("  solver: every solve converged\n");
-    return accuracy.short_of_target == 0;
+    return accuracy.short_of_target == 0 && unbalanced_points == 0;
   }
   std::printf(
       "  solver: %zu solve(s) did NOT converge (conv 'NO' above, stored with solver/converged = 0); "
       "exit status %d\n",
-      unconverged_solves, exit_unconverged);
+      unconverged_solves, exit_unreliable);
   return false;
 }
 
-bool any_unconverged(const std::string& output) {
+bool any_unreliable(const std::string& output) {
   const io::ResultReader reader(output);
   for (std::size_t point = 0; point < reader.layout().points(); ++point) {
     const io::PointResult r = reader.read(point);
     if (reader.layout().accuracy && !r.target_reached) return true;
     for (std::uint8_t c : r.converged)
       if (!c) return true;
+    for (const double e : r.energy_balance_error)
+      if (!std::isnan(e) && !(e <= energy_balance_limit)) return true;
   }
   return false;
 }

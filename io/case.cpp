@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <limits>
 #include <map>
 #include <numbers>
@@ -244,9 +246,11 @@ class CaseReader {
 
     check_materials();
     assign_default_slices(top.required("layers"));
+    check_slicing();
     finish_accuracy();
     check_structure(top.required("layers"));
     check_memory(top.required("layers"));
+    warn_unused_parameters();
     return std::move(c_);
   }
 
@@ -328,6 +332,25 @@ class CaseReader {
       state[name] = 2;
     };
     for (const auto& d : c_.derived_parameters) evaluate(d.name);
+  }
+
+  /// An axis no expression names, directly or through a computed parameter, repeats the same solve at each of its
+  /// values: a warning (a misspelt name in an expression is an error already, Node::evaluated).
+  void warn_unused_parameters() {
+    std::set<std::string> used = substitution_.referenced;
+    for (bool grew = true; grew;) {  // a computed parameter in use uses what it names
+      grew = false;
+      for (const auto& d : c_.derived_parameters)
+        if (used.count(d.name)) {
+          const Expression e = Expression::parse(d.expression);  // references() points into it
+          for (const auto& ref : e.references()) grew |= used.insert(std::string(ref.name)).second;
+        }
+    }
+    for (const ParameterAxis& axis : c_.parameters)
+      if (!used.count(axis.name) && axis.values.size() > 1)
+        c_.warnings.push_back(axis.at.file + ":" + std::to_string(axis.at.line) + ":" + std::to_string(axis.at.column) +
+                              ": warning: parameter '" + axis.name + "' is never used by an expression (${...}): its " +
+                              std::to_string(axis.values.size()) + " values repeat the same solve");
   }
 
   // --- locations ------------------------------------------------------------------------------
@@ -465,6 +488,10 @@ class CaseReader {
             k_node->fail("the extinction coefficient k must be ≥ 0 (loss is k > 0 with exp(-iωt)), got " +
                          k_node->describe());
         }
+        const std::complex<double> eps = std::complex<double>(re, im) * std::complex<double>(re, im);
+        if (!std::isfinite(eps.real()) || !std::isfinite(eps.imag()))
+          spec.fail("the permittivity (n + ik)² of n = " + n_node->describe() + ", k = " + m.required("k").describe() +
+                    " is not finite in double precision");
         material = physics::Material::constant_index({re, im}, name);
       } else if (const auto e = m.optional("epsilon")) {
         const auto parts = e->items();
@@ -501,6 +528,13 @@ class CaseReader {
         if (ends.size() != 2) range.fail("expected [shortest, longest] wavelength where the coefficients hold");
         const double lo = length(ends[0]), hi = length(ends[1]);
         if (hi <= lo) ends[1].fail("the range must end above its start");
+        // A resonance inside the range is a pole of n²: the model holds on one side of it only.
+        const auto items = r_node.items();
+        for (std::size_t i = 0; i < resonances.size(); ++i)
+          if (resonances[i] >= lo && resonances[i] <= hi)
+            items[i].fail("resonance " + items[i].describe() + " lies inside the model's range [" + ends[0].describe() +
+                          ", " + ends[1].describe() + "], where n² has a pole; the range must lie on one side of "
+                          "every resonance");
         material = physics::Material::sellmeier(name, std::move(b), std::move(resonances), lo, hi);
       }
       defined_.emplace(name, spec);
@@ -549,7 +583,7 @@ class CaseReader {
       const Node& blame = def != defined_.end() ? def->second : use->second;
       for (const double w : c_.wavelength_nm) {
         try {
-          (void)material.index(w);
+          (void)material.permittivity(w);  // in range, finite, Im ε ≥ 0 (physics/materials.cpp)
         } catch (const InvalidArgument& e) {
           blame.fail(e.what());
         }
@@ -638,7 +672,10 @@ class CaseReader {
       }
       layer.thickness = length(m.required("thickness"));
       layer.slices = 0;  // 0: default, assigned once materials are known
-      if (const auto s = m.optional("slices")) layer.slices = integer_in(*s, 1, max_layer_slices, "a slice count");
+      if (const auto s = m.optional("slices")) {
+        layer.slices = integer_in(*s, 1, max_layer_slices, "a slice count");
+        source.slices = source_of(*s);
+      }
       source.thickness = source_of(m.required("thickness"));
       if (const auto film = m.optional("material")) {
         for (const char* key : {"shapes", "background"})
@@ -1016,17 +1053,11 @@ class CaseReader {
     for (std::size_t i = 0; i < c_.structure.layers.size(); ++i) {
       physics::Layer& layer = c_.structure.layers[i];
       if (layer.slices != 0) continue;
-      double densest = 0, densest_index = 0, densest_wavelength = 0;  // max over wavelengths of |n| / λ, per nm
-      for (const double w : c_.wavelength_nm) {
-        double n = std::abs(layer.background.index(w));
-        for (const auto& s : layer.shapes)
-          for (const physics::Material* m : materials_of(s)) n = std::max(n, std::abs(m->index(w)));
-        if (n / w > densest) densest = n / w, densest_index = n, densest_wavelength = w;
-      }
-      const double slices = std::max(1.0, std::ceil(40.0 * layer.thickness * densest - 1e-9));
+      const Densest d = densest(layer);
+      const double slices = std::max(1.0, std::ceil(40.0 * layer.thickness * d.per_length - 1e-9));
       if (slices > double(max_layer_slices)) {
         std::ostringstream os;
-        os << "the default slicing (Δz ≤ λ/(40 n), n = " << densest_index << " at λ = " << densest_wavelength
+        os << "the default slicing (Δz ≤ λ/(40 n), n = " << d.index << " at λ = " << d.wavelength
            << " nm) needs " << slices << " slices for this " << format_length(layer.thickness)
            << " layer, more than the limit of " << max_layer_slices
            << " per layer; give 'slices' (at most " << max_layer_slices << ") or a thinner layer";
@@ -1040,6 +1071,73 @@ class CaseReader {
       layers.fail("the " + std::to_string(c_.structure.layers.size()) + " layers have " + std::to_string(total) +
                   " slices in all, more than the limit of " + std::to_string(max_total_slices) +
                   "; give fewer or thinner layers, or fewer slices");
+  }
+
+  /// The densest material of a layer over the wavelengths, as max |n|/λ (per nm), with its n and λ.
+  struct Densest {
+    double per_length = 0, index = 0, wavelength = 0;
+  };
+  [[nodiscard]] Densest densest(const physics::Layer& layer) const {
+    Densest d;
+    for (const double w : c_.wavelength_nm) {
+      double n = std::abs(layer.background.index(w));
+      for (const auto& s : layer.shapes)
+        for (const physics::Material* m : materials_of(s)) n = std::max(n, std::abs(m->index(w)));
+      if (n / w > d.per_length) d = {n / w, n, w};
+    }
+    return d;
+  }
+
+  /// Slices given much thicker than the default rule (Δz ≤ λ/(40 n), assign_default_slices) leave the
+  /// z-discretisation's O(Δz²) error far above the default's (docs/formulation.md §6): a warning beyond
+  /// coarse_slicing_factor times the rule. Slices so thick that the highest order's field decays by more than
+  /// e^−max_slice_decay across one (|Im kz| Δz, bounded by kρ of the highest order plus k1) are refused: the slice
+  /// integrals (2 sin(kzΔz/2)/kz, physics/z_operator.cpp) overflow double precision near |Im kz| Δz = 1420, and
+  /// the solve would end in NaN (found by an audit, session 36: a 2 µm film in one slice at M = 80).
+  void check_slicing() {
+    constexpr double coarse_slicing_factor = 10, max_slice_decay = 1000;
+    constexpr double two_pi = 2 * std::numbers::pi;
+    const physics::Lattice& lattice = c_.structure.lattice;
+    const bool auto_harmonics = c_.numerics.accuracy && c_.numerics.accuracy->harmonics;
+    const double gx = two_pi * c_.numerics.harmonics_x / lattice.period_x,
+                 gy = lattice.one_dimensional() ? 0.0 : two_pi * c_.numerics.harmonics_y / lattice.period_y;
+    double k1 = 0;  // the superstrate's largest wavenumber over the sweep
+    for (const double w : c_.wavelength_nm)
+      k1 = std::max(k1, two_pi * std::abs(c_.structure.superstrate.index(w)) / w);
+    const double decay_per_length = std::hypot(gx, gy) + k1;
+    for (std::size_t i = 0; i < c_.structure.layers.size(); ++i) {
+      const physics::Layer& layer = c_.structure.layers[i];
+      const LayerSource& source = c_.structure_source.layers[i];
+      const double dz = layer.thickness / layer.slices;
+      const bool given = source.slices.line > 0;
+      if (!(decay_per_length * dz <= max_slice_decay)) {
+        const double least = std::ceil(decay_per_length * layer.thickness / max_slice_decay);
+        std::ostringstream os;
+        os << std::setprecision(3) << "layer '" << source.name << "': its " << layer.slices << " slice(s) of "
+           << format_length(dz) << " are too thick for " << (auto_harmonics ? "max_harmonics " : "harmonics ")
+           << c_.numerics.harmonics_x << ": the field of the highest order decays by up to e^-"
+           << decay_per_length * dz << " across one slice, beyond what the slice integrals hold in double precision (e^-"
+           << int(max_slice_decay) << "); ";
+        if (least <= double(max_layer_slices))
+          os << "give at least " << least << " slices";
+        else
+          os << "that takes more than the limit of " << max_layer_slices << " slices: give fewer harmonics";
+        fail_at(given ? source.slices : source.thickness, os.str());
+      }
+      if (!given) continue;
+      const Densest d = densest(layer);
+      const double rule = 1 / (40 * d.per_length);  // the default rule's largest Δz
+      if (dz > coarse_slicing_factor * rule) {
+        std::ostringstream os;
+        os << source.slices.file << ':' << source.slices.line << ':' << source.slices.column << ": warning: layer '"
+           << source.name << "': " << layer.slices << " slice(s) of " << format_length(dz) << " are "
+           << std::setprecision(3) << dz / rule << " times thicker than the default rule Δz ≤ λ/(40 n) (n = "
+           << d.index << " at " << format_length(d.wavelength) << ") asks: the z-discretisation's error may be far "
+           << "above the harmonics' (omit 'slices' for the default count, " << std::ceil(layer.thickness / rule - 1e-9)
+           << ", or use numerics.slices: auto)";
+        c_.warnings.push_back(os.str());
+      }
+    }
   }
 
   // --- numerics and output --------------------------------------------------------------------

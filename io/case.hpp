@@ -66,6 +66,7 @@ struct SourceLocation {
 struct LayerSource {
   std::string name;  ///< the layer's name, "layer<i>" when the file gives none
   SourceLocation at, thickness;
+  SourceLocation slices;  ///< where 'slices' was given; line 0 where the default rule chose the count
   std::vector<SourceLocation> shapes;
 };
 struct StructureSource {

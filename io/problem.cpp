@@ -184,7 +184,8 @@ PointResult to_point_result(const Problem& problem, std::size_t point, const phy
     for (const auto& solve : result.solves) {
       iterations += solve[in].iterations;
       matvecs += solve[in].matvecs;
-      residual = std::max(residual, solve[in].residual);
+      // The largest, and NaN where any is (std::max would drop a NaN met after a number).
+      if (std::isnan(solve[in].residual) || solve[in].residual > residual) residual = solve[in].residual;
       converged = converged && solve[in].converged;
     }
     r.iterations.push_back(iterations);

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -194,6 +195,7 @@ double Node::evaluated() const {
                                       "'parameters', e.g. parameters: {" + ref.name + ": 90})"
                                     : suggestion(ref.name, names)));
     }
+    for (const auto& ref : e.references()) substitution_->referenced.insert(ref.name);
     return e.evaluate(values);
   } catch (const ExpressionError& error) {  // a value the operations refuse (x / 0, sqrt(−1), ...)
     yaml::fail(location_at(error.offset()), prefix + error.message());
@@ -264,6 +266,9 @@ long long Node::integer() const {
   if (!text.empty() && text.front() == '+') text.remove_prefix(1);
   long long value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error == std::errc::result_out_of_range && end == text.data() + text.size())
+    fail("the integer " + describe() + " is too large (at most " + std::to_string(std::numeric_limits<long long>::max()) +
+         ")");
   if (error != std::errc() || end != text.data() + text.size()) fail("expected an integer, got " + describe());
   return value;
 }

@@ -10,6 +10,7 @@
 
 #include <initializer_list>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,7 @@ struct Substitution {
   const ParameterValues* values = nullptr;
   bool enabled = false;
   std::string refusal;
+  mutable std::set<std::string> referenced;  ///< every parameter an evaluated expression named
 };
 
 class Node {

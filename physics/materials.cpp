@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <iomanip>
 #include <sstream>
 
 #include "core/error.hpp"
@@ -12,22 +13,23 @@ namespace {
 
 std::string describe(const std::string& name) { return name.empty() ? "material" : "material '" + name + "'"; }
 
-std::string format_range(double lo, double hi) {
+/// A number with enough digits that a value just outside a range does not print as its end.
+std::string format_number(double x) {
   std::ostringstream os;
-  os << '[' << lo << ", " << hi << ']';
+  os << std::setprecision(12) << x;
   return os.str();
 }
 
 void check_in_range(const std::string& name, double wavelength, double lo, double hi) {
   GS_EXPECTS(wavelength >= lo && wavelength <= hi,
-          describe(name) + ": wavelength " + std::to_string(wavelength) + " is outside its data range " +
-              format_range(lo, hi) + " (model length units; data are never extrapolated)");
+          describe(name) + ": wavelength " + format_number(wavelength) + " is outside its data range [" +
+              format_number(lo) + ", " + format_number(hi) + "] (model length units; data are never extrapolated)");
 }
 
 void check_permittivity(Complex eps, const std::string& name) {
   GS_EXPECTS(std::isfinite(eps.real()) && std::isfinite(eps.imag()), describe(name) + ": permittivity is not finite");
   GS_EXPECTS(eps.imag() >= 0, describe(name) + ": Im ε must be ≥ 0 (loss, exp(−iωt) convention), got " +
-                               std::to_string(eps.imag()));
+                               format_number(eps.imag()));
 }
 
 // Photon energy in eV of a vacuum wavelength in nm: E = hc/λ, hc = 1239.841984 eV·nm.
@@ -159,6 +161,9 @@ Complex Material::permittivity(double wavelength) const {
       check_in_range(name, wl, s.min, s.max);
       double n2 = 1;
       for (std::size_t i = 0; i < s.b.size(); ++i) n2 += s.b[i] * wl * wl / (wl * wl - s.resonance[i] * s.resonance[i]);
+      // A Sellmeier model describes a transparent dielectric: n² ≤ 0 is outside what its coefficients can mean.
+      GS_EXPECTS(n2 > 0, describe(name) + ": the Sellmeier model gives n² = " + format_number(n2) + " ≤ 0 at wavelength " +
+                             format_number(wl) + "; check its B and resonances");
       return n2;
     }
     Complex operator()(const Mixture& m) const {

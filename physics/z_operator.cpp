@@ -118,6 +118,18 @@ GreenCoefficients green_coefficients(std::span<const ZGrid> grids, std::span<con
         std::copy_n(table->begin() + std::ptrdiff_t(from), nz, table->begin() + std::ptrdiff_t(to));
     }
   }
+  // 2 sin(kzΔ/2)/kz grows like e^{|Im kz|Δ/2}: beyond |Im kz|Δ ≈ 1420 it overflows and the solve would end in
+  // NaN. io/case.cpp refuses such slicings at the case file's line; this names the slice for library callers.
+  for (std::size_t i = 0; i < g.weight.size(); ++i)
+    if (!std::isfinite(g.weight[i].real()) || !std::isfinite(g.weight[i].imag())) {
+      const std::size_t io = i / nz, p = i % nz;
+      const Complex kz = g.kz[io];
+      GS_EXPECTS(false, "slice " + std::to_string(p) + " is too thick for order " + std::to_string(io % g.orders) +
+                            " of incidence " + std::to_string(io / g.orders) + ": |Im kz| Δz = " +
+                            std::to_string(std::abs(kz.imag()) * grids[io / per_member].thickness[p]) +
+                            ", beyond what its slice integrals hold in double precision (about 1420); use thinner "
+                            "slices or fewer harmonics");
+    }
   return g;
 }
 

@@ -33,7 +33,14 @@ TEST_CASE("every configs/*.yaml loads as a problem and starts with a comment", "
     CHECK(problem.layout.points() > 0);
     CHECK(!problem.layout.orders.empty());
     CHECK(!problem.source.description.empty());
-    CHECK(problem.source.warnings.empty());
+    if (file.filename() == "si_lines_fit.yaml") {
+      // The fitting demonstration keeps its coarse numerics (its measured table was computed with them, and its
+      // header says so): the one warning is about its 3 slices.
+      REQUIRE(problem.source.warnings.size() == 1);
+      CHECK(problem.source.warnings[0].find("warning: layer 'lines': 3 slice(s)") != std::string::npos);
+    } else {
+      CHECK(problem.source.warnings.empty());
+    }
   }
 }
 

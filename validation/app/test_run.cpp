@@ -208,6 +208,45 @@ TEST_CASE("unconverged solves are stored, shown and give exit status 3", "[app][
   CHECK(contains(quiet.output, "did not reach the tolerance"));
 }
 
+TEST_CASE("a lossless point off its energy balance is shown, warned about at the slices, and gives exit status 3",
+          "[app][run]") {
+  // One 500 nm slice of an n = 3.5 ridge, lossless everywhere (found by an audit in session 36: ΣR + ΣT = 2.8 at
+  // 500 nm in p, every solve converged, exit 0). With the default slicing (140 slices) the balance holds to the
+  // z-discretisation (~5e-4, docs/formulation.md §9) and the run exits 0.
+  const test::ScratchDirectory dir("energy_balance");
+  const fs::path config = dir / "coarse.yaml", out = dir / "coarse.h5";
+  const auto write = [&](const std::string& slices) {
+    std::ofstream(config) << "wavelength: [500, 700]\nincidence: {theta_deg: 20}\nlattice: {period_x: 400}\n"
+                             "materials: {hi: {n: 3.5}, gl: {n: 1.5}}\nsubstrate: gl\nlayers:\n"
+                             "  - {thickness: 500, " + slices + "shapes: [{type: line, material: hi, width: 200}]}\n"
+                             "numerics: {harmonics: 4}\n";
+  };
+  write("slices: 1, ");
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw");
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(contains(r.output, "coarse.yaml:7:30: warning: layer 'layer0': 1 slice(s) of 500 nm are 140 times thicker"));
+  CHECK(contains(r.output, "point(s) of a lossless structure are off by more than 0.05"));
+  CHECK(contains(r.output, "every solve converged"));
+  REQUIRE(fs::exists(out));
+  const io::ResultReader reader(out.string());
+  double worst = 0;
+  for (std::size_t p = 0; p < reader.layout().points(); ++p)
+    for (const double e : reader.read(p).energy_balance_error) worst = std::max(worst, e);
+  CHECK(worst > 0.05);
+  const test::Execution quiet =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --quiet --overwrite");
+  CHECK(quiet.status == 3);
+
+  write("");
+  const test::Execution resolved =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --overwrite");
+  INFO(resolved.output);
+  CHECK(resolved.status == 0);
+  CHECK(!contains(resolved.output, "warning"));
+  CHECK(!contains(resolved.output, "off by more than"));
+}
+
 TEST_CASE("harmonics: auto reaches its target on the lamellar reference and records what it used", "[app][run][accuracy]") {
   // docs/reference-cases.md §3 (formulation.md §9.3): λ = 1 µm, period 1.5, ridge 0.75 of ε = 4, height
   // 0.5, on ε = 2.25, θ = 10°; converged RCWA (161 orders): s R0 0.004755, T0 0.098122; p R0 0.052498,

@@ -196,6 +196,42 @@ numerics: {harmonics: 10}
   CHECK(c.materials.count("unused") == 0);
 }
 
+TEST_CASE("slices given far thicker than the default rule are warned about, at the slices", "[io][case]") {
+  // Δz ≤ λ/(40 n): n = 3.5 at 500 nm gives 3.57 nm, so 500 nm in one slice is 140 times it (the audit's case of
+  // session 36, whose ΣR + ΣT came out 2.8 with every solve converged), 5 slices 28 times, 15 slices 9.3 times.
+  const auto read = [](int slices) {
+    const std::string text = "wavelength: [500, 700]\nlattice: {period_x: 400}\nmaterials: {hi: {n: 3.5}}\n"
+                             "substrate: SiO2\nlayers:\n  - {thickness: 500, slices: " +
+                             std::to_string(slices) + ", shapes: [{type: line, material: hi, width: 200}]}\n"
+                             "numerics: {harmonics: 4}\n";
+    return io::parse_case(text, "coarse.yaml", tables_dir);
+  };
+  for (const int slices : {1, 5}) {
+    const io::Case c = read(slices);
+    REQUIRE(c.warnings.size() == 1);
+    INFO(c.warnings[0]);
+    CHECK(c.warnings[0].rfind("coarse.yaml:6:30: warning: layer 'layer0': " + std::to_string(slices) + " slice(s)", 0) == 0);
+    CHECK(c.warnings[0].find(slices == 1 ? " 140 times thicker" : " 28 times thicker") != std::string::npos);
+    CHECK(c.warnings[0].find("default count, 140") != std::string::npos);
+  }
+  CHECK(read(15).warnings.empty());  // 33.3 nm: 9.3 times the rule
+}
+
+TEST_CASE("a parameter axis that no expression uses is warned about", "[io][case][parameters]") {
+  const std::string tail = "wavelength: 600\nlattice: {period_x: 500}\nsubstrate: Si\nnumerics: {harmonics: 4}\n";
+  const io::Case unused = io::parse_case("parameters: {cd: [100, 200], t: [50, 60]}\n" + tail +
+                                             "layers: [{thickness: '${t}', slices: 8, material: SiO2}]\n",
+                                         "axes.yaml", tables_dir);
+  REQUIRE(unused.warnings.size() == 1);
+  INFO(unused.warnings[0]);
+  CHECK(unused.warnings[0].rfind("axes.yaml:1:18: warning: parameter 'cd' is never used", 0) == 0);
+  // Used through a computed parameter: no warning.
+  const io::Case through = io::parse_case("parameters: {cd: [100, 200], half: '${cd}/2'}\n" + tail +
+                                              "layers: [{thickness: '${half}', slices: 8, material: SiO2}]\n",
+                                          "axes.yaml", tables_dir);
+  CHECK(through.warnings.empty());
+}
+
 TEST_CASE("solver.method: auto by default and by name, and a restart without a method asks for GMRES", "[io][case]") {
   const std::string head =
       "wavelength: 500\nlattice: {period_x: 400, period_y: 400}\nsubstrate: SiO2\n"

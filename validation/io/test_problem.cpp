@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <numbers>
 
 #include "io/problem.hpp"
@@ -151,6 +152,19 @@ output: {fields: true, planes: [{plane: xz, at: 0, points: 9}]}
   CHECK(point.iterations[0] == result.solves.at(0)[physics::s_pol].iterations);
   CHECK(point.converged[0] == 1);
   CHECK(point.solve_seconds == 0.25);
+  {
+    // The stored residual is the largest of the point's solves (Richardson's two), and NaN where any is NaN, even
+    // one met before a number (std::max(0, NaN) gave 0: a failed solve's residual was stored as 0, session 36).
+    physics::IncidenceResult two = result;
+    two.solves.push_back(result.solves.at(0));
+    two.solves[0][physics::s_pol].residual = std::numeric_limits<double>::quiet_NaN();
+    two.solves[1][physics::s_pol].residual = 3e-11;
+    two.solves[0][physics::p_pol].residual = 2e-11;
+    two.solves[1][physics::p_pol].residual = 5e-11;
+    const io::PointResult both = io::to_point_result(p, 0, two, 0.25);
+    CHECK(std::isnan(both.residual[0]));
+    CHECK(both.residual[1] == 5e-11);
+  }
 
   // The xz map at y = 0 from the harmonics, computed here by hand: kx_m = k1 sin θ + 2π m/Λ.
   REQUIRE(point.field_maps.size() == 1);

@@ -84,6 +84,28 @@ bool close(Complex a, LongComplex b, long double tol) {
 
 }  // namespace
 
+TEST_CASE("green coefficients: a slice too thick for the highest order is refused, naming it", "[physics][z_operator]") {
+  // 2 sin(kzΔ/2)/kz overflows double precision near |Im kz| Δ = 1420. On random incidences (lattice periods
+  // 0.4–1.4, so |Im kz| of order m1 = 40 is at least 2π·40/1.4 − 2π·1.5/0.5 ≈ 160), a slice of 12 holds
+  // |Im kz| Δ ≥ 1900 for the highest orders; one of 2 (≥ 320) is held.
+  const std::vector<FloquetOrders> incidences = random_incidences(40, 0);
+  const auto grid_of = [](double thin, double thick) {
+    ZGrid grid;
+    grid.z = {thick + thin / 2, thick / 2};
+    grid.thickness = {thin, thick};
+    return grid;
+  };
+  const GreenCoefficients held = green_coefficients(grid_of(0.1, 2.0), incidences);
+  for (const Complex w : held.weight) CHECK(std::isfinite(std::abs(w)));
+  try {
+    (void)green_coefficients(grid_of(0.1, 12.0), incidences);
+    FAIL("a 12-thick slice at M = 40 was not refused");
+  } catch (const InvalidArgument& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("slice 1 is too thick for order") != std::string::npos);
+  }
+}
+
 TEST_CASE("green coefficients: every table entry equals its formula evaluated directly in long double",
           "[physics][z_operator]") {
   constexpr long double eps = std::numeric_limits<double>::epsilon();
