@@ -203,6 +203,24 @@ std::string frozen_summary(const std::vector<io::FrozenAccuracy>& frozen, const 
   return os.str();
 }
 
+/// What the measurement leaves undetermined, in words (empty when nothing): no degrees of freedom left (χ² then
+/// cannot test the model), or two parameters so correlated (|ρ| ≥ 0.999) that the data fix only a combination of
+/// them, and their standard errors say little about either (an audit in session 36 met a "converged" fit with
+/// ν = 0, ρ = −1.000 and errors of 7e4).
+std::string identifiability_note(const fitting::FitResult& fit) {
+  std::ostringstream os;
+  if (fit.degrees_of_freedom == 0)
+    os << "ν = 0: as many parameters as measured values, so χ² cannot test the model (the reduced χ² is undefined)";
+  const auto n = fit.correlation.rows();
+  for (Eigen::Index a = 0; a < n; ++a)
+    for (Eigen::Index b = a + 1; b < n; ++b)
+      if (std::abs(fit.correlation(a, b)) >= 0.999)
+        os << (os.tellp() > 0 ? "; " : "") << fit.names[std::size_t(a)] << " and " << fit.names[std::size_t(b)]
+           << " are correlated by " << std::fixed << std::setprecision(4) << fit.correlation(a, b) << std::defaultfloat
+           << ": the measurement determines a combination of them, not each (their standard errors mean little)";
+  return os.str();
+}
+
 void print_summary(const fitting::FitResult& fit, const std::vector<fitting::Parameter>& parameters,
                    const io::MeasuredData& measured, const GratingModel& model, const std::string& backend,
                    const std::string& frozen) {
@@ -244,6 +262,7 @@ void print_summary(const fitting::FitResult& fit, const std::vector<fitting::Par
     for (const std::string& n : model.notes()) os << "    " << n << "\n";
   }
   os << (fit.converged ? "  converged: " : "  NOT converged: ") << fit.reason << "\n";
+  if (const std::string note = identifiability_note(fit); !note.empty()) os << "  note: " << note << "\n";
   if (!frozen.empty()) os << "\n" << frozen;
   std::cout << os.str();
 }
@@ -282,7 +301,7 @@ int run_fit(const Options& options) {
     frozen = freeze_accuracy(problem, floating, start, measured);
   }
   GratingModel model(problem, floating, measured, frozen);
-  const fitting::FitResult fit = [&] {
+  fitting::FitResult fit = [&] {
     try {
       return fitting::fit(model, parameters, io::to_measurement(measured), settings.options);
     } catch (const InvalidArgument& e) {  // e.g. no spectrum at the start: say which solves failed
@@ -293,6 +312,7 @@ int run_fit(const Options& options) {
   }();
   print_summary(fit, parameters, measured, model, backend,
                 frozen.empty() ? "" : frozen_summary(frozen, *c.numerics.accuracy));
+  if (const std::string note = identifiability_note(fit); !note.empty()) fit.reason += "; note: " + note;  // in the file
   io::FitInfo info;
   info.case_path = s.case_path;
   info.case_yaml = c.yaml;

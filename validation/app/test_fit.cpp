@@ -211,6 +211,38 @@ TEST_CASE("a fit stopped by max_iterations exits with 3 and its file says why", 
   CHECK(contains(again.output, "already exists"));
 }
 
+TEST_CASE("a fit the measurement cannot determine says so, on screen and in its file", "[app][fit]") {
+  // One measured row (Ψ, Δ at one wavelength and angle) for two parameters: ν = 0 (an audit of session 36 met such
+  // a fit reported "converged" with errors of 7e4 and nothing said).
+  const Setup s("undetermined", 0, 0, 1);
+  std::ifstream in(s.measured);
+  std::string comment, header, first;
+  std::getline(in, comment);
+  std::getline(in, header);
+  std::getline(in, first);
+  in.close();
+  std::ofstream(s.measured) << header << "\n" << first << "\n";
+  const auto r = s.fit_it();
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(contains(r.output, "note: ν = 0: as many parameters as measured values"));
+  REQUIRE(fs::exists(s.fit));
+  const hid_t f = H5Fopen(s.fit.string().c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  REQUIRE(f >= 0);
+  const hid_t a = H5Aopen(f, "reason", H5P_DEFAULT);
+  REQUIRE(a >= 0);
+  const hid_t type = H5Aget_type(a);
+  char* text = nullptr;
+  REQUIRE(H5Aread(a, type, &text) >= 0);
+  const std::string reason = text ? text : "";
+  H5free_memory(text);
+  H5Tclose(type);
+  H5Aclose(a);
+  H5Fclose(f);
+  INFO(reason);
+  CHECK(contains(reason, "note: ν = 0"));
+}
+
 TEST_CASE("fit refuses bad input located, with status 1 and no output", "[app][fit]") {
   SECTION("an unknown floating parameter") {
     const Setup s("unknown", 0, 0, 1, "    height: {start", "    heigth: {start");
