@@ -27,7 +27,8 @@ using test::run_gratingsim;
 namespace {
 
 /// The lines' width and height are the parameters (true values 250 and 150 nm); Ψ/Δ at 3 wavelengths ×
-/// 2 angles, 12 measured values. Small numerics (±2 harmonics; one slice, exact for vertical walls) so
+/// 2 angles, 12 measured values. Small numerics (±2 harmonics; one slice, far coarser than the default rule and
+/// warned about: the measured values come from the same model, so only the fit is tested) so
 /// that a fit takes a fraction of a second (seconds in the sanitizer build), solved by dense LU: the
 /// finite differences (relative step 1e-4) see no solver noise.
 constexpr const char* lines_case = R"(# lines of width and height to be fitted
