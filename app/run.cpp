@@ -386,7 +386,7 @@ int run_run(const Options& options) {
 
 const Command gratingsim_run{
     .name = "run",
-    .summary = "solve a YAML case file, write its HDF5 result file (exit 3: some result unreliable: a solve did not converge, or a lossless point is off its energy balance)",
+    .summary = "solve a YAML case file, write its HDF5 result file (exit 3: some result unreliable: a solve did not converge, or a point is off its energy balance)",
     .usage =
         "gratingsim run CASE.yaml [-o OUT.h5] [--backend NAME|auto] [--precision single|double] [--resume] "
         "[--overwrite] [--quiet]\n       mpirun -n K gratingsim run CASE.yaml ...",
@@ -404,8 +404,8 @@ const Command gratingsim_run{
         "works with any number of ranks. Exit status: 0 done; 1 an error (nothing written for an invalid "
         "case; a failed sweep leaves OUT.h5.partial for --resume); 2 a wrong command line; 3 done, but "
         "some solve did not reach its tolerance, or (numerics.harmonics: auto, slices: auto) some point did not "
-        "reach its target_error within the ladder's maximum, or a point of a lossless structure is off its energy "
-        "balance |1 - ΣR - ΣT| by more than 0.05 (too few slices or harmonics): every point is written, those "
+        "reach its target_error within the ladder's maximum, or a point is off its energy balance by more than 0.05 "
+        "(|1 - ΣR - ΣT| where lossless, an absorption below -0.05 where not: too few slices or harmonics): every point is written, those "
         "marked in the summary and stored with solver/converged = 0, accuracy/reached = 0 or their "
         "results/energy_balance_error; 130 (143) interrupted by SIGINT, Ctrl-C (SIGTERM): "
         "the points being solved are written, the finished points kept in OUT.h5.partial for --resume (a "

@@ -178,7 +178,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   std::vector<PointSummary> points;
   std::size_t unconverged_solves = 0, unbalanced_points = 0;
   std::array<std::size_t, io::method_names.size()> method_points{};  // points per solver/method value
-  double worst_balance = NAN;
+  double worst_balance = NAN, least_absorption = INFINITY;
   AccuracySummary accuracy;
   for (std::size_t point = 0; point < l.points(); ++point) {
     PointSummary p{point, reader.read(point), true};
@@ -187,14 +187,14 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
       if (!p.result.target_reached) p.converged = false;  // shown like an unconverged solve
     }
     if (p.result.method < method_points.size()) ++method_points[p.result.method];
-    bool balanced = true;
     for (std::size_t i = 0; i < p.result.converged.size(); ++i) {
       if (!p.result.converged[i]) ++unconverged_solves, p.converged = false;
       const double e = p.result.energy_balance_error[i];
       if (!std::isnan(e) && !(e <= worst_balance)) worst_balance = e;
-      if (!std::isnan(e) && !(e <= energy_balance_limit)) balanced = false;
     }
-    if (!balanced) ++unbalanced_points, p.converged = false;  // shown like an unconverged point
+    for (const double a : p.result.absorption)
+      if (!(a >= least_absorption)) least_absorption = a;
+    if (energy_balance_fails(p.result)) ++unbalanced_points, p.converged = false;  // shown like an unconverged point
     points.push_back(std::move(p));
   }
 
@@ -253,14 +253,17 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
     std::printf("  ΣT, T: n/a where the substrate absorbs (no order propagates in it: transmission is undefined)\n");
   std::printf("\n  time per phase of each wavelength batch, s (solver/phase_seconds; sweep wall time %.3f s):\n%s\n",
               times.sweep, format_phase_table(batch_phases(reader), times.sweep, phase_rows, phase_largest).c_str());
-  std::printf("  energy balance: %s\n", std::isnan(worst_balance)
-                                            ? "not checked (a material absorbs)"
-                                            : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
+  std::printf("  energy balance: %s\n",
+              std::isnan(worst_balance)
+                  ? ("a material absorbs: smallest absorption 1-ΣR-ΣT " + number("%.3f", least_absorption) +
+                     " (power made where negative)")
+                        .c_str()
+                  : ("largest |1-ΣR-ΣT| " + number("%.2e", worst_balance)).c_str());
   if (unbalanced_points > 0)
-    std::printf("  energy balance: %zu point(s) of a lossless structure are off by more than %g: their efficiencies "
-                "are off by about as much (too few slices or harmonics; a converged solve does not show it); "
-                "exit status %d\n",
-                unbalanced_points, energy_balance_limit, exit_unreliable);
+    std::printf("  energy balance: %zu point(s) off by more than %g (|1-ΣR-ΣT| where lossless, an absorption below "
+                "-%g where not): their efficiencies are off by about as much (too few slices or harmonics; a "
+                "converged solve does not show it); exit status %d\n",
+                unbalanced_points, energy_balance_limit, energy_balance_limit, exit_unreliable);
   if (l.accuracy) {
     const io::AccuracyTarget& a = *l.accuracy;
     std::string ladder;
@@ -299,6 +302,14 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   return false;
 }
 
+bool energy_balance_fails(const io::PointResult& r) {
+  for (const double e : r.energy_balance_error)
+    if (!std::isnan(e) && !(e <= energy_balance_limit)) return true;
+  for (const double a : r.absorption)
+    if (!std::isnan(a) && a < -energy_balance_limit) return true;
+  return false;
+}
+
 bool any_unreliable(const std::string& output) {
   const io::ResultReader reader(output);
   for (std::size_t point = 0; point < reader.layout().points(); ++point) {
@@ -306,8 +317,7 @@ bool any_unreliable(const std::string& output) {
     if (reader.layout().accuracy && !r.target_reached) return true;
     for (std::uint8_t c : r.converged)
       if (!c) return true;
-    for (const double e : r.energy_balance_error)
-      if (!std::isnan(e) && !(e <= energy_balance_limit)) return true;
+    if (energy_balance_fails(r)) return true;
   }
   return false;
 }

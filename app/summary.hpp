@@ -21,7 +21,14 @@ constexpr int exit_unreliable = 3;
 /// settings that resolve the structure stay far below it, 5e-4 with the default slicing (docs/formulation.md §9),
 /// 3.3e-3 on validation/peers' ε = 6 blocks at M = 8 (docs/normal-vector.md §8), and the O(Δz²) error passes it
 /// only at about 15 times the default slice thickness (the tests' Si3N4 lines in 3 slices, 8.4 times: 1.1e-2).
+/// Where something absorbs, the point fails where it creates power instead, an absorption 1 − ΣR − ΣT below
+/// −energy_balance_limit (a second audit of session 36: a 2D ε = −20 + 1.5i block at M = 3 with the normal-vector
+/// products gave ΣT = 1.017, absorption −0.27, every solve converged; docs/normal-vector.md §8).
 constexpr double energy_balance_limit = 5e-2;
+
+/// Whether a point's energy is off by more than energy_balance_limit in some polarisation (see there): its
+/// |1 − ΣR − ΣT| where everything is lossless, a negative absorption (power made) where something absorbs.
+bool energy_balance_fails(const io::PointResult& r);
 
 /// Timing of a run for the summary: from the start of the command, and of the sweep alone (from the
 /// first unit handed out to the last point written), whose points per second is the throughput.

@@ -226,7 +226,7 @@ TEST_CASE("a lossless point off its energy balance is shown, warned about at the
   INFO(r.output);
   CHECK(r.status == 3);
   CHECK(contains(r.output, "coarse.yaml:7:30: warning: layer 'layer0': 1 slice(s) of 500 nm are 140 times thicker"));
-  CHECK(contains(r.output, "point(s) of a lossless structure are off by more than 0.05"));
+  CHECK(contains(r.output, "2 point(s) off by more than 0.05 (|1-ΣR-ΣT| where lossless"));
   CHECK(contains(r.output, "every solve converged"));
   REQUIRE(fs::exists(out));
   const io::ResultReader reader(out.string());
@@ -245,6 +245,37 @@ TEST_CASE("a lossless point off its energy balance is shown, warned about at the
   CHECK(resolved.status == 0);
   CHECK(!contains(resolved.output, "warning"));
   CHECK(!contains(resolved.output, "off by more than"));
+}
+
+TEST_CASE("a point that makes power where a material absorbs is shown and gives exit status 3", "[app][run]") {
+  // A 2D block of ε = −20 + 1.5i at M = 3 with the normal-vector products (found by a second audit in session 36):
+  // ΣT = 1.017 and an absorption of −0.27 in p, every solve converged, exit 0 (the lossless test does not apply).
+  // Laurent's plain products conserve energy (docs/normal-vector.md §8): the same case keeps an absorption of +0.19.
+  const test::ScratchDirectory dir("negative_absorption");
+  const fs::path config = dir / "metal.yaml", out = dir / "metal.h5";
+  const auto write = [&](const char* formulation) {
+    std::ofstream(config) << "wavelength: 800\nincidence: {theta_deg: 45, phi_deg: 90}\n"
+                             "lattice: {period_x: 400, period_y: 400}\nsubstrate: glass\n"
+                             "materials: {metal: {epsilon: [-20, 1.5]}, glass: {n: 1.5}}\nlayers:\n"
+                             "  - {thickness: 80, shapes: [{type: rectangle, material: metal, width_x: 150, width_y: 250}]}\n"
+                             "numerics: {harmonics: 3, formulation: " << formulation << "}\n";
+  };
+  write("normal-vector");
+  const test::Execution r = run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw");
+  INFO(r.output);
+  CHECK(r.status == 3);
+  CHECK(contains(r.output, "1 point(s) off by more than 0.05"));
+  CHECK(contains(r.output, "every solve converged"));
+  const io::PointResult made = io::ResultReader(out.string()).read(0);
+  CHECK(*std::min_element(made.absorption.begin(), made.absorption.end()) < -0.05);
+
+  write("laurent");
+  const test::Execution plain =
+      run_gratingsim("run " + quoted(config) + " -o " + quoted(out) + " --backend cpu-fftw --overwrite");
+  INFO(plain.output);
+  CHECK(plain.status == 0);
+  const io::PointResult kept = io::ResultReader(out.string()).read(0);
+  CHECK(*std::min_element(kept.absorption.begin(), kept.absorption.end()) > 0);
 }
 
 TEST_CASE("harmonics: auto reaches its target on the lamellar reference and records what it used", "[app][run][accuracy]") {
