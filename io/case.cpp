@@ -1248,9 +1248,11 @@ class CaseReader {
       target->fail("expected an absolute error on efficiencies in (0, 1), e.g. 1e-3, got " + target->describe());
     if (most_harmonics && !a.harmonics) most_harmonics->fail("applies with harmonics: auto only");
     if (most_slices && !a.slices) most_slices->fail("applies with slices: auto only");
-    a.max_harmonics = most_harmonics ? integer_in(*most_harmonics, 9, 4096, "a highest order M for the ladder")
+    // 0 for the one not raised (io/SCHEMA.md §2.2), as max_slices stays.
+    a.max_harmonics = !a.harmonics       ? 0
+                      : most_harmonics   ? integer_in(*most_harmonics, 9, 4096, "a highest order M for the ladder")
                       : c_.structure.lattice.one_dimensional() ? 100
-                                           : 20;
+                                                               : 20;
     if (most_slices) {
       a.max_slices = integer_in(*most_slices, 2, max_total_slices, "a most slices in all for the ladder");
       max_slices_node_ = most_slices;

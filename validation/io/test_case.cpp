@@ -421,6 +421,7 @@ layers: [{thickness: 100, slices: 12, shapes: [{type: line, material: Si3N4, wid
   CHECK(!given.numerics.accuracy->harmonics);
   CHECK(given.numerics.harmonics_x == 3);
   CHECK(given.numerics.accuracy->max_slices == 60);
+  CHECK(given.numerics.accuracy->max_harmonics == 0);  // 0 for the one not raised (io/SCHEMA.md §2.2)
   CHECK(given.numerics.richardson);
 
   const io::Case crossed = io::parse_case(R"(wavelength: 500
