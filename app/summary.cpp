@@ -49,7 +49,7 @@ bool substrate_absorbs(const io::Case& c, double wavelength_nm) {
 struct PointSummary {
   std::size_t point = 0;
   io::PointResult result;
-  bool converged = true;
+  bool reliable = true;  ///< every solve converged, the target reached, the energy balanced: else always shown
 };
 
 /// With accuracy on demand three more: the harmonics (M1, or M1×M2) and slices the point used, and
@@ -184,17 +184,17 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
     PointSummary p{point, reader.read(point), true};
     if (l.accuracy) {
       accuracy.add(p.result);
-      if (!p.result.target_reached) p.converged = false;  // shown like an unconverged solve
+      if (!p.result.target_reached) p.reliable = false;
     }
     if (p.result.method < method_points.size()) ++method_points[p.result.method];
     for (std::size_t i = 0; i < p.result.converged.size(); ++i) {
-      if (!p.result.converged[i]) ++unconverged_solves, p.converged = false;
+      if (!p.result.converged[i]) ++unconverged_solves, p.reliable = false;
       const double e = p.result.energy_balance_error[i];
       if (!std::isnan(e) && !(e <= worst_balance)) worst_balance = e;
     }
     for (const double a : p.result.absorption)
       if (!(a >= least_absorption)) least_absorption = a;
-    if (energy_balance_fails(p.result)) ++unbalanced_points, p.converged = false;  // shown like an unconverged point
+    if (energy_balance_fails(p.result)) ++unbalanced_points, p.reliable = false;
     points.push_back(std::move(p));
   }
 
@@ -232,7 +232,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   const std::size_t stride = points.size() <= summary_rows ? 1 : (points.size() + summary_sample - 1) / summary_sample;
   std::vector<std::vector<std::string>> rows;
   for (const PointSummary& p : points)
-    if (p.point % stride == 0 || p.point + 1 == points.size() || !p.converged)
+    if (p.point % stride == 0 || p.point + 1 == points.size() || !p.reliable)
       add_point_rows(l, p, substrate_absorbs(problem.source, l.wavelength_nm[l.wavelength_index_of(p.point)]),
                      rows);
   std::vector<Column> columns = summary_columns(l.accuracy.has_value());
