@@ -240,7 +240,7 @@ bool print_summary(const std::string& case_path, const std::string& output, cons
   std::printf("%s\n", format_header(columns).c_str());
   for (const auto& row : rows) std::printf("%s\n", format_row(columns, row).c_str());
   if (stride > 1)
-    std::printf("  (%zu points: one in %zu shown, the last, and every unconverged one; all are in %s)\n", points.size(),
+    std::printf("  (%zu points: one in %zu shown, the last, and every unreliable one (unconverged, short of its target or off its energy balance); all are in %s)\n", points.size(),
                 stride, output.c_str());
   bool any_absorbing = false;
   for (const double w : l.wavelength_nm) any_absorbing = any_absorbing || substrate_absorbs(problem.source, w);
