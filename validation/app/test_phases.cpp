@@ -249,6 +249,14 @@ TEST_CASE("bench e2e prints the phases of each batch within the sweep's wall tim
   const test::Execution wrong = run_gratingsim("bench e2e --case 5");
   CHECK(wrong.status == 2);
   CHECK(contains(wrong.output, "--case expects 1, 2, 3, 4"));
+  // --precision single as `run --precision single`: the case's 1e-8 tolerance raised, with run's warning (an audit
+  // of session 36: it failed on 'tolerance below what complex64 can reach', leaving its temporary file).
+  test::Execution single;
+  bench_sweep_case("phases_bench_single", "--backend cpu-fftw --precision single", single);
+  INFO(single.output);
+  CHECK(single.status == 0);
+  CHECK(contains(single.output, "warning: single precision: solver tolerance raised from 1e-08 to 1e-06"));
+  CHECK(contains(single.output, "backend cpu-fftw, single precision"));
 }
 
 TEST_CASE("bench e2e --repeat: N sweeps in one process, their walls and the later calls' median", "[app][phases]") {
