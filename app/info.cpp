@@ -54,7 +54,7 @@ int run_info(const Options&) {
   }
   std::cout << '\n';
   const conv::HostCpu cpu = conv::host_cpu();
-  std::cout << "host CPU:  " << cpu.model << ", " << cpu.threads << " OpenMP threads\n";
+  std::cout << "host CPU:  " << cpu.model << ", " << cpu.threads << " OpenMP thread" << (cpu.threads == 1 ? "" : "s") << "\n";
   const std::optional<std::string> mpi = mpi_library();
   std::cout << "MPI:       "
             << (mpi ? std::string("built in: mpirun -n K gratingsim run ... shares a sweep over K ranks")
