@@ -21,6 +21,7 @@
 #include <variant>
 #include <vector>
 
+#include "app/output_safety.hpp"
 #include "app/solving.hpp"
 #include "app/work_units.hpp"
 #include "convolution/devices.hpp"
@@ -83,9 +84,17 @@ Solution solve_case(io::Case source, std::optional<std::string> backend, std::op
 
 /// Writes `s` as the result file `gratingsim run` writes (io/SCHEMA.md): under the output's lock,
 /// OUT.h5.partial point by point, each wavelength's writing time recorded as the CLI records it,
-/// then renamed to OUT.h5. An existing OUT.h5 is replaced only with `overwrite`.
+/// then renamed to OUT.h5. Refused before anything is written, as `run` refuses (app/output_safety.hpp), where it
+/// would destroy a file: the case file or a table it reads, a directory or a device, an existing OUT.h5 without
+/// `overwrite`.
 void write_solution(const Solution& s, const std::string& path, bool overwrite) {
+  const std::vector<std::string> companions{io::partial_path(path), io::lock_path(path)};
+  const auto check = [&] {
+    app::check_output_path(path, companions, s.problem.source.inputs, overwrite, "a file the case reads", "overwrite=True");
+  };
+  check();
   const io::OutputLock lock(path);
+  check();  // again under the lock, as run checks: another writer may have finished meanwhile
   io::ResultWriter writer = io::ResultWriter::create(
       path, s.problem.layout,
       io::run_info(s.problem, s.backend, std::string(to_string(s.problem.solver.precision)), s.device));
@@ -286,7 +295,37 @@ void register_exceptions(py::module_& m) {
   });
 }
 
+/// A path given as str or os.PathLike (pathlib.Path), as Python's own file functions take it.
+std::string path_text(const py::object& path) {
+  return py::module_::import("os").attr("fspath")(path).cast<std::string>();
+}
+
 // --- Structures ------------------------------------------------------------------------------------
+
+/// A read-write property of `cls` holding a list of objects, returned as a new list of copies: def_readwrite made
+/// its elements references into the vector, which dangled once the vector was replaced or grew (an audit in
+/// session 36 read a shape's width as -3.4e33 after its layer's shapes were assigned anew). A list is changed by
+/// assigning a new one.
+template <class C, class V>
+void copied_list(py::class_<C>& cls, const char* name, V C::*member) {
+  cls.def_property(
+      name, [member](const C& c) { return c.*member; }, [member](C& c, V value) { c.*member = std::move(value); });
+}
+
+/// structure.layers[i]: layer i of the structure's list, by index, read anew at every access, so that it stays valid
+/// when the list grows or is replaced (bind_vector's item was a reference into the vector's storage: after an
+/// append it read a thickness of 9.7e-320, an audit of session 36). Holds the list, which holds the structure.
+struct LayerView {
+  py::object list;
+  std::vector<physics::Layer>* layers = nullptr;
+  std::size_t index = 0;
+  [[nodiscard]] physics::Layer& get() const {
+    if (index >= layers->size())
+      throw py::index_error("layer " + std::to_string(index) + " is no longer in its list (" +
+                            std::to_string(layers->size()) + " layers now)");
+    return (*layers)[index];
+  }
+};
 
 void bind_structures(py::module_& m) {
   using namespace physics;
@@ -335,12 +374,14 @@ void bind_structures(py::module_& m) {
       .def_readwrite("semi_axis_y", &Ellipse::semi_axis_y)
       .def_readwrite("rotation_deg", &Ellipse::rotation_deg)
       .def_readwrite("material", &Ellipse::material);
-  py::class_<Polygon>(m, "Polygon")
+  py::class_<Polygon> polygon(m, "Polygon");
+  polygon
       .def(py::init([](std::vector<Point> vertices, Material material) { return Polygon{std::move(vertices), std::move(material)}; }),
            py::arg("vertices") = std::vector<Point>{}, py::arg("material") = Material{})
-      .def_readwrite("vertices", &Polygon::vertices)
       .def_readwrite("material", &Polygon::material);
-  py::class_<Raster>(m, "Raster")
+  copied_list(polygon, "vertices", &Polygon::vertices);
+  py::class_<Raster> raster(m, "Raster");
+  raster
       .def(py::init([](int nx, int ny, std::vector<int> pixels, std::vector<Material> materials) {
              return Raster{nx, ny, std::move(pixels), std::move(materials)};
            }),
@@ -348,8 +389,8 @@ void bind_structures(py::module_& m) {
            py::arg("materials") = std::vector<Material>{})
       .def_readwrite("nx", &Raster::nx)
       .def_readwrite("ny", &Raster::ny)
-      .def_readwrite("pixels", &Raster::pixels)
-      .def_readwrite("materials", &Raster::materials);
+      .def_readwrite("pixels", &Raster::pixels);
+  copied_list(raster, "materials", &Raster::materials);
   py::class_<TrapezoidLine>(m, "TrapezoidLine")
       .def(py::init([](double center_x, double bottom_width, double angle, Material material) {
              return TrapezoidLine{center_x, bottom_width, angle, std::move(material)};
@@ -379,8 +420,13 @@ void bind_structures(py::module_& m) {
       .def_readwrite("top_semi_axis_y", &TaperedEllipse::top_semi_axis_y)
       .def_readwrite("rotation_deg", &TaperedEllipse::rotation_deg)
       .def_readwrite("material", &TaperedEllipse::material);
-  py::class_<Layer>(m, "Layer",
-                    "A layer: thickness (nm), slices, background and shapes (a list: assign a new list to change it).")
+  py::class_<LayerView> view(m, "LayerView",
+                             "Layer i of a structure's layer list, read anew at every access: changing it changes the "
+                             "structure (its shapes: assign a new list). Converts to a Layer (a copy).");
+  py::class_<Layer> layer(m, "Layer",
+                          "A layer: thickness (nm), slices, background and shapes (a list of copies: assign a new list "
+                          "to change it).");
+  layer
       .def(py::init([](double thickness, int slices, Material background, std::vector<Shape> shapes) {
              Layer l;
              l.thickness = thickness;
@@ -391,15 +437,57 @@ void bind_structures(py::module_& m) {
            }),
            py::arg("thickness") = 0.0, py::arg("slices") = 0, py::arg("background") = Material{},
            py::arg("shapes") = std::vector<Shape>{})
+      .def(py::init([](const LayerView& v) { return v.get(); }), py::arg("view"))
       .def_readwrite("thickness", &Layer::thickness)
       .def_readwrite("slices", &Layer::slices)
       .def_readwrite("max_slice_thickness", &Layer::max_slice_thickness)
       .def_readwrite("background", &Layer::background)
-      .def_readwrite("shapes", &Layer::shapes)
       .def_readwrite("steps", &Layer::steps);
+  copied_list(layer, "shapes", &Layer::shapes);
+  py::implicitly_convertible<LayerView, Layer>();
+  // The view's attributes, each through the list's current element.
+  const auto field = [&view](const char* name, auto member) {
+    using M = std::remove_reference_t<decltype(std::declval<Layer&>().*member)>;
+    view.def_property(
+        name, [member](const LayerView& v) { return M(v.get().*member); },
+        [member](const LayerView& v, M value) { v.get().*member = std::move(value); });
+  };
+  field("thickness", &Layer::thickness);
+  field("slices", &Layer::slices);
+  field("max_slice_thickness", &Layer::max_slice_thickness);
+  field("background", &Layer::background);
+  field("steps", &Layer::steps);
+  field("shapes", &Layer::shapes);
   // The structure's layers in place (structure.layers[0].thickness = ... changes the structure); a list
-  // of Layers converts.
-  py::bind_vector<std::vector<Layer>>(m, "LayerList");
+  // of Layers converts. Items are LayerViews (by index), never references into the vector's storage.
+  py::class_<std::vector<Layer>> layers = py::bind_vector<std::vector<Layer>>(m, "LayerList");
+  const auto view_of = [](py::object list, std::ptrdiff_t i) {
+    auto& v = list.cast<std::vector<Layer>&>();
+    const std::ptrdiff_t n = std::ptrdiff_t(v.size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) throw py::index_error("layer index out of range");
+    return LayerView{list, &v, std::size_t(i)};
+  };
+  layers.attr("__getitem__") = py::cpp_function(
+      [view_of](py::object list, py::object key) -> py::object {
+        if (py::isinstance<py::slice>(key)) {  // a slice: a new list of copies
+          auto& v = list.cast<std::vector<Layer>&>();
+          std::size_t start = 0, stop = 0, step = 0, length = 0;
+          if (!key.cast<py::slice>().compute(v.size(), &start, &stop, &step, &length)) throw py::error_already_set();
+          std::vector<Layer> part;
+          for (std::size_t k = 0; k < length; ++k, start += step) part.push_back(v[start]);
+          return py::cast(std::move(part));
+        }
+        return py::cast(view_of(list, key.cast<std::ptrdiff_t>()));
+      },
+      py::name("__getitem__"), py::is_method(layers));
+  layers.attr("__iter__") = py::cpp_function(
+      [view_of](py::object list) {
+        py::list views;
+        for (std::size_t i = 0; i < list.cast<std::vector<Layer>&>().size(); ++i) views.append(view_of(list, std::ptrdiff_t(i)));
+        return views.attr("__iter__")();
+      },
+      py::name("__iter__"), py::is_method(layers));
   py::implicitly_convertible<py::list, std::vector<Layer>>();
   py::class_<Structure>(m, "Structure", "The grating (physics/structure.hpp): lattice, superstrate, substrate, layers top to bottom.")
       .def(py::init([](Lattice lattice, Material superstrate, Material substrate, std::vector<Layer> layers) {
@@ -449,7 +537,7 @@ void bind_cases(py::module_& m) {
                              })
       .def_property_readonly("points", &io::Case::points);
 
-  m.def("load", &io::load_case, py::arg("path"),
+  m.def("load", [](const py::object& path) { return io::load_case(path_text(path)); }, py::arg("path"),
         "Reads a YAML case file (io/SCHEMA.md); raises CaseError at the offending line and column.");
   m.def("parse_case", &io::parse_case, py::arg("yaml"), py::arg("name") = "<string>", py::arg("base_directory") = ".",
         "Reads a case from YAML text; `name` is used in messages, tables are found relative to base_directory.");
@@ -464,8 +552,8 @@ void bind_cases(py::module_& m) {
       .def_readonly("device", &Solution::device)
       .def_readonly("warnings", &Solution::warnings)
       .def_readonly("seconds", &Solution::seconds)
-      .def("arrays", [](Solution& s) { return py::dict(result_arrays(s)); },
-           "Every dataset as a dict PATH → NumPy array (read-only arrays).")
+      .def("arrays", [](Solution& s) { return result_arrays(s).attr("copy")(); },
+           "Every dataset as a new dict PATH → NumPy array (the arrays read-only, shared with the Results).")
       .def("__getitem__",
            [](Solution& s, const std::string& path) -> py::object {
              py::dict arrays = result_arrays(s);
@@ -473,7 +561,8 @@ void bind_cases(py::module_& m) {
              return arrays[py::str(path)];
            })
       .def("keys", [](Solution& s) { return py::list(result_arrays(s)); })
-      .def("write", &write_solution, py::arg("path"), py::arg("overwrite") = false,
+      .def("write", [](const Solution& s, const py::object& path, bool overwrite) { write_solution(s, path_text(path), overwrite); },
+           py::arg("path"), py::arg("overwrite") = false,
            "Writes the result file `gratingsim run` writes (io/SCHEMA.md; OUT.h5.partial, then OUT.h5).");
 
   m.def(

@@ -302,3 +302,60 @@ def test_unknown_backend_and_precision_are_errors():
         gratingsim.solve(case, backend="gpu-fast")
     with pytest.raises(gratingsim.Error, match="quad"):
         gratingsim.solve(case, precision="quad")
+
+
+def test_layers_and_shapes_held_across_changes_stay_valid():
+    # An audit of session 36: a layer taken from structure.layers read a thickness of 9.7e-320 once the list grew (its
+    # item was a reference into the vector's storage), and a shape list held across an assignment of new shapes read
+    # a width of -3.4e33; under a malloc checker the interpreter aborted. Layers are now views by index, shape lists
+    # copies.
+    case = gratingsim.load(str(CASES / "lines_fields.yaml"))
+    layer = case.structure.layers[0]
+    thickness, shapes = layer.thickness, layer.shapes
+    width = shapes[0].bottom_width
+    for i in range(64):
+        case.structure.layers.append(gratingsim.Layer(thickness=1.0 + i, slices=1))
+    assert layer.thickness == thickness
+    layer.thickness = thickness + 30  # a view: changes the structure
+    assert case.structure.layers[0].thickness == thickness + 30
+    for i in range(200):
+        layer.shapes = [gratingsim.TrapezoidLine(bottom_width=float(i), material=case.materials["Si"])] * 3
+    assert shapes[0].bottom_width == width  # a copy, taken before
+    assert [s.bottom_width for s in case.structure.layers[0].shapes] == [199.0] * 3
+    shapes[0].bottom_width = 1.0  # a copy: the structure keeps its own
+    assert case.structure.layers[0].shapes[0].bottom_width == 199.0
+    assert [l.thickness for l in case.structure.layers[1:3]] == [1.0, 2.0]  # a slice: copies
+    copied = gratingsim.Layer(layer)
+    layer.thickness = 5.0
+    assert copied.thickness == thickness + 30
+    case.structure.layers = [gratingsim.Layer(thickness=80.0, slices=4)]
+    with pytest.raises(IndexError):
+        case.structure.layers[1]
+    assert layer.thickness == 80.0  # index 0 of the list as it is now
+
+
+def test_arrays_is_a_new_dict_each_call():
+    results = gratingsim.solve(gratingsim.load(str(CASES / "lines_fields.yaml")))
+    arrays = results.arrays()
+    arrays["results/R"] = None
+    del arrays["results/T"]
+    assert isinstance(results["results/R"], np.ndarray)
+    assert isinstance(results.arrays()["results/T"], np.ndarray)
+
+
+def test_write_refuses_what_run_refuses_before_writing(tmp_path):
+    case_file = tmp_path / "case.yaml"
+    case_file.write_text((CASES / "lines_fields.yaml").read_text())
+    text = case_file.read_bytes()
+    results = gratingsim.solve(gratingsim.load(case_file))  # a pathlib.Path, as str
+    with pytest.raises(gratingsim.Error, match="refusing output .*a file the case reads"):
+        results.write(str(case_file), overwrite=True)
+    assert case_file.read_bytes() == text
+    out = tmp_path / "out.h5"
+    results.write(out)
+    with pytest.raises(gratingsim.Error, match="already exists.*overwrite=True replaces it"):
+        results.write(str(out))
+    assert not (tmp_path / "out.h5.partial").exists()
+    results.write(str(out), overwrite=True)
+    with pytest.raises(gratingsim.Error, match="is a directory"):
+        results.write(str(tmp_path))
