@@ -8,6 +8,10 @@
 #include <fstream>
 #include <numbers>
 #include <set>
+#include <type_traits>
+#include <variant>
+#include <string>
+#include <span>
 
 #include "core/host_memory.hpp"
 #include "physics/discretisation.hpp"
@@ -24,6 +28,72 @@ std::vector<double> grid(double lo, double hi, int n) {
   for (int i = 0; i < n; ++i) v[std::size_t(i)] = lo + (hi - lo) * double(i) / double(n - 1);
   return v;
 }
+
+/// The bytes of everything a solve reads from a structure: its lattice, every number of its layers and shapes, and
+/// each material's name and permittivity at `wavelengths`. Two structures that solve alike have equal fingerprints.
+class StructureFingerprint {
+ public:
+  StructureFingerprint(const physics::Structure& s, std::span<const double> wavelengths) : wavelengths_(wavelengths) {
+    put(s.lattice.period_x, s.lattice.period_y, s.lattice.rotation_deg);
+    material(s.superstrate);
+    material(s.substrate);
+    for (const physics::Layer& layer : s.layers) {
+      put(layer.thickness, layer.slices, layer.max_slice_thickness, layer.shapes.size(), layer.steps.size());
+      material(layer.background);
+      shapes(layer.shapes);
+      for (const auto& step : layer.steps) shapes(step);
+    }
+  }
+  [[nodiscard]] const std::string& bytes() const { return bytes_; }
+
+ private:
+  template <class... T>
+  void put(const T&... values) {
+    (bytes_.append(reinterpret_cast<const char*>(&values), sizeof(values)), ...);
+  }
+  void material(const physics::Material& m) {
+    put(m.name().size());
+    bytes_ += m.name();
+    for (const double w : wavelengths_) put(m.permittivity(w));
+  }
+  void point(const physics::Point& p) { put(p.x, p.y); }
+  void shapes(const std::vector<physics::Shape>& list) {
+    for (const physics::Shape& shape : list) {
+      put(shape.index());
+      std::visit(
+          [&](const auto& x) {
+            using T = std::decay_t<decltype(x)>;
+            if constexpr (std::is_same_v<T, physics::Rectangle>) {
+              point(x.center), put(x.width_x, x.width_y), material(x.material);
+            } else if constexpr (std::is_same_v<T, physics::Ellipse>) {
+              point(x.center), put(x.semi_axis_x, x.semi_axis_y, x.rotation_deg), material(x.material);
+            } else if constexpr (std::is_same_v<T, physics::Polygon>) {
+              polygon(x);
+            } else if constexpr (std::is_same_v<T, physics::Raster>) {
+              put(x.nx, x.ny, x.pixels.size(), x.materials.size());
+              bytes_.append(reinterpret_cast<const char*>(x.pixels.data()), x.pixels.size() * sizeof(int));
+              for (const physics::Material& m : x.materials) material(m);
+            } else if constexpr (std::is_same_v<T, physics::TrapezoidLine>) {
+              put(x.center_x, x.bottom_width, x.sidewall_angle_deg), material(x.material);
+            } else if constexpr (std::is_same_v<T, physics::SlopedPolygon>) {
+              polygon(x.bottom), put(x.sidewall_angle_deg);
+            } else {
+              point(x.center);
+              put(x.bottom_semi_axis_x, x.bottom_semi_axis_y, x.top_semi_axis_x, x.top_semi_axis_y, x.rotation_deg);
+              material(x.material);
+            }
+          },
+          shape);
+    }
+  }
+  void polygon(const physics::Polygon& p) {
+    put(p.vertices.size());
+    for (const physics::Point& v : p.vertices) point(v);
+    material(p.material);
+  }
+  std::span<const double> wavelengths_;
+  std::string bytes_;
+};
 
 }  // namespace
 
@@ -78,6 +148,18 @@ Problem make_problem(Case c) {
     }
   }
   l.accuracy = c.numerics.accuracy;
+  // With parameters every point's structure comes from the YAML at its values. The case's own structure is the
+  // first point's as read; changed since (the Python module lets a caller edit it), it would apply to the first
+  // point alone and the others would not see the change: refused (an audit of session 36 met exactly that).
+  if (!c.parameters.empty() || !c.derived_parameters.empty()) {
+    std::vector<double> values;  // those the case was read at (load_case: each axis's first)
+    for (const ParameterAxis& axis : c.parameters) values.push_back(c.parameter_values.at(axis.name));
+    const physics::Structure first = case_at(c, values).structure;
+    GS_EXPECTS(StructureFingerprint(first, c.wavelength_nm).bytes() ==
+                   StructureFingerprint(c.structure, c.wavelength_nm).bytes(),
+               "the case's structure was changed after it was read, but a case with parameters builds every parameter "
+               "point's structure from its YAML: change the YAML (or the dict given to from_dict) instead");
+  }
   p.structures.push_back(c.structure);
   for (std::size_t index = 1; index < c.parameter_points(); ++index)
     p.structures.push_back(case_at(c, c.parameter_point(index)).structure);

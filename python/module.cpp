@@ -519,8 +519,9 @@ void bind_cases(py::module_& m) {
       });
   py::class_<io::Case>(m, "Case",
                        "A case as read from YAML (io/case.hpp; lengths in nm, angles in degrees). wavelength_nm, "
-                       "incidence, structure and numerics may be changed before solve(); the result file's "
-                       "input/case keeps the YAML as read.")
+                       "incidence, structure and numerics may be changed before solve() (the structure not where the "
+                       "case has parameters: each parameter point's is built from the YAML, so solve() refuses an "
+                       "edited one); the result file's input/case keeps the YAML as read.")
       .def_readonly("path", &io::Case::path)
       .def_readonly("yaml", &io::Case::yaml)
       .def_readonly("description", &io::Case::description)

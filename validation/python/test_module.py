@@ -359,3 +359,20 @@ def test_write_refuses_what_run_refuses_before_writing(tmp_path):
     results.write(str(out), overwrite=True)
     with pytest.raises(gratingsim.Error, match="is a directory"):
         results.write(str(tmp_path))
+
+
+def test_a_case_with_parameters_refuses_an_edited_structure():
+    # Every parameter point's structure is built from the YAML at its values; an edit of case.structure reached the
+    # first point alone (an audit of session 36: cd = 60 changed, cd = 120 did not, nothing said). Refused now.
+    case = yaml.safe_load((CASES / "lines_fields.yaml").read_text())
+    case["parameters"] = {"height": [120, 150]}
+    case["layers"][0]["thickness"] = "${height}"
+    case["output"] = {"fields": False}
+    swept = gratingsim.from_dict(case)
+    unchanged = gratingsim.solve(swept)["results/R"]
+    assert unchanged.shape[0] == 2
+    swept.structure.layers[0].thickness = 300
+    with pytest.raises(gratingsim.Error, match="a case with parameters builds every parameter point's structure"):
+        gratingsim.solve(swept)
+    swept.structure.layers[0].thickness = 120  # as read again: solves
+    assert same_bits(gratingsim.solve(swept)["results/R"], unchanged)
