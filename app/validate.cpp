@@ -212,6 +212,14 @@ int validate_case(const Subject& subject, const std::vector<std::pair<Backend, P
   std::printf("\n%s: %zu point(s), harmonics M1 = %d, M2 = %d, %d slices, %d convolutions per product%s\n",
               subject.name.c_str(), problem.layout.points(), problem.solver.m1, problem.solver.m2, g.slices,
               int(g.input_blocks()), problem.source.description.empty() ? "" : ("\n  " + problem.source.description).c_str());
+  if (!direct_affordable)
+    std::printf("  reference: cpu-fftw in double (cpu-direct's products would exceed %.0e multiply-adds): the backends "
+                "are compared with it, but nothing independent checks cpu-fftw itself here\n",
+                double(direct_limit));
+  if (problem.source.numerics.accuracy)
+    std::printf("  accuracy on demand: compared at the ladder's first rung (M1 = %d, M2 = %d), not the settings run "
+                "would reach\n",
+                problem.solver.m1, problem.solver.m2);
   std::printf("%s\n", format_header(table).c_str());
 
   const auto has = [&](Backend b, Precision p) {
