@@ -98,6 +98,16 @@ class StructureFingerprint {
 }  // namespace
 
 Problem make_problem(Case c) {
+  // What load_case guarantees, checked again for a case edited after reading (the Python module): an empty sweep
+  // solved nothing and returned empty arrays, a NaN period failed deep in the solver with an unrelated message.
+  GS_EXPECTS(!c.wavelength_nm.empty() && !c.incidence.theta_deg.empty() && !c.incidence.phi_deg.empty(),
+             "the case has no sweep point: wavelength_nm, incidence.theta_deg and incidence.phi_deg need a value each");
+  for (const double w : c.wavelength_nm)
+    GS_EXPECTS(std::isfinite(w) && w > 0, "wavelengths must be finite and > 0, got " + std::to_string(w));
+  const physics::Lattice& lattice = c.structure.lattice;
+  GS_EXPECTS(std::isfinite(lattice.period_x) && lattice.period_x > 0 && std::isfinite(lattice.period_y) &&
+                 lattice.period_y >= 0 && std::isfinite(lattice.rotation_deg),
+             "the lattice needs a finite period_x > 0, period_y ≥ 0 (0: a 1D grating) and a finite rotation_deg");
   Problem p;
   auto& o = p.solver;
   o.m1 = c.numerics.harmonics_x;

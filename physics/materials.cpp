@@ -83,6 +83,8 @@ Material Material::constant_index(Complex index, std::string name) {
 
 Material Material::constant_permittivity(Complex permittivity, std::string name) {
   check_permittivity(permittivity, name);
+  // The normal-vector formulation divides by ε (an ε = 0 substrate ended in a 'singular slice matrix', an audit).
+  GS_EXPECTS(permittivity != Complex(0), describe(name) + ": ε = 0 is not a material");
   Material m;
   m.name_ = std::move(name);
   m.model_ = Constant{permittivity};

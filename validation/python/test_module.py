@@ -376,3 +376,16 @@ def test_a_case_with_parameters_refuses_an_edited_structure():
         gratingsim.solve(swept)
     swept.structure.layers[0].thickness = 120  # as read again: solves
     assert same_bits(gratingsim.solve(swept)["results/R"], unchanged)
+
+
+def test_a_case_edited_into_nonsense_is_refused_with_what_is_wrong():
+    case = gratingsim.load(str(CASES / "lines_fields.yaml"))
+    case.wavelength_nm = []
+    with pytest.raises(gratingsim.Error, match="no sweep point"):
+        gratingsim.solve(case)
+    case = gratingsim.load(str(CASES / "lines_fields.yaml"))
+    case.structure.lattice.period_x = float("nan")
+    with pytest.raises(gratingsim.Error, match="finite period_x > 0"):
+        gratingsim.solve(case)
+    with pytest.raises(gratingsim.Error, match="ε = 0 is not a material"):
+        gratingsim.Material.constant_index(0)
