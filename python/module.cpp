@@ -441,9 +441,9 @@ void bind_structures(py::module_& m) {
       .def_readwrite("thickness", &Layer::thickness)
       .def_readwrite("slices", &Layer::slices)
       .def_readwrite("max_slice_thickness", &Layer::max_slice_thickness)
-      .def_readwrite("background", &Layer::background)
-      .def_readwrite("steps", &Layer::steps);
+      .def_readwrite("background", &Layer::background);
   copied_list(layer, "shapes", &Layer::shapes);
+  copied_list(layer, "steps", &Layer::steps);
   py::implicitly_convertible<LayerView, Layer>();
   // The view's attributes, each through the list's current element.
   const auto field = [&view](const char* name, auto member) {
