@@ -175,24 +175,30 @@ Regions regions_of(const Lattice& lattice, const SliceContent& slice) {
   return regions;
 }
 
+/// Per region (0 the background, 1 + k shape or raster material k): its material.
+std::vector<const Material*> region_materials(const SliceContent& slice) {
+  std::vector<const Material*> materials{&slice.background};
+  if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
+    for (const Material& m : raster->materials) materials.push_back(&m);
+    return materials;
+  }
+  for (const PlanarShape& s : slice.shapes)
+    std::visit(
+        [&](const auto& shape) {
+          using T = std::decay_t<decltype(shape)>;
+          if constexpr (!std::is_same_v<T, Raster>) materials.push_back(&shape.material);
+        },
+        s);
+  return materials;
+}
+
 /// Per region (0 the background, 1 + k shape or raster material k): the first region of the same material, by name
 /// (a case names each material once, io/case.cpp; unnamed materials are each their own). The boundary between two
 /// regions of one material is no material edge: the structure tensor reads the area fractions summed per class,
 /// so that a cross drawn as two overlapping rectangles, or a shape cut at the cell's edge into two, has the
 /// union's field (an audit in session 36: two abutting rectangles differed from one by 0.7° in Ψ at M = 3).
 std::vector<int> material_classes(const SliceContent& slice) {
-  std::vector<const Material*> materials{&slice.background};
-  if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
-    for (const Material& m : raster->materials) materials.push_back(&m);
-  } else {
-    for (const PlanarShape& s : slice.shapes)
-      std::visit(
-          [&](const auto& shape) {
-            using T = std::decay_t<decltype(shape)>;
-            if constexpr (!std::is_same_v<T, Raster>) materials.push_back(&shape.material);
-          },
-          s);
-  }
+  const std::vector<const Material*> materials = region_materials(slice);
   std::vector<int> classes(materials.size());
   for (std::size_t r = 0; r < materials.size(); ++r) {
     classes[r] = int(r);
@@ -225,18 +231,8 @@ std::vector<std::vector<double>> by_material(const std::vector<std::vector<doubl
 }
 
 std::vector<Complex> region_permittivities(const SliceContent& slice, double wavelength) {
-  std::vector<Complex> eps{slice.background.permittivity(wavelength)};
-  if (const auto* raster = std::get_if<Raster>(&slice.shapes.front())) {
-    for (const Material& m : raster->materials) eps.push_back(m.permittivity(wavelength));
-    return eps;
-  }
-  for (const PlanarShape& s : slice.shapes)
-    std::visit(
-        [&](const auto& shape) {
-          using T = std::decay_t<decltype(shape)>;
-          if constexpr (!std::is_same_v<T, Raster>) eps.push_back(shape.material.permittivity(wavelength));
-        },
-        s);
+  std::vector<Complex> eps;
+  for (const Material* m : region_materials(slice)) eps.push_back(m->permittivity(wavelength));
   return eps;
 }
 
